@@ -1,0 +1,106 @@
+package shardcounter
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. Each maps to one HTTP status in package http and is the
+// "code" field of the API's error body (see SPEC.md).
+const (
+	EINVALID         = "invalid_argument"  // 400: bad id, shard count, amount, JSON, filter, page token
+	EOUTOFRANGE      = "out_of_range"      // 400: a value would leave the int64 range
+	EUNAUTHENTICATED = "unauthenticated"   // 401: missing or wrong bearer token
+	ENOTFOUND        = "not_found"         // 404: no such counter
+	EEXISTS          = "already_exists"    // 409: create of something that exists
+	ETOOLARGE        = "payload_too_large" // 413: body or batch over its limit
+	EUNAVAILABLE     = "unavailable"       // 503: the store cannot be reached; the write was not applied
+	EINTERNAL        = "internal"          // 500: a bug, or a failure whose outcome is unknown
+)
+
+// Error is the error type of the domain: a machine-readable Code and a
+// message for people. Stores, the engine and the HTTP client all return
+// *Error for every failure a caller may act on, so one mapping (ErrorCode)
+// turns any failure into an API error code.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+
+	// OutcomeUnknown is set on a write error when the write may have been
+	// applied: the store was asked to commit and no answer came back. A
+	// caller that must not double-count retries with the same request id.
+	// Such an error has code EINTERNAL, never EUNAVAILABLE, which promises
+	// that nothing was applied.
+	OutcomeUnknown bool `json:"-"`
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string {
+	return fmt.Sprintf("shardcounter: %s: %s", e.Code, e.Message)
+}
+
+// Is reports whether target is an *Error with the same code, so that
+// errors.Is(err, ErrNotFound) matches every not-found error whatever its
+// message.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Sentinel errors for library callers, to use with errors.Is. Each matches
+// any *Error carrying its code.
+var (
+	// ErrInvalid is returned when an argument (id, shard count, amount,
+	// request) cannot be used.
+	ErrInvalid = &Error{Code: EINVALID, Message: "invalid argument"}
+	// ErrOutOfRange is returned when a write would take a value outside the
+	// int64 range. Values never wrap.
+	ErrOutOfRange = &Error{Code: EOUTOFRANGE, Message: "value out of range"}
+	// ErrNotFound is returned when a counter does not exist.
+	ErrNotFound = &Error{Code: ENOTFOUND, Message: "not found"}
+	// ErrExists is returned when creating a counter that already exists.
+	ErrExists = &Error{Code: EEXISTS, Message: "already exists"}
+	// ErrUnavailable is returned when the store cannot be reached. A write
+	// that returns it was not applied.
+	ErrUnavailable = &Error{Code: EUNAVAILABLE, Message: "store unavailable"}
+)
+
+// ErrorCode returns the code of the first *Error in err's chain, or
+// EINTERNAL when there is none (an error nobody classified is a bug).
+// It returns "" for a nil error.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the message of the first *Error in err's chain, or
+// "internal error" when there is none, so internal details are not shown to
+// API callers. It returns "" for a nil error.
+func ErrorMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// IsOutcomeUnknown reports whether err says that a write may have been
+// applied despite the error.
+func IsOutcomeUnknown(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.OutcomeUnknown
+}
