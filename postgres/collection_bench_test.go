@@ -1,0 +1,70 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/shardcounter/shardcounter/bench"
+	"github.com/shardcounter/shardcounter/internal/pgtest"
+	"github.com/shardcounter/shardcounter/postgres"
+)
+
+// TestBenchCollections measures collections on the test server, the
+// figures of docs/BENCHMARKS-collections.md. It runs only when
+// SHARDCOUNTER_BENCH=1 (see scripts/bench-collections.sh for the knobs;
+// SHARDCOUNTER_BENCH_PG_MAXIN sets the shards one statement covers):
+//
+//	SHARDCOUNTER_BENCH=1 go test ./postgres -run TestBenchCollections -v -count=1 -timeout 30m
+func TestBenchCollections(t *testing.T) {
+	if os.Getenv("SHARDCOUNTER_BENCH") != "1" {
+		t.Skip("set SHARDCOUNTER_BENCH=1 to run the benchmark")
+	}
+	cfg, err := bench.CollectionsConfigFromEnv(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := postgres.Open(context.Background(), pgtest.MustDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cs := s.Collections()
+	if v := os.Getenv("SHARDCOUNTER_BENCH_PG_MAXIN"); v != "" {
+		if cs.MaxIn, err = strconv.Atoi(v); err != nil || cs.MaxIn < 1 {
+			t.Fatalf("SHARDCOUNTER_BENCH_PG_MAXIN=%q: give a whole number of at least 1", v)
+		}
+	}
+	cfg.Store, cfg.StoreName = cs, fmt.Sprintf("postgres/in%d", cs.MaxScanShards())
+	var syncCommit, version string
+	if err := s.Pool().QueryRow(context.Background(), "SELECT current_setting('synchronous_commit'), current_setting('server_version')").Scan(&syncCommit, &version); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("PostgreSQL %s, synchronous_commit=%s, pool %d connections, IN chunks of %d shards\n",
+		version, syncCommit, s.Pool().Config().MaxConns, cs.MaxScanShards())
+	runs, err := bench.Collections(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeCollectionRuns(t, runs)
+}
+
+// writeCollectionRuns prints the table and, with SHARDCOUNTER_BENCH_JSON,
+// writes the runs as JSON.
+func writeCollectionRuns(t *testing.T, runs []bench.CollectionRun) {
+	if err := bench.WriteCollectionsTable(os.Stdout, runs); err != nil {
+		t.Fatal(err)
+	}
+	if path := os.Getenv("SHARDCOUNTER_BENCH_JSON"); path != "" {
+		b, err := json.MarshalIndent(runs, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

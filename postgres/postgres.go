@@ -1,0 +1,371 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// Pool defaults that Open applies when the DSN does not set them.
+const (
+	// DefaultMaxConns is the pool size (pool_max_conns). A write holds its
+	// connection until PostgreSQL has flushed its commit, so concurrent
+	// writers beyond the pool size queue in the pool instead of sharing
+	// one WAL flush (group commit) or writing to different shard rows.
+	// pgxpool's own default, max(4, NumCPU), would cap a 2-core machine at
+	// 4 concurrent writes. 64 suits 64 writers and leaves room under
+	// PostgreSQL's default max_connections of 100; lower it when several
+	// processes share one server.
+	DefaultMaxConns = 64
+	// DefaultConnectTimeout bounds each connection attempt
+	// (connect_timeout), so that writes fail with ErrUnavailable instead of
+	// hanging while the server is unreachable.
+	DefaultConnectTimeout = 5 * time.Second
+)
+
+// CounterStore is a shardcounter.CounterStore in a PostgreSQL database. It
+// is safe for concurrent use, also by several processes sharing the
+// database.
+type CounterStore struct {
+	pool    *pgxpool.Pool
+	ownPool bool         // Close closes the pool only when Open made it
+	window  atomic.Int64 // the dedupe window, in nanoseconds
+
+	// expiredTo is a created_at (Unix microseconds, 0 for none) below
+	// which this store's batches found no more expired request ids (see
+	// expired). Expiry scans the created_at index from there, past the
+	// dead entries of the ids it deleted before, except every
+	// expireRescan batches. applies counts batches for that.
+	expiredTo, applies atomic.Int64
+
+	// Now returns the time at which a batch records its request ids and
+	// against which it ages them. Nil (the default) uses the database's
+	// clock, which every process sharing the database agrees on; tests set
+	// it to age ids without waiting. Set it before the first write.
+	Now func() time.Time
+}
+
+var (
+	_ shardcounter.CounterStore     = (*CounterStore)(nil)
+	_ shardcounter.RequestIDExpirer = (*CounterStore)(nil)
+)
+
+// DefaultDedupeWindow is how long a request id is remembered unless
+// SetDedupeWindow says otherwise.
+const DefaultDedupeWindow = 24 * time.Hour
+
+// SetDedupeWindow sets how long a request id is remembered after its write
+// (see the package doc). It is safe to call at any time; d <= 0 restores
+// DefaultDedupeWindow. The database keeps times to the microsecond, so the
+// window is too.
+func (s *CounterStore) SetDedupeWindow(d time.Duration) {
+	if d <= 0 {
+		d = DefaultDedupeWindow
+	}
+	s.window.Store(int64(d))
+}
+
+// Open connects to the database named by dsn, a PostgreSQL URL
+// (postgres://USER:PASS@HOST:PORT/DB?sslmode=disable, also postgresql://)
+// or keyword/value string, and creates or migrates the schema. The DSN
+// may set pgxpool's parameters, such as pool_max_conns (default
+// DefaultMaxConns) and connect_timeout (default DefaultConnectTimeout).
+//
+// It returns an ErrInvalid error for a DSN it cannot parse and an
+// ErrUnavailable error when the server cannot be reached, each saying what
+// to check.
+func Open(ctx context.Context, dsn string) (*CounterStore, error) {
+	cfg, err := parseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "postgres: %v", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		cc := cfg.ConnConfig
+		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE,
+			"postgres: cannot connect to %s:%d (database %q, user %q): %v: check that PostgreSQL runs there and that the DSN's host, port, user, password and database are right",
+			cc.Host, cc.Port, cc.Database, cc.User, unwrapConnect(err))
+	}
+	s, err := New(ctx, pool)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.ownPool = true
+	return s, nil
+}
+
+// New returns a CounterStore on a pool the caller made and keeps, for
+// applications that already have one and want to use AddTx in their own
+// transactions. It creates or migrates the schema. Close does not close
+// the pool.
+func New(ctx context.Context, pool *pgxpool.Pool) (*CounterStore, error) {
+	if err := migrate(ctx, pool); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "42501" { // insufficient_privilege
+			return nil, shardcounter.Errorf(shardcounter.EINTERNAL,
+				"postgres: create the shardcounter schema: %s: grant the DSN's user CREATE on the database, or run shardcounter once as a user who has it", pe.Message)
+		}
+		return nil, mapError("postgres: create the shardcounter schema", err, beforeCommit)
+	}
+	s := &CounterStore{pool: pool}
+	s.window.Store(int64(DefaultDedupeWindow))
+	return s, nil
+}
+
+// parseConfig parses a DSN and applies the package's defaults where the
+// DSN does not say otherwise.
+func parseConfig(dsn string) (*pgxpool.Config, error) {
+	if dsn == "" {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "postgres: empty DSN: give postgres://USER:PASS@HOST:PORT/DB?sslmode=disable")
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID,
+			"postgres: invalid DSN: %v: the form is postgres://USER:PASS@HOST:PORT/DB?sslmode=disable", err)
+	}
+	// pgxpool removes its own parameters from the connection's settings,
+	// so parse once more to see which ones the DSN set.
+	set, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "postgres: invalid DSN: %v", err)
+	}
+	if _, ok := set.RuntimeParams["pool_max_conns"]; !ok {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	return cfg, nil
+}
+
+// unwrapConnect drops pgx's "failed to connect to user=... database=..."
+// prefix, which Open's message already says in its own words.
+func unwrapConnect(err error) error {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) && ce.Unwrap() != nil {
+		return ce.Unwrap()
+	}
+	return err
+}
+
+// Pool returns the store's connection pool, for applications that run
+// their own statements next to the store's, such as in AddTx.
+func (s *CounterStore) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool if Open made it. It waits for queries in flight.
+func (s *CounterStore) Close() error {
+	if s.ownPool {
+		s.pool.Close()
+	}
+	return nil
+}
+
+// Ping checks that the server answers.
+func (s *CounterStore) Ping(ctx context.Context) error {
+	return mapError("ping", s.pool.Ping(ctx), beforeCommit)
+}
+
+// CreateCounter creates the counter and its shard rows in one statement.
+func (s *CounterStore) CreateCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	if err := shardcounter.ValidateShards(shards); err != nil {
+		return nil, err
+	}
+	var created time.Time
+	err := s.pool.QueryRow(ctx, `
+WITH c AS (
+	INSERT INTO shardcounter.counters (id, shards) VALUES ($1, $2)
+	ON CONFLICT (id) DO NOTHING
+	RETURNING id, shards, created_at
+), s AS (
+	INSERT INTO shardcounter.shards (counter, shard, shards)
+	SELECT c.id, g, c.shards FROM c, generate_series(0, c.shards - 1) AS g
+)
+SELECT created_at FROM c`, id, shards).Scan(&created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists", id)
+	}
+	if err != nil {
+		return nil, mapError("create counter", err, atCommit)
+	}
+	return &shardcounter.Counter{ID: id, Shards: shards, CreatedAt: created.UTC()}, nil
+}
+
+// GetCounter returns the counter's metadata.
+func (s *CounterStore) GetCounter(ctx context.Context, id string) (*shardcounter.Counter, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	c := &shardcounter.Counter{ID: id}
+	err := s.pool.QueryRow(ctx, "SELECT shards, created_at FROM shardcounter.counters WHERE id = $1", id).
+		Scan(&c.Shards, &c.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, mapError("get counter", err, beforeCommit)
+	}
+	c.CreatedAt = c.CreatedAt.UTC()
+	return c, nil
+}
+
+// ListCounters returns up to limit counters whose ids start with prefix
+// and sort after after, in byte order. A limit below 1 returns none.
+func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, limit int) ([]*shardcounter.Counter, error) {
+	if limit < 1 {
+		return []*shardcounter.Counter{}, nil
+	}
+	for _, p := range []struct{ name, v string }{{"prefix", prefix}, {"page start", after}} {
+		if strings.ContainsRune(p.v, 0) || !utf8.ValidString(p.v) {
+			return nil, shardcounter.Errorf(shardcounter.EINVALID, "list %s is not valid UTF-8 without NUL bytes", p.name)
+		}
+	}
+	// The index scan starts at the prefix and, when the prefix ends in an
+	// ASCII character, stops at the first id past every id that starts
+	// with it; starts_with keeps the match exact whatever the prefix holds.
+	sql := `
+SELECT id, shards, created_at FROM shardcounter.counters
+WHERE id >= $1 AND starts_with(id, $1) AND id > $2
+ORDER BY id
+LIMIT $3`
+	args := []any{prefix, after, limit}
+	if n := len(prefix); n > 0 && prefix[n-1] < 0x7f {
+		sql = `
+SELECT id, shards, created_at FROM shardcounter.counters
+WHERE id >= $1 AND id < $4 AND starts_with(id, $1) AND id > $2
+ORDER BY id
+LIMIT $3`
+		args = append(args, prefix[:n-1]+string(prefix[n-1]+1))
+	}
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, mapError("list counters", err, beforeCommit)
+	}
+	cs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*shardcounter.Counter, error) {
+		c := new(shardcounter.Counter)
+		err := row.Scan(&c.ID, &c.Shards, &c.CreatedAt)
+		c.CreatedAt = c.CreatedAt.UTC()
+		return c, err
+	})
+	if err != nil {
+		return nil, mapError("list counters", err, beforeCommit)
+	}
+	return cs, nil
+}
+
+// DeleteCounter removes the counter, its shard rows and its request ids.
+// It locks the shard rows in shard order first, as batches do, so that
+// deleting a counter that a batch is writing cannot deadlock with it.
+func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return err
+	}
+	return s.inTx(ctx, "delete counter", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM shardcounter.shards WHERE counter = $1 ORDER BY shard FOR UPDATE", id); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, "DELETE FROM shardcounter.counters WHERE id = $1", id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound(id)
+		}
+		return nil
+	})
+}
+
+// ReadCounter sums the counter's shards in one statement, so in one
+// snapshot. PostgreSQL sums bigints as numeric, so a sum that leaves int64
+// is detected, not wrapped.
+func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounter.Reading, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	r := &shardcounter.Reading{ID: id, Consistency: shardcounter.Strong}
+	var value *int64
+	err := s.pool.QueryRow(ctx, `
+SELECT c.shards,
+	CASE WHEN t.total BETWEEN -9223372036854775808 AND 9223372036854775807 THEN t.total::bigint END,
+	statement_timestamp()
+FROM shardcounter.counters c
+CROSS JOIN LATERAL (
+	SELECT coalesce(sum(s.value), 0) AS total FROM shardcounter.shards s WHERE s.counter = c.id
+) t
+WHERE c.id = $1`, id).Scan(&r.Shards, &value, &r.AsOf)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, mapError("read counter", err, beforeCommit)
+	}
+	if value == nil {
+		return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: the sum of its shards does not fit in int64", id)
+	}
+	r.Value = *value
+	r.AsOf = r.AsOf.UTC()
+	return r, nil
+}
+
+// ReadShards returns the counter and its shard values from one statement.
+// A missing shard row reads as 0.
+func (s *CounterStore) ReadShards(ctx context.Context, id string) (*shardcounter.Counter, []int64, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, nil, err
+	}
+	c := &shardcounter.Counter{ID: id}
+	var values []int64
+	err := s.pool.QueryRow(ctx, `
+SELECT c.shards, c.created_at, array(
+	SELECT coalesce(s.value, 0)
+	FROM generate_series(0, c.shards - 1) AS g
+	LEFT JOIN shardcounter.shards s ON s.counter = c.id AND s.shard = g
+	ORDER BY g
+)
+FROM shardcounter.counters c
+WHERE c.id = $1`, id).Scan(&c.Shards, &c.CreatedAt, &values)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, notFound(id)
+	}
+	if err != nil {
+		return nil, nil, mapError("read shards", err, beforeCommit)
+	}
+	c.CreatedAt = c.CreatedAt.UTC()
+	return c, values, nil
+}
+
+// inTx runs fn in a transaction and commits it, classifying a failed
+// commit as one whose outcome is unknown.
+func (s *CounterStore) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return mapError(op, err, beforeCommit)
+	}
+	// After Commit, Rollback does nothing; after a failure it ends the
+	// transaction, or pgx closes the connection if it cannot.
+	defer tx.Rollback(ctx) //nolint:errcheck
+	if err := fn(tx); err != nil {
+		return mapError(op, err, beforeCommit)
+	}
+	return mapError(op, tx.Commit(ctx), atCommit)
+}
+
+func notFound(id string) error {
+	return shardcounter.Errorf(shardcounter.ENOTFOUND, "counter %q does not exist", id)
+}

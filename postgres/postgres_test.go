@@ -1,0 +1,259 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/pgtest"
+	"github.com/shardcounter/shardcounter/postgres"
+	"github.com/shardcounter/shardcounter/storetest"
+)
+
+// TestMain gives the package's examples a database of their own, in
+// $DATABASE_URL as an application would have it. Without a server it
+// fails the run: it never skips.
+func TestMain(m *testing.M) {
+	dsn, drop, err := pgtest.CreateDatabase(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		os.Exit(1)
+	}
+	os.Setenv("DATABASE_URL", dsn)
+	code := m.Run()
+	if err := drop(); err != nil {
+		fmt.Fprintln(os.Stderr, "drop example database:", err)
+	}
+	os.Exit(code)
+}
+
+// MustOpen opens a store on a fresh database, closed and dropped when the
+// test ends.
+func MustOpen(tb testing.TB) *postgres.CounterStore {
+	tb.Helper()
+	return mustOpenDSN(tb, pgtest.MustDatabase(tb))
+}
+
+func mustOpenDSN(tb testing.TB, dsn string) *postgres.CounterStore {
+	tb.Helper()
+	s, err := postgres.Open(context.Background(), dsn)
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestCounterStore(t *testing.T) {
+	s := MustOpen(t)
+	storetest.RunCounterStore(t, func(testing.TB) shardcounter.CounterStore { return s })
+}
+
+func TestOpen(t *testing.T) {
+	t.Run("Idempotent", func(t *testing.T) {
+		dsn := pgtest.MustDatabase(t)
+		a := mustOpenDSN(t, dsn)
+		storetest.MustCreate(t, a, "c", 4)
+		if err := a.Add(context.Background(), "c", 5, 1); err != nil {
+			t.Fatal(err)
+		}
+		b := mustOpenDSN(t, dsn) // the schema exists: nothing to migrate, nothing lost
+		if got := storetest.MustRead(t, b, "c"); got != 5 {
+			t.Fatalf("value after a second Open = %d, want 5", got)
+		}
+		if got := schemaVersions(t, b); got != allVersions() {
+			t.Fatalf("schema_migrations = %s, want one row per version", got)
+		}
+	})
+	t.Run("Concurrent", func(t *testing.T) {
+		// Processes starting together on an empty database: without the
+		// migration lock, CREATE SCHEMA IF NOT EXISTS races and fails.
+		dsn := pgtest.MustDatabase(t)
+		stores := make([]*postgres.CounterStore, 6)
+		errs := make([]error, len(stores))
+		var wg sync.WaitGroup
+		for i := range stores {
+			wg.Go(func() { stores[i], errs[i] = postgres.Open(context.Background(), dsn) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("Open %d of %d at once: %v", i, len(stores), err)
+			}
+			defer stores[i].Close()
+		}
+		if got := schemaVersions(t, stores[0]); got != allVersions() {
+			t.Fatalf("schema_migrations = %s, want each version once", got)
+		}
+	})
+	t.Run("NewerSchema", func(t *testing.T) {
+		dsn := pgtest.MustDatabase(t)
+		s := mustOpenDSN(t, dsn)
+		if _, err := s.Pool().Exec(context.Background(), "INSERT INTO shardcounter.schema_migrations (version) VALUES ($1)", postgres.SchemaVersion+1); err != nil {
+			t.Fatal(err)
+		}
+		_, err := postgres.Open(context.Background(), dsn)
+		if err == nil || !strings.Contains(err.Error(), "upgrade shardcounter") {
+			t.Fatalf("Open of a newer schema: %v, want an error saying to upgrade", err)
+		}
+	})
+	t.Run("ErrInvalid", func(t *testing.T) {
+		for _, dsn := range []string{"", "postgres://a:b@host:notaport/db", "mysql://x"} {
+			_, err := postgres.Open(context.Background(), dsn)
+			if !errors.Is(err, shardcounter.ErrInvalid) {
+				t.Errorf("Open(%q) = %v, want ErrInvalid", dsn, err)
+			}
+		}
+	})
+	t.Run("ErrUnavailable", func(t *testing.T) {
+		// Port 1 on the loopback refuses connections at once.
+		_, err := postgres.Open(context.Background(), "postgres://postgres:secret@127.0.0.1:1/app?sslmode=disable")
+		if !errors.Is(err, shardcounter.ErrUnavailable) {
+			t.Fatalf("Open of an unreachable server = %v, want ErrUnavailable", err)
+		}
+		for _, want := range []string{"127.0.0.1:1", "check that PostgreSQL runs"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("error %q shows the password", err)
+		}
+	})
+}
+
+func schemaVersions(tb testing.TB, s *postgres.CounterStore) string {
+	tb.Helper()
+	rows, err := s.Pool().Query(context.Background(), "SELECT version FROM shardcounter.schema_migrations ORDER BY version")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	vs, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fmt.Sprint(vs)
+}
+
+func TestAddTx(t *testing.T) {
+	ctx := context.Background()
+	s := MustOpen(t)
+	storetest.MustCreate(t, s, "c", 4)
+
+	t.Run("Commit", func(t *testing.T) {
+		tx, err := s.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if err := s.AddTx(ctx, tx, "c", 7, 2); err != nil {
+			t.Fatal(err)
+		}
+		// Uncommitted: invisible outside the transaction.
+		if got := storetest.MustRead(t, s, "c"); got != 0 {
+			t.Fatalf("value before commit = %d, want 0", got)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := storetest.MustShards(t, s, "c"); fmt.Sprint(got) != "[0 0 7 0]" {
+			t.Fatalf("shards after commit = %v, want [0 0 7 0]", got)
+		}
+	})
+	t.Run("Rollback", func(t *testing.T) {
+		tx, err := s.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddTx(ctx, tx, "c", 100, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := storetest.MustRead(t, s, "c"); got != 7 {
+			t.Fatalf("value after rollback = %d, want 7", got)
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		tx, err := s.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if err := s.AddTx(ctx, tx, "missing", 1, 0); !errors.Is(err, shardcounter.ErrNotFound) {
+			t.Fatalf("AddTx on a missing counter = %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("ErrOutOfRange", func(t *testing.T) {
+		storetest.MustCreate(t, s, "full", 1)
+		if err := s.Add(ctx, "full", 1<<62, 0); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := s.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		err = s.AddTx(ctx, tx, "full", 1<<62, 0)
+		if !errors.Is(err, shardcounter.ErrOutOfRange) {
+			t.Fatalf("AddTx past MaxInt64 = %v, want ErrOutOfRange", err)
+		}
+	})
+}
+
+// TestApplyFolds checks that a batch of many items on few shards writes the
+// right per-shard values, including items refused in the middle.
+func TestApplyFolds(t *testing.T) {
+	ctx := context.Background()
+	s := MustOpen(t)
+	storetest.MustCreate(t, s, "a", 2)
+	storetest.MustCreate(t, s, "b", 3)
+	var incs []shardcounter.Increment
+	for i := range 100 {
+		incs = append(incs, shardcounter.Increment{Counter: "a", Delta: int64(i + 1), Pick: uint64(i)})
+		incs = append(incs, shardcounter.Increment{Counter: "b", Delta: -1, Pick: uint64(i)})
+	}
+	incs = append(incs,
+		shardcounter.Increment{Counter: "a", Delta: 1 << 62, Pick: 0},
+		shardcounter.Increment{Counter: "a", Delta: 1 << 62, Pick: 0}, // 2500 + 2^63 does not fit
+		shardcounter.Increment{Counter: "a", Delta: 1, Pick: 1},
+	)
+	out, err := s.Apply(ctx, incs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range out {
+		wantErr := i == len(out)-2
+		if (o.Err != nil) != wantErr || o.Duplicate {
+			t.Fatalf("outcome %d = %+v, want error %v", i, o, wantErr)
+		}
+	}
+	if !errors.Is(out[len(out)-2].Err, shardcounter.ErrOutOfRange) {
+		t.Fatalf("refused item: %v, want ErrOutOfRange", out[len(out)-2].Err)
+	}
+	// a: i+1 for even i on shard 0, for odd i on shard 1.
+	if got, want := fmt.Sprint(storetest.MustShards(t, s, "a")), fmt.Sprint([]int64{2500 + 1<<62, 2550 + 1}); got != want {
+		t.Fatalf("shards of a = %v, want %v", got, want)
+	}
+	if got, want := fmt.Sprint(storetest.MustShards(t, s, "b")), "[-34 -33 -33]"; got != want {
+		t.Fatalf("shards of b = %v, want %v", got, want)
+	}
+}
+
+// allVersions is schema_migrations after migrating an empty database: one
+// row per version, 1 to SchemaVersion.
+func allVersions() string {
+	var v []int
+	for i := 1; i <= postgres.SchemaVersion; i++ {
+		v = append(v, i)
+	}
+	return fmt.Sprint(v)
+}

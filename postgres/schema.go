@@ -1,0 +1,137 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrationLock is the key of the advisory lock held while migrating, so
+// that processes opening one database at the same time migrate it one
+// after the other. It is the first 8 bytes of "shardcou" read as a number:
+// arbitrary, but fixed forever.
+const migrationLock int64 = 0x7368617264636f75
+
+// migrations are the schema's versions: migrations[i] takes the schema
+// from version i to version i+1. They are append-only: a released
+// migration never changes, a change is a new one.
+var migrations = []string{
+	// 1: counters, their shard rows and the request ids already applied.
+	//
+	// Ids are COLLATE "C" so that listing and the lock order of batches
+	// follow byte order whatever the database's collation.
+	//
+	// shards.shards is the shard count the row was placed under. Writers
+	// update a row only while it matches the count they read, so a reshard
+	// that rewrote or removed the row sends them back to read the new count
+	// (see doc.go).
+	//
+	// requests.created_at is kept for the dedupe window that expires old
+	// request ids.
+	`
+CREATE TABLE shardcounter.counters (
+	id         text COLLATE "C" PRIMARY KEY,
+	shards     integer NOT NULL CHECK (shards BETWEEN 1 AND 1024),
+	created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE shardcounter.shards (
+	counter text COLLATE "C" NOT NULL REFERENCES shardcounter.counters (id) ON DELETE CASCADE,
+	shard   integer NOT NULL CHECK (shard >= 0),
+	value   bigint NOT NULL DEFAULT 0,
+	shards  integer NOT NULL CHECK (shard < shards),
+	PRIMARY KEY (counter, shard)
+);
+CREATE TABLE shardcounter.requests (
+	counter    text COLLATE "C" NOT NULL REFERENCES shardcounter.counters (id) ON DELETE CASCADE,
+	request_id text COLLATE "C" NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (counter, request_id)
+);
+CREATE INDEX requests_created_at ON shardcounter.requests (created_at);
+`,
+	// 2: time-ordered collections with sharded timestamps (seed 001).
+	//
+	// collections.id names one incarnation of a collection: one deleted and
+	// made again under its name gets a new id and shares no rows with it.
+	//
+	// document_index holds one row per document and index: field '' (value
+	// '') for the timestamp alone, and one per declared index field the
+	// document has a value for. Its key puts shard first, as the seed
+	// prescribes, so rows with increasing timestamps go to n places in the
+	// B-tree instead of its rightmost page; and no index holds the
+	// timestamp without the shard. document_index_document, which has no
+	// timestamp, finds a document's rows when it is replaced or deleted.
+	// Data is json, not jsonb: it is never queried in SQL, and json keeps
+	// what the client sent, "\u0000" included.
+	`
+CREATE TABLE shardcounter.collections (
+	id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	name            text COLLATE "C" NOT NULL UNIQUE,
+	shards          integer NOT NULL CHECK (shards BETWEEN 1 AND 1024),
+	timestamp_field text NOT NULL,
+	indexes         text[] NOT NULL,
+	shard_key       text NOT NULL,
+	created_at      timestamptz NOT NULL
+);
+CREATE TABLE shardcounter.documents (
+	collection bigint NOT NULL REFERENCES shardcounter.collections (id) ON DELETE CASCADE,
+	id         text COLLATE "C" NOT NULL,
+	shard      integer NOT NULL CHECK (shard BETWEEN 0 AND 1023),
+	ts         timestamptz NOT NULL,
+	data       json NOT NULL,
+	PRIMARY KEY (collection, id)
+);
+CREATE TABLE shardcounter.document_index (
+	shard      integer NOT NULL,
+	collection bigint NOT NULL,
+	field      text COLLATE "C" NOT NULL,
+	value      text COLLATE "C" NOT NULL,
+	ts         timestamptz NOT NULL,
+	id         text COLLATE "C" NOT NULL,
+	PRIMARY KEY (shard, collection, field, value, ts, id),
+	FOREIGN KEY (collection, id) REFERENCES shardcounter.documents (collection, id) ON DELETE CASCADE
+);
+CREATE INDEX document_index_document ON shardcounter.document_index (collection, id);
+`,
+}
+
+// SchemaVersion is the schema version this package creates and expects.
+const SchemaVersion = 2
+
+// migrate brings the database's schema to SchemaVersion. It runs in one
+// transaction under an advisory lock: concurrent callers wait for each
+// other, and a failed migration leaves the schema as it was. It refuses a
+// schema newer than this package knows, which a newer shardcounter wrote.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLock); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+CREATE SCHEMA IF NOT EXISTS shardcounter;
+CREATE TABLE IF NOT EXISTS shardcounter.schema_migrations (
+	version    integer PRIMARY KEY,
+	applied_at timestamptz NOT NULL DEFAULT now()
+)`); err != nil {
+			return err
+		}
+		var version int
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM shardcounter.schema_migrations").Scan(&version); err != nil {
+			return err
+		}
+		if version > len(migrations) {
+			return fmt.Errorf("the database's shardcounter schema is version %d, newer than this build knows (%d): upgrade shardcounter", version, len(migrations))
+		}
+		for v := version; v < len(migrations); v++ {
+			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO shardcounter.schema_migrations (version) VALUES ($1)", v+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,169 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// addSQL is the seed algorithm as one statement: add $2 to shard $3 mod n
+// of counter $1, where n is read from the counter's metadata in the same
+// statement. The pick is numeric because it is a uint64.
+//
+// The last condition makes it safe under resharding. PostgreSQL's READ
+// COMMITTED re-checks an updated row's conditions against the row's newest
+// version when it had to wait for the row's lock, but keeps the metadata
+// row it read at the start. A reshard rewrites the shards column of every
+// row it keeps and deletes the rows it removes, so a statement that read
+// the old count updates nothing, and Add runs it again to read the new one.
+const addSQL = `
+UPDATE shardcounter.shards s SET value = s.value + $2
+FROM shardcounter.counters c
+WHERE c.id = $1 AND s.counter = $1
+	AND s.shard = mod($3::numeric, c.shards)::integer
+	AND s.shards = c.shards`
+
+// maxAddAttempts bounds how many times Add re-reads the shard count after
+// reshards moved its shard. Each attempt waits for the reshard in its way
+// to commit, so more than a few means a damaged shard row, not bad luck.
+const maxAddAttempts = 64
+
+// querier is what Add needs of a pool or a transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Add adds delta to shard pick mod n of the counter with one UPDATE
+// statement that commits on its own: one round trip. It returns
+// ErrNotFound for an unknown counter and ErrOutOfRange, with nothing
+// applied, when the shard would leave int64. ErrUnavailable means nothing
+// was applied; an error with OutcomeUnknown set means the statement was
+// sent and its success was not reported.
+func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uint64) error {
+	if err := shardcounter.ValidateIncrement(shardcounter.Increment{Counter: id, Delta: delta}); err != nil {
+		return err
+	}
+	return add(ctx, s.pool, id, delta, pick, atCommit)
+}
+
+// AddTx adds delta to shard pick mod n of the counter inside the caller's
+// transaction tx, so that the count commits or rolls back with the
+// caller's own writes. tx must be on the store's database (Pool, or a pool
+// of the same database). It holds the shard row's lock until tx ends, so
+// keep such transactions short: other writes that pick the same shard
+// wait for it.
+//
+// Under READ COMMITTED (PostgreSQL's default) AddTx retries on its own
+// when a concurrent reshard moves its shard. Under REPEATABLE READ or
+// SERIALIZABLE such a conflict fails tx with ErrUnavailable, and the
+// caller retries the transaction. After any error, tx is in an aborted
+// state and must be rolled back.
+func (s *CounterStore) AddTx(ctx context.Context, tx pgx.Tx, id string, delta int64, pick uint64) error {
+	if err := shardcounter.ValidateIncrement(shardcounter.Increment{Counter: id, Delta: delta}); err != nil {
+		return err
+	}
+	return add(ctx, tx, id, delta, pick, beforeCommit)
+}
+
+func add(ctx context.Context, q querier, id string, delta int64, pick uint64, commit sent) error {
+	for range maxAddAttempts {
+		tag, err := q.Exec(ctx, addSQL, id, delta, pick)
+		if err != nil {
+			return mapError("add", err, commit)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil
+		}
+		// Nothing updated: the counter does not exist, or a reshard
+		// rewrote the shard row after the statement read the shard count.
+		var exists bool
+		err = q.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM shardcounter.counters WHERE id = $1)", id).Scan(&exists)
+		if err != nil {
+			return mapError("add", err, beforeCommit)
+		}
+		if !exists {
+			return notFound(id)
+		}
+	}
+	return shardcounter.Errorf(shardcounter.EINTERNAL,
+		"add to counter %q: its shard row was not found after %d attempts: the shard rows do not match the counter's shard count", id, maxAddAttempts)
+}
+
+// ReshardCounter changes the shard count in one transaction. It locks the
+// metadata row, then every shard row in shard order (waiting for writes in
+// flight, whose deltas it then includes), folds each removed shard i into
+// shard i mod shards, adds zero-valued rows when growing, and marks every
+// kept row with the new count, which sends writers that read the old count
+// back to read the new one. It returns ErrOutOfRange, changing nothing,
+// when folding would take a shard out of int64.
+func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	if err := shardcounter.ValidateShards(shards); err != nil {
+		return nil, err
+	}
+	c := &shardcounter.Counter{ID: id, Shards: shards}
+	err := s.inTx(ctx, "reshard counter", func(tx pgx.Tx) error {
+		// FOR NO KEY UPDATE, not FOR UPDATE: batches that record request
+		// ids take KEY SHARE locks on the counter row (the foreign key)
+		// while holding shard rows, and must not wait for this lock.
+		var old int
+		err := tx.QueryRow(ctx, "SELECT shards, created_at FROM shardcounter.counters WHERE id = $1 FOR NO KEY UPDATE", id).
+			Scan(&old, &c.CreatedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound(id)
+		}
+		if err != nil {
+			return err
+		}
+		c.CreatedAt = c.CreatedAt.UTC()
+		if old == shards {
+			return nil
+		}
+		rows, err := tx.Query(ctx, "SELECT shard, value FROM shardcounter.shards WHERE counter = $1 ORDER BY shard FOR UPDATE", id)
+		if err != nil {
+			return err
+		}
+		values := make([]int64, max(old, shards))
+		var shard int
+		var value int64
+		_, err = pgx.ForEachRow(rows, []any{&shard, &value}, func() error {
+			if shard >= len(values) {
+				return shardcounter.Errorf(shardcounter.EINTERNAL, "counter %q has a row for shard %d but %d shards", id, shard, old)
+			}
+			values[shard] = value
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i := shards; i < old; i++ {
+			sum, ok := shardcounter.AddInt64(values[i%shards], values[i])
+			if !ok {
+				return shardcounter.Errorf(shardcounter.EOUTOFRANGE,
+					"reshard counter %q to %d shards: folding shard %d into shard %d would leave the int64 range", id, shards, i, i%shards)
+			}
+			values[i%shards] = sum
+		}
+		_, err = tx.Exec(ctx, `
+WITH removed AS (
+	DELETE FROM shardcounter.shards WHERE counter = $1 AND shard >= $2
+), kept AS (
+	INSERT INTO shardcounter.shards (counter, shard, value, shards)
+	SELECT $1, v.ord - 1, v.value, $2 FROM unnest($3::bigint[]) WITH ORDINALITY AS v(value, ord)
+	ON CONFLICT (counter, shard) DO UPDATE SET value = excluded.value, shards = excluded.shards
+)
+UPDATE shardcounter.counters SET shards = $2 WHERE id = $1`, id, shards, values[:shards])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
