@@ -1,0 +1,167 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/redistest"
+	"github.com/shardcounter/shardcounter/redis"
+	"github.com/shardcounter/shardcounter/storetest"
+)
+
+// TestKeySlot checks the client-side slot computation against the server.
+func TestKeySlot(t *testing.T) {
+	c := sharedCluster(t)
+	for _, key := range []string{"", "a", "foo", "{user1000}.following", "foo{}{bar}", "foo{{bar}}zap", "foo{bar}{zap}", "{}x", "x{", "пост{❤}", "shardcounter:{3a}00ff:12"} {
+		got := redis.KeySlot(key)
+		reply, err := c.Masters[0].Do("CLUSTER", "KEYSLOT", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := strconv.Atoi(reply[1:]); got != want {
+			t.Errorf("KeySlot(%q) = %d, server says %d", key, got, want)
+		}
+	}
+}
+
+// TestSpread checks that the 16 shards of one counter live on all three
+// masters, as the cluster itself reports, and that writes reach them.
+func TestSpread(t *testing.T) {
+	cl := sharedCluster(t)
+	ctx := context.Background()
+	s := MustOpen(t, clusterDSN(cl))
+	for n := range 5 {
+		id := fmt.Sprintf("%s%s/%d", t.Name(), runID(), n)
+		storetest.MustCreate(t, s, id, 16)
+		ps, err := s.Placement(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes := map[string]int{}
+		for i, p := range ps {
+			if p.Shard != i || redis.KeySlot(p.Key) != p.Slot || p.Node == "" {
+				t.Fatalf("placement %d = %+v", i, p)
+			}
+			nodes[p.Node]++
+			if err := s.Add(ctx, id, 1, uint64(i)); err != nil {
+				t.Fatal(err)
+			}
+			// The key is where the placement map says: that master has it.
+			m := goredis.NewClient(&goredis.Options{Addr: p.Node})
+			v, err := m.HGet(ctx, p.Key, "v").Result()
+			m.Close()
+			if err != nil || v != "1" {
+				t.Fatalf("shard %d on %s: HGET = %q, %v; want 1", i, p.Node, v, err)
+			}
+		}
+		if len(nodes) != 3 {
+			t.Fatalf("the 16 shards of %s are on %d masters (%v), want 3", id, len(nodes), nodes)
+		}
+	}
+}
+
+// TestMasterDown kills one master of a cluster (SIGKILL, no replica to
+// take over): writes to its slots must fail with ErrUnavailable in bounded
+// time, and with cluster-require-full-coverage no the other masters' slots
+// keep taking writes and reads.
+func TestMasterDown(t *testing.T) {
+	cl := redistest.MustStartCluster(t, 3)
+	ctx := context.Background()
+	s := MustOpen(t, clusterDSN(cl))
+
+	// 1-shard counters whose metadata and shard both sit on one master.
+	onMaster := func(m int) string {
+		lo, hi := m*16384/3, (m+1)*16384/3-1
+		in := func(slot int) bool { return slot >= lo && slot <= hi }
+		for n := 0; n < 1000; n++ {
+			id := fmt.Sprintf("%s%s/%d", t.Name(), runID(), n)
+			if !in(redis.KeySlot(redis.DefaultPrefix + "c:" + id)) {
+				continue
+			}
+			storetest.MustCreate(t, s, id, 1)
+			ps, err := s.Placement(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in(ps[0].Slot) {
+				return id
+			}
+			if err := s.DeleteCounter(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Fatalf("no counter found on master %d", m)
+		return ""
+	}
+	dead, alive := onMaster(0), onMaster(1)
+	// A 16-shard counter has shards on every master; its metadata is on a
+	// live one.
+	wide := ""
+	for n := 0; wide == ""; n++ {
+		id := fmt.Sprintf("%s%s/wide%d", t.Name(), runID(), n)
+		if redis.KeySlot(redis.DefaultPrefix+"c:"+id) >= 16384/3 {
+			wide = id
+		}
+	}
+	storetest.MustCreate(t, s, wide, 16)
+	ps, err := s.Placement(ctx, wide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{dead, alive} {
+		if err := s.Add(ctx, id, 5, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cl.Masters[0].Kill()
+
+	for i := range 3 {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		start := time.Now()
+		err := s.Add(ctx, dead, 1, 0)
+		cancel()
+		if !errors.Is(err, shardcounter.ErrUnavailable) {
+			t.Fatalf("write %d to a counter on the dead master: %v, want ErrUnavailable", i, err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("write %d to a counter on the dead master took %v to fail", i, d)
+		}
+	}
+	// A batch that spans the dead master gets per-item results: the items
+	// on live masters apply, the others are unavailable.
+	var batch []shardcounter.Increment
+	for i := range 16 {
+		batch = append(batch, shardcounter.Increment{Counter: wide, Delta: 1, Pick: uint64(i)})
+	}
+	out, err := s.Apply(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range out {
+		onDead := ps[i].Node == cl.Masters[0].Addr
+		if onDead && !errors.Is(o.Err, shardcounter.ErrUnavailable) || !onDead && o.Err != nil {
+			t.Fatalf("item %d (shard on %s, dead %v): %+v", i, ps[i].Node, onDead, o)
+		}
+	}
+
+	for i := range 20 {
+		if err := s.Add(ctx, alive, 1, 0); err != nil {
+			t.Fatalf("write %d to a counter on a live master: %v", i, err)
+		}
+	}
+	if got := storetest.MustRead(t, s, alive); got != 25 {
+		t.Fatalf("counter on a live master = %d, want 25", got)
+	}
+	fresh := MustOpen(t, clusterDSN(&redistest.Cluster{Masters: cl.Masters[1:]}))
+	if got := storetest.MustRead(t, fresh, alive); got != 25 {
+		t.Fatalf("counter on a live master, read by a new client = %d, want 25", got)
+	}
+}

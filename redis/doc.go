@@ -1,0 +1,45 @@
+// Package redis is the shardcounter store on Redis: one server, or a Redis
+// Cluster over which each counter's shards spread. docs/REDIS.md has the
+// full account; this is the summary a reader of the code needs.
+//
+// # Keys
+//
+// With the default prefix "shardcounter:":
+//
+//	shardcounter:c:ID             hash: metadata (shards n, created c, incarnation i,
+//	                              epoch e, state st, reshard target to, history h, mx)
+//	shardcounter:index            sorted set of every counter id, for ListCounters
+//	shardcounter:{TAG}INC:K       hash: shard K (value v, epoch e, fold markers f:*)
+//	shardcounter:{TAG}INC:K:ids   sorted set: request ids recorded on shard K
+//
+// TAG puts shard K in slot base + K·10127 (mod 16384), so consecutive shards
+// spread evenly over the slots and so over the masters; a shard and its
+// request ids share the tag, and so a slot. INC is random per CreateCounter,
+// so a re-created counter shares no key with the one deleted before it.
+//
+// # Writes
+//
+// A writer caches each counter's layout (n, epoch) and sends one script to
+// shard pick mod n carrying the epoch; the shard applies the delta only
+// when its own epoch matches, and records the request id in the same step.
+// A refused write changed nothing: the writer re-reads the metadata and
+// tries again. Apply groups items by slot and pipelines the groups. The
+// client runs with retries off: the store retries only what the server
+// provably did not execute, and reports a lost reply as OutcomeUnknown.
+//
+// # Resharding
+//
+// A reshard records an intent in the metadata, fences every old shard to
+// the next epoch (freezing the counter), creates or folds shards with
+// idempotent, marker-guarded scripts, and commits the new count and epoch.
+// Any client that meets an intent finishes it, so a process that dies mid
+// reshard loses and doubles nothing. See finishReshard.
+//
+// # Request ids across reshards
+//
+// An item with a request id goes to shard PickFor(counter, id) mod n. After
+// a reshard a retry may map to another shard than its first try, so the
+// metadata keeps the earlier shard counts still inside the dedupe window
+// (up to 32) and a write with a request id also checks the id's shard under
+// each; those layouts are closed, so the check is exact.
+package redis

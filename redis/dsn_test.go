@@ -1,0 +1,135 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/redis"
+)
+
+func TestParseDSN(t *testing.T) {
+	for _, c := range []struct {
+		dsn  string
+		want redis.DSN
+	}{
+		{"redis://localhost:6379", redis.DSN{Addrs: []string{"localhost:6379"}}},
+		{"redis://127.0.0.1:7000/3", redis.DSN{Addrs: []string{"127.0.0.1:7000"}, DB: 3}},
+		{"redis://:secret@h:1/", redis.DSN{Addrs: []string{"h:1"}, Password: "secret"}},
+		{"redis://[::1]:6379", redis.DSN{Addrs: []string{"[::1]:6379"}}},
+		{"redis+cluster://a:7000", redis.DSN{Cluster: true, Addrs: []string{"a:7000"}}},
+		{"redis+cluster://u:p@a:7000?addr=b:7001&addr=c:7002", redis.DSN{Cluster: true, Addrs: []string{"a:7000", "b:7001", "c:7002"}, Username: "u", Password: "p"}},
+	} {
+		got, err := redis.ParseDSN(c.dsn)
+		if err != nil {
+			t.Errorf("ParseDSN(%q): %v", c.dsn, err)
+			continue
+		}
+		if !reflect.DeepEqual(*got, c.want) {
+			t.Errorf("ParseDSN(%q) = %+v, want %+v", c.dsn, *got, c.want)
+		}
+	}
+}
+
+func TestParseDSNInvalid(t *testing.T) {
+	for _, dsn := range []string{
+		"", "localhost:6379", "redis://localhost", "redis://:6379", "redis://h:0", "redis://h:65536", "redis://h:x",
+		"redis://h:1/x", "redis://h:1/-1", "redis://h:1/01", "redis://h:1?db=2", "redis://h:1#f",
+		"rediss://h:1", "postgres://h:1", "redis+cluster://h:1/0", "redis+cluster://h:1?addr=b", "redis+cluster://h:1?node=b:2",
+		"redis:h:1",
+	} {
+		_, err := redis.ParseDSN(dsn)
+		if !errors.Is(err, shardcounter.ErrInvalid) {
+			t.Errorf("ParseDSN(%q) = %v, want ErrInvalid", dsn, err)
+		}
+	}
+	_, err := redis.ParseDSN("redis://:hunter2@h")
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("error %v should not show the password", err)
+	}
+}
+
+func TestDSNString(t *testing.T) {
+	d, err := redis.ParseDSN("redis+cluster://:hunter2@a:1?addr=b:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.String(), "redis+cluster://:xxxxx@a:1?addr=b:2"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
+
+func FuzzParseDSN(f *testing.F) {
+	for _, s := range []string{"redis://h:1/2", "redis+cluster://a:1?addr=b:2&addr=c:3", "redis://:p@h:1", "redis://h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, dsn string) {
+		d, err := redis.ParseDSN(dsn)
+		if err != nil {
+			if shardcounter.ErrorCode(err) != shardcounter.EINVALID {
+				t.Fatalf("ParseDSN(%q) error code %q", dsn, shardcounter.ErrorCode(err))
+			}
+			return
+		}
+		if len(d.Addrs) == 0 || (!d.Cluster && len(d.Addrs) != 1) {
+			t.Fatalf("ParseDSN(%q) = %+v", dsn, d)
+		}
+		for _, a := range d.Addrs {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				t.Fatalf("ParseDSN(%q): addr %q: %v", dsn, a, err)
+			}
+		}
+		again, err := redis.ParseDSN(d.String())
+		if d.Password == "" && (err != nil || !reflect.DeepEqual(again, d)) {
+			t.Fatalf("ParseDSN(String()) of %q = %+v, %v; want %+v", dsn, again, err, d)
+		}
+	})
+}
+
+// TestOpenUnreachable opens a DSN where nothing listens: it fails with
+// ErrUnavailable, within the dial timeout.
+func TestOpenUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	for _, dsn := range []string{"redis://" + addr, "redis+cluster://" + addr} {
+		start := time.Now()
+		_, err := redis.Open(context.Background(), dsn)
+		if !errors.Is(err, shardcounter.ErrUnavailable) {
+			t.Errorf("Open(%q) = %v, want ErrUnavailable", dsn, err)
+		}
+		if d := time.Since(start); d > 3*redis.DefaultDialTimeout {
+			t.Errorf("Open(%q) took %v to fail", dsn, d)
+		}
+	}
+}
+
+// TestServerDown stops the server under a store: calls fail with
+// ErrUnavailable, and the store works again once a server is back.
+func TestServerDown(t *testing.T) {
+	srv := MustStartServer(t)
+	ctx := context.Background()
+	s := MustOpen(t, serverDSN(srv))
+	id := t.Name() + runID()
+	if _, err := s.CreateCounter(ctx, id, 4); err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	if err := s.Add(ctx, id, 1, 0); !errors.Is(err, shardcounter.ErrUnavailable) {
+		t.Fatalf("Add with the server down: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.ReadCounter(ctx, id); !errors.Is(err, shardcounter.ErrUnavailable) {
+		t.Fatalf("ReadCounter with the server down: %v, want ErrUnavailable", err)
+	}
+	if err := s.Ping(ctx); !errors.Is(err, shardcounter.ErrUnavailable) {
+		t.Fatalf("Ping with the server down: %v, want ErrUnavailable", err)
+	}
+}

@@ -1,0 +1,258 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// Defaults of Options and of the clients that Open makes.
+const (
+	DefaultPrefix       = "shardcounter:"
+	DefaultRequestIDTTL = 24 * time.Hour
+	DefaultDialTimeout  = 2 * time.Second
+	DefaultIOTimeout    = 3 * time.Second
+)
+
+// maxAttempts bounds how often one call reloads a counter's layout and
+// tries again after finding it changed (a reshard, a slot that moved). Each
+// try that fails this way applied nothing, so trying again is safe.
+const maxAttempts = 32
+
+var _ shardcounter.CounterStore = (*CounterStore)(nil)
+
+// Options configure a CounterStore. The zero value uses the defaults.
+type Options struct {
+	// Prefix starts every key the store writes, so that several stores, or
+	// other data, can share one Redis. It must not contain '{' or '}', which
+	// would override the store's hash tags. Default "shardcounter:".
+	Prefix string
+	// RequestIDTTL is the dedupe window: how long a request id is
+	// remembered after its write. Default 24h.
+	RequestIDTTL time.Duration
+	// Now returns the time recorded as a counter's creation time. Default
+	// time.Now.
+	Now func() time.Time
+}
+
+// CounterStore is a shardcounter.CounterStore on one Redis server or a
+// Redis Cluster. Each shard of a counter is its own key, so a cluster
+// spreads a counter's shards over its masters; see the package doc for the
+// key layout and the protocols. It is safe for concurrent use, also by
+// several processes sharing one Redis.
+type CounterStore struct {
+	client  goredis.UniversalClient
+	cluster *goredis.ClusterClient // nil on a single server
+	addr    string                 // the single server's address
+	owned   bool                   // Close closes client
+	prefix  string
+	ttl     atomic.Int64 // the dedupe window (Options.RequestIDTTL), in nanoseconds
+	now     func() time.Time
+
+	mu      sync.RWMutex
+	layouts map[string]*layout // cached metadata; a stale entry is detected by the shards' epochs
+
+	hook func(step string) error // tests: fail a reshard after the named step
+}
+
+// New returns a store on a client the caller made: a *goredis.Client for
+// one server or a *goredis.ClusterClient for a cluster. The client must not
+// retry commands itself (Options.MaxRetries -1; for a cluster also
+// MaxRedirects -1): a retry after a lost reply could apply a write twice.
+// The store retries only what the server did not execute. Close does not
+// close the client.
+func New(client goredis.UniversalClient, opts Options) (*CounterStore, error) {
+	s := &CounterStore{client: client, prefix: opts.Prefix, now: opts.Now, layouts: make(map[string]*layout)}
+	s.SetDedupeWindow(opts.RequestIDTTL)
+	if s.prefix == "" {
+		s.prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(s.prefix, "{}") {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: key prefix %q contains '{' or '}': remove them, they would put every key in one slot", s.prefix)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	switch c := client.(type) {
+	case *goredis.ClusterClient:
+		o := c.Options()
+		if o.MaxRedirects != 0 || o.MaxRetries > 0 {
+			return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: the cluster client retries commands (MaxRedirects %d, MaxRetries %d): set both to -1, a retried write could apply twice", o.MaxRedirects, o.MaxRetries)
+		}
+		s.cluster = c
+	case *goredis.Client:
+		o := c.Options()
+		if o.MaxRetries != 0 {
+			return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: the client retries commands (MaxRetries %d): set MaxRetries to -1, a retried write could apply twice", o.MaxRetries)
+		}
+		s.addr = o.Addr
+	default:
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: client type %T is not supported: use *redis.Client or *redis.ClusterClient", client)
+	}
+	return s, nil
+}
+
+var _ shardcounter.RequestIDExpirer = (*CounterStore)(nil)
+
+// SetDedupeWindow sets Options.RequestIDTTL, the dedupe window, for ids
+// recorded from now on; d <= 0 restores DefaultRequestIDTTL. The engine
+// calls it with its Config.DedupeWindow.
+func (s *CounterStore) SetDedupeWindow(d time.Duration) {
+	if d <= 0 {
+		d = DefaultRequestIDTTL
+	}
+	s.ttl.Store(int64(d))
+}
+
+// Open connects to the Redis server or cluster that dsn names (see
+// ParseDSN), checks that it answers, and returns a store with default
+// Options. An unreachable server is ErrUnavailable, within the dial
+// timeout. A cluster need only answer through one of its nodes: with
+// cluster-require-full-coverage no it serves the slots of its live
+// masters, and so does the store (Ping tells whether all are up).
+func Open(ctx context.Context, dsn string) (*CounterStore, error) {
+	d, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	var client goredis.UniversalClient
+	if d.Cluster {
+		client = goredis.NewClusterClient(d.ClusterOptions())
+	} else {
+		client = goredis.NewClient(d.Options())
+	}
+	s, err := New(client, Options{})
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	s.owned = true
+	if err := s.pingAny(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("redis: open %s: %w", d, err)
+	}
+	return s, nil
+}
+
+// Ping checks that the server, or every master of the cluster, answers:
+// a cluster with a master down is not ready, even when it serves the
+// other masters' slots.
+func (s *CounterStore) Ping(ctx context.Context) error {
+	if s.cluster != nil {
+		if err := s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
+			return c.Ping(ctx).Err()
+		}); err != nil {
+			return storeErr("ping", err, false)
+		}
+		return nil
+	}
+	return storeErr("ping", s.client.Ping(ctx).Err(), false)
+}
+
+// pingAny checks that the server, or some master of the cluster, answers.
+func (s *CounterStore) pingAny(ctx context.Context) error {
+	if s.cluster == nil {
+		return storeErr("ping", s.client.Ping(ctx).Err(), false)
+	}
+	var mu sync.Mutex
+	var up bool
+	err := s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
+		if err := c.Ping(ctx).Err(); err != nil {
+			return err
+		}
+		mu.Lock()
+		up = true
+		mu.Unlock()
+		return nil
+	})
+	if up {
+		return nil
+	}
+	return storeErr("ping", err, false)
+}
+
+// Close releases the client when the store made it (Open).
+func (s *CounterStore) Close() error {
+	if !s.owned {
+		return nil
+	}
+	return s.client.Close()
+}
+
+// storeErr turns an error of the Redis client into a *shardcounter.Error.
+// write says whether the failed call may have changed data: an error that
+// leaves open whether the server executed it (a reply lost to a timeout or
+// a dropped connection) is then OutcomeUnknown. Errors that prove the
+// command never ran (a refused connection, a redirect, a cluster that is
+// down) are ErrUnavailable: nothing was applied and a retry is safe.
+func storeErr(op string, err error, write bool) error {
+	if err == nil {
+		return nil
+	}
+	var se *shardcounter.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	if notExecuted(err) {
+		return &shardcounter.Error{Code: shardcounter.EUNAVAILABLE, Message: fmt.Sprintf("redis: %s: %v; nothing was applied, retry later", op, err)}
+	}
+	var re goredis.Error
+	if errors.As(err, &re) && !errors.Is(err, goredis.Nil) {
+		return &shardcounter.Error{Code: shardcounter.EINTERNAL, Message: fmt.Sprintf("redis: %s: %v", op, err)}
+	}
+	if write {
+		return &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: true,
+			Message: fmt.Sprintf("redis: %s: %v; the write may have been applied: retry with the same request id", op, err)}
+	}
+	return &shardcounter.Error{Code: shardcounter.EUNAVAILABLE, Message: fmt.Sprintf("redis: %s: %v", op, err)}
+}
+
+// notExecuted reports whether err proves that Redis did not execute the
+// command: the connection was never made, or the server refused the
+// command before running it.
+func notExecuted(err error) bool {
+	if errors.Is(err, goredis.ErrClosed) || errors.Is(err, goredis.ErrPoolTimeout) || errors.Is(err, goredis.ErrPoolExhausted) ||
+		errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return redirected(err)
+}
+
+// redirected reports whether err is a server reply that refuses a command
+// without running it: the slot is elsewhere or moving, the cluster or the
+// node is not ready, or the script is not loaded.
+func redirected(err error) bool {
+	var re goredis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, p := range []string{"MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN", "LOADING", "MASTERDOWN", "READONLY", "BUSY ", "OOM ", "NOSCRIPT"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// retryable reports whether a failed attempt may be tried again at once:
+// the command did not run, and reloading the cluster's slot map (which the
+// client does after MOVED) or loading the script may make the next one
+// succeed.
+func retryable(err error) bool {
+	return redirected(err)
+}

@@ -1,0 +1,104 @@
+package redis_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/storetest"
+)
+
+func TestCounterStore(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return MustOpen(tb, dsn) })
+	})
+}
+
+// TestSharedStore runs the suite with one store for every subtest, so the
+// layout cache is shared as in a long-running server.
+func TestSharedStore(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		s := MustOpen(t, dsn)
+		storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return s })
+	})
+}
+
+// TestDedupeAcrossReshard retries a write with a request id after the
+// counter's shard count changed, up and down: the retry lands on another
+// shard but is still found a duplicate.
+func TestDedupeAcrossReshard(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := MustOpen(t, dsn)
+		id := t.Name() + runID()
+		storetest.MustCreate(t, s, id, 4)
+		apply := func(rid string) shardcounter.Outcome {
+			t.Helper()
+			out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 10, Pick: shardcounter.PickFor(id, rid), RequestID: rid}})
+			if err != nil || out[0].Err != nil {
+				t.Fatalf("Apply(%s): %v %+v", rid, err, out)
+			}
+			return out[0]
+		}
+		var rids []string
+		for i := range 20 {
+			rid := "req-" + string(rune('a'+i))
+			rids = append(rids, rid)
+			if apply(rid).Duplicate {
+				t.Fatalf("first write of %s reported duplicate", rid)
+			}
+		}
+		for _, n := range []int{7, 2, 16, 1, 4} {
+			if _, err := s.ReshardCounter(ctx, id, n); err != nil {
+				t.Fatal(err)
+			}
+			other := MustOpen(t, dsn) // another process, with no cached layout
+			for _, rid := range rids {
+				out, err := other.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 10, Pick: shardcounter.PickFor(id, rid), RequestID: rid}})
+				if err != nil || out[0].Err != nil || !out[0].Duplicate {
+					t.Fatalf("retry of %s after reshard to %d: %v %+v, want duplicate", rid, n, err, out)
+				}
+			}
+			if got := storetest.MustRead(t, s, id); got != 200 {
+				t.Fatalf("value after reshard to %d and retries = %d, want 200", n, got)
+			}
+		}
+	})
+}
+
+// TestSetDedupeWindow checks that the window the engine sets is the
+// request ids' time to live. Redis ages ids by its own clock, so the test
+// waits the (short) window out in real time.
+func TestSetDedupeWindow(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := MustOpen(t, dsn)
+		const window = time.Second
+		s.SetDedupeWindow(window)
+		id := t.Name() + runID()
+		storetest.MustCreate(t, s, id, 2)
+		apply := func() shardcounter.Outcome {
+			t.Helper()
+			out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, Pick: shardcounter.PickFor(id, "r"), RequestID: "r"}})
+			if err != nil || out[0].Err != nil {
+				t.Fatalf("Apply: %v %+v", err, out)
+			}
+			return out[0]
+		}
+		start := time.Now()
+		if apply().Duplicate {
+			t.Fatal("first write reported duplicate")
+		}
+		if !apply().Duplicate && time.Since(start) < window {
+			t.Fatal("repeat within the window was applied")
+		}
+		time.Sleep(window + 100*time.Millisecond)
+		if apply().Duplicate {
+			t.Fatal("repeat after the window is still a duplicate")
+		}
+		if got := storetest.MustRead(t, s, id); got != 2 {
+			t.Fatalf("value = %d, want 2", got)
+		}
+	})
+}

@@ -1,0 +1,281 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// errMoved says that the reshard being finished is over: another client
+// finished it, or the counter moved on. It never leaves the package.
+var errMoved = errors.New("redis: reshard finished elsewhere")
+
+// ReshardCounter changes the counter's shard count, keeping its value
+// exactly while writes go on, from any number of processes, and across a
+// crash at any point. It records an intent in the metadata, then runs
+// finishReshard, whose steps any client that meets the intent also runs;
+// see the package doc for the protocol.
+func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	if err := shardcounter.ValidateShards(shards); err != nil {
+		return nil, err
+	}
+	for range maxAttempts {
+		l, err := s.layout(ctx, id, true) // finishes an earlier intent first
+		if err != nil {
+			return nil, err
+		}
+		if l.n == shards {
+			return l.counter(), nil
+		}
+		ok, err := s.runScript(ctx, intentScript, []string{metaKey(s.prefix, id)}, l.ep(), shards).Int()
+		if err != nil {
+			return nil, storeErr("reshard", err, true)
+		}
+		switch ok {
+		case -1:
+			return nil, notFound(id)
+		case 0:
+			continue // another reshard got there first: help it, then ours
+		}
+		l.state, l.to = stateReshard, shards
+		if err := s.step("intent"); err != nil {
+			return nil, err
+		}
+		if err := s.finishReshard(ctx, l); err != nil && err != errMoved {
+			return nil, err
+		}
+		if l, err = s.layout(ctx, id, true); err != nil {
+			return nil, err
+		}
+		if l.n == shards {
+			return l.counter(), nil
+		}
+	}
+	return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q keeps changing: try again", id)
+}
+
+// finishReshard runs the steps of the reshard recorded in l, from n = l.n
+// shards at epoch E = l.epoch to m = l.to shards at epoch E+1. Every step
+// is idempotent and checks the epochs it acts on, so it may run in several
+// clients at once, again after a crash, or late:
+//
+//  1. Fence: every old shard moves from epoch E to E+1. A writer holding
+//     layout E is refused from then on and comes back through the
+//     metadata, where it meets the intent and helps finish it. No writer
+//     holds layout E+1 before step 4, so once fenced the counter is frozen.
+//  2. Grow: shards [n, m) are created at epoch E+1 with value 0.
+//  3. Shrink: each removed shard k in [m, n) is folded into shard k mod m
+//     by a script that adds k's frozen value and sets the marker f:k in the
+//     target in one step, and does nothing when the marker is there. So a
+//     fold applies exactly once however often the step runs. Before any
+//     fold, the targets' final values are checked to fit in int64; when one
+//     would not, the intent is changed to keep n shards (ErrOutOfRange).
+//  4. Commit: the metadata gets m shards and epoch E+1 in one script that
+//     checks the intent is still the one being finished.
+//  5. No clean-up: the removed shard keys are kept, frozen at epoch E+1,
+//     until a later grow resets them or the counter is deleted. A shard key
+//     is never deleted while its counter lives, so its epoch only ever
+//     grows, which is what makes a late step harmless. Deleting them here
+//     was not: the step could run after a later reshard had grown the
+//     counter again and made the keys live shards (their writes were
+//     lost), and a helper's late grow step (2) would create a deleted key
+//     again at its older epoch, where a writer still holding that layout
+//     had its write acknowledged and lost.
+func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
+	n, m := l.n, l.to
+	oldEp, newEp := l.ep(), strconv.FormatInt(l.epoch+1, 10)
+
+	if err := s.each(ctx, n, func(p goredis.Pipeliner, i int) *goredis.Cmd {
+		return fenceScript.EvalSha(ctx, p, []string{l.keys.shard(i)}, oldEp, newEp)
+	}); err != nil {
+		return storeErr("reshard: fence shards", err, true)
+	}
+	if err := s.step("fence"); err != nil {
+		return err
+	}
+
+	if m > n {
+		if err := s.each(ctx, m-n, func(p goredis.Pipeliner, i int) *goredis.Cmd {
+			return initScript.EvalSha(ctx, p, []string{l.keys.shard(n + i)}, newEp)
+		}); err != nil {
+			return storeErr("reshard: create shards", err, true)
+		}
+		if err := s.step("init"); err != nil {
+			return err
+		}
+	}
+
+	if m < n {
+		err := s.fold(ctx, l, newEp)
+		if errors.Is(err, shardcounter.ErrOutOfRange) {
+			// Keep n shards: no fold has run (all are checked first),
+			// so committing n shards at epoch E+1 is exact.
+			if _, rerr := s.runScript(ctx, retargetScript, []string{metaKey(s.prefix, l.id)}, oldEp, m, n).Int(); rerr != nil {
+				return storeErr("reshard: abandon", rerr, true)
+			}
+			l.to = n
+			if rerr := s.finishReshard(ctx, l); rerr != nil && rerr != errMoved {
+				return rerr
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+	}
+
+	hist := s.nextHistory(l, m, s.now().UnixMilli())
+	ok, err := s.runScript(ctx, commitScript, []string{metaKey(s.prefix, l.id)}, oldEp, m, newEp, hist, max(l.max, m)).Int()
+	if err != nil {
+		return storeErr("reshard: commit", err, true)
+	}
+	s.forget(l.id)
+	if ok == 0 {
+		return errMoved
+	}
+	// The removed shard keys stay, fenced at E+1 and frozen: see step 5.
+	return s.step("commit")
+}
+
+// fold runs step 3 of finishReshard.
+func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error {
+	n, m := l.n, l.to
+	cmds := make([]*goredis.MapStringStringCmd, n)
+	if _, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i := range n {
+			cmds[i] = p.HGetAll(ctx, l.keys.shard(i))
+		}
+		return nil
+	}); err != nil {
+		return storeErr("reshard: read shards", err, false)
+	}
+	vals := make([]int64, n)
+	for i, c := range cmds {
+		h := c.Val()
+		if h["e"] != newEp {
+			return s.lostShard(ctx, l, i)
+		}
+		v, err := strconv.ParseInt(h["v"], 10, 64)
+		if err != nil {
+			return shardcounter.Errorf(shardcounter.EINTERNAL, "redis: shard %d of counter %q holds %q, not an integer", i, l.id, h["v"])
+		}
+		vals[i] = v
+	}
+	// Which folds are still to do, and do the targets' sums fit?
+	var todo []int
+	final := append([]int64(nil), vals[:m]...)
+	for k := m; k < n; k++ {
+		t := k % m
+		if _, done := cmds[t].Val()["f:"+strconv.Itoa(k)]; done {
+			continue
+		}
+		todo = append(todo, k)
+		sum, ok := shardcounter.AddInt64(final[t], vals[k])
+		if !ok {
+			return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: folding shard %d into shard %d would leave the int64 range; the counter keeps %d shards", l.id, k, t, n)
+		}
+		final[t] = sum
+	}
+	run := func(p goredis.Pipeliner, k int) *goredis.Cmd {
+		return foldScript.EvalSha(ctx, p, []string{l.keys.shard(k % m)}, newEp, k, vals[k])
+	}
+	check := func(c *goredis.Cmd) error {
+		switch r, err := c.Int(); {
+		case err != nil:
+			return storeErr("reshard: fold shard", err, true)
+		case r == -1:
+			return errMoved
+		case r == -2:
+			return shardcounter.Errorf(shardcounter.EINTERNAL, "redis: counter %q: a fold overflowed after the check", l.id)
+		}
+		return nil
+	}
+	if s.hook != nil { // one at a time, so a test can stop between two folds
+		for _, k := range todo {
+			if err := check(s.runScript(ctx, foldScript, []string{l.keys.shard(k % m)}, newEp, k, vals[k])); err != nil {
+				return err
+			}
+			if err := s.step("fold"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return s.eachOf(ctx, todo, run, check)
+}
+
+// lostShard explains why shard i of l is not at the reshard's new epoch
+// after the fence: the reshard is over (another client finished it and
+// removed the shard), or the shard's key was lost.
+func (s *CounterStore) lostShard(ctx context.Context, l *layout, i int) error {
+	m, err := s.client.HGetAll(ctx, metaKey(s.prefix, l.id)).Result()
+	if err != nil {
+		return storeErr("reshard: read counter metadata", err, false)
+	}
+	cur, err := s.parseLayout(l.id, m)
+	if err != nil {
+		return err
+	}
+	if cur == nil || cur.epoch != l.epoch || cur.state != stateReshard || cur.to != l.to {
+		return errMoved
+	}
+	return shardcounter.Errorf(shardcounter.EINTERNAL, "redis: counter %q: shard key %q is missing or at another epoch; was data lost (FLUSHALL, a failover)?", l.id, l.keys.shard(i))
+}
+
+// each runs f for i in [0, n) in one pipeline with scripts loaded, and
+// returns the first error.
+func (s *CounterStore) each(ctx context.Context, n int, f func(p goredis.Pipeliner, i int) *goredis.Cmd) error {
+	is := make([]int, n)
+	for i := range is {
+		is[i] = i
+	}
+	return s.eachOf(ctx, is, f, func(c *goredis.Cmd) error { return c.Err() })
+}
+
+// eachOf runs f for each of is in one pipeline and check on each result.
+// When a node did not have a script loaded it loads the scripts and runs
+// the whole pipeline again: the reshard steps are idempotent, so the
+// commands that did run the first time may run twice.
+func (s *CounterStore) eachOf(ctx context.Context, is []int, f func(p goredis.Pipeliner, i int) *goredis.Cmd, check func(*goredis.Cmd) error) error {
+	for try := 0; ; try++ {
+		cmds := make([]*goredis.Cmd, len(is))
+		_, _ = s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for j, i := range is {
+				cmds[j] = f(p, i)
+			}
+			return nil
+		})
+		noscript := false
+		for _, c := range cmds {
+			if goredis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+				noscript = true
+			}
+		}
+		if noscript && try == 0 {
+			if err := s.loadScripts(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, c := range cmds {
+			if err := check(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func (s *CounterStore) step(name string) error {
+	if s.hook == nil {
+		return nil
+	}
+	return s.hook(name)
+}

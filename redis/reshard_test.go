@@ -1,0 +1,281 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/redis"
+	"github.com/shardcounter/shardcounter/storetest"
+)
+
+var errCrash = errors.New("injected crash")
+
+// TestReshardCrash stops a reshard after each of its steps, as if the
+// process had died there, then lets other processes recover it: the value
+// must be exact, the shards laid out as the completed reshard lays them,
+// and request ids still deduplicated.
+func TestReshardCrash(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		for _, c := range []struct{ from, to int }{{8, 3}, {3, 8}, {5, 1}, {2, 7}} {
+			for _, stop := range []string{"intent", "fence", "init", "fold#1", "fold#2", "commit"} {
+				grow := c.to > c.from
+				if grow && (stop == "fold#1" || stop == "fold#2") || !grow && stop == "init" {
+					continue // no such step in this direction
+				}
+				t.Run(fmt.Sprintf("%dto%d/%s", c.from, c.to, stop), func(t *testing.T) {
+					testReshardCrash(t, dsn, c.from, c.to, stop)
+				})
+			}
+		}
+	})
+}
+
+func testReshardCrash(t *testing.T, dsn string, from, to int, stop string) {
+	ctx := context.Background()
+	id := t.Name() + runID()
+	crashing := MustOpen(t, dsn)
+	storetest.MustCreate(t, crashing, id, from)
+	var total int64
+	want := make([]int64, max(from, to))
+	for i := range from {
+		v := int64(100 * (i + 1))
+		if err := crashing.Add(ctx, id, v, uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+		want[i%to] += v
+		total += v
+	}
+	rid := "rid-1"
+	out, err := crashing.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 7, Pick: shardcounter.PickFor(id, rid), RequestID: rid}})
+	if err != nil || out[0].Err != nil {
+		t.Fatal(err, out)
+	}
+	want[shardcounter.ShardOf(shardcounter.PickFor(id, rid), from)%to] += 7
+	total += 7
+
+	seen := map[string]int{}
+	redis.SetReshardHook(crashing, func(step string) error {
+		seen[step]++
+		if fmt.Sprintf("%s#%d", step, seen[step]) == stop || step == stop {
+			return errCrash
+		}
+		return nil
+	})
+	if _, err := crashing.ReshardCounter(ctx, id, to); !errors.Is(err, errCrash) {
+		t.Fatalf("ReshardCounter = %v, want the injected crash", err)
+	}
+
+	// Other processes recover it, some by writing, one by reading.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for w := range 4 {
+		wg.Go(func() {
+			s := MustOpen(t, dsn)
+			if w == 0 {
+				if _, err := s.ReadCounter(ctx, id); err != nil {
+					t.Errorf("ReadCounter while recovering: %v", err)
+				}
+				return
+			}
+			for i := range 5 {
+				if err := s.Add(ctx, id, 1, uint64(w*10+i)); err != nil {
+					t.Errorf("Add while recovering: %v", err)
+					return
+				}
+				mu.Lock()
+				total++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+
+	fresh := MustOpen(t, dsn)
+	c, err := fresh.GetCounter(ctx, id)
+	if err != nil || c.Shards != to {
+		t.Fatalf("GetCounter after recovery = %+v, %v; want %d shards", c, err, to)
+	}
+	if got := storetest.MustRead(t, fresh, id); got != total {
+		t.Fatalf("value after recovery = %d, want %d", got, total)
+	}
+	// The crashed process's own store, with its stale cache, agrees.
+	if got := storetest.MustRead(t, crashing, id); got != total {
+		t.Fatalf("value read by the crashed store = %d, want %d", got, total)
+	}
+	shards := storetest.MustShards(t, fresh, id)
+	var writes int64
+	for i := range to {
+		writes += shards[i] - want[i]
+	}
+	if writes != 15 {
+		t.Fatalf("shards after recovery = %v; want %v plus the 15 recovery writes", shards, want[:to])
+	}
+	out, err = fresh.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 7, Pick: shardcounter.PickFor(id, rid), RequestID: rid}})
+	if err != nil || out[0].Err != nil || !out[0].Duplicate {
+		t.Fatalf("retry of %s after the recovered reshard: %v %+v, want duplicate", rid, err, out)
+	}
+}
+
+// TestReshardProcesses reshards a counter from one process while two
+// others write to it with their own cached layouts.
+func TestReshardProcesses(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		id := t.Name() + runID()
+		admin := MustOpen(t, dsn)
+		storetest.MustCreate(t, admin, id, 4)
+		writers := []*redis.CounterStore{MustOpen(t, dsn), MustOpen(t, dsn)}
+		var sum [2]int64
+		var wg sync.WaitGroup
+		for w, s := range writers {
+			wg.Go(func() {
+				for i := range 300 {
+					d := int64(i%7 + 1)
+					if err := s.Add(ctx, id, d, uint64(i*31+w)); err != nil {
+						t.Errorf("Add: %v", err)
+						return
+					}
+					sum[w] += d
+				}
+			})
+		}
+		for _, n := range []int{9, 2, 16, 1, 5, 3} {
+			if _, err := admin.ReshardCounter(ctx, id, n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wg.Wait()
+		if got, want := storetest.MustRead(t, admin, id), sum[0]+sum[1]; got != want {
+			t.Fatalf("value = %d, want %d", got, want)
+		}
+	})
+}
+
+// pauseAt returns a reshard hook that, the first time it meets the named
+// step, tells reached and waits for release before the reshard goes on.
+func pauseAt(step string, reached, release chan struct{}) func(string) error {
+	var once sync.Once
+	return func(s string) error {
+		if s == step {
+			once.Do(func() {
+				close(reached)
+				<-release
+			})
+		}
+		return nil
+	}
+}
+
+// TestReshardLateCleanup lets the process that committed a shrink delay its
+// last step until the counter has grown again and taken writes on the
+// shards that the shrink removed: those shards are live again and must
+// keep their writes.
+func TestReshardLateCleanup(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		id := t.Name() + runID()
+		slow, other := MustOpen(t, dsn), MustOpen(t, dsn)
+		storetest.MustCreate(t, other, id, 8)
+		var total int64
+		add := func(s *redis.CounterStore, v int64, pick uint64) {
+			t.Helper()
+			if err := s.Add(ctx, id, v, pick); err != nil {
+				t.Fatal(err)
+			}
+			total += v
+		}
+		for i := range 8 {
+			add(other, int64(10*(i+1)), uint64(i))
+		}
+
+		reached, release := make(chan struct{}), make(chan struct{})
+		redis.SetReshardHook(slow, pauseAt("commit", reached, release))
+		shrunk := make(chan error, 1)
+		go func() { _, err := slow.ReshardCounter(ctx, id, 2); shrunk <- err }()
+		<-reached // committed at 2 shards, the removed shards not yet cleaned up
+
+		if _, err := other.ReshardCounter(ctx, id, 8); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 8 {
+			add(other, -int64(1000*(i+1)), uint64(i)) // shards 2..7 take writes again
+		}
+		close(release)
+		if err := <-shrunk; err != nil {
+			t.Fatalf("ReshardCounter(2) after its pause: %v", err)
+		}
+
+		fresh := MustOpen(t, dsn)
+		if got := storetest.MustRead(t, fresh, id); got != total {
+			t.Fatalf("value = %d, want %d", got, total)
+		}
+		if err := fresh.Add(ctx, id, 1, 7); err != nil {
+			t.Fatalf("Add after the late clean-up: %v", err)
+		}
+		if got := storetest.MustRead(t, fresh, id); got != total+1 {
+			t.Fatalf("value after one more write = %d, want %d", got, total+1)
+		}
+	})
+}
+
+// TestReshardLateInit lets a helper of a grow stall before it creates the
+// new shards until the grow is committed by another process and undone by
+// a shrink. Its late create step must not bring a removed shard back at
+// the grow's epoch, where a writer still holding the grown layout would
+// write to it and the write would be acknowledged but lost.
+func TestReshardLateInit(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		id := t.Name() + runID()
+		late, other, writer := MustOpen(t, dsn), MustOpen(t, dsn), MustOpen(t, dsn)
+		storetest.MustCreate(t, other, id, 2)
+
+		reached, release := make(chan struct{}), make(chan struct{})
+		initDone := make(chan struct{})
+		redis.SetReshardHook(late, func(step string) error {
+			switch step {
+			case "fence":
+				close(reached)
+				<-release
+			case "init":
+				close(initDone)
+				return errCrash // stop here, as if the process died
+			}
+			return nil
+		})
+		grown := make(chan error, 1)
+		go func() { _, err := late.ReshardCounter(ctx, id, 8); grown <- err }()
+		<-reached // intent recorded and shards fenced, new shards not yet created
+
+		if c, err := other.GetCounter(ctx, id); err != nil || c.Shards != 8 {
+			t.Fatalf("GetCounter finishing the grow = %+v, %v; want 8 shards", c, err)
+		}
+		var total int64
+		if err := writer.Add(ctx, id, 5, 5); err != nil { // caches the 8-shard layout
+			t.Fatal(err)
+		}
+		total += 5
+		if _, err := other.ReshardCounter(ctx, id, 2); err != nil {
+			t.Fatal(err)
+		}
+		close(release)
+		<-initDone
+		if err := <-grown; !errors.Is(err, errCrash) {
+			t.Fatalf("late ReshardCounter = %v, want the injected crash", err)
+		}
+
+		// The writer still holds the 8-shard layout: its write must be
+		// refused by shard 5 and go to shard 5 mod 2 of the current layout.
+		if err := writer.Add(ctx, id, 100, 5); err != nil {
+			t.Fatal(err)
+		}
+		total += 100
+		if got := storetest.MustRead(t, MustOpen(t, dsn), id); got != total {
+			t.Fatalf("value = %d, want %d (the write with the stale layout was lost)", got, total)
+		}
+	})
+}

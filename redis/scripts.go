@@ -1,0 +1,155 @@
+package redis
+
+import goredis "github.com/redis/go-redis/v9"
+
+// The Lua scripts of the store. Each touches keys of one slot only, so it
+// runs atomically on one node of a cluster. Values are changed only with
+// HINCRBY, called through redis.pcall so that an overflow is reported, not
+// computed with Lua numbers (doubles, exact only to 2^53).
+
+// Results of addScript, one per item.
+const (
+	resApplied   = 1
+	resDuplicate = 2
+	resStale     = 3 // the shard does not accept writes for this epoch: reload the layout
+	resOverflow  = 4
+)
+
+// addScript applies writes to shards. For item j, KEYS[2j-1] is the shard,
+// KEYS[2j] its request-id set; ARGV[1] is the request-id time to live in
+// milliseconds and ARGV[3j-1..3j+1] the epoch the writer read, the delta
+// and the request id ("" for none). An item applies only when the shard's
+// epoch is the writer's: the epoch check, the duplicate check, HINCRBY and
+// the id's record are one atomic step.
+var addScript = goredis.NewScript(`
+local ttl = tonumber(ARGV[1])
+local now
+local out = {}
+for j = 1, #KEYS / 2 do
+  local sk, rk = KEYS[2*j-1], KEYS[2*j]
+  local ep, d, rid = ARGV[3*j-1], ARGV[3*j], ARGV[3*j+1]
+  if redis.call('HGET', sk, 'e') ~= ep then
+    out[j] = 3
+  else
+    if rid ~= '' and not now then
+      local t = redis.call('TIME')
+      now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    local exp = rid ~= '' and redis.call('ZSCORE', rk, rid)
+    if exp and tonumber(exp) > now then
+      out[j] = 2
+    else
+      local r = redis.pcall('HINCRBY', sk, 'v', d)
+      if type(r) == 'table' and r.err then
+        if not string.find(r.err, 'overflow') then return redis.error_reply(r.err) end
+        out[j] = 4
+      else
+        out[j] = 1
+        if rid ~= '' then
+          redis.call('ZREMRANGEBYSCORE', rk, '-inf', now)
+          redis.call('ZADD', rk, string.format('%d', now + ttl), rid)
+        end
+      end
+    end
+  end
+end
+return out
+`)
+
+// createScript records a counter's metadata (KEYS[1]) unless it exists.
+// ARGV holds field, value pairs. It returns 1 when created, 0 when taken.
+var createScript = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV))
+return 1
+`)
+
+// intentScript records a reshard intent in the metadata KEYS[1]: the
+// counter at epoch ARGV[1] is to get ARGV[2] shards. It returns -1 when
+// the counter does not exist, 0 when its epoch moved on or another intent
+// is recorded (the caller reloads and helps that one finish), 1 when done.
+var intentScript = goredis.NewScript(`
+local m = redis.call('HMGET', KEYS[1], 'e', 'st')
+if not m[1] then return -1 end
+if m[1] ~= ARGV[1] or m[2] then return 0 end
+redis.call('HSET', KEYS[1], 'st', 'reshard', 'to', ARGV[2])
+return 1
+`)
+
+// retargetScript changes a recorded reshard intent's target from ARGV[2]
+// to ARGV[3] at epoch ARGV[1]; a reshard that cannot finish (a folded
+// shard would overflow) turns into a reshard to the current count.
+var retargetScript = goredis.NewScript(`
+local m = redis.call('HMGET', KEYS[1], 'e', 'st', 'to')
+if m[1] ~= ARGV[1] or m[2] ~= 'reshard' or m[3] ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'to', ARGV[3])
+return 1
+`)
+
+// commitScript ends a reshard: when the metadata KEYS[1] still records the
+// intent (epoch ARGV[1], target ARGV[2]) it sets the shard count to ARGV[2],
+// the epoch to ARGV[3], the layout history to ARGV[4] and the highest shard
+// count used to ARGV[5], and clears the intent. It returns 1 when it did.
+var commitScript = goredis.NewScript(`
+local m = redis.call('HMGET', KEYS[1], 'e', 'st', 'to')
+if m[1] ~= ARGV[1] or m[2] ~= 'reshard' or m[3] ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'n', ARGV[2], 'e', ARGV[3], 'h', ARGV[4], 'mx', ARGV[5])
+redis.call('HDEL', KEYS[1], 'st', 'to')
+return 1
+`)
+
+// fenceScript moves shard KEYS[1] from epoch ARGV[1] to ARGV[2], so that
+// writers holding the old layout are refused, and drops the fold markers
+// of the reshard before. A shard at any other epoch is left alone, which
+// makes the step idempotent and harmless when run late.
+var fenceScript = goredis.NewScript(`
+if redis.call('HGET', KEYS[1], 'e') ~= ARGV[1] then return 0 end
+for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if string.sub(f, 1, 2) == 'f:' then redis.call('HDEL', KEYS[1], f) end
+end
+redis.call('HSET', KEYS[1], 'e', ARGV[2])
+return 1
+`)
+
+// initScript makes shard KEYS[1] a zero-valued shard of epoch ARGV[1],
+// unless it already belongs to that epoch or a later one. A key left by an
+// older layout (a shard removed by an earlier shrink) is reset.
+var initScript = goredis.NewScript(`
+local e = redis.call('HGET', KEYS[1], 'e')
+if e and tonumber(e) >= tonumber(ARGV[1]) then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'v', 0, 'e', ARGV[1])
+return 1
+`)
+
+// foldScript adds ARGV[3], the value of removed shard ARGV[2], to target
+// shard KEYS[1] exactly once for the reshard that creates epoch ARGV[1]:
+// the marker field f:<shard> makes a re-run a no-op. It returns 1 when
+// added, 0 when the marker was there, -1 when the target is not at that
+// epoch (the reshard is over), -2 on overflow.
+var foldScript = goredis.NewScript(`
+local m = redis.call('HMGET', KEYS[1], 'e', 'f:' .. ARGV[2])
+if m[1] ~= ARGV[1] then return -1 end
+if m[2] then return 0 end
+local r = redis.pcall('HINCRBY', KEYS[1], 'v', ARGV[3])
+if type(r) == 'table' and r.err then return -2 end
+redis.call('HSET', KEYS[1], 'f:' .. ARGV[2], '1')
+return 1
+`)
+
+// markDeleteScript records in the metadata KEYS[1] that the counter is
+// being deleted; from then on it is not found, and whoever meets the mark
+// finishes the deletion. It returns 0 when the counter does not exist.
+var markDeleteScript = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'st', 'delete')
+return 1
+`)
+
+// deleteMetaScript removes the metadata KEYS[1] when it records a delete.
+var deleteMetaScript = goredis.NewScript(`
+if redis.call('HGET', KEYS[1], 'st') ~= 'delete' then return 0 end
+return redis.call('DEL', KEYS[1])
+`)
+
+var allScripts = []*goredis.Script{addScript, createScript, intentScript, retargetScript, commitScript, fenceScript, initScript, foldScript, markDeleteScript, deleteMetaScript}
