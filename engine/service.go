@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// cachedReading is the engine's rollup of one counter: a strong reading
+// and when it was taken.
+type cachedReading struct {
+	r     shardcounter.Reading
+	taken time.Time
+}
+
+// CreateCounter creates a counter with opts.Shards shards, or with the
+// policy's count for opts.FollowersCount, or with the default count.
+func (e *Engine) CreateCounter(ctx context.Context, id string, opts shardcounter.CreateOptions) (*shardcounter.Counter, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	shards := opts.Shards
+	switch {
+	case shards != 0 && (opts.FollowersCount != nil || opts.Visibility != ""):
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "give either shards or followers_count and visibility, not both")
+	case opts.FollowersCount != nil:
+		n, err := e.cfg.Policy(*opts.FollowersCount, opts.Visibility)
+		if err != nil {
+			return nil, err
+		}
+		shards = n
+	case opts.Visibility != "":
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "visibility needs followers_count: give both, or shards")
+	case shards == 0:
+		shards = e.cfg.DefaultShards
+	}
+	if err := shardcounter.ValidateShards(shards); err != nil {
+		return nil, err
+	}
+	return e.store.CreateCounter(ctx, id, shards)
+}
+
+// ReadCounter returns the counter's value. A Strong reading comes from the
+// store and reflects every acknowledged write (in async mode: every
+// committed one; a write answered as queued shows within FlushInterval). A Cached reading is served
+// from the engine's rollup when it is younger than MaxStaleness, and
+// refreshed from the store otherwise, so an idle server does no work and a
+// hot counter costs one store read per MaxStaleness.
+func (e *Engine) ReadCounter(ctx context.Context, id string, c shardcounter.Consistency) (*shardcounter.Reading, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	switch c {
+	case "", shardcounter.Strong:
+		r, err := e.store.ReadCounter(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		e.remember(*r)
+		return r, nil
+	case shardcounter.Cached:
+		now := e.cfg.Now()
+		e.cacheMu.Lock()
+		cr, ok := e.cache[id]
+		e.cacheMu.Unlock()
+		if !ok || now.Sub(cr.taken) >= e.cfg.MaxStaleness {
+			r, err := e.store.ReadCounter(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			cr = e.remember(*r)
+		}
+		r := cr.r
+		r.Consistency = shardcounter.Cached
+		r.AsOf = cr.taken.UTC()
+		r.MaxStalenessMS = e.maxStaleness().Milliseconds()
+		return &r, nil
+	default:
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "consistency %q is unknown: use strong or cached", c)
+	}
+}
+
+// maxStaleness is how far a cached reading may lag acknowledged writes: the
+// rollup's age, and in async mode also the time an acknowledged write may
+// wait in the queue.
+func (e *Engine) maxStaleness() time.Duration {
+	if e.cfg.Durability == Async {
+		return e.cfg.MaxStaleness + e.cfg.FlushInterval
+	}
+	return e.cfg.MaxStaleness
+}
+
+func (e *Engine) remember(r shardcounter.Reading) cachedReading {
+	cr := cachedReading{r: r, taken: e.cfg.Now()}
+	e.cacheMu.Lock()
+	e.cache[r.ID] = cr
+	e.cacheMu.Unlock()
+	return cr
+}
+
+func (e *Engine) forget(id string) {
+	e.cacheMu.Lock()
+	delete(e.cache, id)
+	e.cacheMu.Unlock()
+}
+
+// ReshardCounter changes the counter's shard count; the value is kept.
+func (e *Engine) ReshardCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	if err := shardcounter.ValidateShards(shards); err != nil {
+		return nil, err
+	}
+	return e.store.ReshardCounter(ctx, id, shards)
+}
+
+// DeleteCounter removes the counter.
+func (e *Engine) DeleteCounter(ctx context.Context, id string) error {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return err
+	}
+	defer e.forget(id)
+	return e.store.DeleteCounter(ctx, id)
+}
+
+// ListCounters returns a page of counters in id order. Next is set when a
+// further page may exist.
+func (e *Engine) ListCounters(ctx context.Context, opts shardcounter.ListOptions) (*shardcounter.CounterList, error) {
+	limit := opts.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultListLimit
+	case limit < 0 || limit > MaxListLimit:
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "limit %d is out of range: give 1 to %d", limit, MaxListLimit)
+	}
+	if len(opts.Prefix) > shardcounter.MaxIDLen || len(opts.After) > shardcounter.MaxIDLen {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "prefix or page position longer than %d bytes", shardcounter.MaxIDLen)
+	}
+	if opts.After != "" && !strings.HasPrefix(opts.After, opts.Prefix) {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "the page token belongs to another prefix: start again without it")
+	}
+	cs, err := e.store.ListCounters(ctx, opts.Prefix, opts.After, limit)
+	if err != nil {
+		return nil, err
+	}
+	list := &shardcounter.CounterList{Counters: cs}
+	if len(cs) == limit {
+		list.Next = cs[len(cs)-1].ID
+	}
+	return list, nil
+}

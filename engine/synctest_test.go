@@ -1,0 +1,401 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/engine"
+	"github.com/shardcounter/shardcounter/storetest"
+)
+
+// counting wraps a store and counts Apply calls and their increments. Its
+// failure switch uses no channel, so it works inside a synctest bubble
+// whatever bubble made it.
+type counting struct {
+	shardcounter.CounterStore
+	applies, items atomic.Int64
+	fail           atomic.Pointer[shardcounter.Error]
+}
+
+func (c *counting) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
+	c.applies.Add(1)
+	c.items.Add(int64(len(incs)))
+	if err := c.fail.Load(); err != nil {
+		return nil, err
+	}
+	return c.CounterStore.Apply(ctx, incs)
+}
+
+// inBubble runs f in a synctest bubble with an engine over a counting bolt
+// store holding counter "c" with 4 shards. The engine is closed before the
+// bubble ends, so its flusher exits inside it.
+func inBubble(t *testing.T, cfg engine.Config, f func(t *testing.T, e *engine.Engine, s *counting)) {
+	store := MustOpenStore(t)
+	storetest.MustCreate(t, store, "c", 4)
+	s := &counting{CounterStore: store}
+	synctest.Test(t, func(t *testing.T) {
+		e := engine.New(s, cfg)
+		defer e.Close(context.Background())
+		f(t, e, s)
+	})
+}
+
+func mustWrite(t *testing.T, e *engine.Engine, w shardcounter.Write) *shardcounter.WriteResult {
+	t.Helper()
+	res, err := e.WriteCounter(context.Background(), w)
+	if err != nil {
+		t.Fatalf("WriteCounter(%+v) = %v", w, err)
+	}
+	return res
+}
+
+func TestDurableNeverWaits(t *testing.T) {
+	inBubble(t, engine.Config{FlushInterval: time.Hour}, func(t *testing.T, e *engine.Engine, s *counting) {
+		start := time.Now()
+		res := mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1})
+		// In the bubble time moves only when every goroutine waits on a
+		// timer, so a write that waited for one would see time pass.
+		if got := time.Since(start); got != 0 || !res.Applied {
+			t.Fatalf("a lone durable write took %v of bubble time (result %+v); want 0: no timer", got, res)
+		}
+		if got := storetest.MustRead(t, s, "c"); got != 1 {
+			t.Fatalf("c = %d once the durable write returned, want 1", got)
+		}
+	})
+}
+
+func TestAsyncFlushInterval(t *testing.T) {
+	const interval = 50 * time.Millisecond
+	inBubble(t, engine.Config{Durability: engine.Async, FlushInterval: interval}, func(t *testing.T, e *engine.Engine, s *counting) {
+		start := time.Now()
+		for i := range 100 {
+			if res := mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1}); !res.Applied || res.Duplicate {
+				t.Fatalf("async write %d = %+v, want applied (accepted)", i, res)
+			}
+			time.Sleep(interval / 200) // the writes span half the interval
+		}
+		synctest.Wait()
+		if got := s.applies.Load(); got != 0 {
+			t.Fatalf("%d commits after %v, before the flush interval ended; want 0", got, time.Since(start))
+		}
+		if got := storetest.MustRead(t, s, "c"); got != 0 {
+			t.Fatalf("c = %d before the flush interval ended, want 0", got)
+		}
+		time.Sleep(interval - time.Since(start) - time.Nanosecond)
+		synctest.Wait()
+		if got := s.applies.Load(); got != 0 {
+			t.Fatalf("committed %v after the first write, before the %v interval", time.Since(start), interval)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if got, items := s.applies.Load(), s.items.Load(); got != 1 || items != 1 {
+			t.Fatalf("at the interval: %d commits of %d increments, want 1 of 1 (100 writes folded)", got, items)
+		}
+		if got := storetest.MustRead(t, s, "c"); got != 100 {
+			t.Fatalf("c = %d after the flush, want 100", got)
+		}
+		st := e.Stats()
+		if st.Writes.Load() != 100 || st.Queued.Load() != 0 || st.AsyncLost.Load() != 0 {
+			t.Fatalf("stats: writes %d queued %d lost %d; want 100, 0, 0", st.Writes.Load(), st.Queued.Load(), st.AsyncLost.Load())
+		}
+
+		// An idle engine does no work: no timer keeps running.
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if got := s.applies.Load(); got != 1 {
+			t.Fatalf("%d commits after an idle hour, want still 1", got)
+		}
+
+		// The next write's interval starts with it, not with the last flush.
+		start = time.Now()
+		mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1})
+		time.Sleep(interval - time.Nanosecond)
+		synctest.Wait()
+		if got := s.applies.Load(); got != 1 {
+			t.Fatalf("committed %v after a write to an idle engine, before the interval", time.Since(start))
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if got := storetest.MustRead(t, s, "c"); got != 101 {
+			t.Fatalf("c = %d one interval after the write, want 101", got)
+		}
+	})
+}
+
+func TestAsyncFullBatchGoesAtOnce(t *testing.T) {
+	inBubble(t, engine.Config{Durability: engine.Async, FlushInterval: time.Hour, MaxBatch: 10}, func(t *testing.T, e *engine.Engine, s *counting) {
+		// Writes with request ids are one increment each; writes without
+		// fold into one per counter as they queue, so they never fill a
+		// batch of one counter.
+		for i := range 25 {
+			mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1, RequestID: fmt.Sprint(i)})
+		}
+		for range 1000 {
+			mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1000})
+		}
+		synctest.Wait()
+		if got := storetest.MustRead(t, s, "c"); got != 20 {
+			t.Fatalf("c = %d with no time passed, want 20: two full batches go at once, the rest gathers", got)
+		}
+		if got := s.applies.Load(); got != 2 {
+			t.Fatalf("%d commits with no time passed, want 2", got)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if got := storetest.MustRead(t, s, "c"); got != 25+1000*1000 {
+			t.Fatalf("c = %d after the interval, want %d", got, 25+1000*1000)
+		}
+		if got, items := s.applies.Load(), s.items.Load(); got != 3 || items != 20+6 {
+			t.Fatalf("%d commits of %d increments, want 3 of 26: the last has 5 ids and one sum", got, items)
+		}
+	})
+}
+
+func TestAsyncCloseCommitsAtOnce(t *testing.T) {
+	inBubble(t, engine.Config{Durability: engine.Async, FlushInterval: time.Hour}, func(t *testing.T, e *engine.Engine, s *counting) {
+		for range 10 {
+			mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 2})
+		}
+		start := time.Now()
+		if err := e.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Since(start); got != 0 {
+			t.Fatalf("Close waited %v for the flush interval, want 0", got)
+		}
+		if got := storetest.MustRead(t, s, "c"); got != 20 {
+			t.Fatalf("c = %d after Close, want 20", got)
+		}
+	})
+}
+
+func TestAsyncDuplicates(t *testing.T) {
+	inBubble(t, engine.Config{Durability: engine.Async}, func(t *testing.T, e *engine.Engine, s *counting) {
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				// The answer cannot know yet whether the id was seen.
+				if res := mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 3, RequestID: "r"}); !res.Applied || res.Duplicate {
+					t.Errorf("async write with a request id = %+v, want applied (accepted), not duplicate", res)
+				}
+			})
+		}
+		wg.Wait()
+		time.Sleep(engine.DefaultFlushInterval)
+		synctest.Wait()
+		if got := storetest.MustRead(t, s, "c"); got != 3 {
+			t.Fatalf("c = %d, want 3: the request id counts once", got)
+		}
+		if w, d := e.Stats().Writes.Load(), e.Stats().Duplicates.Load(); w != 1 || d != 49 {
+			t.Fatalf("stats: writes %d duplicates %d, want 1 and 49", w, d)
+		}
+	})
+}
+
+func TestAsyncFailedFlush(t *testing.T) {
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))
+	inBubble(t, engine.Config{Durability: engine.Async, Logger: log}, func(t *testing.T, e *engine.Engine, s *counting) {
+		s.fail.Store(&shardcounter.Error{Code: shardcounter.EUNAVAILABLE, Message: "injected: store down"})
+		for range 5 {
+			if res := mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1}); !res.Applied {
+				t.Fatalf("async write = %+v, want accepted", res)
+			}
+		}
+		time.Sleep(engine.DefaultFlushInterval)
+		synctest.Wait()
+		st := e.Stats()
+		if st.AsyncLost.Load() != 5 || st.Errors.Load() != 5 || st.Writes.Load() != 0 {
+			t.Fatalf("stats: lost %d errors %d writes %d; want 5, 5, 0", st.AsyncLost.Load(), st.Errors.Load(), st.Writes.Load())
+		}
+		logMu.Lock()
+		line := logs.String()
+		logMu.Unlock()
+		if !strings.Contains(line, "level=ERROR") || !strings.Contains(line, "writes=5") || !strings.Contains(line, "injected: store down") {
+			t.Fatalf("log = %q, want one error line naming 5 writes and the store's error", line)
+		}
+		// The engine goes on once the store is back.
+		s.fail.Store(nil)
+		mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1})
+		time.Sleep(engine.DefaultFlushInterval)
+		synctest.Wait()
+		if got := storetest.MustRead(t, s, "c"); got != 1 {
+			t.Fatalf("c = %d, want 1: only the write after the outage applied", got)
+		}
+	})
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func TestCachedReadStaleness(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  engine.Config
+		want int64 // max_staleness_ms
+	}{
+		{"Durable", engine.Config{MaxStaleness: 2 * time.Second}, 2000},
+		{"Async", engine.Config{MaxStaleness: 2 * time.Second, Durability: engine.Async, FlushInterval: 100 * time.Millisecond}, 2100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inBubble(t, tc.cfg, func(t *testing.T, e *engine.Engine, s *counting) {
+				ctx := context.Background()
+				cached := func() *shardcounter.Reading {
+					t.Helper()
+					r, err := e.ReadCounter(ctx, "c", shardcounter.Cached)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if r.Consistency != shardcounter.Cached || r.MaxStalenessMS != tc.want {
+						t.Fatalf("cached reading %+v: want consistency cached, max_staleness_ms %d", r, tc.want)
+					}
+					return r
+				}
+				settle := func() { time.Sleep(tc.cfg.FlushInterval); synctest.Wait() }
+				mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 5})
+				settle()
+				first := cached()
+				if first.Value != 5 || !first.AsOf.Equal(time.Now()) {
+					t.Fatalf("first cached read = %+v at %v, want a fresh 5", first, time.Now())
+				}
+				mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 5})
+				settle()
+				time.Sleep(2*time.Second - time.Since(first.AsOf) - time.Nanosecond)
+				if r := cached(); r.Value != 5 || !r.AsOf.Equal(first.AsOf) {
+					t.Fatalf("cached read within the bound = %+v, want the rollup's 5 as of %v", r, first.AsOf)
+				}
+				time.Sleep(time.Nanosecond)
+				if r := cached(); r.Value != 10 || !r.AsOf.Equal(time.Now()) {
+					t.Fatalf("cached read at the bound = %+v, want a fresh 10", r)
+				}
+				// A strong read refreshes the rollup too.
+				mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1})
+				settle()
+				if r := read(t, e, "c"); r != 11 {
+					t.Fatalf("strong read = %d, want 11", r)
+				}
+				if r := cached(); r.Value != 11 {
+					t.Fatalf("cached read after a strong one = %d, want 11", r.Value)
+				}
+			})
+		})
+	}
+}
+
+func TestParseDurability(t *testing.T) {
+	for in, want := range map[string]engine.Durability{"": engine.Durable, "durable": engine.Durable, "async": engine.Async} {
+		if got, err := engine.ParseDurability(in); err != nil || got != want {
+			t.Errorf("ParseDurability(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := engine.ParseDurability("fsync"); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
+		t.Errorf("ParseDurability(fsync) = %v, want invalid_argument", err)
+	}
+}
+
+// holding wraps a store and holds every Apply until release is closed,
+// counting the calls in progress. Make it inside the synctest bubble, so
+// that an Apply waiting on release is durably blocked.
+type holding struct {
+	shardcounter.CounterStore
+	release           chan struct{}
+	inFlight, maxSeen atomic.Int64
+}
+
+func (h *holding) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
+	n := h.inFlight.Add(1)
+	for {
+		m := h.maxSeen.Load()
+		if n <= m || h.maxSeen.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	defer h.inFlight.Add(-1)
+	<-h.release
+	return h.CounterStore.Apply(ctx, incs)
+}
+
+// TestMaxInFlight checks that up to MaxInFlight flushes run at once, each
+// started as soon as a write finds a free slot, and that writes arriving
+// while every slot is busy gather into one batch for the next free slot.
+func TestMaxInFlight(t *testing.T) {
+	const writes = 10
+	for _, k := range []int{1, 3} {
+		t.Run(fmt.Sprintf("MaxInFlight=%d", k), func(t *testing.T) {
+			store := MustOpenStore(t)
+			storetest.MustCreate(t, store, "c", 4)
+			synctest.Test(t, func(t *testing.T) {
+				h := &holding{CounterStore: store, release: make(chan struct{})}
+				e := engine.New(h, engine.Config{MaxInFlight: k})
+				defer e.Close(context.Background())
+				var wg sync.WaitGroup
+				for i := range writes {
+					wg.Go(func() { mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1}) })
+					synctest.Wait()
+					if got, want := h.inFlight.Load(), int64(min(i+1, k)); got != want {
+						t.Fatalf("after %d writes: %d flushes in flight, want %d", i+1, got, want)
+					}
+				}
+				if got := e.Stats().Queued.Load(); got != writes {
+					t.Fatalf("queued = %d, want %d", got, writes)
+				}
+				close(h.release)
+				wg.Wait()
+				// k flushes of one write each, then one of the rest.
+				if got, want := e.Stats().Flushes.Load(), int64(k+1); got != want {
+					t.Errorf("flushes = %d, want %d", got, want)
+				}
+				if got := h.maxSeen.Load(); got != int64(k) {
+					t.Errorf("at most %d flushes were in flight, want %d", got, k)
+				}
+				if got := storetest.MustRead(t, store, "c"); got != writes {
+					t.Errorf("c = %d, want %d", got, writes)
+				}
+			})
+		})
+	}
+}
+
+// TestAsyncOneFlushInFlight checks that async mode ignores MaxInFlight:
+// its writes were answered when queued, so they commit in that order.
+func TestAsyncOneFlushInFlight(t *testing.T) {
+	store := MustOpenStore(t)
+	storetest.MustCreate(t, store, "c", 4)
+	synctest.Test(t, func(t *testing.T) {
+		h := &holding{CounterStore: store, release: make(chan struct{})}
+		e := engine.New(h, engine.Config{Durability: engine.Async, MaxInFlight: 4, FlushInterval: time.Millisecond})
+		for range 3 {
+			mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1})
+			time.Sleep(time.Millisecond) // the flush interval passes: a flush starts if a slot is free
+			synctest.Wait()
+		}
+		if got := h.inFlight.Load(); got != 1 {
+			t.Errorf("%d async flushes in flight, want 1", got)
+		}
+		close(h.release)
+		if err := e.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := storetest.MustRead(t, store, "c"); got != 3 {
+			t.Errorf("c = %d, want 3", got)
+		}
+	})
+}
