@@ -1,0 +1,107 @@
+// Package dsn opens a store from a data source name: the one place that
+// maps a DSN's scheme to a store package. Library users who know their
+// store call its package's constructor instead.
+//
+//	bolt:PATH                                     embedded, one file
+//	postgres://USER:PASS@HOST:PORT/DB?sslmode=…   PostgreSQL (also postgresql://)
+//	redis://HOST:PORT[/DB]                        one Redis server
+//	redis+cluster://HOST:PORT[?addr=HOST:PORT…]   Redis Cluster seed nodes
+package dsn
+
+import (
+	"context"
+	"net/url"
+	"strings"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/bolt"
+	"github.com/shardcounter/shardcounter/postgres"
+	"github.com/shardcounter/shardcounter/redis"
+)
+
+// Store kinds, as Scheme returns them.
+const (
+	Bolt         = "bolt"
+	Postgres     = "postgres"
+	Redis        = "redis"
+	RedisCluster = "redis+cluster"
+)
+
+const usage = "use bolt:PATH, postgres://USER:PASS@HOST:PORT/DB, redis://HOST:PORT or redis+cluster://HOST:PORT"
+
+// Scheme returns the kind of store a DSN names, or an EINVALID error.
+func Scheme(dsn string) (string, error) {
+	scheme, rest, ok := strings.Cut(dsn, ":")
+	if !ok || scheme == "" {
+		return "", shardcounter.Errorf(shardcounter.EINVALID, "store %q has no scheme: %s", Redact(dsn), usage)
+	}
+	switch strings.ToLower(scheme) {
+	case "bolt":
+		if strings.HasPrefix(rest, "//") {
+			return "", shardcounter.Errorf(shardcounter.EINVALID, "store %q: write bolt:PATH, without //", dsn)
+		}
+		if rest == "" {
+			return "", shardcounter.Errorf(shardcounter.EINVALID, "store %q has no file path: write bolt:./shardcounter-data/shardcounter.db", dsn)
+		}
+		return Bolt, nil
+	case "postgres", "postgresql":
+		return Postgres, nil
+	case "redis", "rediss":
+		return Redis, nil
+	case "redis+cluster":
+		return RedisCluster, nil
+	}
+	return "", shardcounter.Errorf(shardcounter.EINVALID, "store scheme %q is unknown: %s", scheme, usage)
+}
+
+// Open opens the store a DSN names. An unknown scheme, a malformed DSN or
+// an unreachable store is an error that says what to fix.
+func Open(ctx context.Context, dsn string) (shardcounter.CounterStore, error) {
+	kind, err := Scheme(dsn)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case Bolt:
+		return bolt.Open(dsn[len("bolt:"):])
+	case Postgres:
+		return postgres.Open(ctx, dsn)
+	case Redis, RedisCluster:
+		return redis.Open(ctx, dsn)
+	}
+	return nil, shardcounter.Errorf(shardcounter.EINVALID, "store %q: this build has no %s store", Redact(dsn), kind)
+}
+
+// Redact returns the DSN with any password replaced by "xxxxx", for logs.
+// It trusts net/url only when the URL it parsed starts as the DSN does;
+// otherwise (a DSN url.Parse reads another way, or cannot read) it hides
+// everything between "://" and the last "@", which is where a password
+// would be.
+func Redact(dsn string) string {
+	if !strings.Contains(dsn, "://") {
+		return dsn
+	}
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" && strings.HasPrefix(dsn, u.Scheme+"://") {
+		return u.Redacted()
+	}
+	scheme, rest, _ := strings.Cut(dsn, "://")
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		return scheme + "://xxxxx@" + rest[i+1:]
+	}
+	return dsn
+}
+
+// Collections returns the collection store that shares a store's database:
+// the same bolt file, the same Redis. It is EINVALID for a store that has
+// none.
+func Collections(store shardcounter.CounterStore) (shardcounter.CollectionStore, error) {
+	switch s := store.(type) {
+	case *bolt.CounterStore:
+		return s.Collections()
+	case *redis.CounterStore:
+		return s.Collections(), nil
+	case *postgres.CounterStore:
+		return s.Collections(), nil
+	}
+	return nil, shardcounter.Errorf(shardcounter.EINVALID, "store %T has no collections", store)
+}

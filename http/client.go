@@ -1,0 +1,311 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// Client is the Go client of the HTTP API. It implements
+// shardcounter.CounterService, so code written against the engine runs
+// against a remote server unchanged, and it returns the server's errors as
+// *shardcounter.Error values with the server's code and message. It is
+// safe for concurrent use; set its fields before the first call.
+type Client struct {
+	// URL is the server's base URL, e.g. http://127.0.0.1:8080.
+	URL string
+
+	// Token, when set, is sent as Authorization: Bearer Token.
+	Token string
+
+	// HTTPClient sends the requests. Default: a client with a 30s timeout
+	// that keeps up to 100 idle connections to the server.
+	HTTPClient *http.Client
+}
+
+var _ shardcounter.CounterService = (*Client)(nil)
+
+// NewClient returns a Client for the server at baseURL.
+func NewClient(baseURL string) *Client {
+	return &Client{URL: baseURL}
+}
+
+// defaultHTTPClient keeps up to 100 idle connections to a server, where
+// http.DefaultTransport keeps 2: with many goroutines writing, the default
+// would open and close a connection for most requests.
+var defaultHTTPClient = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 100
+	return &http.Client{Timeout: 30 * time.Second, Transport: t}
+}()
+
+// CreateCounter implements shardcounter.CounterService.
+func (c *Client) CreateCounter(ctx context.Context, id string, opts shardcounter.CreateOptions) (*shardcounter.Counter, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	req := CreateRequest{FollowersCount: opts.FollowersCount, Visibility: opts.Visibility}
+	if opts.Shards != 0 {
+		req.Shards = &opts.Shards
+	}
+	var counter shardcounter.Counter
+	if err := c.do(ctx, http.MethodPut, counterPath(id), nil, req, &counter, false); err != nil {
+		return nil, err
+	}
+	return &counter, nil
+}
+
+// ReadCounter implements shardcounter.CounterService.
+func (c *Client) ReadCounter(ctx context.Context, id string, consistency shardcounter.Consistency) (*shardcounter.Reading, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	var q url.Values
+	if consistency != "" {
+		q = url.Values{"consistency": {string(consistency)}}
+	}
+	var reading shardcounter.Reading
+	if err := c.do(ctx, http.MethodGet, counterPath(id), q, nil, &reading, false); err != nil {
+		return nil, err
+	}
+	return &reading, nil
+}
+
+// WriteCounter implements shardcounter.CounterService with the increment
+// or decrement route. A failure after the request may have reached the
+// server is returned with OutcomeUnknown set: retry with the same request
+// id to be sure the write counts once.
+func (c *Client) WriteCounter(ctx context.Context, w shardcounter.Write) (*shardcounter.WriteResult, error) {
+	if err := shardcounter.ValidateWrite(w); err != nil {
+		return nil, err
+	}
+	if w.Delta == math.MinInt64 {
+		// -Delta does not fit in "by"; the batch route takes deltas as is.
+		results, err := c.WriteBatch(ctx, []shardcounter.Write{w})
+		if err != nil {
+			return nil, err
+		}
+		if results[0].Error != nil {
+			return nil, results[0].Error
+		}
+		return &results[0], nil
+	}
+	action, by := "/increment", w.Delta
+	if w.Delta < 0 {
+		action, by = "/decrement", -w.Delta
+	}
+	var res shardcounter.WriteResult
+	if err := c.do(ctx, http.MethodPost, counterPath(w.Counter)+action, nil,
+		WriteRequest{By: &by, RequestID: w.RequestID}, &res, true); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// WriteBatch implements shardcounter.CounterService with POST /v1/writes.
+// An item that failed on its own has its Error set; see WriteCounter for
+// errors whose outcome is unknown.
+func (c *Client) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]shardcounter.WriteResult, error) {
+	for i, w := range ws {
+		if err := shardcounter.ValidateWrite(w); err != nil {
+			return nil, shardcounter.Errorf(shardcounter.EINVALID, "writes[%d]: %s", i, shardcounter.ErrorMessage(err))
+		}
+	}
+	var resp WritesResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/writes", nil, WritesRequest{Writes: ws}, &resp, true); err != nil {
+		return nil, err
+	}
+	if len(resp.Results) != len(ws) {
+		return nil, &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: true,
+			Message: fmt.Sprintf("server returned %d results for %d writes", len(resp.Results), len(ws))}
+	}
+	return resp.Results, nil
+}
+
+// ReshardCounter implements shardcounter.CounterService.
+func (c *Client) ReshardCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	if err := shardcounter.ValidateShards(shards); err != nil {
+		return nil, err
+	}
+	var counter shardcounter.Counter
+	if err := c.do(ctx, http.MethodPatch, counterPath(id), nil, ReshardRequest{Shards: &shards}, &counter, false); err != nil {
+		return nil, err
+	}
+	return &counter, nil
+}
+
+// DeleteCounter implements shardcounter.CounterService.
+func (c *Client) DeleteCounter(ctx context.Context, id string) error {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return err
+	}
+	return c.do(ctx, http.MethodDelete, counterPath(id), nil, nil, nil, false)
+}
+
+// ListCounters implements shardcounter.CounterService. Page tokens stay
+// inside the client: opts.After and the returned Next are counter ids, as
+// for every CounterService.
+func (c *Client) ListCounters(ctx context.Context, opts shardcounter.ListOptions) (*shardcounter.CounterList, error) {
+	q := url.Values{}
+	if opts.Prefix != "" {
+		q.Set("prefix", opts.Prefix)
+	}
+	if opts.Limit != 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.After != "" {
+		q.Set("page_token", encodePageToken(opts.Prefix, opts.After))
+	}
+	var resp ListResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/counters", q, nil, &resp, false); err != nil {
+		return nil, err
+	}
+	list := &shardcounter.CounterList{Counters: resp.Counters}
+	if resp.NextPageToken != "" {
+		next, err := decodePageToken(resp.NextPageToken, opts.Prefix)
+		if err != nil {
+			return nil, shardcounter.Errorf(shardcounter.EINTERNAL, "server sent a page token this client cannot read: %s", shardcounter.ErrorMessage(err))
+		}
+		list.Next = next
+	}
+	return list, nil
+}
+
+// Ping reports whether the server and its store answer (GET /readyz).
+func (c *Client) Ping(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "/readyz", nil, nil, nil, false)
+}
+
+// Health reports whether the server process answers (GET /healthz).
+func (c *Client) Health(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "/healthz", nil, nil, nil, false)
+}
+
+// counterPath is the API path of a counter.
+func counterPath(id string) string {
+	return "/v1/counters/" + EscapeID(id)
+}
+
+// do sends one request with in (if not nil) as its JSON body and decodes
+// a 2xx reply into out (if not nil). write marks requests that change
+// data, whose failures in transit leave the outcome unknown.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any, write bool) error {
+	base := strings.TrimRight(c.URL, "/")
+	u := base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encoding %s %s: %w", method, path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return shardcounter.Errorf(shardcounter.EINVALID, "server URL %q is not usable: %v", c.URL, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = defaultHTTPClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			// The caller gave up; say so rather than blame the server. A
+			// write may have reached it, so, as for the server's replies,
+			// an unknown outcome is internal, never unavailable.
+			code := shardcounter.EUNAVAILABLE
+			if write {
+				code = shardcounter.EINTERNAL
+			}
+			return &shardcounter.Error{Code: code, OutcomeUnknown: write,
+				Message: fmt.Sprintf("%s %s: gave up before the server replied (%v)", method, path, context.Cause(ctx))}
+		}
+		return transportError(c.URL, err, write)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return responseError(resp, write)
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16)) // so the connection is reused
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: write,
+			Message: fmt.Sprintf("reply to %s %s cannot be decoded: %v", method, path, err)}
+	}
+	return nil
+}
+
+// transportError classifies a failure to get any reply. A request that
+// never left (no connection) was not applied: unavailable. Otherwise a
+// write may have reached the server, so its outcome is unknown.
+func transportError(server string, err error, write bool) error {
+	var op *net.OpError
+	neverSent := errors.As(err, &op) && op.Op == "dial"
+	if !write || neverSent {
+		return shardcounter.Errorf(shardcounter.EUNAVAILABLE,
+			"server %s cannot be reached (%v): check that it runs and that the server URL is right", server, unwrapURLError(err))
+	}
+	return &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: true,
+		Message: fmt.Sprintf("no reply from %s (%v): the write may have been applied; retry it with the same request id", server, unwrapURLError(err))}
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// responseError turns a non-2xx reply into a *shardcounter.Error with the
+// server's code and message. A reply without the API's error body (from a
+// proxy, say) gets a code derived from its status.
+func responseError(resp *http.Response, write bool) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	var er ErrorResponse
+	e := &shardcounter.Error{}
+	if json.Unmarshal(b, &er) == nil && er.Error.Code != "" {
+		e.Code, e.Message = er.Error.Code, er.Error.Message
+	} else {
+		e.Code = FromErrorStatusCode(resp.StatusCode)
+		msg := strings.TrimSpace(string(b))
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+		if msg == "" {
+			msg = "no error body"
+		}
+		e.Message = fmt.Sprintf("server replied %s: %s", resp.Status, msg)
+	}
+	// A 500 to a write may come after the store was asked to commit.
+	e.OutcomeUnknown = write && e.Code == shardcounter.EINTERNAL
+	return e
+}

@@ -1,0 +1,185 @@
+package http_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/shardcounter/shardcounter"
+	shttp "github.com/shardcounter/shardcounter/http"
+)
+
+// mustInvalid fails unless err is a *shardcounter.Error with one of the
+// codes, and a message that says something.
+func mustInvalid(t *testing.T, err error, codes ...string) {
+	t.Helper()
+	var e *shardcounter.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T) is not a *shardcounter.Error", err, err)
+	}
+	for _, c := range codes {
+		if e.Code == c {
+			if e.Message == "" {
+				t.Fatal("empty message")
+			}
+			return
+		}
+	}
+	t.Fatalf("code %q, want one of %v", e.Code, codes)
+}
+
+// bodySeeds are bodies good and bad for every decoder.
+var bodySeeds = []string{
+	``, `{}`, ` {} `, `null`, `[]`, `{"shards":16}`, `{"shards":0}`, `{"shards":1025}`, `{"shards":1.5}`,
+	`{"followers_count":1000,"visibility":"public"}`, `{"visibility":"protected"}`, `{"by":5}`,
+	`{"by":-1}`, `{"by":9223372036854775807}`, `{"by":5,"request_id":"r"}`, `{"request_id":"\u0000"}`,
+	`{"writes":[{"counter":"a","delta":1},{"counter":"b","delta":-2,"request_id":"x"}]}`,
+	`{"writes":[{"counter":"a","delta":0}]}`, `{"writes":[]}`, `{"x":1}`, `{}{}`, `{"by":1} x`,
+	"{\"by\":1,\"request_id\":\"\xff\"}", `{"by":`, `{"shards":1e3}`, `{"writes":[null]}`,
+}
+
+func FuzzDecodeCreate(f *testing.F) {
+	for _, s := range bodySeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		opts, err := shttp.DecodeCreate(body)
+		if err != nil {
+			mustInvalid(t, err, shardcounter.EINVALID)
+			return
+		}
+		if opts.Shards != 0 {
+			if err := shardcounter.ValidateShards(opts.Shards); err != nil {
+				t.Fatalf("accepted %q with %v", body, err)
+			}
+			if opts.FollowersCount != nil || opts.Visibility != "" {
+				t.Fatalf("accepted %q with both shards and audience", body)
+			}
+		}
+		if opts.FollowersCount != nil && *opts.FollowersCount < 0 {
+			t.Fatalf("accepted negative followers in %q", body)
+		}
+		if v := opts.Visibility; v != "" && v != "public" && v != "protected" {
+			t.Fatalf("accepted visibility %q", v)
+		}
+	})
+}
+
+func FuzzDecodeWrite(f *testing.F) {
+	for _, s := range bodySeeds {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, decrement bool) {
+		delta, requestID, err := shttp.DecodeWrite(body, decrement)
+		if err != nil {
+			mustInvalid(t, err, shardcounter.EINVALID)
+			return
+		}
+		if decrement != (delta < 0) {
+			t.Fatalf("decrement %v gave delta %d from %q", decrement, delta, body)
+		}
+		if err := shardcounter.ValidateWrite(shardcounter.Write{Counter: "c", Delta: delta, RequestID: requestID}); err != nil {
+			t.Fatalf("accepted %q, an invalid write: %v", body, err)
+		}
+	})
+}
+
+func FuzzDecodeReshard(f *testing.F) {
+	for _, s := range bodySeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		n, err := shttp.DecodeReshard(body)
+		if err != nil {
+			mustInvalid(t, err, shardcounter.EINVALID)
+			return
+		}
+		if err := shardcounter.ValidateShards(n); err != nil {
+			t.Fatalf("accepted %q: %v", body, err)
+		}
+	})
+}
+
+func FuzzDecodeWrites(f *testing.F) {
+	for _, s := range bodySeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		const max = 8
+		ws, err := shttp.DecodeWrites(body, max)
+		if err != nil {
+			mustInvalid(t, err, shardcounter.EINVALID, shardcounter.ETOOLARGE)
+			return
+		}
+		if len(ws) == 0 || len(ws) > max {
+			t.Fatalf("accepted a batch of %d", len(ws))
+		}
+		for i, w := range ws {
+			if err := shardcounter.ValidateWrite(w); err != nil {
+				t.Fatalf("accepted item %d of %q: %v", i, body, err)
+			}
+		}
+	})
+}
+
+func FuzzPageToken(f *testing.F) {
+	f.Add("", "a", "")
+	f.Add("page/", "page/03", "")
+	f.Add("", "é☃", "AQBh")
+	f.Add("p", "p1", "AQFwcDE")
+	f.Add("", "", "AQFwcDE=")
+	f.Add("x", "y", "!!!!")
+	f.Fuzz(func(t *testing.T, prefix, after, token string) {
+		// Any token a server issues reads back to the same id, for the
+		// same prefix only.
+		if shardcounter.ValidateID("id", after) == nil && strings.HasPrefix(after, prefix) {
+			tok := shttp.EncodePageToken(prefix, after)
+			got, err := shttp.DecodePageToken(tok, prefix)
+			if err != nil || got != after {
+				t.Fatalf("round trip of (%q, %q): %q, %v", prefix, after, got, err)
+			}
+			if _, err := shttp.DecodePageToken(tok, prefix+"x"); err == nil {
+				t.Fatalf("token for prefix %q accepted for %q", prefix, prefix+"x")
+			}
+		}
+		// Any other string is refused as invalid_argument, or is exactly
+		// the canonical token of what it decodes to.
+		got, err := shttp.DecodePageToken(token, prefix)
+		if err != nil {
+			mustInvalid(t, err, shardcounter.EINVALID)
+			return
+		}
+		if shttp.EncodePageToken(prefix, got) != token {
+			t.Fatalf("accepted non-canonical token %q", token)
+		}
+		if err := shardcounter.ValidateID("id", got); err != nil || !strings.HasPrefix(got, prefix) {
+			t.Fatalf("token %q gave id %q outside prefix %q (%v)", token, got, prefix, err)
+		}
+	})
+}
+
+func FuzzParseTokens(f *testing.F) {
+	for _, s := range []string{"", "\n", "tok\n", "a\r\nb\r\n", "  spaced  \n\n second", "a b", "\x00", "é", strings.Repeat("x", shttp.MaxTokenLen+1)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tokens, err := shttp.ParseTokens(data)
+		if err != nil {
+			mustInvalid(t, err, shardcounter.EINVALID)
+			return
+		}
+		if len(tokens) == 0 {
+			t.Fatalf("accepted %q with no tokens", data)
+		}
+		for _, tok := range tokens {
+			if tok == "" || len(tok) > shttp.MaxTokenLen || strings.ContainsFunc(tok, func(r rune) bool { return r <= ' ' || r > '~' }) {
+				t.Fatalf("accepted token %q from %q", tok, data)
+			}
+			// Every token is a line of the file, as written.
+			if !strings.Contains(string(data), tok) {
+				t.Fatalf("token %q is not in %q", tok, data)
+			}
+		}
+	})
+}

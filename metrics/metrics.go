@@ -1,0 +1,228 @@
+// Package metrics exports what shardcounter measures in the Prometheus
+// text format, through client_golang on a registry of its own.
+//
+// # Why a registry of its own
+//
+// A library that registers on prometheus.DefaultRegisterer collides with
+// any other user of that global in the same process (two servers in one
+// test binary, an application that embeds the engine), so every metric
+// here lives on the Registry that New makes, and Handler serves only it.
+//
+// # Where the numbers come from
+//
+//   - The HTTP server calls ObserveRequest, ObserveCachedRead and
+//     ObserveRejected as it answers.
+//   - The engine keeps plain atomic totals (engine.Stats); RegisterEngine
+//     adds a collector that reads them at scrape time, so the write path
+//     pays nothing for being measured.
+//   - The engine calls ObserveFlush (engine.Config.OnFlush) after each
+//     commit, for the batch-size and commit-latency histograms.
+//   - Store wraps a CounterStore and counts its failures by operation and
+//     kind, whoever made the call.
+//
+// docs/OPERATIONS.md lists every metric and what to alert on.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/shardcounter/shardcounter/engine"
+)
+
+// namespace starts every metric name.
+const namespace = "shardcounter"
+
+// Metrics holds the server's metrics and the registry they live on. Its
+// methods are safe for concurrent use; each observation is a few atomic
+// operations.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	requests  *prometheus.HistogramVec
+	inFlight  prometheus.Gauge
+	rejected  prometheus.Counter
+	staleness prometheus.Histogram
+
+	flushWrites   prometheus.Histogram
+	flushDuration prometheus.Histogram
+
+	storeErrors *prometheus.CounterVec
+}
+
+// New returns Metrics on a new registry that also holds the Go runtime's
+// and the process's standard collectors (goroutines, heap, file
+// descriptors, CPU), which are what an operator looks at first when a
+// server misbehaves.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		reg: reg,
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Subsystem: "http", Name: "request_duration_seconds",
+			Help: "Time to answer an HTTP request, by route pattern, method and status code; its _count is the number of requests.",
+			// 0.5 ms to 10 s: a durable write is one commit, typically
+			// milliseconds; the top buckets catch requests that ran into
+			// --request-timeout.
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route", "method", "code"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Subsystem: "http", Name: "in_flight_requests",
+			Help: "API requests being served now (bounded by --max-concurrent).",
+		}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "http", Name: "overload_rejections_total",
+			Help: "API requests answered 503 unavailable because --max-concurrent requests were already being served.",
+		}),
+		staleness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "cached_read_staleness_seconds",
+			Help:    "Age of the rollup value served by each cached read (consistency=cached).",
+			Buckets: []float64{.001, .01, .05, .1, .25, .5, .75, 1, 2, 5},
+		}),
+		flushWrites: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "flush_batch_writes",
+			Help:    "Client writes carried by one store commit of the write engine (group commit at work).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 15), // 1 to 16384
+		}),
+		flushDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "flush_duration_seconds",
+			Help:    "Time of one store commit (store.Apply) of the write engine, failed ones included.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "store_errors_total",
+			Help: "Store calls that failed, by operation and kind: unavailable (nothing applied), outcome_unknown (a commit got no answer) or internal.",
+		}, []string{"op", "kind"}),
+	}
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.requests, m.inFlight, m.rejected, m.staleness,
+		m.flushWrites, m.flushDuration, m.storeErrors,
+	)
+	return m
+}
+
+// Registry returns the registry the metrics live on, for callers that add
+// their own collectors or gather in tests.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in the Prometheus text format (or
+// OpenMetrics, when the scraper asks for it).
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		Registry:          m.reg, // count the handler's own errors
+		EnableOpenMetrics: true,
+	})
+}
+
+// ObserveRequest records one answered HTTP request. route is the matched
+// route pattern (never the raw path, whose ids would make every counter a
+// new series) and method one of the methods the API knows.
+func (m *Metrics) ObserveRequest(route, method string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, method, statusLabel(status)).Observe(d.Seconds())
+}
+
+// InFlight returns the gauge of API requests being served.
+func (m *Metrics) InFlight() prometheus.Gauge { return m.inFlight }
+
+// ObserveRejected records a request refused because the server was
+// serving its limit of concurrent requests.
+func (m *Metrics) ObserveRejected() { m.rejected.Inc() }
+
+// ObserveCachedRead records the age of the rollup a cached read served.
+func (m *Metrics) ObserveCachedRead(age time.Duration) {
+	if age < 0 {
+		age = 0 // clocks of the reading and the server may differ a little
+	}
+	m.staleness.Observe(age.Seconds())
+}
+
+// ObserveFlush records one commit of the write engine. It has the type of
+// engine.Config.OnFlush.
+func (m *Metrics) ObserveFlush(ev engine.FlushEvent) {
+	m.flushWrites.Observe(float64(ev.Writes))
+	m.flushDuration.Observe(ev.Duration.Seconds())
+}
+
+// RegisterEngine exports an engine's running totals. The collector reads
+// the atomics of s when scraped, so the engine's hot path is unchanged.
+// Call it once per Metrics.
+func (m *Metrics) RegisterEngine(s *engine.Stats) {
+	m.reg.MustRegister(&statsCollector{s: s})
+}
+
+// statusLabel turns a status into its label without allocating for the
+// statuses the API uses.
+func statusLabel(status int) string {
+	switch status {
+	case 200:
+		return "200"
+	case 201:
+		return "201"
+	case 204:
+		return "204"
+	case 400:
+		return "400"
+	case 401:
+		return "401"
+	case 404:
+		return "404"
+	case 405:
+		return "405"
+	case 409:
+		return "409"
+	case 413:
+		return "413"
+	case 500:
+		return "500"
+	case 503:
+		return "503"
+	}
+	return strconv.Itoa(status)
+}
+
+// statsCollector is a prometheus.Collector over engine.Stats.
+type statsCollector struct {
+	s *engine.Stats
+}
+
+var (
+	descWrites = prometheus.NewDesc(namespace+"_writes_applied_total",
+		"Writes committed as applied.", nil, nil)
+	descDuplicates = prometheus.NewDesc(namespace+"_writes_duplicate_total",
+		"Writes not applied because their request id had been recorded (retries).", nil, nil)
+	descFailed = prometheus.NewDesc(namespace+"_writes_failed_total",
+		"Writes that failed: answered with an error, or (async) failed after their answer.", nil, nil)
+	descAsyncLost = prometheus.NewDesc(namespace+"_writes_async_lost_total",
+		"Async writes acknowledged as accepted whose commit then failed (also in writes_failed_total).", nil, nil)
+	descQueued = prometheus.NewDesc(namespace+"_writes_queued",
+		"Writes waiting for a commit now.", nil, nil)
+	descIncrements = prometheus.NewDesc(namespace+"_store_increments_total",
+		"Increments the engine sent to the store, after folding writes to one counter together.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descWrites, descDuplicates, descFailed, descAsyncLost, descQueued, descIncrements} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	counter := func(d *prometheus.Desc, v int64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	counter(descWrites, c.s.Writes.Load())
+	counter(descDuplicates, c.s.Duplicates.Load())
+	counter(descFailed, c.s.Errors.Load())
+	counter(descAsyncLost, c.s.AsyncLost.Load())
+	counter(descIncrements, c.s.Items.Load())
+	ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(c.s.Queued.Load()))
+}

@@ -1,0 +1,153 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/bolt"
+	"github.com/shardcounter/shardcounter/engine"
+	"github.com/shardcounter/shardcounter/metrics"
+)
+
+// down is a store whose calls fail with err while it is set.
+type down struct {
+	shardcounter.CounterStore
+	err error
+}
+
+func (d *down) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	return d.CounterStore.Apply(ctx, incs)
+}
+
+func (d *down) Ping(ctx context.Context) error {
+	if d.err != nil {
+		return d.err
+	}
+	return d.CounterStore.Ping(ctx)
+}
+
+func TestEngineMetrics(t *testing.T) {
+	b, err := bolt.Open(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	st := &down{CounterStore: b}
+	m := metrics.New()
+	e := engine.New(m.Store(st), engine.Config{OnFlush: m.ObserveFlush})
+	defer e.Close(context.Background())
+	m.RegisterEngine(e.Stats())
+	ctx := context.Background()
+
+	for i := range 5 {
+		if _, err := e.WriteCounter(ctx, shardcounter.Write{Counter: "c", Delta: 1, RequestID: "r" + string(rune('0'+i%3))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A missing counter is an answer of the store, not a failure of it.
+	if _, err := e.ReadCounter(ctx, "nope", shardcounter.Strong); !errors.Is(err, shardcounter.ErrNotFound) {
+		t.Fatal(err)
+	}
+	st.err = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "injected: connection refused")
+	if _, err := e.WriteCounter(ctx, shardcounter.Write{Counter: "c", Delta: 1}); !errors.Is(err, shardcounter.ErrUnavailable) {
+		t.Fatalf("write to a down store = %v, want unavailable", err)
+	}
+	e.Ping(ctx) //nolint:errcheck // counted below
+	st.err = &shardcounter.Error{Code: shardcounter.EINTERNAL, Message: "injected: commit sent, no answer", OutcomeUnknown: true}
+	if _, err := e.WriteCounter(ctx, shardcounter.Write{Counter: "c", Delta: 1}); !shardcounter.IsOutcomeUnknown(err) {
+		t.Fatalf("write = %v, want outcome unknown", err)
+	}
+
+	want := `
+# HELP shardcounter_writes_applied_total Writes committed as applied.
+# TYPE shardcounter_writes_applied_total counter
+shardcounter_writes_applied_total 3
+# HELP shardcounter_writes_duplicate_total Writes not applied because their request id had been recorded (retries).
+# TYPE shardcounter_writes_duplicate_total counter
+shardcounter_writes_duplicate_total 2
+# HELP shardcounter_writes_failed_total Writes that failed: answered with an error, or (async) failed after their answer.
+# TYPE shardcounter_writes_failed_total counter
+shardcounter_writes_failed_total 2
+# HELP shardcounter_writes_queued Writes waiting for a commit now.
+# TYPE shardcounter_writes_queued gauge
+shardcounter_writes_queued 0
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
+		"shardcounter_writes_applied_total", "shardcounter_writes_duplicate_total",
+		"shardcounter_writes_failed_total", "shardcounter_writes_queued"); err != nil {
+		t.Error(err)
+	}
+
+	errs := map[string]float64{}
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flushes, flushWrites float64
+	for _, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			switch mf.GetName() {
+			case "shardcounter_store_errors_total":
+				var op, kind string
+				for _, l := range mt.GetLabel() {
+					switch l.GetName() {
+					case "op":
+						op = l.GetValue()
+					case "kind":
+						kind = l.GetValue()
+					}
+				}
+				if v := mt.GetCounter().GetValue(); v != 0 {
+					errs[op+"/"+kind] = v
+				}
+			case "shardcounter_flush_batch_writes":
+				flushes = float64(mt.GetHistogram().GetSampleCount())
+				flushWrites = mt.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	wantErrs := map[string]float64{"apply/unavailable": 1, "ping/unavailable": 1, "apply/outcome_unknown": 1}
+	if len(errs) != len(wantErrs) {
+		t.Errorf("store errors %v, want %v", errs, wantErrs)
+	}
+	for k, v := range wantErrs {
+		if errs[k] != v {
+			t.Errorf("store errors %v, want %v", errs, wantErrs)
+		}
+	}
+	// Every write went through a commit of its own (they were sequential),
+	// and the commit that auto-created the counter carried the first one.
+	if flushes < 7 || flushWrites < 7 {
+		t.Errorf("flush histogram: %v commits carrying %v writes, want at least 7 of each", flushes, flushWrites)
+	}
+}
+
+func TestCachedReadAndRequests(t *testing.T) {
+	m := metrics.New()
+	m.ObserveCachedRead(250 * time.Millisecond)
+	m.ObserveCachedRead(-time.Millisecond) // clock skew counts as fresh
+	m.ObserveRequest("/v1/counters/{id}", "GET", 200, time.Millisecond)
+	m.ObserveRequest("/v1/counters/{id}", "GET", 418, time.Millisecond)
+	if n := testutil.CollectAndCount(m.Registry(), "shardcounter_http_request_duration_seconds"); n != 2 {
+		t.Errorf("request series = %d, want 2 (one per code)", n)
+	}
+	mfs, _ := m.Registry().Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == "shardcounter_cached_read_staleness_seconds" {
+			h := mf.GetMetric()[0].GetHistogram()
+			if h.GetSampleCount() != 2 || h.GetSampleSum() != 0.25 {
+				t.Errorf("staleness count %d sum %v, want 2 and 0.25", h.GetSampleCount(), h.GetSampleSum())
+			}
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// Store wraps a CounterStore so that its failures are counted in
+// shardcounter_store_errors_total, by operation and kind. Only failures
+// of the store itself count: unavailable, internal and outcome-unknown
+// errors, including those of single items of a batch. Answers such as
+// not_found or already_exists are the store working.
+//
+// The wrapper forwards shardcounter.RequestIDExpirer to the store when it
+// implements it. It is safe for concurrent use when the store is.
+func (m *Metrics) Store(s shardcounter.CounterStore) shardcounter.CounterStore {
+	st := &store{CounterStore: s, errs: make(map[string][3]prometheus.Counter)}
+	for _, op := range []string{"create", "get", "list", "delete", "read", "read_shards", "add", "apply", "reshard", "ping"} {
+		st.errs[op] = [3]prometheus.Counter{
+			m.storeErrors.WithLabelValues(op, kindUnavailable),
+			m.storeErrors.WithLabelValues(op, kindOutcomeUnknown),
+			m.storeErrors.WithLabelValues(op, kindInternal),
+		}
+	}
+	return st
+}
+
+// Kinds of store failure, the values of the "kind" label.
+const (
+	kindUnavailable    = "unavailable"
+	kindOutcomeUnknown = "outcome_unknown"
+	kindInternal       = "internal"
+)
+
+type store struct {
+	shardcounter.CounterStore
+	errs map[string][3]prometheus.Counter // op → counters by kind, made up front so the series exist at 0
+}
+
+var (
+	_ shardcounter.CounterStore     = (*store)(nil)
+	_ shardcounter.RequestIDExpirer = (*store)(nil)
+)
+
+// count records err when it is a failure of the store, and returns it.
+func (s *store) count(op string, err error) {
+	if err == nil {
+		return
+	}
+	c := s.errs[op]
+	switch {
+	case shardcounter.IsOutcomeUnknown(err):
+		c[1].Inc()
+	case shardcounter.ErrorCode(err) == shardcounter.EUNAVAILABLE:
+		c[0].Inc()
+	case shardcounter.ErrorCode(err) == shardcounter.EINTERNAL:
+		c[2].Inc()
+	}
+}
+
+func (s *store) CreateCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
+	c, err := s.CounterStore.CreateCounter(ctx, id, shards)
+	s.count("create", err)
+	return c, err
+}
+
+func (s *store) GetCounter(ctx context.Context, id string) (*shardcounter.Counter, error) {
+	c, err := s.CounterStore.GetCounter(ctx, id)
+	s.count("get", err)
+	return c, err
+}
+
+func (s *store) ListCounters(ctx context.Context, prefix, after string, limit int) ([]*shardcounter.Counter, error) {
+	cs, err := s.CounterStore.ListCounters(ctx, prefix, after, limit)
+	s.count("list", err)
+	return cs, err
+}
+
+func (s *store) DeleteCounter(ctx context.Context, id string) error {
+	err := s.CounterStore.DeleteCounter(ctx, id)
+	s.count("delete", err)
+	return err
+}
+
+func (s *store) ReadCounter(ctx context.Context, id string) (*shardcounter.Reading, error) {
+	r, err := s.CounterStore.ReadCounter(ctx, id)
+	s.count("read", err)
+	return r, err
+}
+
+func (s *store) ReadShards(ctx context.Context, id string) (*shardcounter.Counter, []int64, error) {
+	c, v, err := s.CounterStore.ReadShards(ctx, id)
+	s.count("read_shards", err)
+	return c, v, err
+}
+
+func (s *store) Add(ctx context.Context, id string, delta int64, pick uint64) error {
+	err := s.CounterStore.Add(ctx, id, delta, pick)
+	s.count("add", err)
+	return err
+}
+
+func (s *store) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
+	out, err := s.CounterStore.Apply(ctx, incs)
+	s.count("apply", err)
+	for _, o := range out {
+		s.count("apply", o.Err)
+	}
+	return out, err
+}
+
+func (s *store) ReshardCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
+	c, err := s.CounterStore.ReshardCounter(ctx, id, shards)
+	s.count("reshard", err)
+	return c, err
+}
+
+func (s *store) Ping(ctx context.Context) error {
+	err := s.CounterStore.Ping(ctx)
+	s.count("ping", err)
+	return err
+}
+
+// SetDedupeWindow implements shardcounter.RequestIDExpirer by passing the
+// window on to the store when it keeps one.
+func (s *store) SetDedupeWindow(d time.Duration) {
+	if x, ok := s.CounterStore.(shardcounter.RequestIDExpirer); ok {
+		x.SetDedupeWindow(d)
+	}
+}
