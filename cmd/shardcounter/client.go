@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/shardcounter/shardcounter"
+	shttp "github.com/shardcounter/shardcounter/http"
+)
+
+// DefaultServer is the server client subcommands talk to unless
+// --server or SHARDCOUNTER_SERVER says otherwise.
+const DefaultServer = "http://127.0.0.1:8080"
+
+// clientFlags are the flags every client subcommand shares.
+type clientFlags struct {
+	m         *Main
+	server    string
+	tokenFile string
+	json      bool
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet) {
+	server := c.m.Getenv("SHARDCOUNTER_SERVER")
+	if server == "" {
+		server = DefaultServer
+	}
+	fs.StringVar(&c.server, "server", server, "server `URL` (env SHARDCOUNTER_SERVER)")
+	fs.StringVar(&c.tokenFile, "token-file", "", "read the bearer token from the first line of `PATH`")
+	fs.BoolVar(&c.json, "json", false, "print the API's JSON instead of text")
+}
+
+// client returns the API client the flags describe.
+func (c *clientFlags) client() (*shttp.Client, error) {
+	u, err := url.Parse(c.server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usagef("--server %q is not an http:// or https:// URL: give one such as %s", c.server, DefaultServer)
+	}
+	client := shttp.NewClient(c.server)
+	if c.tokenFile != "" {
+		b, err := os.ReadFile(c.tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read --token-file: %w", err)
+		}
+		token, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+		if token = strings.TrimSpace(token); token == "" {
+			return nil, fmt.Errorf("--token-file %s is empty: put the token on its first line", c.tokenFile)
+		}
+		client.Token = token
+	}
+	return client, nil
+}
+
+// printJSON prints v as one line of JSON, as the API sends it.
+func (c *clientFlags) printJSON(v any) error {
+	return json.NewEncoder(c.m.Stdout).Encode(v)
+}
+
+// idArg returns the one positional argument, a counter id.
+func idArg(args []string) (string, error) {
+	if len(args) != 1 {
+		return "", usagef("expected one counter ID, got %d arguments", len(args))
+	}
+	if err := shardcounter.ValidateID("counter id", args[0]); err != nil {
+		return "", usagef("%s", shardcounter.ErrorMessage(err))
+	}
+	return args[0], nil
+}
+
+// errorText is how a runtime error is shown: the message for people and,
+// for API errors, the code in parentheses for scripts and searches.
+func errorText(err error) string {
+	var e *shardcounter.Error
+	if errors.As(err, &e) {
+		msg := e.Message
+		if e.Code == shardcounter.ENOTFOUND {
+			msg += ": check the id, or create the counter with shardcounter create"
+		}
+		return fmt.Sprintf("%s (%s)", msg, e.Code)
+	}
+	return err.Error()
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+	shttp "github.com/shardcounter/shardcounter/http"
+)
+
+// listCommand is `shardcounter list [--prefix P] [--limit N]`. It follows
+// page tokens itself, so it prints every matching counter unless --limit
+// stops it earlier.
+type listCommand struct {
+	clientFlags
+	prefix string
+	limit  int
+}
+
+func newListCommand(m *Main) command { return &listCommand{clientFlags: clientFlags{m: m}} }
+
+func (c *listCommand) flags(fs *flag.FlagSet) {
+	c.register(fs)
+	fs.StringVar(&c.prefix, "prefix", "", "only counters whose id starts with `P`")
+	fs.IntVar(&c.limit, "limit", 0, "print at most `N` counters (default: all)")
+}
+
+func (c *listCommand) run(ctx context.Context, args []string) error {
+	if len(args) != 0 {
+		return usagef("list takes no arguments, got %q: use --prefix to filter", args)
+	}
+	if c.limit < 0 {
+		return usagef("--limit is %d: give 1 or more, or leave it out for all", c.limit)
+	}
+	if c.prefix != "" {
+		if err := shardcounter.ValidateID("prefix", c.prefix); err != nil {
+			return usagef("--prefix: %s", shardcounter.ErrorMessage(err))
+		}
+	}
+	client, err := c.client()
+	if err != nil {
+		return err
+	}
+	counters := []*shardcounter.Counter{}
+	opts := shardcounter.ListOptions{Prefix: c.prefix}
+	for {
+		opts.Limit = shttp.MaxListLimit
+		if c.limit > 0 {
+			opts.Limit = min(opts.Limit, c.limit-len(counters))
+		}
+		page, err := client.ListCounters(ctx, opts)
+		if err != nil {
+			return err
+		}
+		counters = append(counters, page.Counters...)
+		if page.Next == "" || (c.limit > 0 && len(counters) >= c.limit) {
+			break
+		}
+		opts.After = page.Next
+	}
+	if c.json {
+		return c.printJSON(shttp.ListResponse{Counters: counters})
+	}
+	tw := tabwriter.NewWriter(c.m.Stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSHARDS\tCREATED")
+	for _, counter := range counters {
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", counter.ID, counter.Shards, counter.CreatedAt.Format(time.RFC3339))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/collection"
+	"github.com/shardcounter/shardcounter/dsn"
+	"github.com/shardcounter/shardcounter/engine"
+	shttp "github.com/shardcounter/shardcounter/http"
+	"github.com/shardcounter/shardcounter/metrics"
+)
+
+// Defaults of `shardcounter serve`, as in SPEC.md.
+const (
+	DefaultListen = "127.0.0.1:8080"
+	DefaultStore  = "bolt:./shardcounter-data/shardcounter.db"
+)
+
+// shutdownTimeout bounds how long serve waits for requests in flight
+// after a signal before it closes their connections.
+const shutdownTimeout = 30 * time.Second
+
+// serveCommand is `shardcounter serve`: the HTTP API over the engine over
+// a store. On SIGINT or SIGTERM it stops accepting, lets requests in
+// flight finish, commits queued writes (engine.Close), closes the store
+// and returns nil, so the process exits 0.
+type serveCommand struct {
+	m             *Main
+	listen        string
+	store         string
+	defaultShards int
+	autoCreate    bool
+	durability    string
+	flushInterval time.Duration
+	dedupeWindow  time.Duration
+	maxBody       int64
+	authTokenFile string
+	tlsCert       string
+	tlsKey        string
+	logFormat     string
+	logLevel      string
+	reqTimeout    time.Duration
+	maxConcurrent int
+}
+
+func newServeCommand(m *Main) command { return &serveCommand{m: m} }
+
+func (c *serveCommand) flags(fs *flag.FlagSet) {
+	// Environment variables are flag defaults, so a flag always wins.
+	fs.StringVar(&c.listen, "listen", c.env("SHARDCOUNTER_LISTEN", DefaultListen), "HTTP `ADDR` to listen on (env SHARDCOUNTER_LISTEN)")
+	fs.StringVar(&c.store, "store", c.env("SHARDCOUNTER_STORE", DefaultStore), "store `DSN`: bolt:PATH, postgres://..., redis://... (env SHARDCOUNTER_STORE)")
+	fs.IntVar(&c.defaultShards, "default-shards", 16, "`N` shards for counters created without a shard count")
+	fs.BoolVar(&c.autoCreate, "auto-create", true, "a write to an unknown counter creates it")
+	fs.StringVar(&c.durability, "durability", "durable", "`MODE` durable: answer a write once it is committed; async: answer once queued, commit within --flush-interval (a crash loses what is queued)")
+	fs.DurationVar(&c.flushInterval, "flush-interval", engine.DefaultFlushInterval, "with --durability async, commit a queued write within this `DURATION`")
+	fs.DurationVar(&c.dedupeWindow, "dedupe-window", engine.DefaultDedupeWindow, "a request id repeated within this `DURATION` is not applied again")
+	fs.Int64Var(&c.maxBody, "max-body", shttp.DefaultMaxBodyBytes, "larger request bodies get 413 (`BYTES`)")
+	fs.StringVar(&c.authTokenFile, "auth-token-file", c.env("SHARDCOUNTER_AUTH_TOKEN_FILE", ""),
+		"require a bearer token on /v1 from `PATH`, one token a line, reread on SIGHUP (env SHARDCOUNTER_AUTH_TOKEN_FILE)")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "serve HTTPS with the certificate chain in `PATH` (PEM; needs --tls-key; reread on SIGHUP)")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "the private key of --tls-cert, in `PATH` (PEM)")
+	fs.StringVar(&c.logFormat, "log-format", "text", "`FORMAT` of the log on stderr: text or json")
+	fs.StringVar(&c.logLevel, "log-level", "info", "`LEVEL` of the log: debug (adds a line per request), info, warn or error")
+	fs.DurationVar(&c.reqTimeout, "request-timeout", shttp.DefaultRequestTimeout, "deadline of each API request, down to the store (`DURATION`)")
+	fs.IntVar(&c.maxConcurrent, "max-concurrent", shttp.DefaultMaxConcurrent, "serve at most `N` API requests at once; past it a request waits briefly, then gets 503")
+}
+
+func (c *serveCommand) env(name, def string) string {
+	if v := c.m.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
+	if len(args) != 0 {
+		return usagef("serve takes no arguments, got %q", args)
+	}
+	if err := shardcounter.ValidateShards(c.defaultShards); err != nil {
+		return usagef("--default-shards: %s", shardcounter.ErrorMessage(err))
+	}
+	durability, err := engine.ParseDurability(c.durability)
+	if err != nil || c.durability == "" {
+		return usagef("--durability is %q: give durable or async", c.durability)
+	}
+	if c.flushInterval <= 0 {
+		return usagef("--flush-interval is %v: give a positive duration such as 10ms", c.flushInterval)
+	}
+	if c.dedupeWindow <= 0 {
+		return usagef("--dedupe-window is %v: give a positive duration such as 24h", c.dedupeWindow)
+	}
+	if c.maxBody < 1 {
+		return usagef("--max-body is %d: give a size in bytes, at least 1", c.maxBody)
+	}
+	if c.store == "" {
+		return usagef("--store is empty: give a DSN such as %s", DefaultStore)
+	}
+	if c.reqTimeout <= 0 {
+		return usagef("--request-timeout is %v: give a positive duration such as 5s", c.reqTimeout)
+	}
+	if c.maxConcurrent < 1 {
+		return usagef("--max-concurrent is %d: give at least 1", c.maxConcurrent)
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return usagef("--tls-cert and --tls-key go together: give both, or neither for plain HTTP")
+	}
+	log, err := newLogger(c.m.Stderr, c.logFormat, c.logLevel)
+	if err != nil {
+		return err
+	}
+	var tokens []string
+	if c.authTokenFile != "" {
+		if tokens, err = readTokens(c.authTokenFile); err != nil {
+			return err
+		}
+	}
+	var cert atomic.Pointer[tls.Certificate]
+	if c.tlsCert != "" {
+		if err := c.loadCert(&cert); err != nil {
+			return err
+		}
+	}
+
+	// SIGHUP rereads the token file and the certificate, so that they
+	// can be rotated without a restart. Without Notify, SIGHUP would end
+	// the process, so it is caught from the start, before anyone can
+	// know our address; the loop below handles it once we serve.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	m := metrics.New()
+	store, err := dsn.Open(ctx, c.store)
+	if err != nil {
+		return fmt.Errorf("cannot open store %s: %s", dsn.Redact(c.store), errorText(err))
+	}
+	defer func() {
+		if cerr := store.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("closing store: %w", cerr)
+		}
+	}()
+	// Collections share the counters' store; a store kind without them
+	// serves counters alone, and the collection routes answer not_found.
+	var colls shardcounter.CollectionService
+	if cs, cerr := dsn.Collections(store); cerr != nil {
+		log.Warn("collections are not available on this store", "store", dsn.Redact(c.store), "error", errorText(cerr))
+	} else {
+		colls = collection.New(cs, collection.Config{})
+	}
+	eng := engine.New(m.Store(store), engine.Config{
+		DefaultShards: c.defaultShards,
+		NoAutoCreate:  !c.autoCreate,
+		Durability:    durability,
+		FlushInterval: c.flushInterval,
+		DedupeWindow:  c.dedupeWindow,
+		// Half the request deadline: a writer that queues just after a
+		// commit started waits for that commit and then its own, so both
+		// fit within its deadline and it hears the store's answer
+		// (unavailable: not applied) rather than its own deadline's
+		// (outcome unknown).
+		FlushTimeout: c.reqTimeout / 2,
+		OnFlush:      m.ObserveFlush,
+		Logger:       log,
+	})
+	m.RegisterEngine(eng.Stats())
+	defer func() {
+		// Commit queued writes before the store closes; a fresh context,
+		// since ctx is already cancelled when a signal brought us here.
+		cctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		if cerr := eng.Close(cctx); cerr != nil && err == nil {
+			err = fmt.Errorf("committing queued writes: %s", errorText(cerr))
+		}
+	}()
+
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %v: choose another --listen address", c.listen, err)
+	}
+	api := shttp.NewServer(eng, shttp.ServerOptions{
+		MaxBodyBytes:   c.maxBody,
+		Logger:         log,
+		AuthTokens:     tokens,
+		Metrics:        m,
+		MaxConcurrent:  c.maxConcurrent,
+		RequestTimeout: c.reqTimeout,
+		Collections:    colls,
+	})
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute, // a body of --max-body bytes arrives well within it
+		// The handler answers within --request-timeout; the rest is for
+		// a slow reader, who cannot hold a connection past it.
+		WriteTimeout: c.reqTimeout + 10*time.Second,
+		IdleTimeout:  2 * time.Minute,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if c.tlsCert != "" {
+		srv.TLSConfig = &tls.Config{
+			MinVersion: tls.VersionTLS12,
+			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+				return cert.Load(), nil
+			},
+		}
+	}
+	served := make(chan error, 1)
+	go func() {
+		if c.tlsCert != "" {
+			served <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		served <- srv.Serve(ln)
+	}()
+	log.Info("shardcounter serving", "addr", ln.Addr().String(), "store", dsn.Redact(c.store),
+		"durability", c.durability, "auth", len(tokens) > 0, "tls", c.tlsCert != "", "version", Version())
+	if len(tokens) == 0 && !loopback(ln.Addr()) {
+		log.Warn("UNPROTECTED: listening on a non-loopback address without --auth-token-file: "+
+			"anyone who can reach this address can read and change every counter; "+
+			"give --auth-token-file, or listen on 127.0.0.1", "addr", ln.Addr().String())
+	}
+
+wait:
+	for {
+		select {
+		case err := <-served:
+			return fmt.Errorf("serving HTTP: %w", err)
+		case <-hup:
+			c.reload(log, api, &cert)
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	log.Info("shutting down: finishing requests in flight and committing queued writes")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("requests still in flight at the shutdown deadline were cut off", "error", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving HTTP: %w", err)
+	}
+	return nil // the deferred engine.Close and store.Close run next
+}
+
+// reload handles SIGHUP: it rereads the token file and the certificate.
+// A file that cannot be read or parsed is logged and the previous tokens
+// or certificate stay in force, so a botched edit never turns
+// authentication off or breaks TLS.
+func (c *serveCommand) reload(log *slog.Logger, api *shttp.Server, cert *atomic.Pointer[tls.Certificate]) {
+	if c.authTokenFile == "" && c.tlsCert == "" {
+		log.Info("SIGHUP: nothing to reload (no --auth-token-file, no --tls-cert)")
+		return
+	}
+	if c.authTokenFile != "" {
+		if tokens, err := readTokens(c.authTokenFile); err != nil {
+			log.Error("SIGHUP: keeping the previous auth tokens", "error", err)
+		} else {
+			api.SetAuthTokens(tokens)
+			log.Info("SIGHUP: auth tokens reloaded", "file", c.authTokenFile, "tokens", len(tokens))
+		}
+	}
+	if c.tlsCert != "" {
+		if err := c.loadCert(cert); err != nil {
+			log.Error("SIGHUP: keeping the previous TLS certificate", "error", err)
+		} else {
+			log.Info("SIGHUP: TLS certificate reloaded", "cert", c.tlsCert)
+		}
+	}
+}
+
+// loadCert reads --tls-cert and --tls-key into cert.
+func (c *serveCommand) loadCert(cert *atomic.Pointer[tls.Certificate]) error {
+	kp, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+	if err != nil {
+		return fmt.Errorf("cannot load --tls-cert %s and --tls-key %s: %v: give PEM files of a certificate chain and its private key", c.tlsCert, c.tlsKey, err)
+	}
+	cert.Store(&kp)
+	return nil
+}
+
+// readTokens reads an --auth-token-file (see http.ParseTokens).
+func readTokens(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read --auth-token-file: %w", err)
+	}
+	tokens, err := shttp.ParseTokens(b)
+	if err != nil {
+		return nil, fmt.Errorf("--auth-token-file %s: %s", path, shardcounter.ErrorMessage(err))
+	}
+	return tokens, nil
+}
+
+// newLogger returns the server's logger on w in the given format and at
+// the given level.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usagef("--log-level is %q: give debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usagef("--log-format is %q: give text or json", format)
+}
+
+// loopback reports whether addr can be reached only from this machine.
+// An unspecified address (0.0.0.0, ::) listens on every interface.
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
