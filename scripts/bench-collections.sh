@@ -30,12 +30,12 @@ filter() { grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS' -e '^ok'; }
 echo
 echo "== PostgreSQL"
 SHARDCOUNTER_BENCH=1 SHARDCOUNTER_BENCH_JSON=$OUT/postgres.json \
-	go test ./postgres -run '^TestBenchCollections$' -v -count=1 -timeout 60m | filter
+	go test ./postgres -run '^TestBenchCollections$' -v -count=1 -timeout 180m | filter
 
 echo
 echo "== Redis Cluster, 3 masters"
 SHARDCOUNTER_BENCH=1 SHARDCOUNTER_BENCH_JSON=$OUT/redis-cluster.json \
-	go test ./redis -run '^TestBenchCollections$' -v -count=1 -timeout 60m | filter
+	go test ./redis -run '^TestBenchCollections$' -v -count=1 -timeout 180m | filter
 
 echo
 echo "JSON reports in $OUT"
