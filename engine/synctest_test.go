@@ -399,3 +399,51 @@ func TestAsyncOneFlushInFlight(t *testing.T) {
 		}
 	})
 }
+
+// slow wraps a store and makes every Apply take a millisecond of bubble
+// time, as a commit with an fsync does. Make it inside the bubble.
+type slow struct{ shardcounter.CounterStore }
+
+func (s slow) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
+	time.Sleep(time.Millisecond)
+	return s.CounterStore.Apply(ctx, incs)
+}
+
+// TestClosedLoopOneBatchPerCommit checks that writers which each send
+// their next write as soon as the last is answered share one commit per
+// round: the flusher lets the writers it just answered queue again before
+// it cuts the next batch, instead of committing whatever trickled in
+// first and leaving the rest for the commit after (half batches, twice
+// the commits).
+func TestClosedLoopOneBatchPerCommit(t *testing.T) {
+	const writers, rounds = 16, 40
+	store := MustOpenStore(t)
+	storetest.MustCreate(t, store, "c", 4)
+	synctest.Test(t, func(t *testing.T) {
+		e := engine.New(slow{store}, engine.Config{})
+		var wg sync.WaitGroup
+		for range writers {
+			wg.Go(func() {
+				for range rounds {
+					mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1})
+				}
+			})
+		}
+		wg.Wait()
+		if err := e.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		st := e.Stats()
+		perCommit := float64(st.Writes.Load()) / float64(st.Flushes.Load())
+		t.Logf("%d writes in %d commits: %.1f a commit", st.Writes.Load(), st.Flushes.Load(), perCommit)
+		// Cutting the batch at once gives exactly writers/2 (8.0); letting
+		// the answered writers queue gives 13-16, depending on how the
+		// scheduler interleaves them with the flusher.
+		if perCommit < 0.7*writers {
+			t.Errorf("%.1f writes a commit from %d closed-loop writers, want at least %.1f", perCommit, writers, 0.7*writers)
+		}
+	})
+	if got := storetest.MustRead(t, store, "c"); got != writers*rounds {
+		t.Errorf("c = %d, want %d", got, writers*rounds)
+	}
+}

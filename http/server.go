@@ -215,7 +215,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id = newRequestID()
 	}
 	w.Header().Set("X-Request-Id", id)
-	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+	api := r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/")
+	// One context and one copy of the request for the id and, on the API,
+	// the deadline: each WithContext copies the whole request.
+	ctx := context.WithValue(r.Context(), requestIDKey{}, id)
+	if api && s.opts.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
+		defer cancel()
+	}
+	r = r.WithContext(ctx)
 	sw := &statusWriter{ResponseWriter: w}
 	start := time.Now()
 	defer func() {
@@ -244,7 +253,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"path", r.URL.EscapedPath(), "status", status, "duration", took)
 		}
 	}()
-	api := r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/")
 	if api && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="shardcounter"`)
 		s.error(sw, r, shardcounter.Errorf(shardcounter.EUNAUTHENTICATED,
@@ -263,11 +271,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer s.release()
-		if s.opts.RequestTimeout > 0 {
-			ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
-			defer cancel()
-			r = r.WithContext(ctx)
-		}
 	}
 	s.mux.ServeHTTP(sw, r)
 }
@@ -316,14 +319,18 @@ func methodLabel(m string) string {
 // answer them with a plain-text redirect to the cleaned path, which for
 // /v1/counters/{id} is another route: an id must be one escaped segment.
 func checkPath(escaped string) error {
-	segs := strings.Split(strings.TrimPrefix(escaped, "/"), "/")
-	for i, seg := range segs {
-		if seg == "." || seg == ".." || (seg == "" && i < len(segs)-1) {
+	rest := strings.TrimPrefix(escaped, "/")
+	for {
+		seg, after, more := strings.Cut(rest, "/")
+		if seg == "." || seg == ".." || (seg == "" && more) {
 			return shardcounter.Errorf(shardcounter.EINVALID,
 				"path %s has an empty, . or .. segment: URL-escape counter ids, sending . and .. as %%2E and %%2E%%2E", escaped)
 		}
+		if !more {
+			return nil
+		}
+		rest = after
 	}
-	return nil
 }
 
 // authorized reports whether r carries one of the server's tokens, or
@@ -396,6 +403,9 @@ func counterID(r *http.Request) (string, error) {
 // any given twice, as unknown JSON fields are refused: a typo such as
 // ?limt=5 is an error, not a silent default.
 func query(r *http.Request, allowed ...string) (url.Values, error) {
+	if r.URL.RawQuery == "" {
+		return nil, nil // url.Values' methods read a nil map as empty
+	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, shardcounter.Errorf(shardcounter.EINVALID, "query string is malformed: URL-escape parameter values")
@@ -443,7 +453,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	if len(body) == 0 {
 		return body, nil
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" { // the usual one needs no parsing
 		mt, params, err := mime.ParseMediaType(ct)
 		switch {
 		case err != nil:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,7 @@ type benchCommand struct {
 	jsonFile     string
 	svgFile      string
 	title        string
+	cpuProfile   string
 	prog         *progress // nil when stderr is not a terminal
 }
 
@@ -84,6 +86,7 @@ func (c *benchCommand) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.jsonFile, "json", "", "also write the report as JSON to this `FILE`")
 	fs.StringVar(&c.svgFile, "svg", "", "also draw throughput against shard count, with the peers as reference lines, as SVG to this `FILE`")
 	fs.StringVar(&c.title, "title", "", "the chart's title (default: the workload)")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run, load generator and in-process servers alike, to this `FILE`, for go tool pprof")
 }
 
 func (c *benchCommand) run(ctx context.Context, args []string) error {
@@ -181,6 +184,17 @@ func (c *benchCommand) run(ctx context.Context, args []string) error {
 		defer c.prog.done()
 	}
 
+	if c.cpuProfile != "" {
+		f, err := os.Create(c.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	runs, err := c.runPaths(ctx, cfg, storeDSN, kind, needStore, storePaths)
 	if err != nil {
 		c.report(runs)
