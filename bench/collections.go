@@ -53,6 +53,12 @@ type CollectionsConfig struct {
 	QueryDuration time.Duration
 	// Limits are the page sizes timed. Default 5, 100.
 	Limits []int
+	// Maintain, when set, runs after each collection is filled, before its
+	// queries are timed, and after it is deleted: the store's own upkeep,
+	// such as PostgreSQL's VACUUM ANALYZE where autovacuum is off, so that
+	// one shard count's run does not measure the previous one's leftovers
+	// or statistics taken while the tables were empty.
+	Maintain func(ctx context.Context) error
 }
 
 func (c CollectionsConfig) withDefaults() CollectionsConfig {
@@ -134,6 +140,9 @@ func Collections(ctx context.Context, cfg CollectionsConfig) ([]CollectionRun, e
 		if err := fill(ctx, svc, name, cfg.Documents-int(m.Ops), doc); err != nil {
 			return runs, err
 		}
+		if err := cfg.maintain(ctx); err != nil {
+			return runs, err
+		}
 		total := max(cfg.Documents, int(m.Ops))
 		for _, limit := range cfg.Limits {
 			q := shardcounter.Query{Where: []shardcounter.Filter{{Field: "kind", Op: "==", Value: "a"}}, Limit: limit}
@@ -158,8 +167,21 @@ func Collections(ctx context.Context, cfg CollectionsConfig) ([]CollectionRun, e
 		if err := svc.DeleteCollection(ctx, name); err != nil {
 			return runs, err
 		}
+		if err := cfg.maintain(ctx); err != nil {
+			return runs, err
+		}
 	}
 	return runs, nil
+}
+
+func (c CollectionsConfig) maintain(ctx context.Context) error {
+	if c.Maintain == nil {
+		return nil
+	}
+	if err := c.Maintain(ctx); err != nil {
+		return fmt.Errorf("bench: store maintenance: %w", err)
+	}
+	return nil
 }
 
 // fill adds count documents in batches of MaxDocumentBatch from 8
