@@ -121,9 +121,10 @@ func collectionName(r *http.Request) (string, error) {
 	return name, err
 }
 
-// bodyOf returns the validated name and the body of a request.
-func (s *Server) bodyOf(w http.ResponseWriter, r *http.Request) (string, []byte, error) {
-	name, err := collectionName(r)
+// bodyOf returns the request's name, validated by nameOf (collectionName,
+// plainCounterID), and its body.
+func (s *Server) bodyOf(w http.ResponseWriter, r *http.Request, nameOf func(*http.Request) (string, error)) (string, []byte, error) {
+	name, err := nameOf(r)
 	if err != nil {
 		return "", nil, err
 	}
@@ -146,7 +147,7 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request, status int, v any
 
 // PUT /v1/collections/{name}
 func (s *Server) handleCreateCollection(w http.ResponseWriter, r *http.Request) {
-	name, body, err := s.bodyOf(w, r)
+	name, body, err := s.bodyOf(w, r, collectionName)
 	var opts shardcounter.CollectionOptions
 	if err == nil {
 		opts, err = decodeCreateCollection(body)
@@ -173,7 +174,7 @@ func (s *Server) handleGetCollection(w http.ResponseWriter, r *http.Request) {
 
 // PATCH /v1/collections/{name}
 func (s *Server) handleReshardCollection(w http.ResponseWriter, r *http.Request) {
-	name, body, err := s.bodyOf(w, r)
+	name, body, err := s.bodyOf(w, r, collectionName)
 	var shards int
 	if err == nil {
 		shards, err = decodeReshard(body)
@@ -196,7 +197,7 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request) 
 
 // POST /v1/collections/{name}/documents
 func (s *Server) handlePutDocuments(w http.ResponseWriter, r *http.Request) {
-	name, body, err := s.bodyOf(w, r)
+	name, body, err := s.bodyOf(w, r, collectionName)
 	var docs []shardcounter.DocumentInput
 	if err == nil {
 		docs, err = decodeDocuments(body)
@@ -239,7 +240,7 @@ func (s *Server) handleDeleteDocument(w http.ResponseWriter, r *http.Request) {
 
 // POST /v1/collections/{name}/query
 func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
-	name, body, err := s.bodyOf(w, r)
+	name, body, err := s.bodyOf(w, r, collectionName)
 	var q shardcounter.Query
 	if err == nil {
 		q, err = decodeQuery(body)

@@ -399,6 +399,17 @@ func counterID(r *http.Request) (string, error) {
 	return id, nil
 }
 
+// plainCounterID returns the request's counter id, validated, for the
+// routes that take no query parameters.
+func plainCounterID(r *http.Request) (string, error) {
+	id, err := counterID(r)
+	if err != nil {
+		return "", err
+	}
+	_, err = query(r)
+	return id, err
+}
+
 // query returns r's query parameters, refusing any not in allowed and
 // any given twice, as unknown JSON fields are refused: a typo such as
 // ?limt=5 is an error, not a silent default.
@@ -469,29 +480,19 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 
 // PUT /v1/counters/{id}
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
-	id, err := counterID(r)
-	if err == nil {
-		_, err = query(r)
-	}
-	var body []byte
-	if err == nil {
-		body, err = s.readBody(w, r)
-	}
+	id, body, err := s.bodyOf(w, r, plainCounterID)
 	var opts shardcounter.CreateOptions
 	if err == nil {
 		opts, err = decodeCreate(body)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var c *shardcounter.Counter
+	if err == nil {
+		c, err = s.svc.CreateCounter(r.Context(), id, opts)
 	}
-	c, err := s.svc.CreateCounter(r.Context(), id, opts)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		w.Header().Set("Location", "/v1/counters/"+EscapeID(c.ID))
 	}
-	w.Header().Set("Location", "/v1/counters/"+EscapeID(c.ID))
-	s.writeJSON(w, http.StatusCreated, c)
+	s.reply(w, r, http.StatusCreated, c, err)
 }
 
 // GET /v1/counters/{id}?consistency=strong|cached
@@ -525,78 +526,46 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 
 // POST /v1/counters/{id}/increment and .../decrement
 func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request, decrement bool) {
-	id, err := counterID(r)
-	if err == nil {
-		_, err = query(r)
-	}
-	var body []byte
-	if err == nil {
-		body, err = s.readBody(w, r)
-	}
+	id, body, err := s.bodyOf(w, r, plainCounterID)
 	var delta int64
 	var requestID string
 	if err == nil {
 		delta, requestID, err = decodeWrite(body, decrement)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var res *shardcounter.WriteResult
+	if err == nil {
+		res, err = s.svc.WriteCounter(r.Context(), shardcounter.Write{Counter: id, Delta: delta, RequestID: requestID})
 	}
-	res, err := s.svc.WriteCounter(r.Context(), shardcounter.Write{Counter: id, Delta: delta, RequestID: requestID})
 	if err == nil && res == nil {
 		err = errors.New("WriteCounter returned neither a result nor an error")
 	}
 	if err == nil && res.Error != nil {
 		err = res.Error
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, *res)
+	s.reply(w, r, http.StatusOK, res, err)
 }
 
 // PATCH /v1/counters/{id}
 func (s *Server) handleReshard(w http.ResponseWriter, r *http.Request) {
-	id, err := counterID(r)
-	if err == nil {
-		_, err = query(r)
-	}
-	var body []byte
-	if err == nil {
-		body, err = s.readBody(w, r)
-	}
+	id, body, err := s.bodyOf(w, r, plainCounterID)
 	var shards int
 	if err == nil {
 		shards, err = decodeReshard(body)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var c *shardcounter.Counter
+	if err == nil {
+		c, err = s.svc.ReshardCounter(r.Context(), id, shards)
 	}
-	c, err := s.svc.ReshardCounter(r.Context(), id, shards)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, c)
+	s.reply(w, r, http.StatusOK, c, err)
 }
 
 // DELETE /v1/counters/{id}
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
-	id, err := counterID(r)
+	id, err := plainCounterID(r)
 	if err == nil {
-		_, err = query(r)
+		err = s.svc.DeleteCounter(r.Context(), id)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.svc.DeleteCounter(r.Context(), id); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.reply(w, r, http.StatusNoContent, nil, err)
 }
 
 // GET /v1/counters?prefix=P&limit=N&page_token=T
