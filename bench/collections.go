@@ -2,9 +2,11 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -212,6 +214,23 @@ func fill(ctx context.Context, svc *collection.Service, name string, count int, 
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// ReportCollections prints runs as a table on w and, when jsonPath is not
+// empty, writes them to that file as JSON: what the stores' env-gated
+// collection benchmarks print (SHARDCOUNTER_BENCH_JSON names the file).
+func ReportCollections(w io.Writer, runs []CollectionRun, jsonPath string) error {
+	if err := WriteCollectionsTable(w, runs); err != nil {
+		return err
+	}
+	if jsonPath == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(runs, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(jsonPath, b, 0o644)
 }
 
 // WriteCollectionsTable prints runs as a table: inserts with their ratio

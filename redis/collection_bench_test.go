@@ -2,7 +2,6 @@ package redis_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"testing"
@@ -34,16 +33,7 @@ func TestBenchCollections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bench.WriteCollectionsTable(os.Stdout, runs); err != nil {
+	if err := bench.ReportCollections(os.Stdout, runs, os.Getenv("SHARDCOUNTER_BENCH_JSON")); err != nil {
 		t.Fatal(err)
-	}
-	if path := os.Getenv("SHARDCOUNTER_BENCH_JSON"); path != "" {
-		b, err := json.MarshalIndent(runs, "", "  ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
