@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -171,19 +170,6 @@ func (p Position) Compare(q Position) int {
 		return c
 	}
 	return strings.Compare(p.ID, q.ID)
-}
-
-// SortDocuments sorts docs by position in order and keeps the first
-// limit: how a store that reads its shards one by one merges them into the
-// one ordered answer a ScanRange asks for.
-func SortDocuments(docs []*Document, order Order, limit int) []*Document {
-	slices.SortFunc(docs, func(a, b *Document) int {
-		if order == Asc {
-			return a.Position().Compare(b.Position())
-		}
-		return b.Position().Compare(a.Position())
-	})
-	return docs[:min(len(docs), limit)]
 }
 
 // ScanRange is one ordered, limited read of an index, on a set of shards:
@@ -414,28 +400,6 @@ func IndexValue(v any) (string, bool) {
 		f = 0 // -0 == 0
 	}
 	return "n" + strconv.FormatFloat(f, 'g', -1, 64), true
-}
-
-// IndexEntries returns the index values of a document under each of c's
-// indexes, by index field; a field whose value cannot be indexed is
-// absent. A value longer than MaxIndexValueLen is EINVALID.
-func IndexEntries(c *Collection, data map[string]any) (map[string]string, error) {
-	out := make(map[string]string, len(c.Indexes))
-	for _, f := range c.Indexes {
-		v, ok := Lookup(data, f)
-		if !ok {
-			continue
-		}
-		iv, ok := IndexValue(v)
-		if !ok {
-			continue
-		}
-		if len(iv) > MaxIndexValueLen {
-			return nil, Errorf(EINVALID, "the value of indexed field %q is %d bytes long: the limit is %d", f, len(iv), MaxIndexValueLen)
-		}
-		out[f] = iv
-	}
-	return out, nil
 }
 
 // Bounds of a document timestamp: RFC 3339 years 1 to 9999, which every

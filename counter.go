@@ -2,8 +2,6 @@ package shardcounter
 
 import (
 	"context"
-	"hash/fnv"
-	"math"
 	"time"
 	"unicode/utf8"
 )
@@ -261,61 +259,4 @@ func ValidateWrite(w Write) error {
 // store refuses, as an item of its own, what this refuses.
 func ValidateIncrement(inc Increment) error {
 	return ValidateWrite(Write{Counter: inc.Counter, Delta: inc.Delta, RequestID: inc.RequestID})
-}
-
-// ShardOf maps a pick to a shard index for a counter with n shards.
-func ShardOf(pick uint64, n int) int {
-	return int(pick % uint64(n))
-}
-
-// PickFor derives the pick of a write with a request id from the counter
-// and the id, so a retry of the write goes to the same shard as the first
-// try while the shard count is unchanged.
-func PickFor(counter, requestID string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(counter))
-	h.Write([]byte{0})
-	h.Write([]byte(requestID))
-	return h.Sum64()
-}
-
-// AddInt64 returns a+b, and false when the sum leaves the int64 range.
-// Stores use it so that values never wrap.
-func AddInt64(a, b int64) (int64, bool) {
-	s := a + b
-	if (b > 0 && s < a) || (b < 0 && s > a) {
-		return 0, false
-	}
-	return s, true
-}
-
-// SumInt64 adds values and reports false when the total, or any partial
-// sum on the way, cannot be represented. Because partial sums can leave the
-// range and come back, it adds with 128-bit headroom.
-func SumInt64(values []int64) (int64, bool) {
-	var hi, lo int64 // total = hi*2^63 + lo, with lo kept in [0, 2^63)
-	for _, v := range values {
-		if v >= 0 {
-			lo += v
-			if lo < 0 { // passed 2^63
-				lo -= math.MaxInt64
-				lo--
-				hi++
-			}
-		} else {
-			lo += v
-			if lo < 0 {
-				lo += math.MaxInt64
-				lo++
-				hi--
-			}
-		}
-	}
-	switch hi {
-	case 0:
-		return lo, true
-	case -1:
-		return lo + math.MinInt64, true
-	}
-	return 0, false
 }

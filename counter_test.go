@@ -3,7 +3,6 @@ package shardcounter_test
 import (
 	"errors"
 	"math"
-	"math/big"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -50,54 +49,6 @@ func TestErrorCode(t *testing.T) {
 	if shardcounter.ErrorCode(nil) != "" || shardcounter.IsOutcomeUnknown(nil) {
 		t.Error("nil error has a code or an unknown outcome")
 	}
-}
-
-func TestShardOf(t *testing.T) {
-	if got := shardcounter.ShardOf(math.MaxUint64, 1024); got != 1023 {
-		t.Errorf("ShardOf(MaxUint64, 1024) = %d, want 1023", got)
-	}
-	if shardcounter.PickFor("a", "bc") == shardcounter.PickFor("ab", "c") {
-		t.Error("PickFor does not separate the counter from the request id")
-	}
-}
-
-func bigSum(vs []int64) *big.Int {
-	s := new(big.Int)
-	for _, v := range vs {
-		s.Add(s, big.NewInt(v))
-	}
-	return s
-}
-
-func checkSum(t *testing.T, vs []int64) {
-	got, ok := shardcounter.SumInt64(vs)
-	want := bigSum(vs)
-	if fits := want.IsInt64(); ok != fits || (ok && got != want.Int64()) {
-		t.Fatalf("SumInt64(%v) = %d, %v; want %s (fits int64: %v)", vs, got, ok, want, fits)
-	}
-}
-
-func TestSumInt64(t *testing.T) {
-	const max, min = math.MaxInt64, math.MinInt64
-	for _, vs := range [][]int64{
-		nil, {1, 2, 3}, {max, 1, -2}, {max, max, -max, -max}, {min, -1, 1}, {min, min, max, max, 2},
-		{max, 1}, {min, -1}, {max, max, max, min, min, min}, {min}, {max, max, max, max, max, max, max},
-	} {
-		checkSum(t, vs)
-	}
-}
-
-func FuzzSumInt64(f *testing.F) {
-	f.Add(int64(math.MaxInt64), int64(1), int64(-5), int64(0))
-	f.Add(int64(math.MinInt64), int64(-1), int64(math.MaxInt64), int64(math.MaxInt64))
-	f.Fuzz(func(t *testing.T, a, b, c, d int64) {
-		checkSum(t, []int64{a, b, c, d})
-		s, ok := shardcounter.AddInt64(a, b)
-		want := new(big.Int).Add(big.NewInt(a), big.NewInt(b))
-		if ok != want.IsInt64() || (ok && s != want.Int64()) {
-			t.Fatalf("AddInt64(%d, %d) = %d, %v; want %s", a, b, s, ok, want)
-		}
-	})
 }
 
 func FuzzValidateID(f *testing.F) {

@@ -58,6 +58,8 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/overflow"
+	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 var (
@@ -347,7 +349,7 @@ func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounte
 	if err != nil {
 		return nil, err
 	}
-	sum, ok := shardcounter.SumInt64(vals)
+	sum, ok := overflow.Sum(vals)
 	if !ok {
 		return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: the sum of its shards is outside the int64 range", id)
 	}
@@ -411,7 +413,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 				st = new(state)
 				if st.m, st.err = getMeta(tx, inc.Counter); st.err == nil {
 					var ok bool
-					if st.total, ok = shardcounter.SumInt64(readShards(tx, inc.Counter, st.m.shards)); !ok {
+					if st.total, ok = overflow.Sum(readShards(tx, inc.Counter, st.m.shards)); !ok {
 						st.err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: its total is outside the int64 range", inc.Counter)
 					}
 				}
@@ -429,9 +431,9 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 					continue
 				}
 			}
-			key := shardKey(inc.Counter, shardcounter.ShardOf(inc.Pick, st.m.shards))
-			v, ok1 := shardcounter.AddInt64(decodeInt(shards.Get(key)), inc.Delta)
-			total, ok2 := shardcounter.AddInt64(st.total, inc.Delta)
+			key := shardKey(inc.Counter, shard.Of(inc.Pick, st.m.shards))
+			v, ok1 := overflow.Add(decodeInt(shards.Get(key)), inc.Delta)
+			total, ok2 := overflow.Add(st.total, inc.Delta)
 			if !ok1 || !ok2 {
 				out[i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", inc.Counter, inc.Delta)
 				continue
@@ -501,7 +503,7 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 				for i := j; i < m.shards; i += shards {
 					group = append(group, vals[i])
 				}
-				v, ok := shardcounter.SumInt64(group)
+				v, ok := overflow.Sum(group)
 				if !ok {
 					return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: folding into shard %d leaves the int64 range: reshard to another count", id, j)
 				}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
+	"github.com/shardcounter/shardcounter/internal/shard"
 	"github.com/shardcounter/shardcounter/storetest"
 )
 
@@ -97,7 +98,7 @@ func TestDedupeWindow(t *testing.T) {
 	storetest.MustCreate(t, s, "c", 4)
 	apply := func(rid string) shardcounter.Outcome {
 		t.Helper()
-		out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: "c", Delta: 1, Pick: shardcounter.PickFor("c", rid), RequestID: rid}})
+		out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: "c", Delta: 1, Pick: shard.PickFor("c", rid), RequestID: rid}})
 		if err != nil || out[0].Err != nil {
 			t.Fatalf("Apply(%s) = %+v, %v", rid, out, err)
 		}
@@ -110,7 +111,7 @@ func TestDedupeWindow(t *testing.T) {
 		var incs []shardcounter.Increment
 		for i := range 500 {
 			rid := fmt.Sprint("old-", i)
-			incs = append(incs, shardcounter.Increment{Counter: "c", Delta: 1, Pick: shardcounter.PickFor("c", rid), RequestID: rid})
+			incs = append(incs, shardcounter.Increment{Counter: "c", Delta: 1, Pick: shard.PickFor("c", rid), RequestID: rid})
 		}
 		if _, err := s.Apply(ctx, incs); err != nil {
 			t.Fatal(err)

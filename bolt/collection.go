@@ -12,6 +12,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/docindex"
 )
 
 // Collection buckets, beside the counter buckets in the same file:
@@ -137,7 +138,7 @@ func appendPos(k []byte, p shardcounter.Position) []byte {
 // of every document, one per indexed field it has an indexable value for.
 func entryKeys(name string, r collRecord, shard int, pos shardcounter.Position, data map[string]any) ([][]byte, error) {
 	c := &shardcounter.Collection{Indexes: r.Indexes}
-	vals, err := shardcounter.IndexEntries(c, data)
+	vals, err := docindex.Entries(c, data)
 	if err != nil {
 		return nil, err
 	}
@@ -379,7 +380,7 @@ func (s *CollectionStore) ScanDocuments(ctx context.Context, c *shardcounter.Col
 		return nil, err
 	}
 	if len(r.Shards) > 1 {
-		out = shardcounter.SortDocuments(out, r.Order, r.Limit)
+		out = docindex.Sort(out, r.Order, r.Limit)
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/docindex"
 )
 
 // Defaults of Config.
@@ -243,7 +244,7 @@ func (s *Service) prepare(c *shardcounter.Collection, in shardcounter.DocumentIn
 		}
 		d.Timestamp = t
 	}
-	if _, err := shardcounter.IndexEntries(c, d.Data); err != nil {
+	if _, err := docindex.Entries(c, d.Data); err != nil {
 		return nil, err
 	}
 	switch c.ShardKey {

@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/overflow"
+	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 // Defaults of Config.
@@ -392,7 +394,7 @@ func (e *Engine) enqueue(ctx context.Context, w shardcounter.Write, c *call) (*b
 			sm = new(sum)
 			b.sums[k] = sm
 		}
-		if d, ok := shardcounter.AddInt64(sm.delta, w.Delta); ok {
+		if d, ok := overflow.Add(sm.delta, w.Delta); ok {
 			sm.delta = d
 			sm.writes++
 		} else {
@@ -574,7 +576,7 @@ func fold(calls []*call) []*group {
 		}
 		if c.w.RequestID != "" {
 			store = append(store, group{
-				inc:   shardcounter.Increment{Counter: c.w.Counter, Delta: c.w.Delta, Pick: shardcounter.PickFor(c.w.Counter, c.w.RequestID), RequestID: c.w.RequestID},
+				inc:   shardcounter.Increment{Counter: c.w.Counter, Delta: c.w.Delta, Pick: shard.PickFor(c.w.Counter, c.w.RequestID), RequestID: c.w.RequestID},
 				calls: one,
 			})
 			groups = append(groups, &store[len(store)-1])
@@ -582,7 +584,7 @@ func fold(calls []*call) []*group {
 		}
 		k := key{c.w.Counter, c.w.Delta < 0}
 		if g := folded[k]; g != nil {
-			if sum, ok := shardcounter.AddInt64(g.inc.Delta, c.w.Delta); ok {
+			if sum, ok := overflow.Add(g.inc.Delta, c.w.Delta); ok {
 				g.inc.Delta = sum
 				g.calls = append(g.calls, c)
 				continue

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/overflow"
+	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 // lockSQL reads the shard count of the batch's counters ($1 lists each
@@ -316,8 +318,8 @@ func (s *CounterStore) applyOnce(ctx context.Context, conn *pgxpool.Conn, incs [
 			out[i].Duplicate = true
 			continue
 		}
-		k := shardKey{inc.Counter, shardcounter.ShardOf(inc.Pick, n)}
-		v, ok := shardcounter.AddInt64(values[k], inc.Delta)
+		k := shardKey{inc.Counter, shard.Of(inc.Pick, n)}
+		v, ok := overflow.Add(values[k], inc.Delta)
 		if !ok {
 			out[i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE,
 				"counter %q: adding %d to shard %d would leave the int64 range", inc.Counter, inc.Delta, k.shard)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/docindex"
 )
 
 // DefaultMaxIn is how many shards one scan covers with one statement, as
@@ -155,7 +156,7 @@ func (s *CollectionStore) PutDocuments(ctx context.Context, c *shardcounter.Coll
 		if err != nil {
 			return shardcounter.Errorf(shardcounter.EINVALID, "document %q: data cannot be encoded as JSON: %v", d.ID, err)
 		}
-		vals, err := shardcounter.IndexEntries(c, d.Data)
+		vals, err := docindex.Entries(c, d.Data)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/shard"
 	"github.com/shardcounter/shardcounter/postgres"
 	"github.com/shardcounter/shardcounter/storetest"
 )
@@ -54,7 +55,7 @@ func TestDedupeWindow(t *testing.T) {
 		var incs []shardcounter.Increment
 		for i := range 500 {
 			rid := fmt.Sprint("old-", i)
-			incs = append(incs, shardcounter.Increment{Counter: "c", Delta: 1, Pick: shardcounter.PickFor("c", rid), RequestID: rid})
+			incs = append(incs, shardcounter.Increment{Counter: "c", Delta: 1, Pick: shard.PickFor("c", rid), RequestID: rid})
 		}
 		// This batch records 500 ids and deletes the 2 that expired
 		// before it (a and flood).
@@ -91,7 +92,7 @@ func TestDedupeWindow(t *testing.T) {
 			var incs []shardcounter.Increment
 			for i := range 200 {
 				rid := fmt.Sprint("round-", round, "-", i)
-				incs = append(incs, shardcounter.Increment{Counter: "c", Delta: 1, Pick: shardcounter.PickFor("c", rid), RequestID: rid})
+				incs = append(incs, shardcounter.Increment{Counter: "c", Delta: 1, Pick: shard.PickFor("c", rid), RequestID: rid})
 			}
 			if _, err := s.Apply(ctx, incs); err != nil {
 				t.Fatal(err)
@@ -119,7 +120,7 @@ func TestDedupeWindowDatabaseClock(t *testing.T) {
 	ctx := context.Background()
 	s := MustOpen(t)
 	storetest.MustCreate(t, s, "c", 1)
-	inc := []shardcounter.Increment{{Counter: "c", Delta: 1, Pick: shardcounter.PickFor("c", "r"), RequestID: "r"}}
+	inc := []shardcounter.Increment{{Counter: "c", Delta: 1, Pick: shard.PickFor("c", "r"), RequestID: "r"}}
 	for i, want := range []bool{false, true} {
 		out, err := s.Apply(ctx, inc)
 		if err != nil {
@@ -162,7 +163,7 @@ func TestExpiryScansFromWhereItStopped(t *testing.T) {
 			t.Fatalf("Apply = %+v, %v", out, err)
 		}
 	}
-	apply(shardcounter.Increment{Counter: "c", Delta: 1, Pick: shardcounter.PickFor("c", "a"), RequestID: "a"})
+	apply(shardcounter.Increment{Counter: "c", Delta: 1, Pick: shard.PickFor("c", "a"), RequestID: "a"})
 	clk.Advance(2 * time.Hour)
 	apply(shardcounter.Increment{Counter: "c", Delta: 1}) // deletes a; the next scan starts an hour ago
 	if got := requestIDs(t, s); got != 0 {

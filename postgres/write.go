@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/overflow"
 )
 
 // addSQL is the seed algorithm as one statement: add $2 to shard $3 mod n
@@ -144,7 +145,7 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 			return err
 		}
 		for i := shards; i < old; i++ {
-			sum, ok := shardcounter.AddInt64(values[i%shards], values[i])
+			sum, ok := overflow.Add(values[i%shards], values[i])
 			if !ok {
 				return shardcounter.Errorf(shardcounter.EOUTOFRANGE,
 					"reshard counter %q to %d shards: folding shard %d into shard %d would leave the int64 range", id, shards, i, i%shards)

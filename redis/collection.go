@@ -16,6 +16,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/docindex"
 )
 
 // Collection keys, with the default prefix "shardcounter:":
@@ -145,7 +146,7 @@ func decodeDoc(id string, v string) (*shardcounter.Document, error) {
 // entries returns the index keys and member of a document in c: one for
 // the index of every document, one per indexed field it has a value for.
 func (s *CollectionStore) entries(c *shardcounter.Collection, d *shardcounter.Document) ([]string, string, error) {
-	vals, err := shardcounter.IndexEntries(c, d.Data)
+	vals, err := docindex.Entries(c, d.Data)
 	if err != nil {
 		return nil, "", err
 	}
@@ -458,7 +459,7 @@ func (s *CollectionStore) ScanDocuments(ctx context.Context, c *shardcounter.Col
 		out = append(out, docs...)
 	}
 	if len(r.Shards) > 1 {
-		out = shardcounter.SortDocuments(out, r.Order, r.Limit)
+		out = docindex.Sort(out, r.Order, r.Limit)
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/overflow"
 )
 
 // errStale says that a shard refused the epoch of a cached layout: the
@@ -190,7 +191,7 @@ func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounte
 	if err != nil {
 		return nil, err
 	}
-	sum, ok := shardcounter.SumInt64(vals)
+	sum, ok := overflow.Sum(vals)
 	if !ok {
 		return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: the sum of its shards leaves the int64 range", id)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/shard"
 	"github.com/shardcounter/shardcounter/storetest"
 )
 
@@ -35,7 +36,7 @@ func TestDedupeAcrossReshard(t *testing.T) {
 		storetest.MustCreate(t, s, id, 4)
 		apply := func(rid string) shardcounter.Outcome {
 			t.Helper()
-			out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 10, Pick: shardcounter.PickFor(id, rid), RequestID: rid}})
+			out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 10, Pick: shard.PickFor(id, rid), RequestID: rid}})
 			if err != nil || out[0].Err != nil {
 				t.Fatalf("Apply(%s): %v %+v", rid, err, out)
 			}
@@ -55,7 +56,7 @@ func TestDedupeAcrossReshard(t *testing.T) {
 			}
 			other := MustOpen(t, dsn) // another process, with no cached layout
 			for _, rid := range rids {
-				out, err := other.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 10, Pick: shardcounter.PickFor(id, rid), RequestID: rid}})
+				out, err := other.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 10, Pick: shard.PickFor(id, rid), RequestID: rid}})
 				if err != nil || out[0].Err != nil || !out[0].Duplicate {
 					t.Fatalf("retry of %s after reshard to %d: %v %+v, want duplicate", rid, n, err, out)
 				}
@@ -80,7 +81,7 @@ func TestSetDedupeWindow(t *testing.T) {
 		storetest.MustCreate(t, s, id, 2)
 		apply := func() shardcounter.Outcome {
 			t.Helper()
-			out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, Pick: shardcounter.PickFor(id, "r"), RequestID: "r"}})
+			out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, Pick: shard.PickFor(id, "r"), RequestID: "r"}})
 			if err != nil || out[0].Err != nil {
 				t.Fatalf("Apply: %v %+v", err, out)
 			}

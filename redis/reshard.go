@@ -8,6 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/overflow"
 )
 
 // errMoved says that the reshard being finished is over: another client
@@ -177,7 +178,7 @@ func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error 
 			continue
 		}
 		todo = append(todo, k)
-		sum, ok := shardcounter.AddInt64(final[t], vals[k])
+		sum, ok := overflow.Add(final[t], vals[k])
 		if !ok {
 			return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: folding shard %d into shard %d would leave the int64 range; the counter keeps %d shards", l.id, k, t, n)
 		}

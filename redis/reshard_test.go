@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/shard"
 	"github.com/shardcounter/shardcounter/redis"
 	"github.com/shardcounter/shardcounter/storetest"
 )
@@ -50,11 +51,11 @@ func testReshardCrash(t *testing.T, dsn string, from, to int, stop string) {
 		total += v
 	}
 	rid := "rid-1"
-	out, err := crashing.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 7, Pick: shardcounter.PickFor(id, rid), RequestID: rid}})
+	out, err := crashing.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 7, Pick: shard.PickFor(id, rid), RequestID: rid}})
 	if err != nil || out[0].Err != nil {
 		t.Fatal(err, out)
 	}
-	want[shardcounter.ShardOf(shardcounter.PickFor(id, rid), from)%to] += 7
+	want[shard.Of(shard.PickFor(id, rid), from)%to] += 7
 	total += 7
 
 	seen := map[string]int{}
@@ -114,7 +115,7 @@ func testReshardCrash(t *testing.T, dsn string, from, to int, stop string) {
 	if writes != 15 {
 		t.Fatalf("shards after recovery = %v; want %v plus the 15 recovery writes", shards, want[:to])
 	}
-	out, err = fresh.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 7, Pick: shardcounter.PickFor(id, rid), RequestID: rid}})
+	out, err = fresh.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 7, Pick: shard.PickFor(id, rid), RequestID: rid}})
 	if err != nil || out[0].Err != nil || !out[0].Duplicate {
 		t.Fatalf("retry of %s after the recovered reshard: %v %+v, want duplicate", rid, err, out)
 	}

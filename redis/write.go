@@ -8,6 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 // Add is the seed algorithm: one EVALSHA of addScript on shard pick mod n,
@@ -139,9 +140,9 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		}
 		pick := inc.Pick
 		if inc.RequestID != "" {
-			pick = shardcounter.PickFor(inc.Counter, inc.RequestID)
+			pick = shard.PickFor(inc.Counter, inc.RequestID)
 		}
-		items = append(items, pending{i: i, l: l, shard: shardcounter.ShardOf(pick, l.n)})
+		items = append(items, pending{i: i, l: l, shard: shard.Of(pick, l.n)})
 	}
 	if items, err = s.seenBefore(ctx, incs, out, items, settled); err != nil {
 		return nil, err
@@ -246,9 +247,9 @@ func (s *CounterStore) seenBefore(ctx context.Context, incs []shardcounter.Incre
 		if inc.RequestID == "" || len(it.l.hist) == 0 {
 			continue
 		}
-		pick := shardcounter.PickFor(inc.Counter, inc.RequestID)
+		pick := shard.PickFor(inc.Counter, inc.RequestID)
 		for _, p := range it.l.hist {
-			if sh := shardcounter.ShardOf(pick, p.n); sh != it.shard {
+			if sh := shard.Of(pick, p.n); sh != it.shard {
 				key := it.l.keys.ids(sh)
 				k := len(checks)
 				checks = append(checks, check{item: j})

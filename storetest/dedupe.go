@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 // RunDedupeWindow checks the dedupe window of a store that expires request
@@ -21,7 +22,7 @@ func RunDedupeWindow(t *testing.T, s shardcounter.CounterStore, window time.Dura
 	MustCreate(t, s, id, 4)
 	apply := func(t *testing.T, rid string) shardcounter.Outcome {
 		t.Helper()
-		out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, Pick: shardcounter.PickFor(id, rid), RequestID: rid}})
+		out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, Pick: shard.PickFor(id, rid), RequestID: rid}})
 		if err != nil || out[0].Err != nil {
 			t.Fatalf("Apply(%s) = %+v, %v", rid, out, err)
 		}
@@ -63,7 +64,7 @@ func RunDedupeWindow(t *testing.T, s shardcounter.CounterStore, window time.Dura
 		applied, dups := 0, 0
 		for range 16 {
 			wg.Go(func() {
-				out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, Pick: shardcounter.PickFor(id, "flood"), RequestID: "flood"}})
+				out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, Pick: shard.PickFor(id, "flood"), RequestID: "flood"}})
 				mu.Lock()
 				defer mu.Unlock()
 				switch {

@@ -17,7 +17,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/bench"
+	"github.com/shardcounter/shardcounter/internal/bench"
 	"github.com/shardcounter/shardcounter/dsn"
 )
 

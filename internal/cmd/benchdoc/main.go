@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardcounter/shardcounter/bench"
+	"github.com/shardcounter/shardcounter/internal/bench"
 )
 
 // The markers around the generated section.

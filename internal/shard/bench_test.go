@@ -1,11 +1,11 @@
-package shardcounter_test
+package shard_test
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 // BenchmarkPick is the shard choice of every write: a random pick mapped
@@ -17,7 +17,7 @@ func BenchmarkPick(b *testing.B) {
 			b.ReportAllocs()
 			sum := 0
 			for b.Loop() {
-				sum += shardcounter.ShardOf(rand.Uint64(), shards)
+				sum += shard.Of(rand.Uint64(), shards)
 			}
 			_ = sum
 		})
@@ -25,7 +25,7 @@ func BenchmarkPick(b *testing.B) {
 			b.ReportAllocs()
 			sum := 0
 			for b.Loop() {
-				sum += shardcounter.ShardOf(shardcounter.PickFor("likes/post/8812", "req-0c9f2a7e1b"), shards)
+				sum += shard.Of(shard.PickFor("likes/post/8812", "req-0c9f2a7e1b"), shards)
 			}
 			_ = sum
 		})
