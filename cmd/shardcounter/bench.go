@@ -17,8 +17,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/bench"
 	"github.com/shardcounter/shardcounter/dsn"
+	"github.com/shardcounter/shardcounter/internal/bench"
 )
 
 // benchCommand is `shardcounter bench`: concurrent clients against fresh

@@ -43,4 +43,3 @@ func Sort(docs []*shardcounter.Document, order shardcounter.Order, limit int) []
 	})
 	return docs[:min(len(docs), limit)]
 }
-
