@@ -1,7 +1,6 @@
 package shardcounter
 
 import (
-	"context"
 	"time"
 	"unicode/utf8"
 )
@@ -10,25 +9,80 @@ import (
 const (
 	MinShards = 1
 	MaxShards = 1024 // a read costs one shard each; past this use a rollup, not more shards
-	MaxIDLen  = 256  // bytes of UTF-8, for counter ids and request ids
+	MaxIDLen  = 256  // bytes of UTF-8, for counter ids, request ids and members
+	// MaxReadBatch bounds the counters of one ReadCounters call: a
+	// timeline reads dozens, a page of search results a few hundred.
+	MaxReadBatch = 1000
 )
 
 // Consistency says how fresh a Reading is.
 type Consistency string
 
 const (
-	// Strong readings are taken after every acknowledged write: the exact
-	// sum of the shards in one consistent snapshot.
+	// Strong readings are linearizable: the value the counter held at
+	// some moment between the call and the reply, so every write
+	// acknowledged before the call is in it.
 	Strong Consistency = "strong"
 	// Cached readings come from a rollup value kept by the engine; they may
 	// lag acknowledged writes by at most Reading.MaxStalenessMS.
 	Cached Consistency = "cached"
 )
 
-// Counter is a counter's metadata: its id and how many shards it has.
+// Kind says what a counter counts.
+type Kind string
+
+const (
+	// KindSum counters add the deltas written to them: likes as +1/−1,
+	// views, stock. The default.
+	KindSum Kind = "sum"
+	// KindDistinct counters count members, each once: a user's like is
+	// added or removed, never counted twice, and "did I like this?" is a
+	// membership check. Members are sharded by a hash of the member, so
+	// one member's presence is decided on one shard.
+	KindDistinct Kind = "distinct"
+)
+
+// Spec is what a counter is created with and keeps for its life (only
+// Shards changes, by resharding).
+type Spec struct {
+	// Shards is the number of shards, 1 to MaxShards.
+	Shards int `json:"shards"`
+	// Kind is KindSum or KindDistinct; stores record "" as KindSum.
+	Kind Kind `json:"kind"`
+	// Min and Max, when set, bound the counter's total: a write that
+	// would take it outside is refused with ErrOutOfRange and changes
+	// nothing. A new counter starts at 0, so Min ≤ 0 ≤ Max. Sum counters
+	// only.
+	Min *int64 `json:"min,omitempty"`
+	Max *int64 `json:"max,omitempty"`
+	// Window, when set, also counts writes in time buckets, so the sum
+	// of the last hour or day can be read. Sum counters only.
+	Window *Window `json:"window,omitempty"`
+}
+
+// Bounded reports whether the spec bounds the counter's total.
+func (s Spec) Bounded() bool { return s.Min != nil || s.Max != nil }
+
+// Equal reports whether two specs describe the same counter: what makes a
+// retried create of an existing counter a success rather than a conflict.
+func (s Spec) Equal(t Spec) bool {
+	eq := func(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+	return s.Shards == t.Shards && s.Kind.orSum() == t.Kind.orSum() &&
+		eq(s.Min, t.Min) && eq(s.Max, t.Max) &&
+		(s.Window == nil) == (t.Window == nil) && (s.Window == nil || *s.Window == *t.Window)
+}
+
+func (k Kind) orSum() Kind {
+	if k == "" {
+		return KindSum
+	}
+	return k
+}
+
+// Counter is a counter's metadata: its id, its spec and when it was made.
 type Counter struct {
-	ID        string    `json:"id"`
-	Shards    int       `json:"shards"`
+	ID string `json:"id"`
+	Spec
 	CreatedAt time.Time `json:"created_at"`
 }
 
@@ -42,42 +96,88 @@ type Reading struct {
 	// MaxStalenessMS bounds how far a cached reading may lag behind AsOf's
 	// acknowledged writes; it is omitted on strong readings.
 	MaxStalenessMS int64 `json:"max_staleness_ms,omitempty"`
+	// Window is set on a windowed read: Value is then the sum of the
+	// writes committed in [From, To), aligned to the counter's buckets.
+	Window *Interval `json:"window,omitempty"`
 }
 
-// Write is one write to a counter as a client sends it: add Delta (which
-// may be negative, never 0) to the counter. A non-empty RequestID makes the
-// write retry-safe: a second write with the same counter and request id is
-// not applied and reports Duplicate.
+// ReadResult is one counter of a batch read: its reading, or the error
+// of that counter alone (ErrNotFound, say) while the others were read.
+type ReadResult struct {
+	Reading *Reading
+	Err     error
+}
+
+// Write is one write to a counter as a client sends it.
+//
+// On a sum counter it adds Delta (which may be negative, never 0). On a
+// distinct counter it adds Member (Present true) or removes it (Present
+// false), and Delta is 0. A non-empty RequestID makes the write
+// retry-safe: a second write with the same counter and request id is not
+// applied and reports Duplicate.
 type Write struct {
 	Counter   string `json:"counter"`
-	Delta     int64  `json:"delta"`
+	Delta     int64  `json:"delta,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
+	Member    string `json:"member,omitempty"`
+	Present   *bool  `json:"present,omitempty"`
+	// WantValue asks for the counter's value read after the write
+	// committed, in WriteResult.Value (the RESP front end's INCR). Writes
+	// that share one commit may share the value: it is never a unique
+	// sequence number.
+	WantValue bool `json:"-"`
+}
+
+// AddMember returns the write that adds member to a distinct counter.
+func AddMember(counter, member string) Write {
+	t := true
+	return Write{Counter: counter, Member: member, Present: &t}
+}
+
+// RemoveMember returns the write that removes member from a distinct
+// counter.
+func RemoveMember(counter, member string) Write {
+	f := false
+	return Write{Counter: counter, Member: member, Present: &f}
 }
 
 // WriteResult is the outcome of one Write. Applied is true when the write
-// changed the counter; Duplicate when its request id had been seen and it
-// changed nothing. Error is set, in a batch of writes, on an item that
-// failed on its own (its counter is missing, say) while the others applied.
+// was committed (or, in async mode, accepted); Duplicate when its request
+// id had been seen and it changed nothing. On a member write, Member
+// echoes it and Changed says whether membership changed (an add of a
+// present member or a removal of an absent one changes nothing). Error is
+// set, in a batch of writes, on an item that failed on its own (its
+// counter is missing, say) while the others applied.
 type WriteResult struct {
 	Counter   string `json:"counter"`
 	Applied   bool   `json:"applied"`
 	Duplicate bool   `json:"duplicate,omitempty"`
-	Error     *Error `json:"error,omitempty"`
+	Member    string `json:"member,omitempty"`
+	Changed   *bool  `json:"changed,omitempty"`
+	// Value is the counter's value after the commit, when Write.WantValue
+	// asked for it.
+	Value *int64 `json:"value,omitempty"`
+	Error *Error `json:"error,omitempty"`
 }
 
-// CreateOptions choose a new counter's shard count: either Shards
-// directly, or the expected audience (FollowersCount and Visibility) from
-// which a ShardPolicy derives it, as seed 003 does. When none is set the
-// service's default shard count applies.
+// CreateOptions choose a new counter's spec. The shard count is Shards
+// directly, or derived from the expected audience (FollowersCount and
+// Visibility) by a ShardPolicy, as seed 003 does; when neither is set the
+// service's default shard count applies. Kind, Min, Max and Window are as
+// in Spec.
 type CreateOptions struct {
-	Shards         int    `json:"shards,omitempty"`
-	FollowersCount *int64 `json:"followers_count,omitempty"`
-	Visibility     string `json:"visibility,omitempty"` // "public" or "protected"
+	Shards         int     `json:"shards,omitempty"`
+	FollowersCount *int64  `json:"followers_count,omitempty"`
+	Visibility     string  `json:"visibility,omitempty"` // "public" or "protected"
+	Kind           Kind    `json:"kind,omitempty"`
+	Min            *int64  `json:"min,omitempty"`
+	Max            *int64  `json:"max,omitempty"`
+	Window         *Window `json:"window,omitempty"`
 }
 
-// ListOptions select a page of counters in id order.
+// ListOptions select a page of counters (or members) in byte order.
 type ListOptions struct {
-	Prefix string // only ids that start with Prefix
+	Prefix string // only ids that start with Prefix (counters only)
 	After  string // only ids greater than After; "" starts at the beginning
 	Limit  int    // at most this many; 0 means the service's default
 }
@@ -89,131 +189,34 @@ type CounterList struct {
 	Next     string
 }
 
-// CounterService is the counter API: the seed service's createCounter,
-// writeCounter and readCounter, plus resharding, deletion, listing and
-// batches. The engine implements it over a CounterStore, and the HTTP
-// client implements it over the network, so the CLI, tests and Go users
-// share one API. Implementations are safe for concurrent use.
-//
-// Every method returns *Error values: EINVALID for bad arguments,
-// ENOTFOUND, EEXISTS, EOUTOFRANGE, EUNAVAILABLE when the store cannot be
-// reached (nothing was applied), EINTERNAL otherwise.
-type CounterService interface {
-	// CreateCounter makes a counter whose shards all start at 0.
-	CreateCounter(ctx context.Context, id string, opts CreateOptions) (*Counter, error)
-	// ReadCounter returns the counter's value with the given consistency
-	// ("" means Strong).
-	ReadCounter(ctx context.Context, id string, c Consistency) (*Reading, error)
-	// WriteCounter adds w.Delta to w.Counter. A counter that does not exist
-	// is created with the default shard count when the service allows it.
-	WriteCounter(ctx context.Context, w Write) (*WriteResult, error)
-	// WriteBatch validates every write first (an invalid one fails the
-	// whole call, nothing applied), then applies them and returns one result
-	// per write, in order.
-	WriteBatch(ctx context.Context, ws []Write) ([]WriteResult, error)
-	// ReshardCounter changes the shard count and keeps the value exactly.
-	ReshardCounter(ctx context.Context, id string, shards int) (*Counter, error)
-	// DeleteCounter removes the counter, its shards and its request ids.
-	DeleteCounter(ctx context.Context, id string) error
-	// ListCounters returns a page of counters in id order.
-	ListCounters(ctx context.Context, opts ListOptions) (*CounterList, error)
+// MemberList is one page of a distinct counter's members, in byte order.
+// Next, when not empty, is the After value for the next page.
+type MemberList struct {
+	Members []string
+	Next    string
 }
 
-// Increment is one shard delta as a store applies it. The store adds Delta
-// to shard Pick mod n, where n is the counter's shard count at the moment
-// the increment is applied, so a concurrent reshard can never strand it on
-// a shard that no longer exists. Callers choose Pick uniformly at random
-// (the seed's random shard). For an increment with a RequestID the pick is
-// PickFor(Counter, RequestID), so every retry lands on the same shard: the
-// engine sets it so, and a store that keeps request ids beside their shard
-// (Redis Cluster) may ignore Pick and derive it itself.
-type Increment struct {
-	Counter   string
-	Delta     int64
-	Pick      uint64
-	RequestID string // optional; recorded atomically with the delta
+// Placement is the seed's shard-to-machine map of one counter: each
+// shard's value and the node that holds it.
+type Placement struct {
+	ID     string           `json:"id"`
+	Shards int              `json:"shards"`
+	AsOf   time.Time        `json:"as_of"`
+	Places []ShardPlacement `json:"placement"`
 }
 
-// Outcome is a store's result for one Increment. Err nil and Duplicate
-// false means applied.
-type Outcome struct {
-	Duplicate bool  // the (counter, request id) was recorded before; nothing applied
-	Err       error // this item was not applied (unless IsOutcomeUnknown(Err))
+// ShardPlacement is one shard of a Placement. Node names the machine that
+// holds it: a Redis master's address, host:port/db for PostgreSQL, the
+// file for bolt. Slot is the Redis Cluster hash slot, when there is one.
+type ShardPlacement struct {
+	Shard int    `json:"shard"`
+	Value int64  `json:"value"`
+	Node  string `json:"node"`
+	Slot  *int   `json:"slot,omitempty"`
 }
 
-// CounterStore is where counters live: metadata and shard values. It holds
-// storage only; coalescing, idempotency policy, rollups and the shard-count
-// policy live in the engine. Every store passes the storetest suite.
-// Implementations are safe for concurrent use, also by several processes
-// sharing one database.
-type CounterStore interface {
-	// CreateCounter records a counter with shards zero-valued shards.
-	// It returns ErrExists when the id is taken.
-	CreateCounter(ctx context.Context, id string, shards int) (*Counter, error)
-	// GetCounter returns the counter's metadata, or ErrNotFound.
-	GetCounter(ctx context.Context, id string) (*Counter, error)
-	// ListCounters returns up to limit counters whose ids start with prefix
-	// and sort after after, in byte order of id.
-	ListCounters(ctx context.Context, prefix, after string, limit int) ([]*Counter, error)
-	// DeleteCounter removes the counter, its shards and its request ids, or
-	// returns ErrNotFound.
-	DeleteCounter(ctx context.Context, id string) error
-
-	// ReadCounter returns the exact sum of the counter's shards taken in one
-	// consistent snapshot, as a Strong reading. When the sum does not fit in
-	// int64 it returns ErrOutOfRange, never a wrapped value.
-	ReadCounter(ctx context.Context, id string) (*Reading, error)
-	// ReadShards returns the counter and each shard's value, in shard
-	// order, from one consistent snapshot (for tests, debugging and admin).
-	ReadShards(ctx context.Context, id string) (*Counter, []int64, error)
-
-	// Add is the seed algorithm: one store write that adds delta to shard
-	// pick mod n of the counter. It is the baseline of every benchmark and
-	// the path with the least work per call. It returns ErrNotFound for an
-	// unknown counter and ErrOutOfRange when the shard would leave int64.
-	Add(ctx context.Context, id string, delta int64, pick uint64) error
-
-	// Apply applies a batch of increments and returns one Outcome per item,
-	// in order. Items whose Outcome.Err is nil are applied together in one
-	// atomic commit where the store can (one transaction); a store that can
-	// only commit part of a batch atomically (Redis Cluster: per slot)
-	// reports each item's own result, never a silent partial batch. Items
-	// on one counter apply in batch order.
-	//
-	// An item fails on its own with ErrNotFound (no such counter) or
-	// ErrOutOfRange (its shard would leave int64). An item whose
-	// (counter, request id) was recorded before, or earlier in the same
-	// batch, is a Duplicate and changes nothing.
-	//
-	// A non-nil error means the whole batch failed: nothing was applied,
-	// unless IsOutcomeUnknown(err), when all of it may have been.
-	Apply(ctx context.Context, incs []Increment) ([]Outcome, error)
-
-	// ReshardCounter changes the counter's shard count to shards, keeping
-	// its value exactly while writes go on. Shrinking folds each removed
-	// shard i into shard i mod shards in one atomic step; growing adds
-	// zero-valued shards.
-	ReshardCounter(ctx context.Context, id string, shards int) (*Counter, error)
-
-	// Ping checks that the store answers.
-	Ping(ctx context.Context) error
-	// Close releases the store's resources.
-	Close() error
-}
-
-// RequestIDExpirer is implemented by a CounterStore that forgets request
-// ids once they are older than a dedupe window, so that the ids of a busy
-// store do not grow without bound. Within the window a request id is
-// applied at most once; past it, the id may be recorded afresh. Stores
-// expire ids as a side effect of writes, in work proportional to them,
-// and do nothing while idle. The engine calls SetDedupeWindow once, before
-// its first write; a store's own default applies until then.
-type RequestIDExpirer interface {
-	SetDedupeWindow(d time.Duration)
-}
-
-// ValidateID checks a counter id or request id: 1–256 bytes of UTF-8 with
-// no control characters.
+// ValidateID checks a counter id, request id or member: 1–256 bytes of
+// UTF-8 with no control characters.
 func ValidateID(kind, id string) error {
 	switch {
 	case id == "":
@@ -239,12 +242,53 @@ func ValidateShards(n int) error {
 	return nil
 }
 
-// ValidateWrite checks a write as a client sent it.
+// ValidateSpec checks a counter's spec: the shard count, the kind, bounds
+// that hold the starting value 0, and the window. It leaves Kind "" alone
+// (it means KindSum).
+func ValidateSpec(s Spec) error {
+	if err := ValidateShards(s.Shards); err != nil {
+		return err
+	}
+	switch s.Kind {
+	case "", KindSum:
+	case KindDistinct:
+		if s.Bounded() || s.Window != nil {
+			return Errorf(EINVALID, "a distinct counter takes no min, max or window: its value is its member count")
+		}
+	default:
+		return Errorf(EINVALID, "kind %q is unknown: use sum or distinct", s.Kind)
+	}
+	if s.Min != nil && *s.Min > 0 {
+		return Errorf(EINVALID, "min %d is above 0, where a new counter starts: give min ≤ 0", *s.Min)
+	}
+	if s.Max != nil && *s.Max < 0 {
+		return Errorf(EINVALID, "max %d is below 0, where a new counter starts: give max ≥ 0", *s.Max)
+	}
+	if s.Window != nil {
+		return s.Window.Validate()
+	}
+	return nil
+}
+
+// ValidateWrite checks a write as a client sent it: a delta write has a
+// non-zero Delta and no member; a member write has a Member, Present set
+// and no Delta.
 func ValidateWrite(w Write) error {
 	if err := ValidateID("counter id", w.Counter); err != nil {
 		return err
 	}
-	if w.Delta == 0 {
+	switch {
+	case w.Member != "" || w.Present != nil:
+		if err := ValidateID("member", w.Member); err != nil {
+			return err
+		}
+		if w.Present == nil {
+			return Errorf(EINVALID, "a member write needs present: true to add the member, false to remove it")
+		}
+		if w.Delta != 0 {
+			return Errorf(EINVALID, "a member write takes no delta: give either delta or member and present")
+		}
+	case w.Delta == 0:
 		return Errorf(EINVALID, "delta is 0: give a non-zero amount")
 	}
 	if w.RequestID != "" {
@@ -253,10 +297,4 @@ func ValidateWrite(w Write) error {
 		}
 	}
 	return nil
-}
-
-// ValidateIncrement checks an increment as a store receives it; every
-// store refuses, as an item of its own, what this refuses.
-func ValidateIncrement(inc Increment) error {
-	return ValidateWrite(Write{Counter: inc.Counter, Delta: inc.Delta, RequestID: inc.RequestID})
 }

@@ -176,7 +176,7 @@ func decodeMeta(b []byte) (meta, error) {
 }
 
 func (m meta) counter(id string) *shardcounter.Counter {
-	return &shardcounter.Counter{ID: id, Shards: m.shards, CreatedAt: time.Unix(0, m.createdAt).UTC()}
+	return &shardcounter.Counter{ID: id, Spec: shardcounter.Spec{Shards: m.shards, Kind: shardcounter.KindSum}, CreatedAt: time.Unix(0, m.createdAt).UTC()}
 }
 
 // prefixKey returns "id 0x00", the prefix of the counter's shard and
@@ -261,13 +261,17 @@ func (s *CounterStore) view(ctx context.Context, fn func(*bbolt.Tx) error) error
 }
 
 // CreateCounter records a counter with shards zero-valued shards.
-func (s *CounterStore) CreateCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
+func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
 	}
-	if err := shardcounter.ValidateShards(shards); err != nil {
+	if err := shardcounter.ValidateSpec(spec); err != nil {
 		return nil, err
 	}
+	if err := unsupported(spec); err != nil {
+		return nil, err
+	}
+	shards := spec.Shards
 	m := meta{shards: shards, createdAt: s.Now().UnixNano()}
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketCounters)

@@ -104,7 +104,7 @@ func TestOpenPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.CreateCounter(ctx, "c", 2); err != nil {
+	if _, err := s.CreateCounter(ctx, "c", shardcounter.Spec{Shards: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Add(ctx, "c", 3, 1); err != nil {

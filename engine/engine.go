@@ -658,7 +658,7 @@ func (e *Engine) flush(b *batch) {
 		}
 		for _, id := range missing {
 			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.FlushTimeout)
-			_, err := e.store.CreateCounter(ctx, id, e.cfg.DefaultShards)
+			_, err := e.store.CreateCounter(ctx, id, shardcounter.Spec{Shards: e.cfg.DefaultShards})
 			cancel()
 			if err != nil && !errors.Is(err, shardcounter.ErrExists) {
 				for _, g := range retry {

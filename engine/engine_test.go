@@ -457,7 +457,7 @@ func TestCreateOptions(t *testing.T) {
 		{"TooManyShards", shardcounter.CreateOptions{Shards: 1025}, 0, shardcounter.EINVALID},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := e.CreateCounter(ctx, tc.name, tc.opts)
+			c, _, err := e.CreateCounter(ctx, tc.name, tc.opts)
 			if got := shardcounter.ErrorCode(err); got != tc.code {
 				t.Fatalf("CreateCounter(%+v) error %v, want code %q", tc.opts, err, tc.code)
 			}
@@ -484,7 +484,7 @@ func TestList(t *testing.T) {
 	e := MustNew(t, MustOpenStore(t), engine.Config{})
 	ctx := context.Background()
 	for _, id := range []string{"a/1", "a/2", "a/3", "b/1"} {
-		if _, err := e.CreateCounter(ctx, id, shardcounter.CreateOptions{Shards: 1}); err != nil {
+		if _, _, err := e.CreateCounter(ctx, id, shardcounter.CreateOptions{Shards: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -27,7 +27,7 @@ func Example() {
 	svc := engine.New(store, engine.Config{})
 	defer svc.Close(ctx) // commits queued writes
 
-	if _, err := svc.CreateCounter(ctx, "likes", shardcounter.CreateOptions{Shards: 16}); err != nil {
+	if _, _, err := svc.CreateCounter(ctx, "likes", shardcounter.CreateOptions{Shards: 16}); err != nil {
 		log.Fatal(err)
 	}
 	for range 3 {

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -16,30 +18,68 @@ type cachedReading struct {
 }
 
 // CreateCounter creates a counter with opts.Shards shards, or with the
-// policy's count for opts.FollowersCount, or with the default count.
-func (e *Engine) CreateCounter(ctx context.Context, id string, opts shardcounter.CreateOptions) (*shardcounter.Counter, error) {
+// policy's count for opts.FollowersCount, or with the default count, and
+// the kind, bounds and window of opts. When the counter exists with the
+// same spec it returns it with created false, so a retried create
+// succeeds; with another spec it returns ErrExists.
+func (e *Engine) CreateCounter(ctx context.Context, id string, opts shardcounter.CreateOptions) (*shardcounter.Counter, bool, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	shards := opts.Shards
 	switch {
 	case shards != 0 && (opts.FollowersCount != nil || opts.Visibility != ""):
-		return nil, shardcounter.Errorf(shardcounter.EINVALID, "give either shards or followers_count and visibility, not both")
+		return nil, false, shardcounter.Errorf(shardcounter.EINVALID, "give either shards or followers_count and visibility, not both")
 	case opts.FollowersCount != nil:
 		n, err := e.cfg.Policy(*opts.FollowersCount, opts.Visibility)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		shards = n
 	case opts.Visibility != "":
-		return nil, shardcounter.Errorf(shardcounter.EINVALID, "visibility needs followers_count: give both, or shards")
+		return nil, false, shardcounter.Errorf(shardcounter.EINVALID, "visibility needs followers_count: give both, or shards")
 	case shards == 0:
 		shards = e.cfg.DefaultShards
 	}
-	if err := shardcounter.ValidateShards(shards); err != nil {
-		return nil, err
+	spec := shardcounter.Spec{Shards: shards, Kind: opts.Kind, Min: opts.Min, Max: opts.Max, Window: opts.Window}
+	if spec.Kind == "" {
+		spec.Kind = shardcounter.KindSum
 	}
-	return e.store.CreateCounter(ctx, id, shards)
+	if err := shardcounter.ValidateSpec(spec); err != nil {
+		return nil, false, err
+	}
+	c, err := e.store.CreateCounter(ctx, id, spec)
+	if err == nil {
+		return c, true, nil
+	}
+	if !errors.Is(err, shardcounter.ErrExists) {
+		return nil, false, err
+	}
+	old, gerr := e.store.GetCounter(ctx, id)
+	switch {
+	case errors.Is(gerr, shardcounter.ErrNotFound):
+		return nil, false, err // deleted in between: the conflict stands
+	case gerr != nil:
+		return nil, false, gerr
+	case !old.Spec.Equal(spec):
+		return nil, false, shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists with other options (%s): delete it first, or create it with the same options", id, describeSpec(old.Spec))
+	}
+	return old, false, nil
+}
+
+// describeSpec says what a counter was created with, for error messages.
+func describeSpec(s shardcounter.Spec) string {
+	d := fmt.Sprintf("kind %s, %d shards", s.Kind, s.Shards)
+	if s.Min != nil {
+		d += fmt.Sprintf(", min %d", *s.Min)
+	}
+	if s.Max != nil {
+		d += fmt.Sprintf(", max %d", *s.Max)
+	}
+	if s.Window != nil {
+		d += fmt.Sprintf(", window %s:%s", s.Window.Bucket, s.Window.Retention)
+	}
+	return d
 }
 
 // ReadCounter returns the counter's value. A Strong reading comes from the

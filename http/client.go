@@ -51,20 +51,24 @@ var defaultHTTPClient = func() *http.Client {
 	return &http.Client{Timeout: 30 * time.Second, Transport: t}
 }()
 
-// CreateCounter implements shardcounter.CounterService.
-func (c *Client) CreateCounter(ctx context.Context, id string, opts shardcounter.CreateOptions) (*shardcounter.Counter, error) {
+// CreateCounter implements shardcounter.CounterService. The server
+// answers 201 for a new counter and 200 for an existing one with the same
+// options.
+func (c *Client) CreateCounter(ctx context.Context, id string, opts shardcounter.CreateOptions) (*shardcounter.Counter, bool, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	req := CreateRequest{FollowersCount: opts.FollowersCount, Visibility: opts.Visibility}
+	req := CreateRequest{FollowersCount: opts.FollowersCount, Visibility: opts.Visibility,
+		Kind: opts.Kind, Min: opts.Min, Max: opts.Max, Window: opts.Window}
 	if opts.Shards != 0 {
 		req.Shards = &opts.Shards
 	}
 	var counter shardcounter.Counter
-	if err := c.do(ctx, http.MethodPut, counterPath(id), nil, req, &counter, false); err != nil {
-		return nil, err
+	status, err := c.send(ctx, http.MethodPut, counterPath(id), nil, req, &counter, false)
+	if err != nil {
+		return nil, false, err
 	}
-	return &counter, nil
+	return &counter, status == http.StatusCreated, nil
 }
 
 // ReadCounter implements shardcounter.CounterService.
@@ -205,6 +209,12 @@ func counterPath(id string) string {
 // a 2xx reply into out (if not nil). write marks requests that change
 // data, whose failures in transit leave the outcome unknown.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any, write bool) error {
+	_, err := c.send(ctx, method, path, q, in, out, write)
+	return err
+}
+
+// send is do that also returns the reply's status code.
+func (c *Client) send(ctx context.Context, method, path string, q url.Values, in, out any, write bool) (int, error) {
 	base := strings.TrimRight(c.URL, "/")
 	u := base + path
 	if len(q) > 0 {
@@ -214,13 +224,13 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return fmt.Errorf("encoding %s %s: %w", method, path, err)
+			return 0, fmt.Errorf("encoding %s %s: %w", method, path, err)
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return shardcounter.Errorf(shardcounter.EINVALID, "server URL %q is not usable: %v", c.URL, err)
+		return 0, shardcounter.Errorf(shardcounter.EINVALID, "server URL %q is not usable: %v", c.URL, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	if in != nil {
@@ -243,24 +253,24 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 			if write {
 				code = shardcounter.EINTERNAL
 			}
-			return &shardcounter.Error{Code: code, OutcomeUnknown: write,
+			return 0, &shardcounter.Error{Code: code, OutcomeUnknown: write,
 				Message: fmt.Sprintf("%s %s: gave up before the server replied (%v)", method, path, context.Cause(ctx))}
 		}
-		return transportError(c.URL, err, write)
+		return 0, transportError(c.URL, err, write)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return responseError(resp, write)
+		return resp.StatusCode, responseError(resp, write)
 	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16)) // so the connection is reused
-		return nil
+		return resp.StatusCode, nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: write,
+		return resp.StatusCode, &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: write,
 			Message: fmt.Sprintf("reply to %s %s cannot be decoded: %v", method, path, err)}
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // transportError classifies a failure to get any reply. A request that

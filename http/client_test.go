@@ -20,7 +20,7 @@ func TestClient(t *testing.T) {
 	e := MustServe(t, EnvOptions{})
 	c := e.Client
 
-	created, err := c.CreateCounter(ctx, "likes/post 1", shardcounter.CreateOptions{Shards: 4})
+	created, _, err := c.CreateCounter(ctx, "likes/post 1", shardcounter.CreateOptions{Shards: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestClientErrors(t *testing.T) {
 	if err := json.Unmarshal(raw.Body, &body); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.Client.CreateCounter(ctx, "exists", shardcounter.CreateOptions{})
+	_, _, err := e.Client.CreateCounter(ctx, "exists", shardcounter.CreateOptions{})
 	var se *shardcounter.Error
 	if !errors.As(err, &se) || se.Code != body.Error.Code || se.Message != body.Error.Message {
 		t.Fatalf("client error %#v, want code %q message %q", err, body.Error.Code, body.Error.Message)
@@ -112,9 +112,9 @@ func TestClientErrors(t *testing.T) {
 	}
 	t.Run("ErrInvalid", func(t *testing.T) {
 		for _, err := range []error{
-			func() error { _, err := e.Client.CreateCounter(ctx, "", shardcounter.CreateOptions{}); return err }(),
+			func() error { _, _, err := e.Client.CreateCounter(ctx, "", shardcounter.CreateOptions{}); return err }(),
 			func() error {
-				_, err := e.Client.CreateCounter(ctx, "x", shardcounter.CreateOptions{Shards: 2000})
+				_, _, err := e.Client.CreateCounter(ctx, "x", shardcounter.CreateOptions{Shards: 2000})
 				return err
 			}(),
 			func() error {

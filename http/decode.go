@@ -61,6 +61,7 @@ func decodeCreate(body []byte) (shardcounter.CreateOptions, error) {
 	}
 	opts.FollowersCount = req.FollowersCount
 	opts.Visibility = req.Visibility
+	opts.Kind, opts.Min, opts.Max, opts.Window = req.Kind, req.Min, req.Max, req.Window
 	return opts, nil
 }
 

@@ -30,7 +30,7 @@ func ExampleClient() {
 	defer ts.Close()
 
 	var svc shardcounter.CounterService = shttp.NewClient(ts.URL)
-	if _, err := svc.CreateCounter(ctx, "likes", shardcounter.CreateOptions{Shards: 8}); err != nil {
+	if _, _, err := svc.CreateCounter(ctx, "likes", shardcounter.CreateOptions{Shards: 8}); err != nil {
 		panic(err)
 	}
 	for range 3 {
@@ -39,7 +39,7 @@ func ExampleClient() {
 	r, _ := svc.ReadCounter(ctx, "likes", shardcounter.Strong)
 	fmt.Println(r.Value, r.Shards)
 
-	_, err = svc.CreateCounter(ctx, "likes", shardcounter.CreateOptions{})
+	_, _, err = svc.CreateCounter(ctx, "likes", shardcounter.CreateOptions{})
 	fmt.Println(shardcounter.ErrorCode(err))
 	// Output:
 	// 42 8

@@ -81,9 +81,13 @@ type WritesResponse struct {
 // absent field from a zero one, so that {"shards":0} is refused rather
 // than taken for "use the default".
 type CreateRequest struct {
-	Shards         *int   `json:"shards,omitempty"`
-	FollowersCount *int64 `json:"followers_count,omitempty"`
-	Visibility     string `json:"visibility,omitempty"`
+	Shards         *int                 `json:"shards,omitempty"`
+	FollowersCount *int64               `json:"followers_count,omitempty"`
+	Visibility     string               `json:"visibility,omitempty"`
+	Kind           shardcounter.Kind    `json:"kind,omitempty"`
+	Min            *int64               `json:"min,omitempty"`
+	Max            *int64               `json:"max,omitempty"`
+	Window         *shardcounter.Window `json:"window,omitempty"`
 }
 
 // WriteRequest is the body of POST /v1/counters/{id}/increment and

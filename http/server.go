@@ -486,13 +486,16 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		opts, err = decodeCreate(body)
 	}
 	var c *shardcounter.Counter
+	created := false
 	if err == nil {
-		c, err = s.svc.CreateCounter(r.Context(), id, opts)
+		c, created, err = s.svc.CreateCounter(r.Context(), id, opts)
 	}
-	if err == nil {
+	status := http.StatusOK // the counter existed with these options: a retry
+	if err == nil && created {
+		status = http.StatusCreated
 		w.Header().Set("Location", "/v1/counters/"+EscapeID(c.ID))
 	}
-	s.reply(w, r, http.StatusCreated, c, err)
+	s.reply(w, r, status, c, err)
 }
 
 // GET /v1/counters/{id}?consistency=strong|cached

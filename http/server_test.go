@@ -174,7 +174,7 @@ func (r Reply) MustError(tb testing.TB, status int, code string) string {
 // MustCreate creates a counter through the API.
 func (e *Env) MustCreate(tb testing.TB, id string, shards int) {
 	tb.Helper()
-	if _, err := e.Client.CreateCounter(context.Background(), id, shardcounter.CreateOptions{Shards: shards}); err != nil {
+	if _, _, err := e.Client.CreateCounter(context.Background(), id, shardcounter.CreateOptions{Shards: shards}); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -62,8 +62,8 @@ func (s *store) count(op string, err error) {
 	}
 }
 
-func (s *store) CreateCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
-	c, err := s.CounterStore.CreateCounter(ctx, id, shards)
+func (s *store) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
+	c, err := s.CounterStore.CreateCounter(ctx, id, spec)
 	s.count("create", err)
 	return c, err
 }
@@ -96,6 +96,42 @@ func (s *store) ReadShards(ctx context.Context, id string) (*shardcounter.Counte
 	c, v, err := s.CounterStore.ReadShards(ctx, id)
 	s.count("read_shards", err)
 	return c, v, err
+}
+
+func (s *store) ReadCounters(ctx context.Context, ids []string) ([]*shardcounter.Reading, error) {
+	rs, err := s.CounterStore.ReadCounters(ctx, ids)
+	s.count("read_batch", err)
+	return rs, err
+}
+
+func (s *store) Placement(ctx context.Context, id string) (*shardcounter.Placement, error) {
+	p, err := s.CounterStore.Placement(ctx, id)
+	s.count("placement", err)
+	return p, err
+}
+
+func (s *store) ReadWindow(ctx context.Context, id string, from, to time.Time) (*shardcounter.Reading, error) {
+	r, err := s.CounterStore.ReadWindow(ctx, id, from, to)
+	s.count("read_window", err)
+	return r, err
+}
+
+func (s *store) ReadSeries(ctx context.Context, id string, from, to time.Time) ([]shardcounter.Bucket, error) {
+	bs, err := s.CounterStore.ReadSeries(ctx, id, from, to)
+	s.count("read_series", err)
+	return bs, err
+}
+
+func (s *store) IsMember(ctx context.Context, id, member string) (bool, error) {
+	ok, err := s.CounterStore.IsMember(ctx, id, member)
+	s.count("is_member", err)
+	return ok, err
+}
+
+func (s *store) ListMembers(ctx context.Context, id, after string, limit int) ([]string, error) {
+	ms, err := s.CounterStore.ListMembers(ctx, id, after, limit)
+	s.count("list_members", err)
+	return ms, err
 }
 
 func (s *store) Add(ctx context.Context, id string, delta int64, pick uint64) error {

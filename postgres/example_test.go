@@ -31,7 +31,7 @@ func ExampleCounterStore_AddTx() {
 		post text, user_id text, PRIMARY KEY (post, user_id))`); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := store.CreateCounter(ctx, "post/42/likes", 16); err != nil && !errors.Is(err, shardcounter.ErrExists) {
+	if _, err := store.CreateCounter(ctx, "post/42/likes", shardcounter.Spec{Shards: 16}); err != nil && !errors.Is(err, shardcounter.ErrExists) {
 		log.Fatal(err)
 	}
 

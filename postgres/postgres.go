@@ -180,13 +180,17 @@ func (s *CounterStore) Ping(ctx context.Context) error {
 }
 
 // CreateCounter creates the counter and its shard rows in one statement.
-func (s *CounterStore) CreateCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
+func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
 	}
-	if err := shardcounter.ValidateShards(shards); err != nil {
+	if err := shardcounter.ValidateSpec(spec); err != nil {
 		return nil, err
 	}
+	if err := unsupported(spec); err != nil {
+		return nil, err
+	}
+	shards := spec.Shards
 	var created time.Time
 	err := s.pool.QueryRow(ctx, `
 WITH c AS (
@@ -204,7 +208,7 @@ SELECT created_at FROM c`, id, shards).Scan(&created)
 	if err != nil {
 		return nil, mapError("create counter", err, atCommit)
 	}
-	return &shardcounter.Counter{ID: id, Shards: shards, CreatedAt: created.UTC()}, nil
+	return &shardcounter.Counter{ID: id, Spec: shardcounter.Spec{Shards: shards, Kind: shardcounter.KindSum}, CreatedAt: created.UTC()}, nil
 }
 
 // GetCounter returns the counter's metadata.
@@ -212,7 +216,7 @@ func (s *CounterStore) GetCounter(ctx context.Context, id string) (*shardcounter
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
 	}
-	c := &shardcounter.Counter{ID: id}
+	c := &shardcounter.Counter{ID: id, Spec: shardcounter.Spec{Kind: shardcounter.KindSum}}
 	err := s.pool.QueryRow(ctx, "SELECT shards, created_at FROM shardcounter.counters WHERE id = $1", id).
 		Scan(&c.Shards, &c.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -329,7 +333,7 @@ func (s *CounterStore) ReadShards(ctx context.Context, id string) (*shardcounter
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, nil, err
 	}
-	c := &shardcounter.Counter{ID: id}
+	c := &shardcounter.Counter{ID: id, Spec: shardcounter.Spec{Kind: shardcounter.KindSum}}
 	var values []int64
 	err := s.pool.QueryRow(ctx, `
 SELECT c.shards, c.created_at, array(

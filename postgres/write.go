@@ -109,7 +109,7 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 	if err := shardcounter.ValidateShards(shards); err != nil {
 		return nil, err
 	}
-	c := &shardcounter.Counter{ID: id, Shards: shards}
+	c := &shardcounter.Counter{ID: id, Spec: shardcounter.Spec{Shards: shards, Kind: shardcounter.KindSum}}
 	err := s.inTx(ctx, "reshard counter", func(tx pgx.Tx) error {
 		// FOR NO KEY UPDATE, not FOR UPDATE: batches that record request
 		// ids take KEY SHARE locks on the counter row (the foreign key)

@@ -40,7 +40,7 @@ func TestSpread(t *testing.T) {
 	for n := range 5 {
 		id := fmt.Sprintf("%s%s/%d", t.Name(), runID(), n)
 		storetest.MustCreate(t, s, id, 16)
-		ps, err := s.Placement(ctx, id)
+		ps, err := s.ShardKeys(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestMasterDown(t *testing.T) {
 				continue
 			}
 			storetest.MustCreate(t, s, id, 1)
-			ps, err := s.Placement(ctx, id)
+			ps, err := s.ShardKeys(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +111,7 @@ func TestMasterDown(t *testing.T) {
 		}
 	}
 	storetest.MustCreate(t, s, wide, 16)
-	ps, err := s.Placement(ctx, wide)
+	ps, err := s.ShardKeys(ctx, wide)
 	if err != nil {
 		t.Fatal(err)
 	}

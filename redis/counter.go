@@ -21,13 +21,17 @@ var errStale = errors.New("redis: stale layout")
 // shard keys are written first and the metadata last, in one script that
 // fails when the id is taken, so a counter is never visible without its
 // shards; a crash in between leaves only unreachable keys behind.
-func (s *CounterStore) CreateCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
+func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
 	}
-	if err := shardcounter.ValidateShards(shards); err != nil {
+	if err := shardcounter.ValidateSpec(spec); err != nil {
 		return nil, err
 	}
+	if err := unsupported(spec); err != nil {
+		return nil, err
+	}
+	shards := spec.Shards
 	// The index entry first: an entry without metadata is skipped by
 	// ListCounters, while metadata without an entry would hide a counter.
 	if err := s.client.ZAddNX(ctx, indexKey(s.prefix), goredis.Z{Member: id}).Err(); err != nil {

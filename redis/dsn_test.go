@@ -119,7 +119,7 @@ func TestServerDown(t *testing.T) {
 	ctx := context.Background()
 	s := MustOpen(t, serverDSN(srv))
 	id := t.Name() + runID()
-	if _, err := s.CreateCounter(ctx, id, 4); err != nil {
+	if _, err := s.CreateCounter(ctx, id, shardcounter.Spec{Shards: 4}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Kill()

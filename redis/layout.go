@@ -65,7 +65,7 @@ type layout struct {
 func (l *layout) ep() string { return strconv.FormatInt(l.epoch, 10) }
 
 func (l *layout) counter() *shardcounter.Counter {
-	return &shardcounter.Counter{ID: l.id, Shards: l.n, CreatedAt: l.created}
+	return &shardcounter.Counter{ID: l.id, Spec: shardcounter.Spec{Shards: l.n, Kind: shardcounter.KindSum}, CreatedAt: l.created}
 }
 
 // parseLayout reads metadata fields; an empty map is a missing counter.

@@ -15,11 +15,11 @@ type ShardPlacement struct {
 	Node  string `json:"node"` // address of the master serving the slot; the server's address on a single server
 }
 
-// Placement returns where each shard of the counter lives, in shard order.
+// ShardKeys returns where each shard of the counter lives, in shard order.
 // On a cluster the node of each slot comes from CLUSTER SLOTS, asked at the
 // time of the call, so it follows failovers and slot migrations; a slot no
 // master serves has Node "". On a single server every shard is on it.
-func (s *CounterStore) Placement(ctx context.Context, id string) ([]ShardPlacement, error) {
+func (s *CounterStore) ShardKeys(ctx context.Context, id string) ([]ShardPlacement, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func RunCounterStore(t *testing.T, open OpenFunc) {
 // MustCreate creates a counter or fails the test.
 func MustCreate(tb testing.TB, s shardcounter.CounterStore, id string, shards int) *shardcounter.Counter {
 	tb.Helper()
-	c, err := s.CreateCounter(context.Background(), id, shards)
+	c, err := s.CreateCounter(context.Background(), id, shardcounter.Spec{Shards: shards})
 	if err != nil {
 		tb.Fatalf("CreateCounter(%q, %d): %v", id, shards, err)
 	}
@@ -153,7 +153,7 @@ func testCreate(t *testing.T, s shardcounter.CounterStore) {
 		if err := s.Add(ctx, id, 3, 0); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.CreateCounter(ctx, id, 4)
+		_, err := s.CreateCounter(ctx, id, shardcounter.Spec{Shards: 4})
 		wantCode(t, "second CreateCounter", err, shardcounter.EEXISTS)
 		if !errors.Is(err, shardcounter.ErrExists) {
 			t.Fatalf("errors.Is(%v, ErrExists) = false", err)
@@ -225,11 +225,11 @@ func testInvalid(t *testing.T, s shardcounter.CounterStore) {
 	ctx := context.Background()
 	id := prefix(t) + "c"
 	for _, n := range []int{0, -1, shardcounter.MaxShards + 1} {
-		_, err := s.CreateCounter(ctx, id, n)
+		_, err := s.CreateCounter(ctx, id, shardcounter.Spec{Shards: n})
 		wantCode(t, fmt.Sprintf("CreateCounter with %d shards", n), err, shardcounter.EINVALID)
 	}
 	for _, bad := range []string{"", strings.Repeat("x", shardcounter.MaxIDLen+1), "a\x00b", "a\nb", "\xff\xfe"} {
-		_, err := s.CreateCounter(ctx, bad, 1)
+		_, err := s.CreateCounter(ctx, bad, shardcounter.Spec{Shards: 1})
 		wantCode(t, fmt.Sprintf("CreateCounter(%q)", bad), err, shardcounter.EINVALID)
 	}
 	if _, err := s.GetCounter(ctx, id); shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {

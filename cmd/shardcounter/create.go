@@ -35,13 +35,17 @@ func (c *createCommand) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	counter, err := client.CreateCounter(ctx, id, shardcounter.CreateOptions{Shards: c.shards})
+	counter, created, err := client.CreateCounter(ctx, id, shardcounter.CreateOptions{Shards: c.shards})
 	if err != nil {
 		return err
 	}
 	if c.json {
 		return c.printJSON(counter)
 	}
-	_, err = fmt.Fprintf(c.m.Stdout, "created %s with %d shards\n", counter.ID, counter.Shards)
+	verb := "created %s with %d shards\n"
+	if !created {
+		verb = "%s already exists with %d shards\n"
+	}
+	_, err = fmt.Fprintf(c.m.Stdout, verb, counter.ID, counter.Shards)
 	return err
 }

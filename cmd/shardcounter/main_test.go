@@ -275,11 +275,12 @@ func TestClientCommands(t *testing.T) {
 		Counters []struct {
 			ID        string `json:"id"`
 			Shards    int    `json:"shards"`
+			Kind      string `json:"kind"`
 			CreatedAt string `json:"created_at"`
 		} `json:"counters"`
 	}
 	mustJSON(t, Run(t, dir, env, "list", "--prefix", "li", "--json").MustOK(t), &page)
-	if len(page.Counters) != 1 || page.Counters[0].ID != "likes" || page.Counters[0].Shards != 32 {
+	if len(page.Counters) != 1 || page.Counters[0].ID != "likes" || page.Counters[0].Shards != 32 || page.Counters[0].Kind != "sum" {
 		t.Fatalf("list --prefix li --json gave %+v", page)
 	}
 	mustJSON(t, Run(t, dir, env, "list", "--limit", "2", "--json").MustOK(t), &page)
@@ -294,7 +295,13 @@ func TestClientCommands(t *testing.T) {
 	if !strings.Contains(msg, "not_found") {
 		t.Fatalf("get after delete: %q", msg)
 	}
-	Run(t, dir, env, "create", "views").MustFail(t, 1)
+	// A create retried with the same options succeeds; other options conflict.
+	if got := Run(t, dir, env, "create", "views").MustOK(t); got != "views already exists with 16 shards\n" {
+		t.Fatalf("create of an existing counter printed %q", got)
+	}
+	if msg := Run(t, dir, env, "create", "views", "--shards", "3").MustFail(t, 1); !strings.Contains(msg, "already_exists") {
+		t.Fatalf("create with other options: %q", msg)
+	}
 
 	// --server wins over SHARDCOUNTER_SERVER.
 	Run(t, dir, []string{"SHARDCOUNTER_SERVER=http://127.0.0.1:1"}, "get", "views", "--server", s.URL).MustOK(t)

@@ -98,7 +98,7 @@ func (s *httpService) read(ctx context.Context, id string, c shardcounter.Consis
 }
 
 func (s *httpService) create(ctx context.Context, id string, shards int) error {
-	_, err := s.client.CreateCounter(ctx, id, shardcounter.CreateOptions{Shards: shards})
+	_, _, err := s.client.CreateCounter(ctx, id, shardcounter.CreateOptions{Shards: shards})
 	return err
 }
 

@@ -38,7 +38,7 @@ func (s naiveService) read(ctx context.Context, id string, _ shardcounter.Consis
 }
 
 func (s naiveService) create(ctx context.Context, id string, shards int) error {
-	_, err := s.store.CreateCounter(ctx, id, shards)
+	_, err := s.store.CreateCounter(ctx, id, shardcounter.Spec{Shards: shards})
 	return err
 }
 

@@ -1,0 +1,179 @@
+package shardcounter
+
+import (
+	"context"
+	"time"
+)
+
+// Increment is one item of a batch as a store applies it.
+//
+// On a sum counter the store adds Delta to shard Pick mod n, where n is
+// the counter's shard count at the moment the increment is applied, so a
+// concurrent reshard can never strand it on a shard that no longer
+// exists. Callers choose Pick uniformly at random (the seed's random
+// shard). For an increment with a RequestID the pick is
+// shard.PickFor(Counter, RequestID), so every retry lands on the same
+// shard: the engine sets it so, and a store that keeps request ids beside
+// their shard (Redis Cluster) may ignore Pick and derive it itself.
+//
+// On a distinct counter Member is set and Delta is +1 (add the member) or
+// −1 (remove it); the store ignores Pick and uses shard
+// shard.ForMember(Member) mod n, so a member is always on one shard and its
+// presence and the shard's count change in one atomic step.
+type Increment struct {
+	Counter   string
+	Delta     int64
+	Pick      uint64
+	RequestID string // optional; recorded atomically with the delta
+	Member    string // distinct counters: the member added or removed
+
+	// Create, when set, creates the counter with this spec if it does not
+	// exist, in the same commit as the increment: a first write costs no
+	// separate round trip. Without it a missing counter is ErrNotFound.
+	Create *Spec
+}
+
+// Outcome is a store's result for one Increment. Err nil and Duplicate
+// false means applied.
+type Outcome struct {
+	Duplicate bool // the (counter, request id) was recorded before; nothing applied
+	// Unchanged is set on a member increment that changed nothing: an add
+	// of a present member or a removal of an absent one. It was applied
+	// (its request id, if any, is recorded).
+	Unchanged bool
+	Err       error // this item was not applied (unless IsOutcomeUnknown(Err))
+}
+
+// CounterStore is where counters live: metadata, shard values, members
+// and time buckets. It holds storage only; coalescing, idempotency policy,
+// rollups and the shard-count policy live in the engine. Every store
+// passes the storetest suite. Implementations are safe for concurrent
+// use, also by several processes sharing one database.
+//
+// Time-dependent behaviour (window buckets, request-id expiry) follows the
+// store's clock: an injected Options.Now where the store has one, the
+// database's clock otherwise.
+type CounterStore interface {
+	// CreateCounter records a counter with spec.Shards zero-valued shards.
+	// It returns ErrExists when the id is taken, and ErrInvalid for a spec
+	// that ValidateSpec refuses.
+	CreateCounter(ctx context.Context, id string, spec Spec) (*Counter, error)
+	// GetCounter returns the counter's metadata, or ErrNotFound.
+	GetCounter(ctx context.Context, id string) (*Counter, error)
+	// ListCounters returns up to limit counters whose ids start with prefix
+	// and sort after after, in byte order of id.
+	ListCounters(ctx context.Context, prefix, after string, limit int) ([]*Counter, error)
+	// DeleteCounter removes the counter, its shards, members, buckets and
+	// request ids, or returns ErrNotFound.
+	DeleteCounter(ctx context.Context, id string) error
+
+	// ReadCounter returns the exact sum of the counter's shards as a
+	// Strong reading: linearizable, a value the counter held at some
+	// moment during the call. When the sum does not fit in int64 it
+	// returns ErrOutOfRange, never a wrapped value.
+	ReadCounter(ctx context.Context, id string) (*Reading, error)
+	// ReadCounters reads many counters as ReadCounter does, one Reading
+	// per id in order, nil for a counter that does not exist; from one
+	// consistent snapshot where the store has one, in one round trip per
+	// store node.
+	ReadCounters(ctx context.Context, ids []string) ([]*Reading, error)
+	// ReadShards returns the counter and each shard's value, in shard
+	// order, from one consistent snapshot (for tests, debugging and admin).
+	ReadShards(ctx context.Context, id string) (*Counter, []int64, error)
+	// Placement returns each shard's value and the node holding it.
+	Placement(ctx context.Context, id string) (*Placement, error)
+
+	// ReadWindow returns the sum of a windowed counter's buckets whose
+	// start lies in [from, to), with Reading.Window set to that interval.
+	// A counter without a window is ErrInvalid.
+	ReadWindow(ctx context.Context, id string, from, to time.Time) (*Reading, error)
+	// ReadSeries returns a windowed counter's non-zero buckets whose start
+	// lies in [from, to), at the counter's own bucket width, oldest first.
+	ReadSeries(ctx context.Context, id string, from, to time.Time) ([]Bucket, error)
+
+	// IsMember reports whether member is in a distinct counter. A sum
+	// counter is ErrInvalid.
+	IsMember(ctx context.Context, id, member string) (bool, error)
+	// ListMembers returns up to limit members of a distinct counter that
+	// sort after after, in byte order.
+	ListMembers(ctx context.Context, id, after string, limit int) ([]string, error)
+
+	// Add is the seed algorithm: one store write that adds delta to shard
+	// pick mod n of a sum counter. It is the baseline of every benchmark
+	// and the path with the least work per call. It returns ErrNotFound
+	// for an unknown counter and ErrOutOfRange when the counter's total
+	// would leave int64 or its bounds.
+	Add(ctx context.Context, id string, delta int64, pick uint64) error
+
+	// Apply applies a batch of increments and returns one Outcome per item,
+	// in order. Items whose Outcome.Err is nil are applied together in one
+	// atomic commit where the store can (one transaction); a store that can
+	// only commit part of a batch atomically (Redis Cluster: per slot)
+	// reports each item's own result, never a silent partial batch. Items
+	// on one counter apply in batch order.
+	//
+	// An item fails on its own with ErrNotFound (no such counter, and no
+	// Create), ErrInvalid (a member item on a sum counter or a delta item
+	// on a distinct one) or ErrOutOfRange (the counter's total would leave
+	// int64, or its Min and Max). An item whose (counter, request id) was
+	// recorded before, or earlier in the same batch, is a Duplicate and
+	// changes nothing. Every applied item on a windowed counter also adds
+	// its delta to the bucket of the commit time, and the store removes
+	// buckets past the counter's retention in work proportional to the
+	// batch.
+	//
+	// A non-nil error means the whole batch failed: nothing was applied,
+	// unless IsOutcomeUnknown(err), when all of it may have been.
+	Apply(ctx context.Context, incs []Increment) ([]Outcome, error)
+
+	// ReshardCounter changes the counter's shard count to shards, keeping
+	// its value (and its members, and its buckets' sums) exactly while
+	// writes go on. Shrinking folds each removed shard i into shard
+	// i mod shards in one atomic step; growing adds zero-valued shards.
+	ReshardCounter(ctx context.Context, id string, shards int) (*Counter, error)
+
+	// Ping checks that the store answers.
+	Ping(ctx context.Context) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// RequestIDExpirer is implemented by a CounterStore that forgets request
+// ids once they are older than a dedupe window, so that the ids of a busy
+// store do not grow without bound. Within the window a request id is
+// applied at most once; past it, the id may be recorded afresh. Stores
+// expire ids as a side effect of writes, in work proportional to them,
+// and do nothing while idle. The engine calls SetDedupeWindow once, before
+// its first write; a store's own default applies until then.
+type RequestIDExpirer interface {
+	SetDedupeWindow(d time.Duration)
+}
+
+// ValidateIncrement checks an increment as a store receives it; every
+// store refuses, as an item of its own, what this refuses.
+func ValidateIncrement(inc Increment) error {
+	if inc.Member != "" {
+		if inc.Delta != 1 && inc.Delta != -1 {
+			return Errorf(EINVALID, "a member increment has delta 1 (add) or -1 (remove), not %d", inc.Delta)
+		}
+		if err := ValidateID("member", inc.Member); err != nil {
+			return err
+		}
+	} else if inc.Delta == 0 {
+		return Errorf(EINVALID, "delta is 0: give a non-zero amount")
+	}
+	if err := ValidateID("counter id", inc.Counter); err != nil {
+		return err
+	}
+	if inc.RequestID != "" {
+		if err := ValidateID("request id", inc.RequestID); err != nil {
+			return err
+		}
+	}
+	if inc.Create != nil {
+		if err := ValidateSpec(*inc.Create); err != nil {
+			return err
+		}
+	}
+	return nil
+}
