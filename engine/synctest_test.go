@@ -269,15 +269,15 @@ func TestCachedReadStaleness(t *testing.T) {
 					}
 					return r
 				}
-				settle := func() { time.Sleep(tc.cfg.FlushInterval); synctest.Wait() }
+				waitFlushed := func() { time.Sleep(tc.cfg.FlushInterval); synctest.Wait() }
 				mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 5})
-				settle()
+				waitFlushed()
 				first := cached()
 				if first.Value != 5 || !first.AsOf.Equal(time.Now()) {
 					t.Fatalf("first cached read = %+v at %v, want a fresh 5", first, time.Now())
 				}
 				mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 5})
-				settle()
+				waitFlushed()
 				time.Sleep(2*time.Second - time.Since(first.AsOf) - time.Nanosecond)
 				if r := cached(); r.Value != 5 || !r.AsOf.Equal(first.AsOf) {
 					t.Fatalf("cached read within the bound = %+v, want the rollup's 5 as of %v", r, first.AsOf)
@@ -288,7 +288,7 @@ func TestCachedReadStaleness(t *testing.T) {
 				}
 				// A strong read refreshes the rollup too.
 				mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1})
-				settle()
+				waitFlushed()
 				if r := read(t, e, "c"); r != 11 {
 					t.Fatalf("strong read = %d, want 11", r)
 				}

@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// WriteCounter queues the write and answers once it has committed, or in
+// async mode once it is queued (Applied true: accepted).
+func (e *Engine) WriteCounter(ctx context.Context, w shardcounter.Write) (*shardcounter.WriteResult, error) {
+	if err := shardcounter.ValidateWrite(w); err != nil {
+		return nil, err
+	}
+	if e.cfg.Durability == Async {
+		var c *call // nobody waits for the result: let the batch sum it
+		if w.RequestID != "" {
+			c = &call{w: w}
+		}
+		if _, err := e.queue.add(ctx, w, c); err != nil {
+			return nil, err
+		}
+		return &shardcounter.WriteResult{Counter: w.Counter, Applied: true}, nil
+	}
+	c := &call{w: w}
+	b, err := e.queue.add(ctx, w, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := wait(ctx, b); err != nil {
+		return nil, err
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	return &c.res, nil
+}
+
+// WriteBatch validates every write, queues them all and answers once they
+// have committed (in async mode, once queued). Writes of one call may be
+// split over consecutive flushes; a failure of one write does not fail the
+// others.
+func (e *Engine) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]shardcounter.WriteResult, error) {
+	for i, w := range ws {
+		if err := shardcounter.ValidateWrite(w); err != nil {
+			var se *shardcounter.Error
+			errors.As(err, &se)
+			return nil, shardcounter.Errorf(se.Code, "write %d: %s", i, se.Message)
+		}
+	}
+	calls := make([]*call, len(ws))
+	batches := make([]*batch, 0, 1)
+	queued := len(ws) // writes before this index are queued
+	for i, w := range ws {
+		calls[i] = &call{w: w}
+		b, err := e.queue.add(ctx, w, calls[i])
+		if err != nil {
+			if i == 0 {
+				return nil, err
+			}
+			// Earlier writes are queued and will apply; say so per item.
+			queued = i
+			for j := i; j < len(ws); j++ {
+				calls[j].res = shardcounter.WriteResult{Counter: ws[j].Counter}
+				calls[j].err = err
+			}
+			break
+		}
+		if len(batches) == 0 || batches[len(batches)-1] != b {
+			batches = append(batches, b)
+		}
+	}
+	if e.cfg.Durability == Async {
+		// The flusher owns the queued calls now: read only what this
+		// goroutine wrote.
+		res := make([]shardcounter.WriteResult, len(ws))
+		for i, w := range ws {
+			res[i] = shardcounter.WriteResult{Counter: w.Counter, Applied: i < queued}
+			if i >= queued {
+				res[i].Error = asError(calls[i].err)
+			}
+		}
+		return res, nil
+	}
+	for _, b := range batches {
+		if err := wait(ctx, b); err != nil {
+			return nil, err
+		}
+	}
+	res := make([]shardcounter.WriteResult, len(ws))
+	for i, c := range calls {
+		res[i] = c.res
+		if c.err != nil {
+			res[i] = shardcounter.WriteResult{Counter: c.w.Counter, Error: asError(c.err)}
+		}
+	}
+	return res, nil
+}
+
+// wait waits for b's flush. A caller that stops waiting cannot know
+// whether its write was applied.
+func wait(ctx context.Context, b *batch) error {
+	select {
+	case <-b.done:
+		return nil
+	case <-ctx.Done():
+		// Not EUNAVAILABLE: that code promises nothing was applied.
+		return &shardcounter.Error{Code: shardcounter.EINTERNAL, Message: "gave up waiting for the commit (" + ctx.Err().Error() + "): the write may still apply; retry with the same request id", OutcomeUnknown: true}
+	}
+}
+
+func asError(err error) *shardcounter.Error {
+	var se *shardcounter.Error
+	if errors.As(err, &se) {
+		return se
+	}
+	return &shardcounter.Error{Code: shardcounter.EINTERNAL, Message: "internal error"}
+}
