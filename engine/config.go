@@ -61,7 +61,9 @@ func ParseDurability(s string) (Durability, error) {
 }
 
 // Config configures an Engine. The zero value is usable: each field's doc
-// gives its default.
+// gives the default a zero value stands for. New refuses negative numbers
+// and durations, a DefaultShards outside 1 to MaxShards, and an unknown
+// Durability, with an invalid_argument error.
 type Config struct {
 	// DefaultShards is the shard count of counters created without one,
 	// and of counters created by a write (auto-create). Default 16.
@@ -90,7 +92,7 @@ type Config struct {
 	// count. Default DefaultPolicy.
 	Policy ShardPolicy
 	// Durability says when a write is answered: Durable (the default) or
-	// Async. New panics on any other value; use ParseDurability on input.
+	// Async. New refuses any other value; ParseDurability reads input.
 	Durability Durability
 	// FlushInterval bounds, in async mode, how long a queued write waits
 	// before the flusher starts committing it; the flusher gathers writes
@@ -128,23 +130,47 @@ type Config struct {
 	Now func() time.Time
 }
 
-func (c *Config) setDefaults() {
+// withDefaults returns c with each zero field set to its default, or an
+// error that names the first field New cannot use.
+func (c Config) withDefaults() (Config, error) {
+	bad := func(field string, v any, want string) (Config, error) {
+		return Config{}, shardcounter.Errorf(shardcounter.EINVALID, "engine: Config.%s is %v: %s", field, v, want)
+	}
+	switch {
+	case c.DefaultShards != 0 && shardcounter.ValidateShards(c.DefaultShards) != nil:
+		return bad("DefaultShards", c.DefaultShards, fmt.Sprintf("give %d to %d, or 0 for %d", shardcounter.MinShards, shardcounter.MaxShards, DefaultShards))
+	case c.MaxBatch < 0:
+		return bad("MaxBatch", c.MaxBatch, "give a positive number, or 0 for the default")
+	case c.MaxQueued < 0:
+		return bad("MaxQueued", c.MaxQueued, "give a positive number, or 0 for the default")
+	case c.MaxInFlight < 0:
+		return bad("MaxInFlight", c.MaxInFlight, "give a positive number, or 0 for the default")
+	case c.MaxStaleness < 0, c.FlushInterval < 0, c.DedupeWindow < 0, c.FlushTimeout < 0:
+		return bad("MaxStaleness, FlushInterval, DedupeWindow or FlushTimeout", "negative", "give a positive duration, or 0 for the default")
+	}
+	switch c.Durability {
+	case "":
+		c.Durability = Durable
+	case Durable, Async:
+	default:
+		return bad("Durability", fmt.Sprintf("%q", c.Durability), "use engine.Durable or engine.Async (ParseDurability reads them)")
+	}
 	if c.DefaultShards == 0 {
 		c.DefaultShards = DefaultShards
 	}
-	if c.MaxBatch <= 0 {
+	if c.MaxBatch == 0 {
 		c.MaxBatch = DefaultMaxBatch
 	}
-	if c.MaxQueued <= 0 {
+	if c.MaxQueued == 0 {
 		c.MaxQueued = DefaultMaxQueued
 	}
 	if c.MaxQueued < c.MaxBatch {
 		c.MaxQueued = c.MaxBatch
 	}
-	if c.MaxInFlight <= 0 {
+	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
 	}
-	if c.MaxStaleness <= 0 {
+	if c.MaxStaleness == 0 {
 		c.MaxStaleness = DefaultMaxStaleness
 	}
 	if c.Policy == nil {
@@ -153,19 +179,13 @@ func (c *Config) setDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	if c.Durability == "" {
-		c.Durability = Durable
-	}
-	if c.Durability != Durable && c.Durability != Async {
-		panic(fmt.Sprintf("engine: Config.Durability %q is unknown: use engine.Durable or engine.Async", c.Durability))
-	}
-	if c.FlushInterval <= 0 {
+	if c.FlushInterval == 0 {
 		c.FlushInterval = DefaultFlushInterval
 	}
-	if c.DedupeWindow <= 0 {
+	if c.DedupeWindow == 0 {
 		c.DedupeWindow = DefaultDedupeWindow
 	}
-	if c.FlushTimeout <= 0 {
+	if c.FlushTimeout == 0 {
 		c.FlushTimeout = DefaultFlushTimeout
 	}
 	if c.Logger == nil {
@@ -174,4 +194,5 @@ func (c *Config) setDefaults() {
 	if c.Durability == Async {
 		c.MaxInFlight = 1
 	}
+	return c, nil
 }

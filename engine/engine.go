@@ -62,9 +62,13 @@ var _ shardcounter.CounterService = (*Engine)(nil)
 
 // New returns an engine over store and starts its flusher. When the store
 // implements shardcounter.RequestIDExpirer, New sets its dedupe window to
-// cfg.DedupeWindow. It panics on an unknown cfg.Durability.
-func New(store shardcounter.CounterStore, cfg Config) *Engine {
-	cfg.setDefaults()
+// cfg.DedupeWindow. It returns an invalid_argument error, and starts
+// nothing, when cfg holds a value it cannot use (see Config).
+func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	if x, ok := store.(shardcounter.RequestIDExpirer); ok {
 		x.SetDedupeWindow(cfg.DedupeWindow)
 	}
@@ -74,7 +78,7 @@ func New(store shardcounter.CounterStore, cfg Config) *Engine {
 		cache: make(map[string]cachedReading),
 	}
 	e.queue = newQueue(cfg, &e.stats.Queued, e.flush)
-	return e
+	return e, nil
 }
 
 // Stats returns the engine's running totals.

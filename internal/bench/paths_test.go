@@ -72,7 +72,10 @@ func TestPathsHTTP(t *testing.T) {
 // TestPathsHTTPServer targets a running server, as --server does.
 func TestPathsHTTPServer(t *testing.T) {
 	s := mustBolt(t)
-	eng := engine.New(s, engine.Config{})
+	eng, err := engine.New(s, engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { eng.Close(context.Background()) })
 	srv := httptest.NewServer(shttp.NewServer(eng, shttp.ServerOptions{AuthTokens: []string{"sesame"}}))
 	t.Cleanup(srv.Close)
