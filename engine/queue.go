@@ -31,7 +31,7 @@ type queue struct {
 	since   time.Time // when the first write of pending was queued
 	full    []*batch  // batches that reached maxBatch, oldest first
 	closed  bool
-	room    *sync.Cond // signalled when queued writes drop
+	room    chan struct{} // closed, and replaced, when queued writes drop or the queue closes
 
 	lastFlush atomic.Int64 // nanoseconds the last flush took
 
@@ -47,13 +47,13 @@ func newQueue(cfg Config, queued *atomic.Int64, flush func(*batch)) *queue {
 		flush:       flush,
 		queued:      queued,
 		pending:     newBatch(),
+		room:        make(chan struct{}),
 		wake:        make(chan struct{}, 1),
 		done:        make(chan struct{}),
 	}
 	if cfg.Durability == Async {
 		q.gatherFor = cfg.FlushInterval
 	}
-	q.room = sync.NewCond(&q.mu)
 	go q.loop()
 	return q
 }
@@ -66,10 +66,15 @@ func (q *queue) add(ctx context.Context, w shardcounter.Write, c *call) (*batch,
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for !q.closed && q.queued.Load() >= int64(q.maxQueued) {
-		if ctx.Err() != nil {
-			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "write queue full and %v: nothing applied, retry", ctx.Err())
+		room := q.room
+		q.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			q.mu.Lock()
+			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "write queue full until %v: nothing applied, retry", ctx.Err())
 		}
-		q.room.Wait()
+		q.mu.Lock()
 	}
 	if q.closed {
 		return nil, errClosed
@@ -95,6 +100,12 @@ func (q *queue) add(ctx context.Context, w shardcounter.Write, c *call) (*batch,
 	return b, nil
 }
 
+// makeRoom wakes the writers waiting for room. q.mu is held.
+func (q *queue) makeRoom() {
+	close(q.room)
+	q.room = make(chan struct{})
+}
+
 func (q *queue) signal() {
 	select {
 	case q.wake <- struct{}{}:
@@ -108,7 +119,7 @@ func (q *queue) close(ctx context.Context) error {
 	q.mu.Lock()
 	if !q.closed {
 		q.closed = true
-		q.room.Broadcast()
+		q.makeRoom()
 	}
 	q.mu.Unlock()
 	q.signal()
@@ -223,7 +234,7 @@ func (q *queue) loop() {
 				q.lastFlush.Store(int64(time.Since(start)))
 				q.mu.Lock()
 				q.queued.Add(-int64(b.writes))
-				q.room.Broadcast()
+				q.makeRoom()
 				q.mu.Unlock()
 				close(b.done)
 			})
