@@ -8,6 +8,7 @@ import (
 // call is one queued write and, after its flush, its result.
 type call struct {
 	w   shardcounter.Write
+	seq int // its place in its batch's calls: the order the writes came in
 	res shardcounter.WriteResult
 	err error
 }
@@ -48,6 +49,7 @@ func (b *batch) size() int { return len(b.calls) + len(b.sums) }
 func (b *batch) add(w shardcounter.Write, c *call) {
 	b.writes++
 	if c != nil {
+		c.seq = len(b.calls)
 		b.calls = append(b.calls, c)
 		return
 	}
@@ -68,5 +70,5 @@ func (b *batch) add(w shardcounter.Write, c *call) {
 	// The running sum would leave int64: keep this write on its own. (A
 	// sum the store refuses as out of range is lost whole, and logged: its
 	// writes were answered when queued.)
-	b.calls = append(b.calls, &call{w: w})
+	b.calls = append(b.calls, &call{w: w, seq: len(b.calls)})
 }

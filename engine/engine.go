@@ -50,6 +50,9 @@ type Engine struct {
 	cfg   Config
 	stats Stats
 	queue *queue
+	// create holds the specs of counters created by a write; nil when
+	// Config.NoAutoCreate is set.
+	create *autoCreate
 
 	lastLog    time.Time // async failures: when one was last logged
 	suppressed int64     // async writes lost since, not yet logged
@@ -76,6 +79,9 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 		store: store,
 		cfg:   cfg,
 		cache: make(map[string]cachedReading),
+	}
+	if !cfg.NoAutoCreate {
+		e.create = newAutoCreate(cfg.DefaultShards)
 	}
 	e.queue = newQueue(cfg, &e.stats.Queued, e.flush)
 	return e, nil

@@ -15,8 +15,8 @@ func (e *Engine) WriteCounter(ctx context.Context, w shardcounter.Write) (*shard
 	}
 	if e.cfg.Durability == Async {
 		var c *call // nobody waits for the result: let the batch sum it
-		if w.RequestID != "" {
-			c = &call{w: w}
+		if w.RequestID != "" || w.Present != nil {
+			c = &call{w: w} // its outcome is decided on its own
 		}
 		if _, err := e.queue.add(ctx, w, c); err != nil {
 			return nil, err
