@@ -17,8 +17,12 @@ const (
 	// docs/ENGINE.md for the measurements behind it.
 	DefaultMaxInFlight  = 1
 	DefaultMaxStaleness = time.Second
-	DefaultListLimit    = 100
-	MaxListLimit        = 1000
+	// DefaultCacheSize is Config.CacheSize's default: a rollup takes about
+	// 200 bytes, so the cache stays near 20 MB however many counters are
+	// read.
+	DefaultCacheSize = 100_000
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
 	// DefaultFlushInterval is how long, in async mode, the flusher lets a
 	// batch gather before committing it: short enough that little is lost
 	// on a crash, long enough that one commit carries many writes.
@@ -88,6 +92,10 @@ type Config struct {
 	MaxInFlight int
 	// MaxStaleness bounds how old a cached reading may be. Default 1s.
 	MaxStaleness time.Duration
+	// CacheSize bounds the counters whose rollups (cached readings) the
+	// engine keeps; past it the least recently read is dropped and read
+	// afresh when next asked for. Default DefaultCacheSize.
+	CacheSize int
 	// Policy turns CreateOptions.FollowersCount and Visibility into a shard
 	// count. Default DefaultPolicy.
 	Policy ShardPolicy
@@ -145,6 +153,8 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("MaxQueued", c.MaxQueued, "give a positive number, or 0 for the default")
 	case c.MaxInFlight < 0:
 		return bad("MaxInFlight", c.MaxInFlight, "give a positive number, or 0 for the default")
+	case c.CacheSize < 0:
+		return bad("CacheSize", c.CacheSize, "give a positive number, or 0 for the default")
 	case c.MaxStaleness < 0, c.FlushInterval < 0, c.DedupeWindow < 0, c.FlushTimeout < 0:
 		return bad("MaxStaleness, FlushInterval, DedupeWindow or FlushTimeout", "negative", "give a positive duration, or 0 for the default")
 	}
@@ -169,6 +179,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = DefaultCacheSize
 	}
 	if c.MaxStaleness == 0 {
 		c.MaxStaleness = DefaultMaxStaleness

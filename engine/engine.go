@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,8 +56,7 @@ type Engine struct {
 	lastLog    time.Time // async failures: when one was last logged
 	suppressed int64     // async writes lost since, not yet logged
 
-	cacheMu sync.Mutex
-	cache   map[string]cachedReading
+	cache *readingCache
 }
 
 var _ shardcounter.CounterService = (*Engine)(nil)
@@ -78,7 +76,7 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	e := &Engine{
 		store: store,
 		cfg:   cfg,
-		cache: make(map[string]cachedReading),
+		cache: newReadingCache(cfg.CacheSize),
 	}
 	if !cfg.NoAutoCreate {
 		e.create = newAutoCreate(cfg.DefaultShards)

@@ -2,56 +2,76 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
 )
 
-// cachedReading is the engine's rollup of one counter: a strong reading
-// and when it was taken.
-type cachedReading struct {
-	r     shardcounter.Reading
-	taken time.Time
-}
-
 // ReadCounter returns the counter's value. A Strong reading comes from the
 // store and reflects every acknowledged write (in async mode: every
 // committed one; a write answered as queued shows within FlushInterval).
-// A Cached reading is served from the engine's rollup when it is younger than MaxStaleness, and
-// refreshed from the store otherwise, so an idle server does no work and a
-// hot counter costs one store read per MaxStaleness.
+// A Cached reading is served from the engine's rollup when it is younger
+// than MaxStaleness, and refreshed from the store otherwise, so an idle
+// server does no work and a hot counter costs one store read per
+// MaxStaleness, however many readers miss at once.
 func (e *Engine) ReadCounter(ctx context.Context, id string, c shardcounter.Consistency) (*shardcounter.Reading, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
 	}
 	switch c {
 	case "", shardcounter.Strong:
+		taken := e.cfg.Now()
 		r, err := e.store.ReadCounter(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		e.remember(*r)
+		e.cache.put(cachedReading{r: *r, taken: taken})
 		return r, nil
 	case shardcounter.Cached:
-		now := e.cfg.Now()
-		e.cacheMu.Lock()
-		cr, ok := e.cache[id]
-		e.cacheMu.Unlock()
-		if !ok || now.Sub(cr.taken) >= e.cfg.MaxStaleness {
-			r, err := e.store.ReadCounter(ctx, id)
-			if err != nil {
-				return nil, err
-			}
-			cr = e.remember(*r)
+		res := e.readCached(ctx, []string{id})[0]
+		if res.err != nil {
+			return nil, res.err
 		}
-		r := cr.r
-		r.Consistency = shardcounter.Cached
-		r.AsOf = cr.taken.UTC()
-		r.MaxStalenessMS = e.maxStaleness().Milliseconds()
-		return &r, nil
+		return e.cachedReading(res.cr), nil
 	default:
-		return nil, shardcounter.Errorf(shardcounter.EINVALID, "consistency %q is unknown: use strong or cached", c)
+		return nil, badConsistency(c)
 	}
+}
+
+func badConsistency(c shardcounter.Consistency) error {
+	return shardcounter.Errorf(shardcounter.EINVALID, "consistency %q is unknown: use strong or cached", c)
+}
+
+// readCached returns the rollups of ids no older than MaxStaleness,
+// refreshing the others with one store read.
+func (e *Engine) readCached(ctx context.Context, ids []string) []cacheResult {
+	return e.cache.read(ctx, ids, e.cfg.Now().Add(-e.cfg.MaxStaleness), e.cfg.Now, e.fetch)
+}
+
+// fetch reads ids from the store in one call: ReadCounter for one,
+// ReadCounters for more.
+func (e *Engine) fetch(ctx context.Context, ids []string) ([]*shardcounter.Reading, error) {
+	if len(ids) > 1 {
+		return e.store.ReadCounters(ctx, ids)
+	}
+	r, err := e.store.ReadCounter(ctx, ids[0])
+	if errors.Is(err, shardcounter.ErrNotFound) {
+		return []*shardcounter.Reading{nil}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []*shardcounter.Reading{r}, nil
+}
+
+// cachedReading is the reading a cached read answers with cr.
+func (e *Engine) cachedReading(cr cachedReading) *shardcounter.Reading {
+	r := cr.r
+	r.Consistency = shardcounter.Cached
+	r.AsOf = cr.taken.UTC()
+	r.MaxStalenessMS = e.maxStaleness().Milliseconds()
+	return &r
 }
 
 // maxStaleness is how far a cached reading may lag acknowledged writes: the
@@ -62,18 +82,4 @@ func (e *Engine) maxStaleness() time.Duration {
 		return e.cfg.MaxStaleness + e.cfg.FlushInterval
 	}
 	return e.cfg.MaxStaleness
-}
-
-func (e *Engine) remember(r shardcounter.Reading) cachedReading {
-	cr := cachedReading{r: r, taken: e.cfg.Now()}
-	e.cacheMu.Lock()
-	e.cache[r.ID] = cr
-	e.cacheMu.Unlock()
-	return cr
-}
-
-func (e *Engine) forget(id string) {
-	e.cacheMu.Lock()
-	delete(e.cache, id)
-	e.cacheMu.Unlock()
 }

@@ -90,7 +90,7 @@ func (e *Engine) DeleteCounter(ctx context.Context, id string) error {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return err
 	}
-	defer e.forget(id)
+	defer e.cache.forget(id)
 	return e.store.DeleteCounter(ctx, id)
 }
 
