@@ -27,6 +27,7 @@ type batch struct {
 	sums   map[sumKey]*sum
 	writes int // len(calls) plus the writes in sums
 	done   chan struct{}
+	values values // read after the commit, for writes with WantValue
 }
 
 type sumKey struct {

@@ -83,3 +83,60 @@ func (e *Engine) maxStaleness() time.Duration {
 	}
 	return e.cfg.MaxStaleness
 }
+
+// ReadCounters reads up to MaxReadBatch counters, one result per id in
+// order. Strong readings come from one store.ReadCounters call: one
+// consistent snapshot where the store has one. Cached readings are served
+// from fresh rollups, and only the counters without one are read from the
+// store, in one call (shared with the concurrent reads fetching the same
+// counters).
+func (e *Engine) ReadCounters(ctx context.Context, ids []string, c shardcounter.Consistency) ([]shardcounter.ReadResult, error) {
+	switch {
+	case len(ids) == 0:
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "no counter ids: give 1 to %d", shardcounter.MaxReadBatch)
+	case len(ids) > shardcounter.MaxReadBatch:
+		return nil, shardcounter.Errorf(shardcounter.ETOOLARGE, "%d counter ids in one read: the limit is %d; split the read", len(ids), shardcounter.MaxReadBatch)
+	}
+	for i, id := range ids {
+		if err := shardcounter.ValidateID("counter id", id); err != nil {
+			var se *shardcounter.Error
+			errors.As(err, &se)
+			return nil, shardcounter.Errorf(se.Code, "counter %d: %s", i, se.Message)
+		}
+	}
+	res := make([]shardcounter.ReadResult, len(ids))
+	switch c {
+	case "", shardcounter.Strong:
+		taken := e.cfg.Now()
+		rs, err := e.store.ReadCounters(ctx, ids)
+		if err == nil && len(rs) != len(ids) {
+			err = shardcounter.Errorf(shardcounter.EINTERNAL, "store returned %d readings for %d counters", len(rs), len(ids))
+		}
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range rs {
+			if r == nil {
+				res[i].Err = notFound(ids[i])
+				continue
+			}
+			e.cache.put(cachedReading{r: *r, taken: taken})
+			res[i].Reading = r
+		}
+	case shardcounter.Cached:
+		for i, cr := range e.readCached(ctx, ids) {
+			if cr.err != nil {
+				res[i].Err = cr.err
+			} else {
+				res[i].Reading = e.cachedReading(cr.cr)
+			}
+		}
+	default:
+		return nil, badConsistency(c)
+	}
+	return res, nil
+}
+
+func notFound(id string) error {
+	return shardcounter.Errorf(shardcounter.ENOTFOUND, "counter %q not found", id)
+}

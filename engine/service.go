@@ -97,15 +97,9 @@ func (e *Engine) DeleteCounter(ctx context.Context, id string) error {
 // ListCounters returns a page of counters in id order. Next is set when a
 // further page may exist.
 func (e *Engine) ListCounters(ctx context.Context, opts shardcounter.ListOptions) (*shardcounter.CounterList, error) {
-	limit := opts.Limit
-	switch {
-	case limit == 0:
-		limit = DefaultListLimit
-	case limit < 0 || limit > MaxListLimit:
-		return nil, shardcounter.Errorf(shardcounter.EINVALID, "limit %d is out of range: give 1 to %d", limit, MaxListLimit)
-	}
-	if len(opts.Prefix) > shardcounter.MaxIDLen || len(opts.After) > shardcounter.MaxIDLen {
-		return nil, shardcounter.Errorf(shardcounter.EINVALID, "prefix or page position longer than %d bytes", shardcounter.MaxIDLen)
+	limit, err := listLimit(opts)
+	if err != nil {
+		return nil, err
 	}
 	if opts.After != "" && !strings.HasPrefix(opts.After, opts.Prefix) {
 		return nil, shardcounter.Errorf(shardcounter.EINVALID, "the page token belongs to another prefix: start again without it")
@@ -119,4 +113,71 @@ func (e *Engine) ListCounters(ctx context.Context, opts shardcounter.ListOptions
 		list.Next = cs[len(cs)-1].ID
 	}
 	return list, nil
+}
+
+// GetCounter returns the counter's metadata.
+func (e *Engine) GetCounter(ctx context.Context, id string) (*shardcounter.Counter, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	return e.store.GetCounter(ctx, id)
+}
+
+// Placement returns each shard's value and the node that holds it.
+func (e *Engine) Placement(ctx context.Context, id string) (*shardcounter.Placement, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	return e.store.Placement(ctx, id)
+}
+
+// IsMember reports whether member is in a distinct counter.
+func (e *Engine) IsMember(ctx context.Context, id, member string) (bool, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return false, err
+	}
+	if err := shardcounter.ValidateID("member", member); err != nil {
+		return false, err
+	}
+	return e.store.IsMember(ctx, id, member)
+}
+
+// ListMembers returns a page of a distinct counter's members in byte
+// order, with the limits of ListCounters. Next is set when a further page
+// may exist.
+func (e *Engine) ListMembers(ctx context.Context, id string, opts shardcounter.ListOptions) (*shardcounter.MemberList, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	if opts.Prefix != "" {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "members cannot be filtered by prefix: page through them with after")
+	}
+	limit, err := listLimit(opts)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := e.store.ListMembers(ctx, id, opts.After, limit)
+	if err != nil {
+		return nil, err
+	}
+	list := &shardcounter.MemberList{Members: ms}
+	if len(ms) == limit {
+		list.Next = ms[len(ms)-1]
+	}
+	return list, nil
+}
+
+// listLimit checks a page's limit and position and returns the limit.
+func listLimit(opts shardcounter.ListOptions) (int, error) {
+	limit := opts.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultListLimit
+	case limit < 0 || limit > MaxListLimit:
+		return 0, shardcounter.Errorf(shardcounter.EINVALID, "limit %d is out of range: give 1 to %d", limit, MaxListLimit)
+	}
+	if len(opts.Prefix) > shardcounter.MaxIDLen || len(opts.After) > shardcounter.MaxIDLen {
+		return 0, shardcounter.Errorf(shardcounter.EINVALID, "prefix or page position longer than %d bytes", shardcounter.MaxIDLen)
+	}
+	return limit, nil
 }

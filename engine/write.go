@@ -3,17 +3,20 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/shardcounter/shardcounter"
 )
 
 // WriteCounter queues the write and answers once it has committed, or in
-// async mode once it is queued (Applied true: accepted).
+// async mode once it is queued (Applied true: accepted). A write with
+// WantValue is always answered after its commit, with the counter's value
+// read then.
 func (e *Engine) WriteCounter(ctx context.Context, w shardcounter.Write) (*shardcounter.WriteResult, error) {
 	if err := shardcounter.ValidateWrite(w); err != nil {
 		return nil, err
 	}
-	if e.cfg.Durability == Async {
+	if e.cfg.Durability == Async && !w.WantValue {
 		var c *call // nobody waits for the result: let the batch sum it
 		if w.RequestID != "" || w.Present != nil {
 			c = &call{w: w} // its outcome is decided on its own
@@ -21,7 +24,7 @@ func (e *Engine) WriteCounter(ctx context.Context, w shardcounter.Write) (*shard
 		if _, err := e.queue.add(ctx, w, c); err != nil {
 			return nil, err
 		}
-		return &shardcounter.WriteResult{Counter: w.Counter, Applied: true}, nil
+		return accepted(w), nil
 	}
 	c := &call{w: w}
 	b, err := e.queue.add(ctx, w, c)
@@ -34,13 +37,22 @@ func (e *Engine) WriteCounter(ctx context.Context, w shardcounter.Write) (*shard
 	if c.err != nil {
 		return nil, c.err
 	}
-	return &c.res, nil
+	res := c.res
+	if w.WantValue {
+		res.Value = e.valueAfter(ctx, b, w.Counter)
+	}
+	return &res, nil
+}
+
+// accepted is the answer to an async write once queued.
+func accepted(w shardcounter.Write) *shardcounter.WriteResult {
+	return &shardcounter.WriteResult{Counter: w.Counter, Applied: true, Member: w.Member}
 }
 
 // WriteBatch validates every write, queues them all and answers once they
-// have committed (in async mode, once queued). Writes of one call may be
-// split over consecutive flushes; a failure of one write does not fail the
-// others.
+// have committed (in async mode, once queued, unless a write asks for its
+// value). Writes of one call may be split over consecutive flushes; a
+// failure of one write does not fail the others.
 func (e *Engine) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]shardcounter.WriteResult, error) {
 	for i, w := range ws {
 		if err := shardcounter.ValidateWrite(w); err != nil {
@@ -50,8 +62,8 @@ func (e *Engine) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]sha
 		}
 	}
 	calls := make([]*call, len(ws))
-	batches := make([]*batch, 0, 1)
-	queued := len(ws) // writes before this index are queued
+	batches := make([]*batch, len(ws)) // the batch of each queued write
+	queued := len(ws)                  // writes before this index are queued
 	for i, w := range ws {
 		calls[i] = &call{w: w}
 		b, err := e.queue.add(ctx, w, calls[i])
@@ -67,32 +79,36 @@ func (e *Engine) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]sha
 			}
 			break
 		}
-		if len(batches) == 0 || batches[len(batches)-1] != b {
-			batches = append(batches, b)
-		}
+		batches[i] = b
 	}
-	if e.cfg.Durability == Async {
+	res := make([]shardcounter.WriteResult, len(ws))
+	wantValue := slices.ContainsFunc(ws, func(w shardcounter.Write) bool { return w.WantValue })
+	if e.cfg.Durability == Async && !wantValue {
 		// The flusher owns the queued calls now: read only what this
 		// goroutine wrote.
-		res := make([]shardcounter.WriteResult, len(ws))
 		for i, w := range ws {
-			res[i] = shardcounter.WriteResult{Counter: w.Counter, Applied: i < queued}
-			if i >= queued {
-				res[i].Error = asError(calls[i].err)
+			if i < queued {
+				res[i] = *accepted(w)
+			} else {
+				res[i] = shardcounter.WriteResult{Counter: w.Counter, Error: asError(calls[i].err)}
 			}
 		}
 		return res, nil
 	}
-	for _, b := range batches {
-		if err := wait(ctx, b); err != nil {
-			return nil, err
+	for i, b := range batches[:queued] {
+		if i == 0 || b != batches[i-1] {
+			if err := wait(ctx, b); err != nil {
+				return nil, err
+			}
 		}
 	}
-	res := make([]shardcounter.WriteResult, len(ws))
 	for i, c := range calls {
 		res[i] = c.res
-		if c.err != nil {
-			res[i] = shardcounter.WriteResult{Counter: c.w.Counter, Error: asError(c.err)}
+		switch {
+		case c.err != nil:
+			res[i] = shardcounter.WriteResult{Counter: c.w.Counter, Member: c.w.Member, Error: asError(c.err)}
+		case c.w.WantValue:
+			res[i].Value = e.valueAfter(ctx, batches[i], c.w.Counter)
 		}
 	}
 	return res, nil
