@@ -152,11 +152,19 @@ func unwrapURLError(err error) error {
 // responseError turns a non-2xx reply into a *shardcounter.Error with the
 // server's code and message. A reply without the API's error body (from a
 // proxy, say) gets a code derived from its status.
+//
+// For a write, only the server's own error body can promise that nothing
+// was applied (its 503 unavailable, its 4xx). A 5xx without that body
+// comes from something in between, a proxy or load balancer, that may have
+// forwarded the request before it failed (a 502 after the connection
+// dropped, a 504 after its timeout): the write may have been applied. Such
+// a reply, and every 500, is outcome unknown with code internal.
 func responseError(resp *http.Response, write bool) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	var er ErrorResponse
 	e := &shardcounter.Error{}
-	if json.Unmarshal(b, &er) == nil && er.Error.Code != "" {
+	apiBody := json.Unmarshal(b, &er) == nil && er.Error.Code != ""
+	if apiBody {
 		e.Code, e.Message = er.Error.Code, er.Error.Message
 	} else {
 		e.Code = FromErrorStatusCode(resp.StatusCode)
@@ -169,7 +177,12 @@ func responseError(resp *http.Response, write bool) error {
 		}
 		e.Message = fmt.Sprintf("server replied %s: %s", resp.Status, msg)
 	}
-	// A 500 to a write may come after the store was asked to commit.
-	e.OutcomeUnknown = write && e.Code == shardcounter.EINTERNAL
+	if write && (e.Code == shardcounter.EINTERNAL || resp.StatusCode == http.StatusInternalServerError ||
+		(resp.StatusCode >= 500 && !apiBody)) {
+		if e.Code != shardcounter.EINTERNAL {
+			e.Message += ": the write may have been applied; retry it with the same request id"
+		}
+		e.Code, e.OutcomeUnknown = shardcounter.EINTERNAL, true
+	}
 	return e
 }

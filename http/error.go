@@ -35,8 +35,10 @@ func ErrorStatusCode(code string) int {
 
 // FromErrorStatusCode returns the error code for an HTTP status, for
 // replies that carry no error body (a proxy's 502, say). 400 maps to
-// invalid_argument, the more common of its two codes; a status outside
-// the mapping is unavailable for 5xx and internal otherwise.
+// invalid_argument, the more common of its two codes; 502 and 504 map to
+// unavailable, which suits a read (retry it); a status outside the
+// mapping is internal. The client makes every such 5xx to a write outcome
+// unknown, whatever this returns.
 func FromErrorStatusCode(status int) string {
 	switch status {
 	case http.StatusBadRequest:

@@ -36,6 +36,10 @@ type EnvOptions struct {
 	// Wrap, when set, wraps the engine before it is served, to inject
 	// failures.
 	Wrap func(shardcounter.CounterService) shardcounter.CounterService
+	// Front, when set, wraps the server's handler: a stand-in for what
+	// sits between a client and the server (a proxy, a network that drops
+	// replies). The server and the engine behind it stay real.
+	Front func(http.Handler) http.Handler
 }
 
 // MustServe starts a server, stopped at the end of the test.
@@ -53,7 +57,11 @@ func MustServe(tb testing.TB, opts EnvOptions) *Env {
 	if opts.Server.Logger == nil {
 		opts.Server.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	ts := httptest.NewServer(shttp.NewServer(svc, opts.Server))
+	var h http.Handler = shttp.NewServer(svc, opts.Server)
+	if opts.Front != nil {
+		h = opts.Front(h)
+	}
+	ts := httptest.NewServer(h)
 	tb.Cleanup(func() {
 		ts.Close()
 		closeSvc()
