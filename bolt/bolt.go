@@ -23,7 +23,10 @@
 // Every write transaction is synced to disk before it returns (bbolt's
 // default), and bbolt's copy-on-write pages make a crash leave either the
 // old or the new state. So an acknowledged write survives a crash of the
-// process or the machine.
+// process or the machine. A commit that returns an error (a full disk, a
+// failed fdatasync) may have left the new state live or not, so its write
+// is reported as outcome unknown (code internal), never as "nothing
+// applied".
 //
 // # Dedupe window
 //
@@ -239,18 +242,37 @@ func deletePrefix(b *bbolt.Bucket, p []byte) error {
 	return nil
 }
 
-// update runs fn in a write transaction and maps bbolt's failures: a
-// transaction that could not commit applied nothing.
+// update runs fn in a write transaction and commits it. An error from fn
+// rolls the transaction back before anything reached the file: nothing
+// applied. An error from the commit is another matter: bbolt writes the
+// new pages, then the meta page that makes them live, syncing each, and an
+// error from the last steps (a failed fdatasync of the meta page, say)
+// leaves the write live in the file or not, and this store cannot tell
+// which. So a failed commit is reported as outcome unknown.
 func (s *CounterStore) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "bolt: %v", err)
 	}
-	err := s.db.Update(fn)
-	var e *shardcounter.Error
-	if err != nil && !errors.As(err, &e) {
-		return &shardcounter.Error{Code: shardcounter.EUNAVAILABLE, Message: fmt.Sprintf("bolt: write failed, nothing applied: %v", err)}
+	tx, err := s.db.Begin(true)
+	if err != nil {
+		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "bolt: write failed, nothing applied: %v", err)
 	}
-	return err
+	defer tx.Rollback() // after a commit, a no-op; after a panic in fn, frees the writer lock
+	if err := fn(tx); err != nil {
+		var e *shardcounter.Error
+		if !errors.As(err, &e) {
+			return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "bolt: write failed, nothing applied: %v", err)
+		}
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return &shardcounter.Error{
+			Code:           shardcounter.EINTERNAL,
+			Message:        fmt.Sprintf("bolt: commit failed, the write may or may not have been applied (retry with its request id to count it once): %v", err),
+			OutcomeUnknown: true,
+		}
+	}
+	return nil
 }
 
 func (s *CounterStore) view(ctx context.Context, fn func(*bbolt.Tx) error) error {
