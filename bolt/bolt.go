@@ -73,7 +73,7 @@ var (
 )
 
 // DefaultDedupeWindow is how long a request id is remembered unless
-// SetDedupeWindow says otherwise.
+// Options.DedupeWindow or SetDedupeWindow says otherwise.
 const DefaultDedupeWindow = 24 * time.Hour
 
 // expireBatch is how many expired request ids an Apply deletes beyond the
@@ -82,29 +82,50 @@ const DefaultDedupeWindow = 24 * time.Hour
 // cost bounded.
 const expireBatch = 64
 
+// Options configure a CounterStore. The zero value uses the defaults.
+type Options struct {
+	// Now is the store's clock: a counter's creation time, the age of a
+	// request id, and the window bucket a write lands in all follow it.
+	// Default time.Now; tests inject a clock they control.
+	Now func() time.Time
+	// DedupeWindow is how long a request id is remembered after its write.
+	// Default DefaultDedupeWindow; SetDedupeWindow changes it later.
+	DedupeWindow time.Duration
+}
+
 // CounterStore is a shardcounter.CounterStore in one bbolt file. It is safe
 // for concurrent use; only one process may open a file at a time.
 type CounterStore struct {
 	db     *bbolt.DB
 	window atomic.Int64 // the dedupe window, in nanoseconds
-
-	// Now returns the current time; tests replace it.
-	Now func() time.Time
+	now    func() time.Time
 }
 
 var _ shardcounter.CounterStore = (*CounterStore)(nil)
 
+// lockTimeout bounds how long Open waits for another process to release
+// the file, unless ctx ends sooner: a second process on one file is a
+// mistake to report, not to wait out.
+const lockTimeout = time.Second
+
 // Open opens or creates the store at path, creating its directory. It
-// fails after a second if another process holds the file, rather than
-// waiting for it forever.
-func Open(path string) (*CounterStore, error) {
+// fails after a second (or when ctx ends, if sooner) if another process
+// holds the file, rather than waiting for it forever.
+func Open(ctx context.Context, path string, opts Options) (*CounterStore, error) {
 	if path == "" {
 		return nil, shardcounter.Errorf(shardcounter.EINVALID, "bolt: empty path: give a file path, as in bolt:./shardcounter-data/shardcounter.db")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "bolt: open %s: %v", path, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("bolt: create directory for %s: %w", path, err)
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	timeout := lockTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(min(timeout, time.Until(d)), time.Millisecond)
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: timeout})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("bolt: %s is in use by another process: stop it or choose another file", path)
 	}
@@ -130,8 +151,11 @@ func Open(path string) (*CounterStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("bolt: initialise %s: %w", path, err)
 	}
-	s := &CounterStore{db: db, Now: time.Now}
-	s.window.Store(int64(DefaultDedupeWindow))
+	s := &CounterStore{db: db, now: opts.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.SetDedupeWindow(opts.DedupeWindow)
 	return s, nil
 }
 
@@ -294,7 +318,7 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		return nil, err
 	}
 	shards := spec.Shards
-	m := meta{shards: shards, createdAt: s.Now().UnixNano()}
+	m := meta{shards: shards, createdAt: s.now().UnixNano()}
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketCounters)
 		if b.Get([]byte(id)) != nil {
@@ -379,7 +403,7 @@ func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounte
 	if !ok {
 		return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: the sum of its shards is outside the int64 range", id)
 	}
-	return &shardcounter.Reading{ID: id, Value: sum, Shards: c.Shards, Consistency: shardcounter.Strong, AsOf: s.Now().UTC()}, nil
+	return &shardcounter.Reading{ID: id, Value: sum, Shards: c.Shards, Consistency: shardcounter.Strong, AsOf: s.now().UTC()}, nil
 }
 
 // ReadShards returns the counter and its shard values from one snapshot.
@@ -416,7 +440,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 	if len(incs) == 0 {
 		return out, nil
 	}
-	nowNS := s.Now().UnixNano()
+	nowNS := s.now().UnixNano()
 	now := encodeInt(nowNS)
 	cutoff := nowNS - s.window.Load() // ids recorded at or before cutoff have expired
 	err := s.update(ctx, func(tx *bbolt.Tx) error {

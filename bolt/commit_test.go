@@ -46,7 +46,7 @@ func TestCommitFailure(t *testing.T) {
 
 func commitFailureChild(t *testing.T, path string) {
 	ctx := context.Background()
-	s, err := bolt.Open(path)
+	s, err := bolt.Open(ctx, path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func commitFailureChild(t *testing.T, path string) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = bolt.Open(path); err != nil {
+	if s, err = bolt.Open(ctx, path, bolt.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if v := storetest.MustRead(t, s, "c"); v != 2005 {
