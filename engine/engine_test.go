@@ -23,7 +23,7 @@ import (
 // MustOpenStore opens a bolt store in a temporary directory.
 func MustOpenStore(tb testing.TB) *bolt.CounterStore {
 	tb.Helper()
-	s, err := bolt.Open(filepath.Join(tb.TempDir(), "shardcounter.db"))
+	s, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "shardcounter.db"), bolt.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -546,10 +546,15 @@ func TestDuplicateFloodTwoEngines(t *testing.T) {
 // TestDedupeWindow checks that Config.DedupeWindow reaches the store: a
 // request id repeated within it is a duplicate, after it a new write.
 func TestDedupeWindow(t *testing.T) {
-	store := MustOpenStore(t)
 	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
-	store.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	store, err := bolt.Open(context.Background(), filepath.Join(t.TempDir(), "shardcounter.db"), bolt.Options{
+		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	e := MustNew(t, store, engine.Config{DedupeWindow: time.Hour})
 	write := func() *shardcounter.WriteResult {

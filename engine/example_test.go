@@ -19,7 +19,7 @@ func Example() {
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 
-	store, err := bolt.Open(filepath.Join(dir, "counters.db"))
+	store, err := bolt.Open(context.Background(), filepath.Join(dir, "counters.db"), bolt.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

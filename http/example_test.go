@@ -19,7 +19,7 @@ func ExampleClient() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "shardcounter-example")
 	defer os.RemoveAll(dir)
-	store, err := bolt.Open(filepath.Join(dir, "shardcounter.db"))
+	store, err := bolt.Open(context.Background(), filepath.Join(dir, "shardcounter.db"), bolt.Options{})
 	if err != nil {
 		panic(err)
 	}

@@ -37,7 +37,7 @@ func (d *down) Ping(ctx context.Context) error {
 }
 
 func TestEngineMetrics(t *testing.T) {
-	b, err := bolt.Open(filepath.Join(t.TempDir(), "c.db"))
+	b, err := bolt.Open(context.Background(), filepath.Join(t.TempDir(), "c.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 // mustBolt opens a bolt store in the test's directory.
 func mustBolt(tb testing.TB) shardcounter.CounterStore {
 	tb.Helper()
-	s, err := bolt.Open(filepath.Join(tb.TempDir(), "bench.db"))
+	s, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "bench.db"), bolt.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
