@@ -214,6 +214,14 @@ func TestWriteSVG(t *testing.T) {
 			t.Errorf("chart has no text %q", text)
 		}
 	}
+	// A point per run and per series in the legend; one dashed line per
+	// peer and its legend entry.
+	if n := strings.Count(buf.String(), "<circle"); n != 4+2 {
+		t.Errorf("chart has %d points, want 4 runs and 2 legend entries", n)
+	}
+	if n := strings.Count(buf.String(), "stroke-dasharray"); n != 2 {
+		t.Errorf("chart has %d dashed lines, want the peer and its legend entry", n)
+	}
 	if err := bench.WriteSVG(io.Discard, "nothing", nil); err == nil {
 		t.Error("a chart of no runs was drawn")
 	}
