@@ -67,6 +67,10 @@ func RunCounterStore(t *testing.T, open OpenFunc) {
 	t.Run("Exactness", func(t *testing.T) { testExactness(t, open(t)) })
 	t.Run("ConcurrentDuplicates", func(t *testing.T) { testConcurrentDuplicates(t, open(t)) })
 	t.Run("ReshardUnderWrites", func(t *testing.T) { testReshardUnderWrites(t, open(t)) })
+	t.Run("Spec", func(t *testing.T) { testSpec(t, open(t)) })
+	t.Run("CreateOnWrite", func(t *testing.T) { testCreateOnWrite(t, open(t)) })
+	t.Run("Kinds", func(t *testing.T) { testKinds(t, open(t)) })
+	t.Run("ConcurrentCreateOnWrite", func(t *testing.T) { testConcurrentCreateOnWrite(t, open(t)) })
 }
 
 // MustCreate creates a counter or fails the test.
