@@ -190,6 +190,7 @@ func testBatchSnapshot(t *testing.T, s shardcounter.CounterStore, opts Options) 
 					}
 					got[j] = rs[i].Value
 				}
+				pause()
 				if opts.NoBatchSnapshot {
 					continue
 				}

@@ -88,6 +88,8 @@ func RunCounterStore(t *testing.T, open OpenFunc, opts Options) {
 	t.Run("ReadCounters", func(t *testing.T) { testReadCounters(t, open(t)) })
 	t.Run("Placement", func(t *testing.T) { testPlacement(t, open(t)) })
 	t.Run("BatchSnapshot", func(t *testing.T) { testBatchSnapshot(t, open(t), opts) })
+	t.Run("Transfer", func(t *testing.T) { testTransfer(t, open(t)) })
+	t.Run("Linearizable", func(t *testing.T) { testLinearizable(t, open(t)) })
 }
 
 // MustCreate creates a counter or fails the test.
