@@ -136,7 +136,7 @@ func (b *batch) apply(inc shardcounter.Increment, o *shardcounter.Outcome) error
 	pick := inc.Pick
 	if inc.Member != "" {
 		mkey = memberKey(inc.Counter, inc.Member)
-		if present := b.members.Get(mkey) != nil; present == (inc.Delta > 0) {
+		if present := has(b.members, mkey); present == (inc.Delta > 0) {
 			o.Unchanged = true
 			return b.record(t, inc, rkey, old)
 		}

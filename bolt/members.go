@@ -14,6 +14,14 @@ func memberKey(id, member string) []byte {
 	return append(prefixKey(id), member...)
 }
 
+// has reports whether the bucket holds key. Member keys have empty values,
+// and bbolt's Get returns nil for an empty value put in the same
+// transaction, so presence is a cursor's match, not a non-nil Get.
+func has(b *bbolt.Bucket, key []byte) bool {
+	k, _ := b.Cursor().Seek(key)
+	return bytes.Equal(k, key)
+}
+
 // distinctMeta returns a distinct counter's record: ErrNotFound when it is
 // missing, ErrInvalid when it is a sum counter.
 func distinctMeta(tx *bbolt.Tx, id string) (meta, error) {
@@ -34,7 +42,7 @@ func (s *CounterStore) IsMember(ctx context.Context, id, member string) (bool, e
 		if _, err := distinctMeta(tx, id); err != nil {
 			return err
 		}
-		present = tx.Bucket(bucketMembers).Get(memberKey(id, member)) != nil
+		present = has(tx.Bucket(bucketMembers), memberKey(id, member))
 		return nil
 	})
 	return present, err
