@@ -90,6 +90,10 @@ func RunCounterStore(t *testing.T, open OpenFunc, opts Options) {
 	t.Run("BatchSnapshot", func(t *testing.T) { testBatchSnapshot(t, open(t), opts) })
 	t.Run("Transfer", func(t *testing.T) { testTransfer(t, open(t)) })
 	t.Run("Linearizable", func(t *testing.T) { testLinearizable(t, open(t)) })
+	t.Run("Distinct", func(t *testing.T) { testDistinct(t, open(t)) })
+	t.Run("ListMembers", func(t *testing.T) { testListMembers(t, open(t)) })
+	t.Run("MembersConcurrent", func(t *testing.T) { testMembersConcurrent(t, open(t), false) })
+	t.Run("MembersReshard", func(t *testing.T) { testMembersConcurrent(t, open(t), true) })
 }
 
 // MustCreate creates a counter or fails the test.
