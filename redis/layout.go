@@ -27,6 +27,8 @@ const (
 	fieldTo      = "to" // the reshard intent's target shard count
 	fieldHistory = "h"  // earlier shard counts still inside the dedupe window
 	fieldMax     = "mx" // the highest shard count used: keys to delete
+	fieldNeedK   = "nk" // a rebalance's intent: the shard a write wants room on
+	fieldNeedD   = "nd" // and the delta it wants to write
 )
 
 const (
@@ -61,6 +63,12 @@ type layout struct {
 	to      int
 	hist    []past
 	max     int
+	need    *need // the write a recorded rebalance was asked for
+
+	// final holds, after finishReshard committed the reshard itself, the
+	// shards' values while they were frozen at the new epoch: the
+	// counter's exact value at a moment during the reshard.
+	final []int64
 }
 
 func (l *layout) ep() string { return strconv.FormatInt(l.epoch, 10) }
@@ -98,6 +106,15 @@ func (s *CounterStore) parseLayout(id string, m map[string]string) (*layout, err
 	if l.state == stateReshard {
 		if l.to, err = strconv.Atoi(m[fieldTo]); err != nil {
 			return nil, bad(fieldTo, err)
+		}
+	}
+	if k := m[fieldNeedK]; k != "" {
+		l.need = &need{}
+		if l.need.shard, err = strconv.Atoi(k); err != nil {
+			return nil, bad(fieldNeedK, err)
+		}
+		if l.need.delta, err = strconv.ParseInt(m[fieldNeedD], 10, 64); err != nil {
+			return nil, bad(fieldNeedD, err)
 		}
 	}
 	if h := m[fieldHistory]; h != "" {

@@ -173,7 +173,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		inc := incs[it.i]
 		g.items = append(g.items, it)
 		g.keys = append(g.keys, it.l.keys.shard(it.shard), it.l.keys.ids(it.shard))
-		g.args = append(g.args, it.l.ep(), inc.Delta, inc.RequestID)
+		g.args = append(g.args, it.l.ep(), inc.Delta, negate(inc.Delta), inc.RequestID)
 	}
 	if len(groups) == 1 {
 		groups[0].cmd = s.runScript(ctx, addScript, groups[0].keys, groups[0].args...)
@@ -187,6 +187,8 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	}
 
 	var retry []int
+	cramped := make(map[string][]pending) // items whose shard had no room, by counter
+	var crampedOrder []string
 	for _, g := range groups {
 		res, err := g.cmd.Int64Slice()
 		if err == nil && len(res) != len(g.items) {
@@ -220,10 +222,34 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 			case resStale:
 				s.forget(it.l.id)
 				retry = append(retry, it.i)
+			case resNoRoom:
+				if cramped[it.l.id] == nil {
+					crampedOrder = append(crampedOrder, it.l.id)
+				}
+				cramped[it.l.id] = append(cramped[it.l.id], it)
 			case resOverflow:
 				out[it.i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d to shard %d would leave the int64 range", it.l.id, incs[it.i].Delta, it.shard)
 			default:
 				out[it.i].Err = outcomeUnknown("apply", fmt.Errorf("the add script returned %d", res[j]))
+			}
+		}
+	}
+	for _, id := range crampedOrder {
+		its := cramped[id]
+		first := its[0]
+		vals, err := s.rebalance(ctx, first.l, need{shard: first.shard, delta: incs[first.i].Delta})
+		s.forget(id)
+		for _, it := range its {
+			d := incs[it.i].Delta
+			switch {
+			case shardcounter.ErrorCode(err) == shardcounter.ENOTFOUND:
+				out[it.i].Err = err
+			case err != nil:
+				out[it.i].Err = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q: making room for a write of %d failed: %s; the write was not applied", id, d, shardcounter.ErrorMessage(err))
+			case vals != nil && !fits(vals, it.shard, d):
+				out[it.i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", id, d)
+			default:
+				retry = append(retry, it.i)
 			}
 		}
 	}
