@@ -23,7 +23,8 @@ const (
 // when the shard's epoch is the writer's and the delta fits the shard's
 // allowance (fields up and dn, see allowance.go): the epoch check, the
 // duplicate check, the allowance, HINCRBY and the id's record are one
-// atomic step. Rooms are spent with HINCRBY and a check of the result's
+// atomic step. The id set expires with its newest id, so that a shard
+// that stops getting ids does not keep them for ever. Rooms are spent with HINCRBY and a check of the result's
 // sign, which Lua's doubles get right where they would round the values.
 var addScript = goredis.NewScript(`
 local ttl = tonumber(ARGV[1])
@@ -79,6 +80,7 @@ for j = 1, #KEYS / 2 do
         if rid ~= '' then
           redis.call('ZREMRANGEBYSCORE', rk, '-inf', now)
           redis.call('ZADD', rk, string.format('%d', now + ttl), rid)
+          if redis.call('PTTL', rk) < ttl then redis.call('PEXPIRE', rk, ARGV[1]) end
         end
       end
     end
