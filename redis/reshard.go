@@ -35,6 +35,11 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 		if l.n == shards {
 			return l.counter(), nil
 		}
+		if shards > l.n {
+			if err := s.prepare(ctx, l, shards); err != nil {
+				return nil, err
+			}
+		}
 		ok, err := s.runScript(ctx, intentScript, []string{metaKey(s.prefix, id)}, l.ep(), shards, "", "").Int()
 		if err != nil {
 			return nil, storeErr("reshard", err, true)
@@ -71,7 +76,10 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 //     layout E is refused from then on and comes back through the
 //     metadata, where it meets the intent and helps finish it. No writer
 //     holds layout E+1 before step 4, so once fenced the counter is frozen.
-//  2. Grow: shards [n, m) are created at epoch E+1 with value 0.
+//  2. Grow: shards [n, m) are reset to epoch E+1 and value 0. Their keys
+//     were prepared by the reshard's caller before it recorded the intent
+//     (prepareScript); this step never creates a key, so a helper running
+//     it late, after the counter was deleted, cannot bring one back.
 //  3. Shrink: each removed shard k in [m, n) is folded into shard k mod m
 //     by a script that adds k's frozen value and sets the marker f:k in the
 //     target in one step, and does nothing when the marker is there. So a
@@ -106,10 +114,22 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 	}
 
 	if m > n {
-		if err := s.each(ctx, m-n, func(p goredis.Pipeliner, i int) *goredis.Cmd {
-			return initScript.EvalSha(ctx, p, []string{l.keys.shard(n + i)}, newEp)
+		is := seq(n, m)
+		res := make([]int, len(is))
+		j := 0
+		if err := s.eachOf(ctx, is, func(p goredis.Pipeliner, i int) *goredis.Cmd {
+			return initScript.EvalSha(ctx, p, []string{l.keys.shard(i)}, newEp)
+		}, func(c *goredis.Cmd) error {
+			r, err := c.Int()
+			res[j], j = r, j+1
+			return err
 		}); err != nil {
 			return storeErr("reshard: create shards", err, true)
+		}
+		for j, r := range res {
+			if r == -1 { // prepared before the intent: the counter is gone
+				return s.lostShard(ctx, l, is[j])
+			}
 		}
 		if err := s.step("init"); err != nil {
 			return err
@@ -320,14 +340,28 @@ func (s *CounterStore) lostShard(ctx context.Context, l *layout, i int) error {
 	return shardcounter.Errorf(shardcounter.EINTERNAL, "redis: counter %q: shard key %q is missing or at another epoch; was data lost (FLUSHALL, a failover)?", l.id, l.keys.shard(i))
 }
 
+// prepare makes placeholders of the shards [l.n, to) that a grow to to
+// shards will use, before its intent is recorded (see prepareScript).
+func (s *CounterStore) prepare(ctx context.Context, l *layout, to int) error {
+	err := s.eachOf(ctx, seq(l.n, to), func(p goredis.Pipeliner, i int) *goredis.Cmd {
+		return prepareScript.EvalSha(ctx, p, []string{l.keys.shard(i)})
+	}, func(c *goredis.Cmd) error { return c.Err() })
+	return storeErr("reshard: prepare shards", err, true)
+}
+
+// seq returns the integers [from, to).
+func seq(from, to int) []int {
+	is := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		is = append(is, i)
+	}
+	return is
+}
+
 // each runs f for i in [0, n) in one pipeline with scripts loaded, and
 // returns the first error.
 func (s *CounterStore) each(ctx context.Context, n int, f func(p goredis.Pipeliner, i int) *goredis.Cmd) error {
-	is := make([]int, n)
-	for i := range is {
-		is[i] = i
-	}
-	return s.eachOf(ctx, is, f, func(c *goredis.Cmd) error { return c.Err() })
+	return s.eachOf(ctx, seq(0, n), f, func(c *goredis.Cmd) error { return c.Err() })
 }
 
 // eachOf runs f for each of is in one pipeline and check on each result.

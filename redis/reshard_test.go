@@ -329,3 +329,43 @@ func TestReshardOverflowStaysWithCaller(t *testing.T) {
 		}
 	})
 }
+
+// TestReshardLateInitAfterDelete lets a helper of a grow stall before it
+// creates the new shards until the grow is committed by another process
+// and the counter deleted. Its late create step must not bring a shard
+// key of the deleted counter back, where a writer still holding the grown
+// layout would have a write acknowledged and lost.
+func TestReshardLateInitAfterDelete(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		id := t.Name() + runID()
+		late, other, writer := MustOpen(t, dsn), MustOpen(t, dsn), MustOpen(t, dsn)
+		storetest.MustCreate(t, other, id, 2)
+
+		reached, release := make(chan struct{}), make(chan struct{})
+		redis.SetReshardHook(late, pauseAt("fence", reached, release))
+		grown := make(chan error, 1)
+		go func() { _, err := late.ReshardCounter(ctx, id, 8); grown <- err }()
+		<-reached // intent recorded and shards fenced, new shards not yet created
+
+		if c, err := other.GetCounter(ctx, id); err != nil || c.Shards != 8 {
+			t.Fatalf("GetCounter finishing the grow = %+v, %v; want 8 shards", c, err)
+		}
+		if err := writer.Add(ctx, id, 5, 5); err != nil { // caches the 8-shard layout
+			t.Fatal(err)
+		}
+		key := redis.ShardKey(t, other, id, 5)
+		if err := other.DeleteCounter(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		close(release)
+		<-grown // whatever it says: the counter is gone
+
+		if n, err := redis.Client(other).Exists(ctx, key).Result(); err != nil || n != 0 {
+			t.Fatalf("EXISTS %s after the late create step = %d, %v; want 0", key, n, err)
+		}
+		if err := writer.Add(ctx, id, 100, 5); !errors.Is(err, shardcounter.ErrNotFound) {
+			t.Fatalf("Add with the layout of the deleted counter = %v, want ErrNotFound", err)
+		}
+	})
+}

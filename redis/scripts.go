@@ -148,12 +148,26 @@ redis.call('HSET', KEYS[1], 'e', ARGV[2])
 return 1
 `)
 
+// prepareScript makes KEYS[1] a placeholder shard (epoch 0, which no
+// writer holds) unless the key exists. A grow prepares its new shards
+// before it records its intent; the helpers that finish the grow only
+// reset keys that exist (initScript), so a helper running late, after the
+// counter was deleted, cannot bring a shard key of it back.
+var prepareScript = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'v', 0, 'e', 0)
+return 1
+`)
+
 // initScript makes shard KEYS[1] a zero-valued shard of epoch ARGV[1],
 // unless it already belongs to that epoch or a later one. A key left by an
-// older layout (a shard removed by an earlier shrink) is reset.
+// older layout (a shard removed by an earlier shrink) or prepared for this
+// grow is reset. It returns -1, and creates nothing, when the key is
+// missing: the counter was deleted.
 var initScript = goredis.NewScript(`
 local e = redis.call('HGET', KEYS[1], 'e')
-if e and tonumber(e) >= tonumber(ARGV[1]) then return 0 end
+if not e then return -1 end
+if tonumber(e) >= tonumber(ARGV[1]) then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'v', 0, 'e', ARGV[1])
 return 1
@@ -202,4 +216,4 @@ if redis.call('HGET', KEYS[1], 'st') ~= 'delete' then return 0 end
 return redis.call('DEL', KEYS[1])
 `)
 
-var allScripts = []*goredis.Script{addScript, createScript, intentScript, retargetScript, commitScript, fenceScript, initScript, foldScript, allowScript, markDeleteScript, deleteMetaScript}
+var allScripts = []*goredis.Script{addScript, createScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, markDeleteScript, deleteMetaScript}
