@@ -60,7 +60,7 @@ func testReshardCrash(t *testing.T, dsn string, from, to int, stop string) {
 	total += 7
 
 	seen := map[string]int{}
-	redis.SetReshardHook(crashing, func(step string) error {
+	redis.SetStepHook(crashing, func(step string) error {
 		seen[step]++
 		if fmt.Sprintf("%s#%d", step, seen[step]) == stop || step == stop {
 			return errCrash
@@ -195,7 +195,7 @@ func TestReshardLateCleanup(t *testing.T) {
 		}
 
 		reached, release := make(chan struct{}), make(chan struct{})
-		redis.SetReshardHook(slow, pauseAt("commit", reached, release))
+		redis.SetStepHook(slow, pauseAt("commit", reached, release))
 		shrunk := make(chan error, 1)
 		go func() { _, err := slow.ReshardCounter(ctx, id, 2); shrunk <- err }()
 		<-reached // committed at 2 shards, the removed shards not yet cleaned up
@@ -238,7 +238,7 @@ func TestReshardLateInit(t *testing.T) {
 
 		reached, release := make(chan struct{}), make(chan struct{})
 		initDone := make(chan struct{})
-		redis.SetReshardHook(late, func(step string) error {
+		redis.SetStepHook(late, func(step string) error {
 			switch step {
 			case "fence":
 				close(reached)
@@ -299,7 +299,7 @@ func TestReshardOverflowStaysWithCaller(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		redis.SetReshardHook(resharder, func(step string) error {
+		redis.SetStepHook(resharder, func(step string) error {
 			if step == "intent" {
 				return errCrash
 			}
@@ -320,7 +320,7 @@ func TestReshardOverflowStaysWithCaller(t *testing.T) {
 		if c, err := MustOpen(t, dsn).GetCounter(ctx, id); err != nil || c.Shards != 3 {
 			t.Fatalf("GetCounter = %+v, %v; want 3 shards", c, err)
 		}
-		redis.SetReshardHook(resharder, nil)
+		redis.SetStepHook(resharder, nil)
 		if _, err := resharder.ReshardCounter(ctx, id, 2); !errors.Is(err, shardcounter.ErrOutOfRange) {
 			t.Fatalf("the caller's own ReshardCounter = %v, want ErrOutOfRange", err)
 		}
@@ -343,7 +343,7 @@ func TestReshardLateInitAfterDelete(t *testing.T) {
 		storetest.MustCreate(t, other, id, 2)
 
 		reached, release := make(chan struct{}), make(chan struct{})
-		redis.SetReshardHook(late, pauseAt("fence", reached, release))
+		redis.SetStepHook(late, pauseAt("fence", reached, release))
 		grown := make(chan error, 1)
 		go func() { _, err := late.ReshardCounter(ctx, id, 8); grown <- err }()
 		<-reached // intent recorded and shards fenced, new shards not yet created
