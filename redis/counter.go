@@ -51,7 +51,7 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		}
 		ok, err := s.runScript(ctx, createScript, []string{metaKey(s.prefix, id)},
 			fieldID, id, fieldShards, shards, fieldCreated, l.created.Format(time.RFC3339Nano),
-			fieldInc, l.keys.inc, fieldEpoch, l.ep(), fieldMax, shards).Int()
+			fieldIncarnation, l.keys.incarnation, fieldEpoch, l.ep(), fieldMax, shards).Int()
 		if err != nil {
 			return nil, storeErr("create counter", err, true)
 		}

@@ -24,7 +24,7 @@ func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uin
 	return out[0].Err
 }
 
-// pending is an increment of a batch not yet settled.
+// pending is an increment of a batch not yet decided.
 type pending struct {
 	i     int // position in the batch
 	l     *layout
@@ -53,7 +53,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 		}
 		todo = append(todo, i)
 	}
-	settled := false // some item applied or was found a duplicate
+	decided := false // some item applied or was found a duplicate
 	for attempt := 0; len(todo) > 0; attempt++ {
 		if attempt == maxAttempts {
 			for _, i := range todo {
@@ -69,7 +69,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 				break
 			}
 		}
-		retry, err := s.applyOnce(ctx, incs, out, todo, &settled)
+		retry, err := s.applyOnce(ctx, incs, out, todo, &decided)
 		if err != nil {
 			for _, i := range todo {
 				out[i].Err = err
@@ -78,7 +78,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 		}
 		todo = retry
 	}
-	if !settled {
+	if !decided {
 		// When every item failed for want of the store, say so for the
 		// whole batch, as the contract asks.
 		var first error
@@ -122,7 +122,7 @@ func sleep(ctx context.Context, n int) error {
 
 // applyOnce makes one attempt at the items todo and returns those to try
 // again. An error fails every item of todo.
-func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, todo []int, settled *bool) ([]int, error) {
+func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, todo []int, decided *bool) ([]int, error) {
 	ids := make([]string, len(todo))
 	for j, i := range todo {
 		ids[j] = incs[i].Counter
@@ -145,7 +145,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		}
 		items = append(items, pending{i: i, l: l, shard: shard.Of(pick, l.n)})
 	}
-	if items, err = s.seenBefore(ctx, incs, out, items, settled); err != nil {
+	if items, err = s.seenBefore(ctx, incs, out, items, decided); err != nil {
 		return nil, err
 	}
 
@@ -215,10 +215,10 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		for j, it := range g.items {
 			switch res[j] {
 			case resApplied:
-				*settled = true
+				*decided = true
 			case resDuplicate:
 				out[it.i].Duplicate = true
-				*settled = true
+				*decided = true
 			case resStale:
 				s.forget(it.l.id)
 				retry = append(retry, it.i)
@@ -256,13 +256,13 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	return retry, nil
 }
 
-// seenBefore settles the items whose request id was recorded under an
+// seenBefore decides the items whose request id was recorded under an
 // earlier shard count of their counter, on the shard PickFor mod that count,
 // and returns the others. Those layouts are closed (their shards were
 // fenced before the current layout began), so their records no longer
 // change and a plain read is exact. It costs one round trip, and only for
 // items with a request id on counters resharded within the dedupe window.
-func (s *CounterStore) seenBefore(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, items []pending, settled *bool) ([]pending, error) {
+func (s *CounterStore) seenBefore(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, items []pending, decided *bool) ([]pending, error) {
 	type check struct {
 		item int // index in items
 		cmd  *goredis.FloatCmd
@@ -306,7 +306,7 @@ func (s *CounterStore) seenBefore(ctx context.Context, incs []shardcounter.Incre
 	for j, it := range items {
 		if dup[j] {
 			out[it.i].Duplicate = true
-			*settled = true
+			*decided = true
 			continue
 		}
 		keep = append(keep, it)
