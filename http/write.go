@@ -48,7 +48,7 @@ const (
 
 // POST /v1/counters/{id}/increment and .../decrement
 func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request, decrement bool) {
-	id, body, err := s.bodyOf(w, r, plainCounterID)
+	id, body, err := s.bodyOf(r, plainCounterID)
 	var delta int64
 	var requestID string
 	if err == nil {
@@ -100,13 +100,9 @@ func decodeWrite(body []byte, decrement bool) (delta int64, requestID string, er
 // POST /v1/writes
 func (s *Server) handleWrites(w http.ResponseWriter, r *http.Request) {
 	_, err := query(r)
-	var body []byte
-	if err == nil {
-		body, err = s.readBody(w, r)
-	}
 	var writes []shardcounter.Write
 	if err == nil {
-		writes, err = decodeWrites(body, s.opts.MaxBatch)
+		writes, err = decodeWrites(requestOf(r).body, s.opts.MaxBatch)
 	}
 	if err != nil {
 		s.error(w, r, err)
