@@ -156,12 +156,15 @@ func (s *Server) bodyOf(r *http.Request, nameOf func(*http.Request) (string, err
 	return name, requestOf(r).body, nil
 }
 
+// jsonSpace is JSON's white space (RFC 8259), narrower than Unicode's.
+const jsonSpace = " \t\r\n"
+
 // decodeObject decodes body, which must be exactly one JSON object and
 // nothing else, into v, refusing unknown fields. An empty body decodes as
 // {} when emptyOK, and is an error otherwise. fields and example go into
 // error messages so they say what a good body looks like.
 func decodeObject(body []byte, v any, emptyOK bool, fields, example string) error {
-	trimmed := bytes.TrimSpace(body)
+	trimmed := bytes.Trim(body, jsonSpace)
 	if len(trimmed) == 0 {
 		if emptyOK {
 			return nil
@@ -179,9 +182,12 @@ func decodeObject(body []byte, v any, emptyOK bool, fields, example string) erro
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err, fields, example)
 	}
-	if rest := bytes.TrimSpace(body[dec.InputOffset():]); len(rest) > 0 {
+	if rest := bytes.Trim(body[dec.InputOffset():], jsonSpace); len(rest) > 0 {
 		return shardcounter.Errorf(shardcounter.EINVALID,
 			"request body has data after the JSON object at byte %d: send exactly one object such as %s", dec.InputOffset(), example)
+	}
+	if err := checkKeys(body, v); err != nil {
+		return strictError(err)
 	}
 	return nil
 }
