@@ -94,6 +94,12 @@ type ServerOptions struct {
 	// bound. Default DefaultBodyTimeout.
 	BodyTimeout time.Duration
 
+	// AsyncWrites says that the service answers writes once they are
+	// queued, before they are committed (the engine's async durability):
+	// write replies are then 202 Accepted rather than 200, since the
+	// write is not yet applied.
+	AsyncWrites bool
+
 	// Collections, when set, serves the /v1/collections routes; without
 	// it they are 404 not_found.
 	Collections shardcounter.CollectionService

@@ -64,7 +64,16 @@ func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request, decrement b
 	if err == nil && res.Error != nil {
 		err = res.Error
 	}
-	s.reply(w, r, http.StatusOK, res, err)
+	s.reply(w, r, s.writeStatus(), res, err)
+}
+
+// writeStatus is the status of a successful write: 202 Accepted when the
+// service answers writes before they are committed.
+func (s *Server) writeStatus() int {
+	if s.opts.AsyncWrites {
+		return http.StatusAccepted
+	}
+	return http.StatusOK
 }
 
 // decodeWrite decodes the body of POST .../increment or .../decrement into
@@ -116,7 +125,7 @@ func (s *Server) handleWrites(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, WritesResponse{Results: results})
+	s.writeJSON(w, s.writeStatus(), WritesResponse{Results: results})
 }
 
 // decodeWrites decodes the body of POST /v1/writes and validates every

@@ -204,6 +204,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 		MaxConcurrent:  c.maxConcurrent,
 		RequestTimeout: c.reqTimeout,
 		BodyTimeout:    c.bodyTimeout,
+		AsyncWrites:    durability == engine.Async,
 		Collections:    colls,
 	})
 	srv := &http.Server{
