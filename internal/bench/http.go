@@ -69,7 +69,7 @@ func (l *loadgen) do(ctx context.Context, method, path string, body []byte) erro
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
 		return shardcounter.ErrNotFound
-	case resp.StatusCode != http.StatusOK:
+	case resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted: // 202: an async server queued the write
 		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
 	}
 	return err
