@@ -165,7 +165,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 	} else {
 		colls = collection.New(cs, collection.Config{})
 	}
-	eng := engine.New(m.Store(store), engine.Config{
+	eng, err := engine.New(m.Store(store), engine.Config{
 		DefaultShards: c.defaultShards,
 		NoAutoCreate:  !c.autoCreate,
 		Durability:    durability,
@@ -180,6 +180,9 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 		OnFlush:      m.ObserveFlush,
 		Logger:       log,
 	})
+	if err != nil {
+		return err
+	}
 	m.RegisterEngine(eng.Stats())
 	defer func() {
 		// Commit queued writes before the store closes; a fresh context,
