@@ -20,11 +20,14 @@ import (
 // directory, closed when the test ends.
 func MustEngine(tb testing.TB) *engine.Engine {
 	tb.Helper()
-	store, err := bolt.Open(filepath.Join(tb.TempDir(), "counters.db"))
+	store, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "counters.db"), bolt.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	eng := engine.New(store, engine.Config{})
+	eng, err := engine.New(store, engine.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
