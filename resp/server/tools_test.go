@@ -68,7 +68,7 @@ func TestRedisCLI(t *testing.T) {
 		{[]string{"-a", "tok", "GET", "nothing"}, ""},
 		{[]string{"-a", "tok", "--user", "default", "--pass", "tok", "PING"}, "PONG"},
 		{[]string{"-a", "wrong", "PING"}, "NOAUTH Authentication required."}, // "AUTH failed: WRONGPASS ..." on stderr
-		{[]string{"-a", "tok", "-3", "SC.GET", "likes"}, ""}, // checked below
+		{[]string{"-a", "tok", "-3", "SC.GET", "likes"}, ""},                 // checked below
 		{[]string{"-a", "tok", "INCR", "x y"}, "1"},
 		{[]string{"-a", "tok", "INCRBY", "likes", "x"}, "ERR value is not an integer or out of range"},
 	} {
