@@ -63,11 +63,11 @@ func Open(ctx context.Context, dsn string) (shardcounter.CounterStore, error) {
 	}
 	switch kind {
 	case Bolt:
-		return bolt.Open(dsn[len("bolt:"):])
+		return bolt.Open(ctx, dsn[len("bolt:"):], bolt.Options{})
 	case Postgres:
 		return postgres.Open(ctx, dsn)
 	case Redis, RedisCluster:
-		return redis.Open(ctx, dsn)
+		return redis.Open(ctx, dsn, redis.Options{})
 	}
 	return nil, shardcounter.Errorf(shardcounter.EINVALID, "store %q: this build has no %s store", Redact(dsn), kind)
 }

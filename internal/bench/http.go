@@ -69,7 +69,7 @@ func (l *loadgen) do(ctx context.Context, method, path string, body []byte) erro
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
 		return shardcounter.ErrNotFound
-	case resp.StatusCode != http.StatusOK:
+	case resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted: // 202: an async server queued the write
 		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
 	}
 	return err
@@ -144,7 +144,10 @@ func startHTTP(ctx context.Context, cfg Config) (*httpService, error) {
 		}
 		return &httpService{lg: newLoadgen(cfg.Server, cfg.Token, cfg.Clients), client: c}, nil
 	}
-	eng := engine.New(cfg.Store, engine.Config{NoAutoCreate: true})
+	eng, err := engine.New(cfg.Store, engine.Config{NoAutoCreate: true})
+	if err != nil {
+		return nil, err
+	}
 	srv, url, err := serveLoopback(shttp.NewServer(eng, shttp.ServerOptions{Logger: slog.New(slog.DiscardHandler)}))
 	if err != nil {
 		eng.Close(ctx) //nolint:errcheck // nothing was written
