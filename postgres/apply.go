@@ -242,11 +242,7 @@ type clock struct {
 }
 
 func (s *CounterStore) clock() clock {
-	c := clock{windowUS: s.window.Load() / int64(time.Microsecond)}
-	if s.Now != nil {
-		t := s.Now()
-		c.now = &t
-	}
+	c := clock{now: s.nowArg(), windowUS: s.window.Load() / int64(time.Microsecond)}
 	if us := s.expiredTo.Load(); us != 0 && s.applies.Add(1)%expireRescan != 0 {
 		t := time.UnixMicro(us)
 		c.from = &t

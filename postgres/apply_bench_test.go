@@ -47,7 +47,7 @@ func BenchmarkApplyZipf(b *testing.B) {
 	}
 	srv := pgtest.StartServer(b, settings...)
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, srv.URL())
+	s, err := postgres.Open(ctx, srv.URL(), postgres.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func TestBenchNaive(t *testing.T) {
 	q := u.Query()
 	q.Set("pool_max_conns", strconv.Itoa(cfg.Clients))
 	u.RawQuery = q.Encode()
-	s, err := postgres.Open(context.Background(), u.String())
+	s, err := postgres.Open(context.Background(), u.String(), postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

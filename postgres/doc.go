@@ -35,7 +35,7 @@
 // proportional to recent writes, and an idle store does nothing. An
 // expired id not yet deleted counts as new; recording it again takes its
 // row over in the same atomic step as the duplicate check. Ages are
-// measured on the database's clock unless CounterStore.Now is set.
+// measured on the database's clock unless Options.Now is set.
 //
 // # Overflow
 //
