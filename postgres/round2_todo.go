@@ -15,24 +15,6 @@ func notYet(what string) error {
 	return shardcounter.Errorf(shardcounter.EINTERNAL, "postgres: %s is not implemented yet", what)
 }
 
-// unsupported refuses the parts of a spec this store cannot keep yet.
-func unsupported(spec shardcounter.Spec) error {
-	if spec.Kind == shardcounter.KindDistinct || spec.Bounded() || spec.Window != nil {
-		return notYet("distinct, bounded and windowed counters")
-	}
-	return nil
-}
-
-// ReadCounters is not implemented yet.
-func (s *CounterStore) ReadCounters(ctx context.Context, ids []string) ([]*shardcounter.Reading, error) {
-	return nil, notYet("ReadCounters")
-}
-
-// Placement is not implemented yet.
-func (s *CounterStore) Placement(ctx context.Context, id string) (*shardcounter.Placement, error) {
-	return nil, notYet("Placement")
-}
-
 // ReadWindow is not implemented yet.
 func (s *CounterStore) ReadWindow(ctx context.Context, id string, from, to time.Time) (*shardcounter.Reading, error) {
 	return nil, notYet("ReadWindow")
@@ -41,14 +23,4 @@ func (s *CounterStore) ReadWindow(ctx context.Context, id string, from, to time.
 // ReadSeries is not implemented yet.
 func (s *CounterStore) ReadSeries(ctx context.Context, id string, from, to time.Time) ([]shardcounter.Bucket, error) {
 	return nil, notYet("ReadSeries")
-}
-
-// IsMember is not implemented yet.
-func (s *CounterStore) IsMember(ctx context.Context, id, member string) (bool, error) {
-	return false, notYet("IsMember")
-}
-
-// ListMembers is not implemented yet.
-func (s *CounterStore) ListMembers(ctx context.Context, id, after string, limit int) ([]string, error) {
-	return nil, notYet("ListMembers")
 }
