@@ -187,8 +187,9 @@ func (s *CounterStore) applyOnce(ctx context.Context, conn *pgx.Conn, own bool, 
 		return abort(ctx, conn, own, err)
 	}
 
-	// Round trip 2: drop counters created for nothing, write shard values
-	// and members, forget refused request ids, expire old ones, commit.
+	// Round trip 2: drop counters created for nothing, write shard values,
+	// members and window buckets, forget refused request ids, expire old
+	// ones, commit.
 	q = &pgx.Batch{}
 	if len(p.drop) > 0 {
 		q.Queue(dropSQL, p.drop)
@@ -206,6 +207,9 @@ func (s *CounterStore) applyOnce(ctx context.Context, conn *pgx.Conn, own bool, 
 			})
 			return err
 		})
+	}
+	if len(p.buckets.counters) > 0 {
+		q.Queue(bucketsSQL, p.buckets.counters, p.buckets.shards, p.buckets.deltas, clk.now)
 	}
 	if len(p.refused) > 0 {
 		rc, ri := splitRequests(p.refused)

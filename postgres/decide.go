@@ -155,6 +155,7 @@ type counter struct {
 type plan struct {
 	rows    writes       // shard rows of sum counters
 	members memberWrites // member items, for membersSQL
+	buckets bucketWrites // deltas of windowed counters, for bucketsSQL
 	drop    []string     // counters created by the attempt and not kept
 	refused []requestKey // recorded request ids of items not applied
 }
@@ -183,6 +184,7 @@ func (a *attempt) decide(b *batch, out []shardcounter.Outcome) (*plan, error) {
 	}
 	p := &plan{}
 	dirty := make(map[shardKey]bool)
+	windowed := make(map[shardKey]int64) // the deltas of windowed counters' shards
 	used := make(map[requestKey]bool)
 	var r restart
 	for i, inc := range b.incs {
@@ -227,6 +229,9 @@ func (a *attempt) decide(b *batch, out []shardcounter.Outcome) (*plan, error) {
 			continue
 		} else {
 			dirty[k] = true
+			if c.spec.Window != nil {
+				windowed[k] += inc.Delta
+			}
 		}
 		c.born = true
 		if inc.RequestID != "" {
@@ -259,6 +264,11 @@ func (a *attempt) decide(b *batch, out []shardcounter.Outcome) (*plan, error) {
 		if a.created[id] && !c.born {
 			p.drop = append(p.drop, id)
 		}
+	}
+	for k, d := range windowed {
+		// A shard's items may cancel out; the bucket's row is written
+		// anyway, as the retention sweep comes with it.
+		p.buckets.counters, p.buckets.shards, p.buckets.deltas = append(p.buckets.counters, k.counter), append(p.buckets.shards, k.shard), append(p.buckets.deltas, d)
 	}
 	for k := range a.recorded {
 		if !used[k] {

@@ -12,6 +12,8 @@
 //	shardcounter.shards   (counter, shard, value, shards, wide)
 //	                                                one row per shard, created with the counter
 //	shardcounter.members  (counter, member, hash)   the members of distinct counters
+//	shardcounter.buckets  (counter, start, shard, value)
+//	                                                window buckets, per shard
 //	shardcounter.requests (counter, request_id, created_at)
 //	                                                request ids already applied
 //	shardcounter.schema_migrations (version, applied_at)
@@ -41,6 +43,13 @@
 // locks the shard row of each member it writes before the statement that
 // reads and changes membership, so membership and the shard's count change
 // together and two batches never decide one member at once.
+//
+// # Windows
+//
+// A batch adds what it applied to a windowed counter to the bucket of its
+// commit time on the shard it wrote, and in the same statement deletes
+// that counter's buckets past retention: each once, by a write, so the
+// work is proportional to writes.
 //
 // # Reads
 //

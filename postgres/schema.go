@@ -131,10 +131,22 @@ CREATE TABLE shardcounter.members (
 	PRIMARY KEY (counter, member)
 );
 `,
+	// 5: the time buckets of windowed counters, one row per bucket and
+	// shard, so a window takes writes as a counter does: a batch writes
+	// the bucket rows of the shard rows it holds.
+	`
+CREATE TABLE shardcounter.buckets (
+	counter text COLLATE "C" NOT NULL REFERENCES shardcounter.counters (id) ON DELETE CASCADE,
+	start   timestamptz NOT NULL,
+	shard   integer NOT NULL,
+	value   bigint NOT NULL,
+	PRIMARY KEY (counter, start, shard)
+);
+`,
 }
 
 // SchemaVersion is the schema version this package creates and expects.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // migrate brings the database's schema to SchemaVersion. It runs in one
 // transaction under an advisory lock: concurrent callers wait for each

@@ -120,9 +120,9 @@ func (s *CounterStore) addSlow(ctx context.Context, tx pgx.Tx, id string, delta 
 // shard i mod shards, adds zero-valued rows when growing, and marks every
 // kept row with the new count, which sends writers that read the old count
 // back to read the new one. A distinct counter's shards are counted again
-// from its members, each on shard ForMember(member) mod shards. It returns
-// ErrOutOfRange, changing nothing, when folding would take a shard out of
-// int64.
+// from its members, each on shard ForMember(member) mod shards; a windowed
+// counter's buckets fold as its shards do. It returns ErrOutOfRange,
+// changing nothing, when folding would take a shard out of int64.
 func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
@@ -174,6 +174,11 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 		if err != nil {
 			return err
 		}
+		if c.Window != nil && shards < old {
+			if err := foldBuckets(ctx, tx, id, shards); err != nil {
+				return err
+			}
+		}
 		// The zone narrows as the count grows: mark the rows wide if a
 		// shard is outside the new one.
 		wide := false
@@ -215,6 +220,21 @@ func fold(id string, values []int64, shards int) ([]int64, error) {
 		out[j] = v
 	}
 	return out, nil
+}
+
+// foldBuckets folds the window buckets of each removed shard i into
+// shard i mod shards. A bucket that would leave int64 fails the reshard
+// (SQLSTATE 22003: out_of_range).
+func foldBuckets(ctx context.Context, tx pgx.Tx, id string, shards int) error {
+	_, err := tx.Exec(ctx, `
+WITH removed AS (
+	DELETE FROM shardcounter.buckets WHERE counter = $1 AND shard >= $2
+	RETURNING start, shard, value
+)
+INSERT INTO shardcounter.buckets AS b (counter, start, shard, value)
+SELECT $1, start, shard % $2, sum(value) FROM removed GROUP BY start, shard % $2
+ON CONFLICT (counter, start, shard) DO UPDATE SET value = b.value + excluded.value`, id, shards)
+	return err
 }
 
 // countMembers counts a distinct counter's members on each of shards
