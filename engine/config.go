@@ -17,9 +17,9 @@ const (
 	// docs/ENGINE.md for the measurements behind it.
 	DefaultMaxInFlight  = 1
 	DefaultMaxStaleness = time.Second
-	// DefaultCacheSize is Config.CacheSize's default: a rollup takes about
-	// 200 bytes, so the cache stays near 20 MB however many counters are
-	// read.
+	// DefaultCacheSize is Config.CacheSize's default: enough rollups for
+	// every counter a busy page of timelines reads within MaxStaleness,
+	// few enough that memory stays bounded however many counters exist.
 	DefaultCacheSize = 100_000
 	DefaultListLimit = 100
 	MaxListLimit     = 1000
