@@ -40,7 +40,7 @@ func checkRuns(t *testing.T, runs []bench.Run, want int) {
 		t.Fatalf("%d runs, want %d: %+v", len(runs), want, runs)
 	}
 	for _, r := range runs {
-		if r.Ops == 0 || r.Errors != 0 || !r.Verified || r.Ops != r.Writes+r.Reads {
+		if r.Ops == 0 || r.Errors != 0 || !r.Verified || r.Ops != r.Writes+r.Reads+r.Refused {
 			t.Errorf("run %s = %+v, want operations, no errors, verified", r.Name, r)
 		}
 	}
