@@ -58,7 +58,7 @@ type benchCommand struct {
 	readRatio    float64
 	readBatch    int
 	readCons     string
-	kind         string
+	kinds        stringList
 	members      int
 	decrRatio    float64
 	min, max     optionalInt
@@ -130,7 +130,7 @@ func (c *benchCommand) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.readRatio, "read-ratio", 0, "the `FRACTION` of operations that read instead of write, from 0 to 1 (default 0; 0.9 for --workload timeline)")
 	fs.IntVar(&c.readBatch, "read-batch", bench.DefaultReadBatch, "--workload timeline: the counters each read asks for at once, 1 to 1000")
 	fs.StringVar(&c.readCons, "read-consistency", "", "the reads' consistency: strong or cached, the engine's rollup; the naive and resp paths and the peers always read strong (default strong; cached for --workload timeline)")
-	fs.StringVar(&c.kind, "kind", "sum", "the counters' `KIND`: sum (writes add 1) or distinct (writes add a member drawn from --members)")
+	fs.Var(&c.kinds, "kind", "the counters' `KIND`: sum (writes add 1) or distinct (writes add a member drawn from --members); repeat to run each path on both (default sum)")
 	fs.IntVar(&c.members, "members", bench.DefaultMembers, "--kind distinct: the population members are drawn from, uniformly; smaller means more re-adds")
 	fs.Float64Var(&c.decrRatio, "decr-ratio", 0, "the `FRACTION` of writes that subtract 1 (remove the member, for --kind distinct) (default 0; 0.5 with --min or --max, so the bound is met)")
 	fs.Var(&c.min, "min", "also run each path on counters with this floor `V` (≤ 0), next to the plain counters")
@@ -213,9 +213,7 @@ func (c *benchCommand) plan(args []string) (*benchPlan, error) {
 		return nil, usagef("--read-batch %d: give 1 to %d counters", c.readBatch, shardcounter.MaxReadBatch)
 	case c.readCons != "strong" && c.readCons != "cached":
 		return nil, usagef("--read-consistency %q: give strong or cached", c.readCons)
-	case c.kind != string(shardcounter.KindSum) && c.kind != string(shardcounter.KindDistinct):
-		return nil, usagef("--kind %q is unknown: use sum or distinct", c.kind)
-	case c.given("members") && c.kind != string(shardcounter.KindDistinct):
+	case c.given("members") && !c.hasKind(shardcounter.KindDistinct):
 		return nil, usagef("--members goes with --kind distinct")
 	case c.members < 1:
 		return nil, usagef("--members %d: give 1 or more", c.members)
@@ -226,7 +224,20 @@ func (c *benchCommand) plan(args []string) (*benchPlan, error) {
 	case c.tokenFile != "" && c.server == "" && c.resp == "":
 		return nil, usagef("--token-file goes with --server or --resp")
 	}
-	variants := []bench.Variant{bench.Plain()}
+	var variants []bench.Variant
+	for _, k := range c.kindList() {
+		switch k {
+		case shardcounter.KindSum:
+			variants = append(variants, bench.Plain())
+		case shardcounter.KindDistinct:
+			variants = append(variants, bench.Distinct())
+		default:
+			return nil, usagef("--kind %q is unknown: use sum or distinct", k)
+		}
+	}
+	if (bounded || c.window != "") && !c.hasKind(shardcounter.KindSum) {
+		return nil, usagef("--min, --max and --window go with --kind sum: a distinct counter's value is its member count")
+	}
 	if bounded {
 		v := bench.Bounded(c.min.ptr(), c.max.ptr())
 		if err := shardcounter.ValidateSpec(shardcounter.Spec{Shards: 1, Min: v.Min, Max: v.Max}); err != nil {
@@ -240,9 +251,6 @@ func (c *benchCommand) plan(args []string) (*benchPlan, error) {
 			return nil, usagef("--window: %s", errorText(err))
 		}
 		variants = append(variants, bench.Windowed(*w))
-	}
-	if len(variants) > 1 && c.kind == string(shardcounter.KindDistinct) {
-		return nil, usagef("--min, --max and --window go with --kind sum: a distinct counter's value is its member count")
 	}
 	if c.resp != "" {
 		if err := checkHostPort(c.resp); err != nil {
@@ -292,7 +300,7 @@ func (c *benchCommand) plan(args []string) (*benchPlan, error) {
 		Clients: c.clients, Counters: c.counters, Duration: c.duration, Shards: shards,
 		MaxInFlight: inFlight, Zipf: c.zipf,
 		Workload: c.workload, ReadRatio: c.readRatio, ReadBatch: c.readBatch, ReadConsistency: shardcounter.Consistency(c.readCons),
-		Kind: shardcounter.Kind(c.kind), Members: c.members, DecrRatio: c.decrRatio, Variants: variants,
+		Kind: c.kindList()[0], Members: c.members, DecrRatio: c.decrRatio, Variants: variants,
 		Prefill: c.prefill, Pipeline: c.pipeline,
 	}
 	if c.server != "" {
@@ -308,6 +316,22 @@ func (c *benchCommand) plan(args []string) (*benchPlan, error) {
 	}
 	return p, nil
 }
+
+// kindList is --kind's kinds, each once, in order; sum when none.
+func (c *benchCommand) kindList() []shardcounter.Kind {
+	var kinds []shardcounter.Kind
+	for _, k := range c.kinds {
+		if !slices.Contains(kinds, shardcounter.Kind(k)) {
+			kinds = append(kinds, shardcounter.Kind(k))
+		}
+	}
+	if len(kinds) == 0 {
+		kinds = []shardcounter.Kind{shardcounter.KindSum}
+	}
+	return kinds
+}
+
+func (c *benchCommand) hasKind(k shardcounter.Kind) bool { return slices.Contains(c.kindList(), k) }
 
 // checkHostPort checks a HOST:PORT address.
 func checkHostPort(addr string) error {
@@ -444,7 +468,10 @@ func (c *benchCommand) report(runs []bench.Run) error {
 func (c *benchCommand) workloadText() string {
 	var b strings.Builder
 	what := "counter"
-	if c.kind == string(shardcounter.KindDistinct) {
+	switch {
+	case len(c.kindList()) > 1:
+		what = "sum and distinct counter"
+	case c.hasKind(shardcounter.KindDistinct):
 		what = "distinct counter"
 	}
 	if c.counters == 1 {
@@ -469,15 +496,22 @@ func (c *benchCommand) workloadText() string {
 			b.WriteString(" and window=" + c.window)
 		}
 	}
-	write := "+1 writes"
-	switch {
-	case c.kind == string(shardcounter.KindDistinct) && c.decrRatio > 0:
-		write = fmt.Sprintf("adds and %g%% removes of %d members", c.decrRatio*100, c.members)
-	case c.kind == string(shardcounter.KindDistinct):
-		write = fmt.Sprintf("adds of %d members", c.members)
-	case c.decrRatio > 0:
-		write = fmt.Sprintf("+1/−1 writes (%g%% −1)", c.decrRatio*100)
+	var writes []string
+	if c.hasKind(shardcounter.KindSum) {
+		if c.decrRatio > 0 {
+			writes = append(writes, fmt.Sprintf("+1/−1 writes (%g%% −1)", c.decrRatio*100))
+		} else {
+			writes = append(writes, "+1 writes")
+		}
 	}
+	if c.hasKind(shardcounter.KindDistinct) {
+		if c.decrRatio > 0 {
+			writes = append(writes, fmt.Sprintf("adds and %g%% removes of %d members", c.decrRatio*100, c.members))
+		} else {
+			writes = append(writes, fmt.Sprintf("adds of %d members", c.members))
+		}
+	}
+	write := strings.Join(writes, " or ")
 	switch {
 	case c.workload == bench.WorkloadTimeline:
 		fmt.Fprintf(&b, ", timeline: %g%% %s reads of %d counters, %s", c.readRatio*100, c.readCons, min(c.readBatch, c.counters), write)
@@ -506,15 +540,17 @@ func (c *benchCommand) peerList(cfg bench.Config, storeKind string, all bool) ([
 	}
 	kinds := []string(c.peers)
 	if all {
-		redisPeer, pgPeer := bench.PeerRedisIncr, bench.PeerPostgresUpdate
-		if cfg.Kind == shardcounter.KindDistinct {
-			redisPeer, pgPeer = bench.PeerRedisSadd, bench.PeerPostgresInsert
-		}
-		if len(redisURLs) > 0 {
-			kinds = append(kinds, redisPeer)
-		}
-		if len(pgDSNs) > 0 && cfg.Pipeline == 1 {
-			kinds = append(kinds, pgPeer)
+		for _, k := range c.kindList() {
+			redisPeer, pgPeer := bench.PeerRedisIncr, bench.PeerPostgresUpdate
+			if k == shardcounter.KindDistinct {
+				redisPeer, pgPeer = bench.PeerRedisSadd, bench.PeerPostgresInsert
+			}
+			if len(redisURLs) > 0 {
+				kinds = append(kinds, redisPeer)
+			}
+			if len(pgDSNs) > 0 && cfg.Pipeline == 1 {
+				kinds = append(kinds, pgPeer)
+			}
 		}
 		if cfg.Pipeline == 1 {
 			kinds = append(kinds, bench.PeerHTTPBare)

@@ -32,6 +32,7 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"--window", "1s:1d"}, "--window"},
 		{[]string{"--window", "1h"}, "BUCKET:RETENTION"},
 		{[]string{"--kind", "distinct", "--min", "0"}, "go with --kind sum"},
+		{[]string{"--kind", "sum", "--kind", "sets"}, "--kind \"sets\""},
 		{[]string{"--pipeline", "0"}, "--pipeline 0"},
 		{[]string{"--pipeline", "1001"}, "--pipeline 1001"},
 		{[]string{"--pipeline", "4", "--path", "engine"}, "--pipeline is for the resp path"},

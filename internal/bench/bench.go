@@ -29,10 +29,10 @@
 // with a Zipf skew (Config.Zipf). The single workload writes one counter
 // per operation and, with Config.ReadRatio, reads one; the timeline
 // workload reads Config.ReadBatch counters at once (ReadCounters, POST
-// /v1/reads, MGET). Config.Kind distinct adds members drawn from a
+// /v1/reads, MGET). On distinct counters writes add members drawn from a
 // population of Config.Members instead of adding 1; Config.DecrRatio
 // makes some writes −1 (or removes). Config.Variants runs each path on
-// plain, bounded and windowed counters in one report. Counters are
+// plain, distinct, bounded and windowed counters in one report. Counters are
 // created on their first write, as auto-create does in production, so a
 // run over a million counters does not spend minutes creating counters it
 // never writes; Config.Prefill touches every counter once before the
@@ -126,9 +126,10 @@ type Config struct {
 	ReadBatch       int
 	ReadConsistency shardcounter.Consistency
 
-	// Kind is what the counters count: sum (default) or distinct, whose
-	// writes add a member drawn uniformly from Members (default
-	// DefaultMembers).
+	// Kind is what the counters count when Variants is empty: sum
+	// (default) or distinct, whose writes add a member drawn uniformly
+	// from Members (default DefaultMembers). Peers are run on their own
+	// kind; the http-bare peer on this one.
 	Kind    shardcounter.Kind
 	Members int
 	// DecrRatio is the fraction of writes that subtract 1 (remove the
@@ -136,7 +137,8 @@ type Config struct {
 	// bounded counter meets its floor.
 	DecrRatio float64
 	// Variants run each path once per variant and shard count; default
-	// one plain variant. Peers run once, plain.
+	// Plain, or Distinct when Kind is distinct. Peers run once each, on
+	// the kind they count.
 	Variants []Variant
 
 	// Prefill, before each run's clock starts, writes once to every
@@ -191,6 +193,9 @@ func (c Config) withDefaults() Config {
 	}
 	if len(c.Variants) == 0 {
 		c.Variants = []Variant{Plain()}
+		if c.Kind == shardcounter.KindDistinct {
+			c.Variants = []Variant{Distinct()}
+		}
 	}
 	if c.Pipeline == 0 {
 		c.Pipeline = 1
@@ -229,7 +234,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bench: pipeline %d: give 1 to %d commands", c.Pipeline, MaxPipeline)
 	}
 	for _, v := range c.Variants {
-		if err := shardcounter.ValidateSpec(v.spec(c.Kind, 1)); err != nil {
+		if err := shardcounter.ValidateSpec(v.spec(1)); err != nil {
 			return fmt.Errorf("bench: counter variant %s: %w", v.Name, err)
 		}
 	}
@@ -392,7 +397,8 @@ func runPath(ctx context.Context, cfg Config, path string, v Variant, shards, in
 	if path == PathRESP && cfg.Pipeline > 1 {
 		name += fmt.Sprintf("/pipeline=%d", cfg.Pipeline)
 	}
-	spec := v.spec(cfg.Kind, shards)
+	cfg.Kind = v.kind() // the writes the run draws
+	spec := v.spec(shards)
 	run := Run{Name: name, Store: store, Path: path, Shards: shards, MaxInFlight: inFlight, Variant: v.Name}
 	var svc counterService
 	var t target

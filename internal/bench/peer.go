@@ -39,17 +39,22 @@ var peerKinds = map[string]shardcounter.Kind{
 	PeerHTTPBare:       "",
 }
 
-// PeerFits checks that a peer measures what cfg's counters count, and can
-// send cfg's pipeline; the error says which peer to use instead.
+// PeerFits checks that a peer measures a kind of counter that cfg's
+// variants count, and can send cfg's pipeline; the error says which peer
+// to use instead.
 func PeerFits(peer string, cfg Config) error {
 	cfg = cfg.withDefaults()
+	kinds := map[shardcounter.Kind]bool{}
+	for _, v := range cfg.Variants {
+		kinds[v.kind()] = true
+	}
 	kind, ok := peerKinds[peer]
 	switch {
 	case !ok:
 		return fmt.Errorf("bench: peer %q is unknown: use %s, %s, %s, %s or %s", peer, PeerRedisIncr, PeerRedisSadd, PeerPostgresUpdate, PeerPostgresInsert, PeerHTTPBare)
-	case kind == shardcounter.KindSum && cfg.Kind == shardcounter.KindDistinct:
+	case kind == shardcounter.KindSum && !kinds[kind]:
 		return fmt.Errorf("bench: peer %s adds numbers: for distinct counters use %s and %s", peer, PeerRedisSadd, PeerPostgresInsert)
-	case kind == shardcounter.KindDistinct && cfg.Kind != shardcounter.KindDistinct:
+	case kind == shardcounter.KindDistinct && !kinds[kind]:
 		return fmt.Errorf("bench: peer %s counts members: it goes with distinct counters; for sums use %s and %s", peer, PeerRedisIncr, PeerPostgresUpdate)
 	case cfg.Pipeline > 1 && !strings.HasPrefix(peer, "redis-"):
 		return fmt.Errorf("bench: peer %s sends one request at a time: pipelining is for the resp path and the Redis peers", peer)
@@ -74,11 +79,16 @@ func Peers(ctx context.Context, cfg Config, peers []Peer) ([]Run, error) {
 			return nil, err
 		}
 	}
+	kind := cfg.Variants[0].kind() // the bare peer's
 	var runs []Run
 	for _, p := range peers {
 		var t target
 		var mem memoryProbe
 		var err error
+		cfg := cfg
+		if cfg.Kind = peerKinds[p.Kind]; cfg.Kind == "" {
+			cfg.Kind = kind
+		}
 		run := Run{Path: PathPeer, Peer: p.Kind}
 		switch p.Kind {
 		case PeerRedisIncr, PeerRedisSadd:

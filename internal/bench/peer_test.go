@@ -79,6 +79,24 @@ func TestPeersDistinct(t *testing.T) {
 	}
 }
 
+// TestPeersBothKinds runs each peer on the kind it counts when a report
+// has sum and distinct counters.
+func TestPeersBothKinds(t *testing.T) {
+	r := redistest.MustStart(t)
+	cfg := bench.Config{Clients: 2, Duration: 200 * time.Millisecond, Members: 20, Variants: []bench.Variant{bench.Plain(), bench.Distinct()}}
+	runs, err := bench.Peers(context.Background(), cfg, []bench.Peer{
+		{Kind: bench.PeerRedisIncr, Target: "redis://" + r.Addr},
+		{Kind: bench.PeerRedisSadd, Target: "redis://" + r.Addr},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRuns(t, runs, 2)
+	if runs[0].Kind != "sum" || runs[1].Kind != "distinct" || runs[1].Members != 20 {
+		t.Errorf("runs %+v, want a sum then a distinct run", runs)
+	}
+}
+
 // TestPeersPipeline sends 8 INCRs a round trip to Redis.
 func TestPeersPipeline(t *testing.T) {
 	r := redistest.MustStart(t)
@@ -105,6 +123,8 @@ func TestPeerFits(t *testing.T) {
 		{bench.PeerRedisIncr, bench.Config{}, ""},
 		{bench.PeerRedisSadd, distinct, ""},
 		{bench.PeerHTTPBare, distinct, ""},
+		{bench.PeerRedisIncr, bench.Config{Variants: []bench.Variant{bench.Distinct(), bench.Plain()}}, ""},
+		{bench.PeerPostgresInsert, bench.Config{Variants: []bench.Variant{bench.Distinct(), bench.Plain()}}, ""},
 		{bench.PeerRedisIncr, distinct, "redis-sadd"},
 		{bench.PeerPostgresUpdate, distinct, "postgres-insert"},
 		{bench.PeerRedisSadd, bench.Config{}, "redis-incr"},

@@ -33,21 +33,28 @@ const (
 	DefaultMembers = 100_000
 )
 
-// VariantPlain is the name of the counter variant with no bounds and no
-// window.
+// VariantPlain is the name of the sum counter variant with no bounds and
+// no window.
 const VariantPlain = "plain"
 
-// Variant is how the counters of a run are created beyond their kind and
-// shard count: plain, bounded (Min, Max) or windowed. Paths runs each path
-// once per variant, so that one report compares them.
+// Variant is how the counters of a run are made beyond their shard count:
+// their kind, and for sum counters bounds (Min, Max) or a window. Paths
+// runs each path once per variant, so that one report compares them; the
+// writes of a run are those of its variant's kind.
 type Variant struct {
-	Name     string // "plain", or what sets it apart: "min=0", "window=1m:1d"
+	Name     string            // "plain", "distinct", or what sets it apart: "min=0", "window=1m:1d"
+	Kind     shardcounter.Kind // "" is sum
 	Min, Max *int64
 	Window   *shardcounter.Window
 }
 
-// Plain is the counter variant with no bounds and no window.
+// Plain is the sum counter variant with no bounds and no window.
 func Plain() Variant { return Variant{Name: VariantPlain} }
+
+// Distinct is the variant of distinct counters.
+func Distinct() Variant {
+	return Variant{Name: string(shardcounter.KindDistinct), Kind: shardcounter.KindDistinct}
+}
 
 // Bounded returns the variant bounded by min and max (either may be nil).
 func Bounded(min, max *int64) Variant {
@@ -68,12 +75,21 @@ func Windowed(w shardcounter.Window) Variant {
 	return Variant{Name: fmt.Sprintf("window=%s:%s", w.Bucket, w.Retention), Window: &w}
 }
 
-// plain reports whether v is the plain variant, which auto-create makes.
+// plain reports whether v has no bounds and no window: auto-create makes
+// such counters, of either kind.
 func (v Variant) plain() bool { return v.Min == nil && v.Max == nil && v.Window == nil }
 
+// kind is the variant's counter kind.
+func (v Variant) kind() shardcounter.Kind {
+	if v.Kind == "" {
+		return shardcounter.KindSum
+	}
+	return v.Kind
+}
+
 // spec returns the spec the run's counters are created with.
-func (v Variant) spec(kind shardcounter.Kind, shards int) shardcounter.Spec {
-	return shardcounter.Spec{Shards: shards, Kind: kind, Min: v.Min, Max: v.Max, Window: v.Window}
+func (v Variant) spec(shards int) shardcounter.Spec {
+	return shardcounter.Spec{Shards: shards, Kind: v.kind(), Min: v.Min, Max: v.Max, Window: v.Window}
 }
 
 // opKind says what an operation does.

@@ -99,7 +99,8 @@ func TestConfigValidate(t *testing.T) {
 		{Pipeline: bench.MaxPipeline + 1},
 		{Variants: []bench.Variant{bench.Bounded(&one, nil)}},   // a floor above the start
 		{Variants: []bench.Variant{bench.Bounded(nil, &minus)}}, // a ceiling below it
-		{Kind: shardcounter.KindDistinct, Variants: []bench.Variant{bench.Windowed(shardcounter.Window{Bucket: shardcounter.BucketMinute, Retention: shardcounter.BucketDay})}},
+		{Variants: []bench.Variant{{Name: "distinct with a window", Kind: shardcounter.KindDistinct,
+			Window: &shardcounter.Window{Bucket: shardcounter.BucketMinute, Retention: shardcounter.BucketDay}}}},
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil, want an error", bad)
