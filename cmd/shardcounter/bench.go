@@ -116,7 +116,7 @@ func (c *benchCommand) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.store, "store", "", "the store of the naive, engine and http paths, as a `DSN` (default: a bolt file in a temporary directory, removed after)")
 	fs.StringVar(&c.server, "server", "", "http path: drive the running server at this `URL` instead of starting one on --store")
 	fs.StringVar(&c.tokenFile, "token-file", "", "with --server or --resp: send the bearer token in this `PATH` (RESP: as AUTH)")
-	fs.StringVar(&c.resp, "resp", "", "resp path: drive the RESP port of a running `shardcounter serve --resp-listen` at this `HOST:PORT`")
+	fs.StringVar(&c.resp, "resp", "", "resp path: drive the RESP port of a running `shardcounter serve --resp-listen` at this `HOST:PORT` instead of starting one on --store")
 	fs.Var(&c.paths, "path", "`PATH` to measure: naive (the seed algorithm, one store write per increment), engine (group commit, in process), http (the HTTP API end to end), resp (a RESP port through go-redis) or peer (the peers of --peer, or all that have a server); repeat for several (default naive)")
 	fs.Var(&c.peers, "peer", "`PEER` to measure with the same clients, duration and workload: redis-incr (INCR of one key per counter), postgres-update (UPDATE of one row per counter), redis-sadd and postgres-insert (for --kind distinct: SADD, INSERT ... ON CONFLICT DO NOTHING) or http-bare (a net/http handler doing one atomic add); repeat for several")
 	fs.Var(&c.peerRedis, "peer-redis", "the Redis peers' server, a redis:// `URL` (default --store when it is one); repeat to measure several, such as appendfsync always and everysec")
@@ -280,8 +280,6 @@ func (c *benchCommand) plan(args []string) (*benchPlan, error) {
 	switch {
 	case c.server != "" && (has(bench.PathNaive) || has(bench.PathEngine)):
 		return nil, usagef("--server is the http path's target: measure naive and engine in another run, on --store")
-	case has(bench.PathRESP) && c.resp == "":
-		return nil, usagef("--path resp needs --resp HOST:PORT, the RESP port of a running shardcounter serve --resp-listen")
 	case c.resp != "" && !has(bench.PathRESP):
 		return nil, usagef("--resp is the resp path's target: add --path resp")
 	case has(bench.PathRESP) && c.window != "":
@@ -289,7 +287,7 @@ func (c *benchCommand) plan(args []string) (*benchPlan, error) {
 	case c.pipeline > 1 && slices.ContainsFunc(p.storePaths, func(path string) bool { return path != bench.PathRESP }):
 		return nil, usagef("--pipeline is for the resp path and the Redis peers: measure the other paths in another run")
 	}
-	p.needStore = (has(bench.PathNaive) || has(bench.PathEngine) || has(bench.PathHTTP)) && c.server == ""
+	p.needStore = has(bench.PathNaive) || has(bench.PathEngine) || (has(bench.PathHTTP) && c.server == "") || (has(bench.PathRESP) && c.resp == "")
 	if p.storeDSN != "" {
 		if p.storeKind, err = dsn.Scheme(p.storeDSN); err != nil {
 			return nil, usagef("--store: %s", errorText(err))
@@ -332,6 +330,11 @@ func (c *benchCommand) kindList() []shardcounter.Kind {
 }
 
 func (c *benchCommand) hasKind(k shardcounter.Kind) bool { return slices.Contains(c.kindList(), k) }
+
+// runError is a run's error as the bench library wrote it: the run, the
+// step and the store's error, where errorText would show the store's
+// message alone.
+func runError(err error) error { return errors.New(err.Error()) }
 
 // checkHostPort checks a HOST:PORT address.
 func checkHostPort(addr string) error {
@@ -385,14 +388,14 @@ func (c *benchCommand) run(ctx context.Context, args []string) error {
 	runs, err := c.runPaths(ctx, cfg, p.storeDSN, p.storeKind, p.needStore, p.storePaths)
 	if err != nil {
 		c.report(runs)
-		return err
+		return runError(err)
 	}
 	if len(p.peers) > 0 {
 		rs, err := bench.Peers(ctx, cfg, p.peers)
 		runs = append(runs, rs...)
 		if err != nil {
 			c.report(runs)
-			return err
+			return runError(err)
 		}
 	}
 	if err := c.report(runs); err != nil {
@@ -441,7 +444,7 @@ func (c *benchCommand) runPaths(ctx context.Context, cfg bench.Config, storeDSN,
 	settings := storeSettings(ctx, kind, storeDSN)
 	runs, err := bench.Paths(ctx, cfg, paths...)
 	for i := range runs {
-		if runs[i].Path != bench.PathRESP { // a server of its own
+		if runs[i].Store != "server" { // not a server of its own
 			runs[i].Settings = settings
 		}
 	}

@@ -37,7 +37,6 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"--pipeline", "1001"}, "--pipeline 1001"},
 		{[]string{"--pipeline", "4", "--path", "engine"}, "--pipeline is for the resp path"},
 		{[]string{"--pipeline", "4", "--peer", "http-bare"}, "pipelining is for the resp path"},
-		{[]string{"--path", "resp"}, "--path resp needs --resp"},
 		{[]string{"--resp", "127.0.0.1:6380"}, "add --path resp"},
 		{[]string{"--path", "resp", "--resp", "6380"}, "HOST:PORT"},
 		{[]string{"--path", "resp", "--resp", "127.0.0.1:0"}, "port from 1 to 65535"},

@@ -316,7 +316,8 @@ func Naive(ctx context.Context, cfg Config) ([]Run, error) {
 // over cfg.Store (group commit, durable acknowledgement), closed before
 // reading back; for the http path through HTTP requests to cfg.Server or
 // to a server over cfg.Store that the run starts and stops; for the resp
-// path through RESP commands to cfg.RESP. A write error is counted, not
+// path through RESP commands to cfg.RESP or to a RESP server over
+// cfg.Store that the run starts and stops. A write error is counted, not
 // fatal; an error creating, reading or deleting the counters ends the
 // benchmark. Every run deletes its counters.
 func Paths(ctx context.Context, cfg Config, paths ...string) ([]Run, error) {
@@ -335,8 +336,8 @@ func Paths(ctx context.Context, cfg Config, paths ...string) ([]Run, error) {
 				return nil, errors.New("bench: the http path needs a store to serve or a server to target")
 			}
 		case PathRESP:
-			if cfg.RESP == "" {
-				return nil, errors.New("bench: the resp path needs the address of a shardcounter RESP port (serve --resp-listen)")
+			if cfg.Store == nil && cfg.RESP == "" {
+				return nil, errors.New("bench: the resp path needs a store to serve or the address of a RESP port (serve --resp-listen)")
 			}
 			for _, v := range cfg.Variants {
 				if v.Window != nil {
@@ -381,8 +382,8 @@ func Paths(ctx context.Context, cfg Config, paths ...string) ([]Run, error) {
 // default.
 func runPath(ctx context.Context, cfg Config, path string, v Variant, shards, inFlight int) (Run, error) {
 	store := cfg.StoreName
-	if path == PathRESP {
-		store = "server" // the RESP port's, not cfg.Store
+	if (path == PathRESP && cfg.RESP != "") || (path == PathHTTP && cfg.Server != "") {
+		store = "server" // a running server's, not cfg.Store
 	}
 	name := fmt.Sprintf("%s/%s/shards=%d", store, path, shards)
 	if store == "" {
@@ -428,9 +429,12 @@ func runPath(ctx context.Context, cfg Config, path string, v Variant, shards, in
 		if err != nil {
 			return Run{}, err
 		}
-		// The target's clean-up closes the client.
+		// The target's clean-up closes the client and stops the server.
 		t, mem = respTarget(cfg, r, runPrefix(path, v, shards)), r
 		run.Pipeline = cfg.Pipeline
+		if r.eng != nil {
+			commits = (&engineService{eng: r.eng}).writesPerCommit
+		}
 	}
 	if svc != nil {
 		t = counterTarget(cfg, svc, path, v, shards)

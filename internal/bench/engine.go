@@ -21,7 +21,10 @@ type engineService struct {
 // run's shard count), as a server does; bounded and windowed ones by the
 // run, on ErrNotFound, since auto-create makes plain counters.
 func startEngine(cfg Config, spec shardcounter.Spec, inFlight int) (*engineService, error) {
-	eng := engine.New(cfg.Store, engineConfig(spec, inFlight))
+	eng, err := engine.New(cfg.Store, engineConfig(spec, inFlight))
+	if err != nil {
+		return nil, err
+	}
 	return &engineService{naiveService{cfg.Store, spec}, eng}, nil
 }
 

@@ -258,7 +258,10 @@ func startHTTP(ctx context.Context, cfg Config, spec shardcounter.Spec) (*httpSe
 		}
 		return &httpService{lg: newLoadgen(cfg.Server, cfg.Token, cfg.Clients), client: c, spec: spec}, nil
 	}
-	eng := engine.New(cfg.Store, engineConfig(spec, 0))
+	eng, err := engine.New(cfg.Store, engineConfig(spec, 0))
+	if err != nil {
+		return nil, err
+	}
 	srv, url, err := serveLoopback(shttp.NewServer(eng, shttp.ServerOptions{Logger: slog.New(slog.DiscardHandler)}))
 	if err != nil {
 		eng.Close(ctx) //nolint:errcheck // nothing was written

@@ -24,7 +24,7 @@ import (
 // mustBolt opens a bolt store in the test's directory.
 func mustBolt(tb testing.TB) shardcounter.CounterStore {
 	tb.Helper()
-	s, err := bolt.Open(filepath.Join(tb.TempDir(), "bench.db"))
+	s, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "bench.db"), bolt.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -76,7 +76,10 @@ func TestPathsHTTP(t *testing.T) {
 // TestPathsHTTPServer targets a running server, as --server does.
 func TestPathsHTTPServer(t *testing.T) {
 	s := mustBolt(t)
-	eng := engine.New(s, engine.Config{})
+	eng, err := engine.New(s, engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { eng.Close(context.Background()) })
 	srv := httptest.NewServer(shttp.NewServer(eng, shttp.ServerOptions{AuthTokens: []string{"sesame"}}))
 	t.Cleanup(srv.Close)

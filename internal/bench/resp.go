@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,10 +14,14 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/engine"
+	respserver "github.com/shardcounter/shardcounter/resp/server"
 )
 
 // respService is the resp path: the bench's own load generator over
-// go-redis against a shardcounter RESP port, one connection per client,
+// go-redis against a shardcounter RESP port (Config.RESP, or a server
+// over Config.Store that the run starts in this process, as the http
+// path does), one connection per client,
 // sending each client's commands one at a time or Config.Pipeline per
 // round trip. Writes are INCR and DECR (a missing counter is created by
 // them, at the server's default shard count, as Redis does) and SADD/SREM on
@@ -29,29 +35,81 @@ type respService struct {
 	// first write; made holds those made.
 	create bool
 	made   sync.Map
+	// stop, when the run started the server, stops it and its engine;
+	// eng is that engine.
+	stop func(ctx context.Context) error
+	eng  *engine.Engine
 }
 
-// startRESP connects to cfg.RESP and checks that it answers.
+// startRESP connects to cfg.RESP, or starts a RESP server over cfg.Store
+// on a loopback port and connects to it, and checks that it answers.
 func startRESP(ctx context.Context, cfg Config, spec shardcounter.Spec) (*respService, error) {
-	c := goredis.NewClient(&goredis.Options{
-		Addr:     cfg.RESP,
+	s := &respService{spec: spec}
+	addr := cfg.RESP
+	if addr == "" {
+		eng, err := engine.New(cfg.Store, engineConfig(spec, 0))
+		if err != nil {
+			return nil, err
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			eng.Close(ctx) //nolint:errcheck // nothing was written
+			return nil, fmt.Errorf("bench: listen on loopback: %w", err)
+		}
+		rs := respserver.New(eng, respserver.Options{Engine: eng.Stats(), Logger: slog.New(slog.DiscardHandler)})
+		// Serve returns ErrServerClosed at Shutdown; any other failure
+		// shows as the run's command errors.
+		go rs.Serve(ln) //nolint:errcheck
+		addr, s.eng = ln.Addr().String(), eng
+		s.stop = func(ctx context.Context) error {
+			err := rs.Shutdown(ctx)
+			if cerr := eng.Close(ctx); err == nil {
+				err = cerr
+			}
+			return err
+		}
+	}
+	s.c = goredis.NewClient(&goredis.Options{
+		Addr:     addr,
 		Password: cfg.Token,
 		// One connection per client, made before the clock starts.
 		PoolSize: cfg.Clients, MinIdleConns: cfg.Clients,
 	})
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("bench: RESP port %s: %w", cfg.RESP, err)
+	if err := s.c.Ping(ctx).Err(); err != nil {
+		s.close(ctx) //nolint:errcheck // the ping's error says more
+		return nil, fmt.Errorf("bench: RESP port %s: %w", addr, err)
 	}
-	plain := spec.Kind != shardcounter.KindDistinct && spec.Min == nil && spec.Max == nil
-	return &respService{c: c, spec: spec, create: !plain}, nil
+	// INCR makes plain sum counters, as Redis does; the others need
+	// SC.CREATE.
+	s.create = !(spec.Kind != shardcounter.KindDistinct && spec.Min == nil && spec.Max == nil)
+	return s, nil
 }
 
-func (s *respService) process() string { return "server" }
+// close closes the client and stops the server the run started.
+func (s *respService) close(ctx context.Context) error {
+	err := s.c.Close()
+	if s.stop != nil {
+		if serr := s.stop(ctx); err == nil {
+			err = serr
+		}
+	}
+	return err
+}
 
-// rss reads INFO memory's used_memory_rss, Redis's name for it, when the
-// server gives one.
+func (s *respService) process() string {
+	if s.stop != nil {
+		return selfMemory{}.process()
+	}
+	return "server"
+}
+
+// rss reads this process's memory when it serves the run, else INFO
+// memory's used_memory_rss, Redis's name for it, when the server gives
+// one.
 func (s *respService) rss(ctx context.Context) (int64, bool, error) {
+	if s.stop != nil {
+		return selfMemory{}.rss(ctx)
+	}
 	return infoRSS(ctx, s.c)
 }
 
@@ -199,7 +257,7 @@ func respError(err error) error {
 	if strings.Contains(msg, "not an integer") {
 		return err
 	}
-	if strings.Contains(msg, "out of range") || strings.Contains(msg, "out_of_range") || strings.Contains(msg, "would overflow") {
+	if strings.Contains(msg, "out of range") || strings.Contains(msg, "would leave the counter's bounds") || strings.Contains(msg, "would overflow") {
 		return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "%s", err.Error())
 	}
 	return err
@@ -311,11 +369,14 @@ func respTarget(cfg Config, s *respService, prefix string) target {
 			}
 			return n
 		},
+		// Read back and clean up through the server, which runs until
+		// clean-up: GET and MGET are strong reads, so every acknowledged
+		// write is in them.
 		cleanup: func(ctx context.Context) error {
 			err := chunks(ctx, func(ctx context.Context, keys []string) error {
 				return s.c.Del(ctx, keys...).Err()
 			})
-			if cerr := s.c.Close(); err == nil {
+			if cerr := s.close(ctx); err == nil {
 				err = cerr
 			}
 			return err
