@@ -99,6 +99,9 @@ type ServerOptions struct {
 	// Collections, when set, serves the /v1/collections routes; without
 	// it they are 404 not_found.
 	Collections shardcounter.CollectionService
+
+	// Watch configures GET /v1/counters/{id}/watch (watch.go).
+	Watch WatchOptions
 }
 
 // Server serves the HTTP API over a CounterService. It is an http.Handler;
@@ -111,6 +114,7 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics.Metrics
 	slots   chan struct{} // a token per request being served; nil: no bound
+	watch   *watchHub
 }
 
 // NewServer returns a Server over svc.
@@ -175,6 +179,7 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 	if opts.Collections != nil {
 		s.routeCollections()
 	}
+	s.routeWatch()
 	s.mux.Handle("/healthz", s.methods(map[string]http.HandlerFunc{
 		http.MethodGet: s.handleHealthz,
 	}))
@@ -216,10 +221,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Request-Id", id)
 	api := r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/")
+	short := api && !isWatch(r) // a watch stream is bounded by WatchOptions instead
 	// One context and one copy of the request for the id and, on the API,
 	// the deadline: each WithContext copies the whole request.
 	ctx := context.WithValue(r.Context(), requestIDKey{}, id)
-	if api && s.opts.RequestTimeout > 0 {
+	if short && s.opts.RequestTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
 		defer cancel()
@@ -263,7 +269,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.error(sw, r, err)
 		return
 	}
-	if api {
+	if short {
 		if !s.acquire(r.Context()) {
 			s.metrics.ObserveRejected()
 			s.error(sw, r, shardcounter.Errorf(shardcounter.EUNAVAILABLE,
