@@ -121,30 +121,6 @@ func collectionName(r *http.Request) (string, error) {
 	return name, err
 }
 
-// bodyOf returns the request's name, validated by nameOf (collectionName,
-// plainCounterID), and its body.
-func (s *Server) bodyOf(w http.ResponseWriter, r *http.Request, nameOf func(*http.Request) (string, error)) (string, []byte, error) {
-	name, err := nameOf(r)
-	if err != nil {
-		return "", nil, err
-	}
-	body, err := s.readBody(w, r)
-	return name, body, err
-}
-
-// reply writes v with status, or the error.
-func (s *Server) reply(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if v == nil {
-		w.WriteHeader(status)
-		return
-	}
-	s.writeJSON(w, status, v)
-}
-
 // PUT /v1/collections/{name}
 func (s *Server) handleCreateCollection(w http.ResponseWriter, r *http.Request) {
 	name, body, err := s.bodyOf(w, r, collectionName)

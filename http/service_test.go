@@ -12,7 +12,10 @@ import (
 // it (committing queued writes).
 func newService(tb testing.TB, store shardcounter.CounterStore, autoCreate bool) (shardcounter.CounterService, func()) {
 	tb.Helper()
-	eng := engine.New(store, engine.Config{NoAutoCreate: !autoCreate})
+	eng, err := engine.New(store, engine.Config{NoAutoCreate: !autoCreate})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return eng, func() {
 		if err := eng.Close(context.Background()); err != nil {
 			tb.Error(err)

@@ -65,13 +65,16 @@ const (
 )
 
 func benchWatchers(b *testing.B, n int) {
-	st, err := bolt.Open(filepath.Join(b.TempDir(), "shardcounter.db"))
+	st, err := bolt.Open(context.Background(), filepath.Join(b.TempDir(), "shardcounter.db"), bolt.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer st.Close()
 	store := &countingStore{CounterStore: st}
-	eng := engine.New(store, engine.Config{})
+	eng, err := engine.New(store, engine.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer eng.Close(context.Background())
 	srv := shttp.NewServer(eng, shttp.ServerOptions{Watch: shttp.WatchOptions{MaxWatchers: n}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

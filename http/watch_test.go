@@ -50,12 +50,15 @@ type watchEnv struct {
 // when set, changes the http.Server before it starts.
 func mustServeWatch(tb testing.TB, opts shttp.ServerOptions, config func(*http.Server)) *watchEnv {
 	tb.Helper()
-	b, err := bolt.Open(filepath.Join(tb.TempDir(), "shardcounter.db"))
+	b, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "shardcounter.db"), bolt.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	store := &countingStore{CounterStore: b}
-	eng := engine.New(store, engine.Config{})
+	eng, err := engine.New(store, engine.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	if opts.Metrics == nil {
 		opts.Metrics = metrics.New()
 	}
