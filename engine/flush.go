@@ -41,13 +41,15 @@ func (e *Engine) flush(b *batch) int {
 		var retry []*group
 		var singles []*group
 		var missing []*group // one per counter to create
+		seen := make(map[string]bool)
 		for i, g := range groups {
 			o := out[i]
 			switch {
 			case o.Err == nil:
 				e.finish(g, o, nil)
 			case g.inc.Create != nil && !g.created && errors.Is(o.Err, shardcounter.ErrNotFound):
-				if !slices.ContainsFunc(missing, func(m *group) bool { return m.inc.Counter == g.inc.Counter }) {
+				if !seen[g.inc.Counter] {
+					seen[g.inc.Counter] = true
 					missing = append(missing, g)
 				}
 				g.created = true
