@@ -18,7 +18,14 @@ import (
 // of the test.
 func MustOpen(tb testing.TB) *bolt.CounterStore {
 	tb.Helper()
-	s, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "data", "shardcounter.db"), bolt.Options{})
+	return MustOpenOptions(tb, bolt.Options{})
+}
+
+// MustOpenOptions opens a store with opts in a fresh temporary directory,
+// closed at the end of the test.
+func MustOpenOptions(tb testing.TB, opts bolt.Options) *bolt.CounterStore {
+	tb.Helper()
+	s, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "data", "shardcounter.db"), opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -27,7 +34,11 @@ func MustOpen(tb testing.TB) *bolt.CounterStore {
 }
 
 func TestCounterStore(t *testing.T) {
-	storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return MustOpen(tb) }, storetest.Options{})
+	storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return MustOpen(tb) }, storetest.Options{
+		OpenWithClock: func(tb testing.TB, now func() time.Time) shardcounter.CounterStore {
+			return MustOpenOptions(tb, bolt.Options{Now: now})
+		},
+	})
 }
 
 func TestReopen(t *testing.T) {
