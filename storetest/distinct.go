@@ -294,22 +294,9 @@ func testMembersConcurrent(t *testing.T, s shardcounter.CounterStore, reshard bo
 			}
 		})
 	}
-	others.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			r, err := s.ReadCounter(ctx, id)
-			if err != nil {
-				t.Errorf("ReadCounter: %v", err)
-				return
-			}
-			if r.Value < 0 || r.Value > pool+writers*4 {
-				t.Errorf("a strong read of the member count = %d, outside [0, %d]", r.Value, pool+writers*4)
-			}
-			pause()
+	readUntil(t, &others, s, id, 1, done, monotonic{time.Now()}, func(_, _, v int64) {
+		if v < 0 || v > pool+writers*4 {
+			t.Errorf("a strong read of the member count = %d, outside [0, %d]", v, pool+writers*4)
 		}
 	})
 	if reshard {

@@ -22,22 +22,36 @@ import (
 // now − retention), so an idle store and counters nobody writes keep
 // theirs. Times are whole seconds, finer than every store's precision.
 
-// testClock is a time a test sets, read by a store as its clock.
-type testClock struct {
+// Clock is a time a test sets and advances, for a store's injected clock
+// (Options.OpenWithClock, a store's own dedupe tests). It is safe for
+// concurrent use.
+type Clock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func (c *testClock) Now() time.Time {
+// NewClock returns a clock that reads t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the clock's time; pass it as a store's Now.
+func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
-func (c *testClock) Set(t time.Time) {
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = t
+}
+
+// Advance moves the clock on by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
 
 // day0 is the midnight (UTC) the window cases start from.
@@ -54,12 +68,12 @@ func at(hms string) time.Time {
 
 // openWithClock returns a store on a clock the test sets, starting at
 // day0, or fails the test when the store gave the suite no way to make one.
-func openWithClock(t *testing.T, opts Options) (shardcounter.CounterStore, *testClock) {
+func openWithClock(t *testing.T, opts Options) (shardcounter.CounterStore, *Clock) {
 	t.Helper()
 	if opts.OpenWithClock == nil {
 		t.Fatal("storetest.Options.OpenWithClock is nil: windowed counters are tested on a store whose clock the test sets; give the suite a way to open one")
 	}
-	clk := &testClock{t: day0}
+	clk := NewClock(day0)
 	return opts.OpenWithClock(t, clk.Now), clk
 }
 
