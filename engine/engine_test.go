@@ -34,8 +34,18 @@ func MustOpenStore(tb testing.TB) *bolt.CounterStore {
 // MustNew returns an engine over store, closed at the end of the test.
 func MustNew(tb testing.TB, store shardcounter.CounterStore, cfg engine.Config) *engine.Engine {
 	tb.Helper()
-	e := engine.New(store, cfg)
+	e := MustStart(tb, store, cfg)
 	tb.Cleanup(func() { e.Close(context.Background()) })
+	return e
+}
+
+// MustStart returns an engine over store that the test closes itself.
+func MustStart(tb testing.TB, store shardcounter.CounterStore, cfg engine.Config) *engine.Engine {
+	tb.Helper()
+	e, err := engine.New(store, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return e
 }
 
@@ -380,7 +390,7 @@ func TestCloseCommitsQueued(t *testing.T) {
 	store := MustOpenStore(t)
 	storetest.MustCreate(t, store, "c", 3)
 	g := newGate(store, 10)
-	e := engine.New(g, engine.Config{})
+	e := MustStart(t, g, engine.Config{})
 	g.releaseOnCleanup(t)
 	first := startHeld(t, g, e, shardcounter.Write{Counter: "c", Delta: 1})
 	results, errs, wait := queueWrites(t, e, 50, func(int) shardcounter.Write { return shardcounter.Write{Counter: "c", Delta: 1} })
@@ -575,7 +585,7 @@ func TestDedupeWindow(t *testing.T) {
 // request ids: once Close returns, every accepted write is committed.
 func TestAsyncExactness(t *testing.T) {
 	store := MustOpenStore(t)
-	e := engine.New(store, engine.Config{Durability: engine.Async, FlushInterval: time.Millisecond, MaxBatch: 64})
+	e := MustStart(t, store, engine.Config{Durability: engine.Async, FlushInterval: time.Millisecond, MaxBatch: 64})
 	ctx := context.Background()
 	ids := []string{"a", "b"}
 	var mu sync.Mutex

@@ -24,7 +24,10 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	svc := engine.New(store, engine.Config{})
+	svc, err := engine.New(store, engine.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer svc.Close(ctx) // commits queued writes
 
 	if _, _, err := svc.CreateCounter(ctx, "likes", shardcounter.CreateOptions{Shards: 16}); err != nil {

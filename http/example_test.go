@@ -24,7 +24,10 @@ func ExampleClient() {
 		panic(err)
 	}
 	defer store.Close()
-	eng := engine.New(store, engine.Config{})
+	eng, err := engine.New(store, engine.Config{})
+	if err != nil {
+		panic(err)
+	}
 	defer eng.Close(ctx)
 	ts := httptest.NewServer(shttp.NewServer(eng, shttp.ServerOptions{}))
 	defer ts.Close()

@@ -44,7 +44,10 @@ func TestEngineMetrics(t *testing.T) {
 	defer b.Close()
 	st := &down{CounterStore: b}
 	m := metrics.New()
-	e := engine.New(m.Store(st), engine.Config{OnFlush: m.ObserveFlush})
+	e, err := engine.New(m.Store(st), engine.Config{OnFlush: m.ObserveFlush})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer e.Close(context.Background())
 	m.RegisterEngine(e.Stats())
 	ctx := context.Background()
