@@ -33,9 +33,23 @@ const (
 	flagWindow = 1 << 2
 )
 
+// newMeta returns the record of a new counter. It copies what spec points
+// to, so that the counters it returns share nothing with the caller's.
 func newMeta(spec shardcounter.Spec, createdAt int64) meta {
 	if spec.Kind == "" {
 		spec.Kind = shardcounter.KindSum
+	}
+	if spec.Min != nil {
+		v := *spec.Min
+		spec.Min = &v
+	}
+	if spec.Max != nil {
+		v := *spec.Max
+		spec.Max = &v
+	}
+	if spec.Window != nil {
+		w := *spec.Window
+		spec.Window = &w
 	}
 	return meta{spec: spec, createdAt: createdAt}
 }
