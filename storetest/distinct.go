@@ -211,7 +211,7 @@ func testDistinct(t *testing.T, s shardcounter.CounterStore) {
 // of at most limit, after a value that is not a member too.
 func testListMembers(t *testing.T, s shardcounter.CounterStore) {
 	ctx := context.Background()
-	id := prefix(t) + "c"
+	id := prefix(t) + "c-a-longer-id"
 	MustCreateDistinct(t, s, id, 3)
 	members := []string{"b", "a", "A", "é", "a b", "z/1", "ü", "aa", "😀", "B", "a%", "a_", "~", "0"}
 	var incs []shardcounter.Increment
@@ -237,6 +237,19 @@ func testListMembers(t *testing.T, s shardcounter.CounterStore) {
 		t.Fatalf("ListMembers after %q = %q, want %q", "ab", page, want[i:i+3])
 	}
 	checkMembers(t, s, id, members)
+
+	// After the last member, the next members in the store belong to
+	// other counters, here one whose id is short and sorts after: nothing.
+	next := prefix(t) + "d"
+	MustCreateDistinct(t, s, next, 1)
+	if _, err := s.Apply(ctx, []shardcounter.Increment{member(next, "x", true)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []string{"😀", "😀😀", "\U0010FFFF"} {
+		if page, err := s.ListMembers(ctx, id, after, 3); err != nil || len(page) != 0 {
+			t.Fatalf("ListMembers after the last member (%q) = %q, %v; want none", after, page, err)
+		}
+	}
 }
 
 // testMembersConcurrent adds and removes the same members from many
