@@ -89,6 +89,9 @@ func decodeMeta(b []byte) (meta, error) {
 		createdAt: int64(binary.BigEndian.Uint64(b[2:])),
 	}
 	if len(b) == 10 {
+		if shardcounter.ValidateShards(m.spec.Shards) != nil {
+			return corrupt()
+		}
 		return m, nil
 	}
 	switch b[10] {
@@ -127,6 +130,9 @@ func decodeMeta(b []byte) (meta, error) {
 	}
 	if flags&flagWindow != 0 {
 		m.spec.Window = &shardcounter.Window{Bucket: shardcounter.Duration(next()), Retention: shardcounter.Duration(next())}
+	}
+	if shardcounter.ValidateSpec(m.spec) != nil {
+		return corrupt() // say, 0 shards: every write would divide by it
 	}
 	return m, nil
 }
