@@ -23,7 +23,10 @@
 // Every write transaction is synced to disk before it returns (bbolt's
 // default), and bbolt's copy-on-write pages make a crash leave either the
 // old or the new state. So an acknowledged write survives a crash of the
-// process or the machine.
+// process or the machine. A commit that returns an error (a full disk, a
+// failed fdatasync) may have left the new state live or not, so its write
+// is reported as outcome unknown (code internal), never as "nothing
+// applied".
 //
 // # Dedupe window
 //
@@ -70,7 +73,7 @@ var (
 )
 
 // DefaultDedupeWindow is how long a request id is remembered unless
-// SetDedupeWindow says otherwise.
+// Options.DedupeWindow or SetDedupeWindow says otherwise.
 const DefaultDedupeWindow = 24 * time.Hour
 
 // expireBatch is how many expired request ids an Apply deletes beyond the
@@ -79,29 +82,50 @@ const DefaultDedupeWindow = 24 * time.Hour
 // cost bounded.
 const expireBatch = 64
 
+// Options configure a CounterStore. The zero value uses the defaults.
+type Options struct {
+	// Now is the store's clock: a counter's creation time, the age of a
+	// request id, and the window bucket a write lands in all follow it.
+	// Default time.Now; tests inject a clock they control.
+	Now func() time.Time
+	// DedupeWindow is how long a request id is remembered after its write.
+	// Default DefaultDedupeWindow; SetDedupeWindow changes it later.
+	DedupeWindow time.Duration
+}
+
 // CounterStore is a shardcounter.CounterStore in one bbolt file. It is safe
 // for concurrent use; only one process may open a file at a time.
 type CounterStore struct {
 	db     *bbolt.DB
 	window atomic.Int64 // the dedupe window, in nanoseconds
-
-	// Now returns the current time; tests replace it.
-	Now func() time.Time
+	now    func() time.Time
 }
 
 var _ shardcounter.CounterStore = (*CounterStore)(nil)
 
+// lockTimeout bounds how long Open waits for another process to release
+// the file, unless ctx ends sooner: a second process on one file is a
+// mistake to report, not to wait out.
+const lockTimeout = time.Second
+
 // Open opens or creates the store at path, creating its directory. It
-// fails after a second if another process holds the file, rather than
-// waiting for it forever.
-func Open(path string) (*CounterStore, error) {
+// fails after a second (or when ctx ends, if sooner) if another process
+// holds the file, rather than waiting for it forever.
+func Open(ctx context.Context, path string, opts Options) (*CounterStore, error) {
 	if path == "" {
 		return nil, shardcounter.Errorf(shardcounter.EINVALID, "bolt: empty path: give a file path, as in bolt:./shardcounter-data/shardcounter.db")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "bolt: open %s: %v", path, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("bolt: create directory for %s: %w", path, err)
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	timeout := lockTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(min(timeout, time.Until(d)), time.Millisecond)
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: timeout})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("bolt: %s is in use by another process: stop it or choose another file", path)
 	}
@@ -127,8 +151,11 @@ func Open(path string) (*CounterStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("bolt: initialise %s: %w", path, err)
 	}
-	s := &CounterStore{db: db, Now: time.Now}
-	s.window.Store(int64(DefaultDedupeWindow))
+	s := &CounterStore{db: db, now: opts.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.SetDedupeWindow(opts.DedupeWindow)
 	return s, nil
 }
 
@@ -239,18 +266,37 @@ func deletePrefix(b *bbolt.Bucket, p []byte) error {
 	return nil
 }
 
-// update runs fn in a write transaction and maps bbolt's failures: a
-// transaction that could not commit applied nothing.
+// update runs fn in a write transaction and commits it. An error from fn
+// rolls the transaction back before anything reached the file: nothing
+// applied. An error from the commit is another matter: bbolt writes the
+// new pages, then the meta page that makes them live, syncing each, and an
+// error from the last steps (a failed fdatasync of the meta page, say)
+// leaves the write live in the file or not, and this store cannot tell
+// which. So a failed commit is reported as outcome unknown.
 func (s *CounterStore) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "bolt: %v", err)
 	}
-	err := s.db.Update(fn)
-	var e *shardcounter.Error
-	if err != nil && !errors.As(err, &e) {
-		return &shardcounter.Error{Code: shardcounter.EUNAVAILABLE, Message: fmt.Sprintf("bolt: write failed, nothing applied: %v", err)}
+	tx, err := s.db.Begin(true)
+	if err != nil {
+		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "bolt: write failed, nothing applied: %v", err)
 	}
-	return err
+	defer tx.Rollback() // after a commit, a no-op; after a panic in fn, frees the writer lock
+	if err := fn(tx); err != nil {
+		var e *shardcounter.Error
+		if !errors.As(err, &e) {
+			return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "bolt: write failed, nothing applied: %v", err)
+		}
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return &shardcounter.Error{
+			Code:           shardcounter.EINTERNAL,
+			Message:        fmt.Sprintf("bolt: commit failed, the write may or may not have been applied (retry with its request id to count it once): %v", err),
+			OutcomeUnknown: true,
+		}
+	}
+	return nil
 }
 
 func (s *CounterStore) view(ctx context.Context, fn func(*bbolt.Tx) error) error {
@@ -272,7 +318,7 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		return nil, err
 	}
 	shards := spec.Shards
-	m := meta{shards: shards, createdAt: s.Now().UnixNano()}
+	m := meta{shards: shards, createdAt: s.now().UnixNano()}
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketCounters)
 		if b.Get([]byte(id)) != nil {
@@ -357,7 +403,7 @@ func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounte
 	if !ok {
 		return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: the sum of its shards is outside the int64 range", id)
 	}
-	return &shardcounter.Reading{ID: id, Value: sum, Shards: c.Shards, Consistency: shardcounter.Strong, AsOf: s.Now().UTC()}, nil
+	return &shardcounter.Reading{ID: id, Value: sum, Shards: c.Shards, Consistency: shardcounter.Strong, AsOf: s.now().UTC()}, nil
 }
 
 // ReadShards returns the counter and its shard values from one snapshot.
@@ -394,7 +440,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 	if len(incs) == 0 {
 		return out, nil
 	}
-	nowNS := s.Now().UnixNano()
+	nowNS := s.now().UnixNano()
 	now := encodeInt(nowNS)
 	cutoff := nowNS - s.window.Load() // ids recorded at or before cutoff have expired
 	err := s.update(ctx, func(tx *bbolt.Tx) error {

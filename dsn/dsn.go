@@ -63,7 +63,7 @@ func Open(ctx context.Context, dsn string) (shardcounter.CounterStore, error) {
 	}
 	switch kind {
 	case Bolt:
-		return bolt.Open(dsn[len("bolt:"):])
+		return bolt.Open(ctx, dsn[len("bolt:"):], bolt.Options{})
 	case Postgres:
 		return postgres.Open(ctx, dsn)
 	case Redis, RedisCluster:

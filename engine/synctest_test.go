@@ -43,7 +43,7 @@ func inBubble(t *testing.T, cfg engine.Config, f func(t *testing.T, e *engine.En
 	storetest.MustCreate(t, store, "c", 4)
 	s := &counting{CounterStore: store}
 	synctest.Test(t, func(t *testing.T) {
-		e := engine.New(s, cfg)
+		e := MustStart(t, s, cfg)
 		defer e.Close(context.Background())
 		f(t, e, s)
 	})
@@ -269,15 +269,15 @@ func TestCachedReadStaleness(t *testing.T) {
 					}
 					return r
 				}
-				settle := func() { time.Sleep(tc.cfg.FlushInterval); synctest.Wait() }
+				waitFlushed := func() { time.Sleep(tc.cfg.FlushInterval); synctest.Wait() }
 				mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 5})
-				settle()
+				waitFlushed()
 				first := cached()
 				if first.Value != 5 || !first.AsOf.Equal(time.Now()) {
 					t.Fatalf("first cached read = %+v at %v, want a fresh 5", first, time.Now())
 				}
 				mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 5})
-				settle()
+				waitFlushed()
 				time.Sleep(2*time.Second - time.Since(first.AsOf) - time.Nanosecond)
 				if r := cached(); r.Value != 5 || !r.AsOf.Equal(first.AsOf) {
 					t.Fatalf("cached read within the bound = %+v, want the rollup's 5 as of %v", r, first.AsOf)
@@ -288,7 +288,7 @@ func TestCachedReadStaleness(t *testing.T) {
 				}
 				// A strong read refreshes the rollup too.
 				mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1})
-				settle()
+				waitFlushed()
 				if r := read(t, e, "c"); r != 11 {
 					t.Fatalf("strong read = %d, want 11", r)
 				}
@@ -344,7 +344,7 @@ func TestMaxInFlight(t *testing.T) {
 			storetest.MustCreate(t, store, "c", 4)
 			synctest.Test(t, func(t *testing.T) {
 				h := &holding{CounterStore: store, release: make(chan struct{})}
-				e := engine.New(h, engine.Config{MaxInFlight: k})
+				e := MustStart(t, h, engine.Config{MaxInFlight: k})
 				defer e.Close(context.Background())
 				var wg sync.WaitGroup
 				for i := range writes {
@@ -381,7 +381,7 @@ func TestAsyncOneFlushInFlight(t *testing.T) {
 	storetest.MustCreate(t, store, "c", 4)
 	synctest.Test(t, func(t *testing.T) {
 		h := &holding{CounterStore: store, release: make(chan struct{})}
-		e := engine.New(h, engine.Config{Durability: engine.Async, MaxInFlight: 4, FlushInterval: time.Millisecond})
+		e := MustStart(t, h, engine.Config{Durability: engine.Async, MaxInFlight: 4, FlushInterval: time.Millisecond})
 		for range 3 {
 			mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1})
 			time.Sleep(time.Millisecond) // the flush interval passes: a flush starts if a slot is free
@@ -420,7 +420,7 @@ func TestClosedLoopOneBatchPerCommit(t *testing.T) {
 	store := MustOpenStore(t)
 	storetest.MustCreate(t, store, "c", 4)
 	synctest.Test(t, func(t *testing.T) {
-		e := engine.New(slow{store}, engine.Config{})
+		e := MustStart(t, slow{store}, engine.Config{})
 		var wg sync.WaitGroup
 		for range writers {
 			wg.Go(func() {

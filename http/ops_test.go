@@ -184,7 +184,7 @@ func TestRequestTimeout(t *testing.T) {
 }
 
 func TestSetAuthTokens(t *testing.T) {
-	store, err := bolt.Open(filepath.Join(t.TempDir(), "c.db"))
+	store, err := bolt.Open(context.Background(), filepath.Join(t.TempDir(), "c.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ type EnvOptions struct {
 // MustServe starts a server, stopped at the end of the test.
 func MustServe(tb testing.TB, opts EnvOptions) *Env {
 	tb.Helper()
-	store, err := bolt.Open(filepath.Join(tb.TempDir(), "shardcounter.db"))
+	store, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "shardcounter.db"), bolt.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -22,7 +22,10 @@ func newService(tb testing.TB, store shardcounter.CounterStore, opts serviceOpti
 	if opts.Async {
 		cfg.Durability = engine.Async
 	}
-	eng := engine.New(store, cfg)
+	eng, err := engine.New(store, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return eng, func() {
 		if err := eng.Close(context.Background()); err != nil {
 			tb.Error(err)

@@ -1,6 +1,12 @@
 package redis
 
-import "github.com/shardcounter/shardcounter"
+import (
+	"context"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/shardcounter/shardcounter"
+)
 
 // SetReshardHook makes s call f after each step of a reshard ("intent",
 // "fence", "init", each "fold", "commit") and stop the reshard there when
@@ -11,4 +17,16 @@ func SetReshardHook(s *CounterStore, f func(step string) error) { s.hook = f }
 // index value.
 func CollectionIndexKey(s *CollectionStore, c *shardcounter.Collection, index, value string, shard int) string {
 	return s.indexKey(c, index, value, shard)
+}
+
+// Client returns the store's Redis client, for tests that reach under it.
+func Client(s *CounterStore) goredis.UniversalClient { return s.client }
+
+// ShardKey returns the key of shard i of the counter as it is now.
+func ShardKey(tb interface{ Fatal(...any) }, s *CounterStore, id string, i int) string {
+	l, err := s.layout(context.Background(), id, true)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return l.keys.shard(i)
 }

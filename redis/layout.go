@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -209,7 +210,12 @@ func (s *CounterStore) settle(ctx context.Context, id string, l *layout) (*layou
 		}
 		return nil, notFound(id)
 	case l.state == stateReshard:
-		if err := s.finishReshard(ctx, l); err != nil && err != errMoved {
+		// A reshard that cannot finish (a fold would leave the int64
+		// range) is turned into one that keeps the shard count: its
+		// ErrOutOfRange is for the reshard's caller, not for the reads and
+		// writes that met its intent and finished it.
+		err := s.finishReshard(ctx, l)
+		if err != nil && err != errMoved && !errors.Is(err, shardcounter.ErrOutOfRange) {
 			return nil, err
 		}
 		return nil, nil

@@ -190,11 +190,14 @@ func (s *CounterStore) Close() error {
 }
 
 // storeErr turns an error of the Redis client into a *shardcounter.Error.
-// write says whether the failed call may have changed data: an error that
-// leaves open whether the server executed it (a reply lost to a timeout or
-// a dropped connection) is then OutcomeUnknown. Errors that prove the
-// command never ran (a refused connection, a redirect, a cluster that is
-// down) are ErrUnavailable: nothing was applied and a retry is safe.
+// write says whether the failed call may have changed data. Errors that
+// prove the command never ran (a refused connection, a redirect, a cluster
+// that is down, a script not loaded) are ErrUnavailable: nothing was
+// applied and a retry is safe. Any other error of a write is
+// OutcomeUnknown: a reply lost to a timeout or a dropped connection leaves
+// open whether the server executed the command, and an error reply from a
+// script may come after the script applied part of its work, which Redis
+// does not roll back.
 func storeErr(op string, err error, write bool) error {
 	if err == nil {
 		return nil
@@ -206,15 +209,20 @@ func storeErr(op string, err error, write bool) error {
 	if notExecuted(err) {
 		return &shardcounter.Error{Code: shardcounter.EUNAVAILABLE, Message: fmt.Sprintf("redis: %s: %v; nothing was applied, retry later", op, err)}
 	}
+	if write {
+		return outcomeUnknown(op, err)
+	}
 	var re goredis.Error
 	if errors.As(err, &re) && !errors.Is(err, goredis.Nil) {
 		return &shardcounter.Error{Code: shardcounter.EINTERNAL, Message: fmt.Sprintf("redis: %s: %v", op, err)}
 	}
-	if write {
-		return &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: true,
-			Message: fmt.Sprintf("redis: %s: %v; the write may have been applied: retry with the same request id", op, err)}
-	}
 	return &shardcounter.Error{Code: shardcounter.EUNAVAILABLE, Message: fmt.Sprintf("redis: %s: %v", op, err)}
+}
+
+// outcomeUnknown is the error of a write that Redis may have applied.
+func outcomeUnknown(op string, err error) *shardcounter.Error {
+	return &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: true,
+		Message: fmt.Sprintf("redis: %s: %v; the write may have been applied: retry with the same request id", op, err)}
 }
 
 // notExecuted reports whether err proves that Redis did not execute the

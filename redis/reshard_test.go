@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 
@@ -277,6 +278,54 @@ func TestReshardLateInit(t *testing.T) {
 		total += 100
 		if got := storetest.MustRead(t, MustOpen(t, dsn), id); got != total {
 			t.Fatalf("value = %d, want %d (the write with the stale layout was lost)", got, total)
+		}
+	})
+}
+
+// TestReshardOverflowStaysWithCaller records the intent of a shrink whose
+// fold would leave the int64 range and stops its process there. Readers
+// and writers that meet the intent finish it (the counter keeps its
+// shards) and go on as if nothing happened: the out_of_range is the
+// reshard's own, for its caller alone.
+func TestReshardOverflowStaysWithCaller(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		id := t.Name() + runID()
+		resharder := MustOpen(t, dsn)
+		storetest.MustCreate(t, resharder, id, 3)
+		// Shard 2 folds into shard 0, which is already at MaxInt64.
+		for i, v := range []int64{math.MaxInt64, -10, 5} {
+			if err := resharder.Add(ctx, id, v, uint64(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		redis.SetReshardHook(resharder, func(step string) error {
+			if step == "intent" {
+				return errCrash
+			}
+			return nil
+		})
+		if _, err := resharder.ReshardCounter(ctx, id, 2); !errors.Is(err, errCrash) {
+			t.Fatalf("ReshardCounter = %v, want the injected crash", err)
+		}
+
+		want := int64(math.MaxInt64 - 5)
+		if r, err := MustOpen(t, dsn).ReadCounter(ctx, id); err != nil || r.Value != want {
+			t.Fatalf("a reader that met the intent: %+v, %v; want %d", r, err, want)
+		}
+		if err := MustOpen(t, dsn).Add(ctx, id, -1, 1); err != nil {
+			t.Fatalf("a writer that met the intent: %v", err)
+		}
+		want--
+		if c, err := MustOpen(t, dsn).GetCounter(ctx, id); err != nil || c.Shards != 3 {
+			t.Fatalf("GetCounter = %+v, %v; want 3 shards", c, err)
+		}
+		redis.SetReshardHook(resharder, nil)
+		if _, err := resharder.ReshardCounter(ctx, id, 2); !errors.Is(err, shardcounter.ErrOutOfRange) {
+			t.Fatalf("the caller's own ReshardCounter = %v, want ErrOutOfRange", err)
+		}
+		if got := storetest.MustRead(t, resharder, id); got != want {
+			t.Fatalf("value = %d, want %d", got, want)
 		}
 	})
 }

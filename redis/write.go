@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -189,7 +190,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	for _, g := range groups {
 		res, err := g.cmd.Int64Slice()
 		if err == nil && len(res) != len(g.items) {
-			err = shardcounter.Errorf(shardcounter.EINTERNAL, "redis: add script returned %d results for %d items", len(res), len(g.items))
+			err = outcomeUnknown("apply", fmt.Errorf("the add script returned %d results for %d items", len(res), len(g.items)))
 		}
 		if err != nil {
 			if retryable(err) {
@@ -222,7 +223,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 			case resOverflow:
 				out[it.i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d to shard %d would leave the int64 range", it.l.id, incs[it.i].Delta, it.shard)
 			default:
-				out[it.i].Err = shardcounter.Errorf(shardcounter.EINTERNAL, "redis: add script returned %d", res[j])
+				out[it.i].Err = outcomeUnknown("apply", fmt.Errorf("the add script returned %d", res[j]))
 			}
 		}
 	}

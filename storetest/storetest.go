@@ -62,6 +62,7 @@ func RunCounterStore(t *testing.T, open OpenFunc) {
 	t.Run("Apply", func(t *testing.T) { testApply(t, open(t)) })
 	t.Run("ApplyDuplicate", func(t *testing.T) { testApplyDuplicate(t, open(t)) })
 	t.Run("OutOfRange", func(t *testing.T) { testOutOfRange(t, open(t)) })
+	t.Run("TotalOutOfRange", func(t *testing.T) { testTotalOutOfRange(t, open(t)) })
 	t.Run("Reshard", func(t *testing.T) { testReshard(t, open(t)) })
 	t.Run("Exactness", func(t *testing.T) { testExactness(t, open(t)) })
 	t.Run("ConcurrentDuplicates", func(t *testing.T) { testConcurrentDuplicates(t, open(t)) })
@@ -504,23 +505,6 @@ func testOutOfRange(t *testing.T, s shardcounter.CounterStore) {
 		t.Fatal(err)
 	}
 	wantCode(t, "Add past MinInt64", s.Add(ctx, neg, -1, 0), shardcounter.EOUTOFRANGE)
-
-	// Shards that each fit but whose sum does not: the store refuses the
-	// write or refuses the read; it never returns a wrapped value.
-	two := prefix(t) + "two"
-	MustCreate(t, s, two, 2)
-	if err := s.Add(ctx, two, math.MaxInt64, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Add(ctx, two, math.MaxInt64, 1); err != nil {
-		wantCode(t, "Add that takes the sum past MaxInt64", err, shardcounter.EOUTOFRANGE)
-		return
-	}
-	r, err := s.ReadCounter(ctx, two)
-	if err == nil {
-		t.Fatalf("ReadCounter of a sum past MaxInt64 = %d, want ErrOutOfRange", r.Value)
-	}
-	wantCode(t, "ReadCounter of a sum past MaxInt64", err, shardcounter.EOUTOFRANGE)
 }
 
 func testReshard(t *testing.T, s shardcounter.CounterStore) {

@@ -266,7 +266,10 @@ func runPath(ctx context.Context, cfg Config, path string, shards, inFlight int)
 	case PathNaive:
 		svc = naiveService{cfg.Store}
 	case PathEngine:
-		eng = engine.New(cfg.Store, engine.Config{NoAutoCreate: true, MaxInFlight: inFlight})
+		var err error
+		if eng, err = engine.New(cfg.Store, engine.Config{NoAutoCreate: true, MaxInFlight: inFlight}); err != nil {
+			return Run{}, err
+		}
 		svc = engineService{eng, cfg.Store}
 		stop = eng.Close
 	case PathHTTP:

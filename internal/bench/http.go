@@ -144,7 +144,10 @@ func startHTTP(ctx context.Context, cfg Config) (*httpService, error) {
 		}
 		return &httpService{lg: newLoadgen(cfg.Server, cfg.Token, cfg.Clients), client: c}, nil
 	}
-	eng := engine.New(cfg.Store, engine.Config{NoAutoCreate: true})
+	eng, err := engine.New(cfg.Store, engine.Config{NoAutoCreate: true})
+	if err != nil {
+		return nil, err
+	}
 	srv, url, err := serveLoopback(shttp.NewServer(eng, shttp.ServerOptions{Logger: slog.New(slog.DiscardHandler)}))
 	if err != nil {
 		eng.Close(ctx) //nolint:errcheck // nothing was written

@@ -24,7 +24,7 @@ import (
 // mustBolt opens a bolt store in the test's directory.
 func mustBolt(tb testing.TB) shardcounter.CounterStore {
 	tb.Helper()
-	s, err := bolt.Open(filepath.Join(tb.TempDir(), "bench.db"))
+	s, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "bench.db"), bolt.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -72,7 +72,10 @@ func TestPathsHTTP(t *testing.T) {
 // TestPathsHTTPServer targets a running server, as --server does.
 func TestPathsHTTPServer(t *testing.T) {
 	s := mustBolt(t)
-	eng := engine.New(s, engine.Config{})
+	eng, err := engine.New(s, engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { eng.Close(context.Background()) })
 	srv := httptest.NewServer(shttp.NewServer(eng, shttp.ServerOptions{AuthTokens: []string{"sesame"}}))
 	t.Cleanup(srv.Close)
@@ -210,6 +213,14 @@ func TestWriteSVG(t *testing.T) {
 		if !strings.Contains(svg, text) {
 			t.Errorf("chart has no text %q", text)
 		}
+	}
+	// A point per run and per series in the legend; one dashed line per
+	// peer and its legend entry.
+	if n := strings.Count(buf.String(), "<circle"); n != 4+2 {
+		t.Errorf("chart has %d points, want 4 runs and 2 legend entries", n)
+	}
+	if n := strings.Count(buf.String(), "stroke-dasharray"); n != 2 {
+		t.Errorf("chart has %d dashed lines, want the peer and its legend entry", n)
 	}
 	if err := bench.WriteSVG(io.Discard, "nothing", nil); err == nil {
 		t.Error("a chart of no runs was drawn")

@@ -1,0 +1,123 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/engine"
+	"github.com/shardcounter/shardcounter/storetest"
+)
+
+// slowReads wraps a real store whose reads take a second of bubble time
+// and are counted. Make it inside the bubble.
+type slowReads struct {
+	shardcounter.CounterStore
+	reads atomic.Int64 // counters read
+	calls atomic.Int64 // store calls
+}
+
+func (s *slowReads) ReadCounter(ctx context.Context, id string) (*shardcounter.Reading, error) {
+	s.reads.Add(1)
+	s.calls.Add(1)
+	time.Sleep(time.Second)
+	return s.CounterStore.ReadCounter(ctx, id)
+}
+
+func (s *slowReads) ReadCounters(ctx context.Context, ids []string) ([]*shardcounter.Reading, error) {
+	s.reads.Add(int64(len(ids)))
+	s.calls.Add(1)
+	time.Sleep(time.Second)
+	return s.CounterStore.ReadCounters(ctx, ids)
+}
+
+// TestCachedReadMissesCollapse starts many cached reads of a counter with
+// no rollup at once: one store read serves them all.
+func TestCachedReadMissesCollapse(t *testing.T) {
+	store := MustOpenStore(t)
+	storetest.MustCreate(t, store, "c", 4)
+	synctest.Test(t, func(t *testing.T) {
+		s := &slowReads{CounterStore: store}
+		e := MustStart(t, s, engine.Config{})
+		defer e.Close(context.Background())
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				if _, err := e.ReadCounter(context.Background(), "c", shardcounter.Cached); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if got := s.reads.Load(); got != 1 {
+			t.Fatalf("50 concurrent cached misses made %d store reads, want 1", got)
+		}
+	})
+}
+
+// TestCachedReadStampedBeforeRead checks that a rollup's as_of is the
+// moment before its store read began: a reading stamped after the read
+// would claim to hold writes acknowledged while the read ran.
+func TestCachedReadStampedBeforeRead(t *testing.T) {
+	store := MustOpenStore(t)
+	storetest.MustCreate(t, store, "c", 4)
+	synctest.Test(t, func(t *testing.T) {
+		e := MustStart(t, &slowReads{CounterStore: store}, engine.Config{MaxStaleness: time.Minute})
+		defer e.Close(context.Background())
+		for _, c := range []shardcounter.Consistency{shardcounter.Cached, shardcounter.Strong} {
+			start := time.Now()
+			if _, err := e.ReadCounter(context.Background(), "c", c); err != nil {
+				t.Fatal(err)
+			}
+			r, err := e.ReadCounter(context.Background(), "c", shardcounter.Cached)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.AsOf.Equal(start) {
+				t.Fatalf("after a %s read that began at %v, the rollup is as of %v; want the start", c, start, r.AsOf)
+			}
+			time.Sleep(time.Minute) // the rollup goes stale
+		}
+	})
+}
+
+// TestCacheSize checks that the rollups are bounded by CacheSize, least
+// recently read dropped first.
+func TestCacheSize(t *testing.T) {
+	store := MustOpenStore(t)
+	for i := range 3 {
+		storetest.MustCreate(t, store, fmt.Sprint(i), 1)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		s := &slowReads{CounterStore: store}
+		e := MustStart(t, s, engine.Config{CacheSize: 2, MaxStaleness: time.Hour})
+		defer e.Close(context.Background())
+		cached := func(id string) {
+			t.Helper()
+			if _, err := e.ReadCounter(context.Background(), id, shardcounter.Cached); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cached("0")
+		cached("1")
+		cached("0") // 0 is now the most recently read
+		cached("2") // drops 1
+		if got := s.reads.Load(); got != 3 {
+			t.Fatalf("%d store reads, want 3", got)
+		}
+		cached("0")
+		cached("2")
+		if got := s.reads.Load(); got != 3 {
+			t.Fatalf("%d store reads after reading kept rollups, want still 3", got)
+		}
+		cached("1")
+		if got := s.reads.Load(); got != 4 {
+			t.Fatalf("%d store reads after reading a dropped rollup, want 4", got)
+		}
+	})
+}
