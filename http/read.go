@@ -119,15 +119,15 @@ func checkReads(req *ReadsRequest) error {
 	return nil
 }
 
-// allRetained is the span a series without last reads: longer than any
+// AllRetained is the span a series without last reads: longer than any
 // window's retention, so every bucket the counter keeps.
-const allRetained = shardcounter.Duration(100 * 365 * 24 * time.Hour)
+const AllRetained = shardcounter.Duration(100 * 365 * 24 * time.Hour)
 
 // seriesQuery parses the query of GET .../series: last, a span of time
 // (default: all the counter retains), and bucket, the width of the
 // buckets (default: the counter's own).
 func seriesQuery(q url.Values) (last, bucket shardcounter.Duration, err error) {
-	last = allRetained
+	last = AllRetained
 	if q.Has("last") {
 		if last, err = parseSpan("last", q.Get("last")); err != nil {
 			return 0, 0, err
