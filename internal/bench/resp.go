@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -74,6 +75,9 @@ func startRESP(ctx context.Context, cfg Config, spec shardcounter.Spec) (*respSe
 		Password: cfg.Token,
 		// One connection per client, made before the clock starts.
 		PoolSize: cfg.Clients, MinIdleConns: cfg.Clients,
+		// As the HTTP load generator's: a DEL of many counters deletes
+		// them one by one.
+		ReadTimeout: respTimeout, WriteTimeout: respTimeout,
 	})
 	if err := s.c.Ping(ctx).Err(); err != nil {
 		s.close(ctx) //nolint:errcheck // the ping's error says more
@@ -308,6 +312,14 @@ func sumStrings(vals []any) (int64, error) {
 	return total, nil
 }
 
+// keysPerCall is how many keys one MGET, DEL or pipeline of SCARDs of the
+// read-back and clean-up carries: shardcounter deletes counters one by
+// one, so a DEL of this many must answer within respTimeout.
+const keysPerCall = 100
+
+// respTimeout bounds a RESP command's round trip.
+const respTimeout = 30 * time.Second
+
 // respTarget drives a RESP server (the resp path, and the Redis peers,
 // which are the same commands against Redis itself) on cfg.Counters
 // keys named prefix+i. keep leaves the keys in place after the run.
@@ -315,7 +327,7 @@ func respTarget(cfg Config, s *respService, prefix string, keep bool) target {
 	id := func(i int) string { return prefix + strconv.Itoa(i) }
 	written := make([]atomic.Bool, cfg.Counters)
 	chunks := func(ctx context.Context, fn func(ctx context.Context, keys []string) error) error {
-		return forChunks(ctx, written, 1000, cfg.Clients, func(ctx context.Context, idx []int) error {
+		return forChunks(ctx, written, keysPerCall, cfg.Clients, func(ctx context.Context, idx []int) error {
 			keys := make([]string, len(idx))
 			for j, i := range idx {
 				keys[j] = id(i)
