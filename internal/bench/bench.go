@@ -395,7 +395,7 @@ func runPath(ctx context.Context, cfg Config, path string, v Variant, shards, in
 	if store == "" {
 		name = fmt.Sprintf("%s/shards=%d", path, shards)
 	}
-	if !v.plain() {
+	if v.Name != VariantPlain {
 		name += "/" + v.Name
 	}
 	if inFlight > 0 {

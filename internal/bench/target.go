@@ -261,7 +261,7 @@ func countSet(set []atomic.Bool) int64 {
 // keeps runs apart, and the path, shard count and variant, so that a
 // counter left behind says where it came from.
 func runPrefix(path string, v Variant, shards int) string {
-	if v.plain() {
+	if v.Name == VariantPlain {
 		return fmt.Sprintf("bench/%x/%s-%d-shards/", time.Now().UnixNano(), path, shards)
 	}
 	return fmt.Sprintf("bench/%x/%s-%d-shards-%s/", time.Now().UnixNano(), path, shards, v.Name)
