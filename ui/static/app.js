@@ -364,13 +364,16 @@ async function counterScreen(id, signal) {
   // The time axis moves with the clock; the data only with readings.
   every(1000, signal, async () => redraw());
 
-  every(SHARDS_POLL_MS, signal, async () => {
+  const placement = new AbortController(); // stops polling a server without the route
+  signal.addEventListener('abort', () => placement.abort(), { once: true });
+  every(SHARDS_POLL_MS, placement.signal, async () => {
     let p;
     try {
       p = await api('GET', `/v1/counters/${escapeID(id)}/shards`, undefined, signal);
     } catch (e) {
       if (e.code === 'not_found' && /no API route/.test(e.message)) {
         shards.replaceChildren(h('p', { class: 'note', text: 'This server does not serve shard placement (GET /v1/counters/{id}/shards) yet: only the shard count above is known.' }));
+        placement.abort();
       } else {
         shards.replaceChildren(errorLine(e));
       }
