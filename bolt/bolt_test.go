@@ -27,7 +27,7 @@ func MustOpen(tb testing.TB) *bolt.CounterStore {
 }
 
 func TestCounterStore(t *testing.T) {
-	storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return MustOpen(tb) })
+	storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return MustOpen(tb) }, storetest.Options{})
 }
 
 func TestReopen(t *testing.T) {

@@ -67,7 +67,7 @@ func Open(ctx context.Context, dsn string) (shardcounter.CounterStore, error) {
 	case Postgres:
 		return postgres.Open(ctx, dsn)
 	case Redis, RedisCluster:
-		return redis.Open(ctx, dsn)
+		return redis.Open(ctx, dsn, redis.Options{})
 	}
 	return nil, shardcounter.Errorf(shardcounter.EINVALID, "store %q: this build has no %s store", Redact(dsn), kind)
 }

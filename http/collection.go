@@ -123,7 +123,7 @@ func collectionName(r *http.Request) (string, error) {
 
 // PUT /v1/collections/{name}
 func (s *Server) handleCreateCollection(w http.ResponseWriter, r *http.Request) {
-	name, body, err := s.bodyOf(w, r, collectionName)
+	name, body, err := s.bodyOf(r, collectionName)
 	var opts shardcounter.CollectionOptions
 	if err == nil {
 		opts, err = decodeCreateCollection(body)
@@ -150,7 +150,7 @@ func (s *Server) handleGetCollection(w http.ResponseWriter, r *http.Request) {
 
 // PATCH /v1/collections/{name}
 func (s *Server) handleReshardCollection(w http.ResponseWriter, r *http.Request) {
-	name, body, err := s.bodyOf(w, r, collectionName)
+	name, body, err := s.bodyOf(r, collectionName)
 	var shards int
 	if err == nil {
 		shards, err = decodeReshard(body)
@@ -173,7 +173,7 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request) 
 
 // POST /v1/collections/{name}/documents
 func (s *Server) handlePutDocuments(w http.ResponseWriter, r *http.Request) {
-	name, body, err := s.bodyOf(w, r, collectionName)
+	name, body, err := s.bodyOf(r, collectionName)
 	var docs []shardcounter.DocumentInput
 	if err == nil {
 		docs, err = decodeDocuments(body)
@@ -216,7 +216,7 @@ func (s *Server) handleDeleteDocument(w http.ResponseWriter, r *http.Request) {
 
 // POST /v1/collections/{name}/query
 func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
-	name, body, err := s.bodyOf(w, r, collectionName)
+	name, body, err := s.bodyOf(r, collectionName)
 	var q shardcounter.Query
 	if err == nil {
 		q, err = decodeQuery(body)

@@ -29,7 +29,7 @@ func MustServeCollections(tb testing.TB) (string, *shttp.Client) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	svc, closeSvc := newService(tb, store, true)
+	svc, closeSvc := newService(tb, store, serviceOptions{})
 	ts := httptest.NewServer(shttp.NewServer(svc, shttp.ServerOptions{Collections: collection.New(cs, collection.Config{})}))
 	tb.Cleanup(func() {
 		ts.Close()

@@ -60,7 +60,7 @@ const (
 
 // PUT /v1/counters/{id}
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
-	id, body, err := s.bodyOf(w, r, plainCounterID)
+	id, body, err := s.bodyOf(r, plainCounterID)
 	var opts shardcounter.CreateOptions
 	if err == nil {
 		opts, err = decodeCreate(body)
@@ -143,7 +143,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 
 // PATCH /v1/counters/{id}
 func (s *Server) handleReshard(w http.ResponseWriter, r *http.Request) {
-	id, body, err := s.bodyOf(w, r, plainCounterID)
+	id, body, err := s.bodyOf(r, plainCounterID)
 	var shards int
 	if err == nil {
 		shards, err = decodeReshard(body)

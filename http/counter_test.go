@@ -53,6 +53,36 @@ func TestCreate(t *testing.T) {
 		e.Do(t, "PUT", path("dup"), `{}`).MustOK(t, http.StatusCreated, nil)
 		e.Do(t, "PUT", path("dup"), `{"shards":4}`).MustError(t, http.StatusConflict, shardcounter.EEXISTS)
 	})
+	// A create retried after a lost reply succeeds: 200 with the counter
+	// when it exists with the same options, 409 only when they differ.
+	t.Run("Idempotent", func(t *testing.T) {
+		var first, again shardcounter.Counter
+		r := e.Do(t, "PUT", path("retry"), `{"shards":4}`)
+		r.MustOK(t, http.StatusCreated, &first)
+		e.MustWrite(t, "retry", 3)
+		r = e.Do(t, "PUT", path("retry"), `{"shards":4}`)
+		r.MustOK(t, http.StatusOK, &again)
+		if again.ID != "retry" || again.Shards != 4 || !again.CreatedAt.Equal(first.CreatedAt) {
+			t.Fatalf("retried create %+v, want the existing counter %+v", again, first)
+		}
+		if r.Header.Get("Location") != "" {
+			t.Fatal("a 200 for an existing counter has a Location, which says it was created")
+		}
+		e.Do(t, "PUT", path("retry"), `{"shards":8}`).MustError(t, http.StatusConflict, shardcounter.EEXISTS)
+		e.Do(t, "PUT", path("retry"), `{"shards":4,"kind":"sum"}`).MustOK(t, http.StatusOK, nil) // sum is the default
+		if got := e.MustValue(t, "retry"); got != 3 {
+			t.Fatalf("value %d after retried creates, want 3", got)
+		}
+		// The client says which it was.
+		_, created, err := e.Client.CreateCounter(context.Background(), "retry", shardcounter.CreateOptions{Shards: 4})
+		if err != nil || created {
+			t.Fatalf("client create of an existing counter: created %v, %v; want false, nil", created, err)
+		}
+		_, created, err = e.Client.CreateCounter(context.Background(), "fresh", shardcounter.CreateOptions{Shards: 4})
+		if err != nil || !created {
+			t.Fatalf("client create of a new counter: created %v, %v; want true, nil", created, err)
+		}
+	})
 	t.Run("ErrShards", func(t *testing.T) {
 		for _, body := range []string{
 			`{"shards":0}`, `{"shards":-1}`, `{"shards":1025}`, `{"shards":1.5}`, `{"shards":"4"}`,

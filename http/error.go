@@ -78,7 +78,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 		code = shardcounter.EINTERNAL
 	}
 	if code == shardcounter.EINTERNAL {
-		id, _ := r.Context().Value(requestIDKey{}).(string)
+		id := requestOf(r).id
 		s.opts.Logger.Error("internal error", "request_id", id, "method", r.Method,
 			"path", r.URL.EscapedPath(), "error", err)
 		var e *shardcounter.Error

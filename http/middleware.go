@@ -17,26 +17,45 @@ import (
 	"github.com/shardcounter/shardcounter"
 )
 
-// requestIDKey is the context key of the request's log id.
-type requestIDKey struct{}
+// request is what the middleware learns about a request before its
+// handler runs: the id it is logged with and, on the API, its body, read
+// in full.
+type request struct {
+	id   string
+	body []byte
+}
+
+// requestKey is the context key of the *request.
+type requestKey struct{}
+
+// requestOf returns what the middleware learned about r.
+func requestOf(r *http.Request) *request {
+	if req, ok := r.Context().Value(requestKey{}).(*request); ok {
+		return req
+	}
+	return &request{} // a handler called without ServeHTTP, as no route is
+}
 
 // ServeHTTP implements http.Handler. It gives every request an id (the
 // client's X-Request-Id when it is sane, else a random one) that is
 // echoed in the reply and logged with internal errors, checks the bearer
-// token on /v1 paths, bounds the /v1 requests served at once and their
-// time, records each request in the metrics and (at debug level) the
-// log, and turns a panic into a logged 500.
+// token on /v1 paths, reads an API request's body in full (bounded by
+// MaxBodyBytes and BodyTimeout) and only then takes one of the
+// MaxConcurrent slots, bounds the request's time, records each request in
+// the metrics and (at debug level) the log, and turns a panic into a
+// logged 500.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id := r.Header.Get("X-Request-Id")
-	if !saneRequestID(id) {
-		id = newRequestID()
+	req := &request{id: r.Header.Get("X-Request-Id")}
+	if !saneRequestID(req.id) {
+		req.id = newRequestID()
 	}
+	id := req.id
 	w.Header().Set("X-Request-Id", id)
 	api := r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/")
 	short := api && !isWatch(r) // a watch stream is bounded by WatchOptions instead
 	// One context and one copy of the request for the id and, on the API,
 	// the deadline: each WithContext copies the whole request.
-	ctx := context.WithValue(r.Context(), requestIDKey{}, id)
+	ctx := context.WithValue(r.Context(), requestKey{}, req)
 	if short && s.opts.RequestTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
@@ -80,6 +99,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := checkPath(r.URL.EscapedPath()); err != nil {
 		s.error(sw, r, err)
 		return
+	}
+	if api {
+		// The body first: a slot held while a slow client sends its body
+		// would let a few such clients stop the server.
+		var err error
+		if req.body, err = s.readBody(sw, r); err != nil {
+			s.error(sw, r, err)
+			return
+		}
 	}
 	if short {
 		if !s.acquire(r.Context()) {

@@ -36,7 +36,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := s.opts.Ping(ctx); err != nil {
-			s.opts.Logger.Warn("store not ready", "request_id", r.Context().Value(requestIDKey{}), "error", err)
+			s.opts.Logger.Warn("store not ready", "request_id", requestOf(r).id, "error", err)
 			s.error(w, r, shardcounter.Errorf(shardcounter.EUNAVAILABLE,
 				"the store does not answer: %s; check that it runs and is reachable from the server", shardcounter.ErrorMessage(err)))
 			return

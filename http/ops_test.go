@@ -189,7 +189,7 @@ func TestSetAuthTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	svc, closeSvc := newService(t, store, true)
+	svc, closeSvc := newService(t, store, serviceOptions{})
 	defer closeSvc()
 	srv := shttp.NewServer(svc, shttp.ServerOptions{AuthTokens: []string{"old"}})
 	ts := httptest.NewServer(srv)

@@ -8,11 +8,13 @@ import (
 	"io"
 	"math"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/shardcounter/shardcounter"
@@ -51,29 +53,56 @@ func query(r *http.Request, allowed ...string) (url.Values, error) {
 	return q, nil
 }
 
-// readBody reads r's body, up to MaxBodyBytes. A body that is not empty
-// must be JSON: Content-Type application/json (charset utf-8 if any), a
-// +json type, or no Content-Type at all.
+// smallBody is the most a body buffer is made before the bytes arrive:
+// the usual request fits, and a Content-Length header, which costs a
+// client nothing to send, cannot make the server allocate more.
+const smallBody = 4 << 10
+
+// readBody reads r's body in full, up to MaxBodyBytes, within BodyTimeout.
+// A body that is not empty must be JSON: Content-Type application/json
+// (charset utf-8 if any), a +json type, or no Content-Type at all. The
+// buffer grows as the bytes arrive: it is sized from Content-Length only
+// up to smallBody.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		w.Header().Set("Connection", "close") // the body stays unread
+		return nil, tooLarge(s.opts.MaxBodyBytes)
+	}
+	if s.opts.BodyTimeout > 0 {
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)) == nil {
+			// No deadline once the body is in: the connection's next read
+			// is net/http's wait for the next request, which has its own.
+			defer rc.SetReadDeadline(time.Time{})
+		}
+	}
 	var body []byte
 	var err error
-	if n := r.ContentLength; n >= 0 && n <= s.opts.MaxBodyBytes {
-		// The common case, a small body of known length: read it into a
-		// buffer of that size, not io.ReadAll's 512 bytes and growth. A
-		// body shorter than announced is an error, as net/http would
-		// report it.
+	if n := r.ContentLength; n >= 0 && n <= smallBody {
 		body = make([]byte, n)
-		if _, err = io.ReadFull(r.Body, body); err == io.ErrUnexpectedEOF {
-			err = fmt.Errorf("body ended after fewer than the %d bytes of its Content-Length", n)
-		}
+		_, err = io.ReadFull(r.Body, body)
 	} else {
-		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+		body, err = readAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), smallBody)
+		if err == nil && n >= 0 && int64(len(body)) != n {
+			err = io.ErrUnexpectedEOF
+		}
 	}
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, shardcounter.Errorf(shardcounter.ETOOLARGE,
-				"request body is over the limit of %d bytes: send less, or split a batch into smaller ones", tooLarge.Limit)
+		var tooBig *http.MaxBytesError
+		var ne net.Error
+		switch {
+		case errors.As(err, &tooBig):
+			return nil, tooLarge(tooBig.Limit)
+		case errors.As(err, &ne) && ne.Timeout():
+			w.Header().Set("Connection", "close")
+			return nil, shardcounter.Errorf(shardcounter.EINVALID,
+				"request body did not arrive within %v: send the body right after the headers", s.opts.BodyTimeout)
+		case err == io.ErrUnexpectedEOF:
+			return nil, shardcounter.Errorf(shardcounter.EINVALID,
+				"request body ended after fewer than the %d bytes of its Content-Length", r.ContentLength)
 		}
 		return nil, shardcounter.Errorf(shardcounter.EINVALID, "request body could not be read: %v", err)
 	}
@@ -94,23 +123,48 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	return body, nil
 }
 
+func tooLarge(limit int64) error {
+	return shardcounter.Errorf(shardcounter.ETOOLARGE,
+		"request body is over the limit of %d bytes: send less, or split a batch into smaller ones", limit)
+}
+
+// readAll is io.ReadAll starting from a buffer of size bytes.
+func readAll(r io.Reader, size int) ([]byte, error) {
+	b := make([]byte, 0, size)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // let append choose the growth
+		}
+	}
+}
+
 // bodyOf returns the request's name, validated by nameOf (collectionName,
-// plainCounterID), and its body.
-func (s *Server) bodyOf(w http.ResponseWriter, r *http.Request, nameOf func(*http.Request) (string, error)) (string, []byte, error) {
+// plainCounterID), and its body, which the middleware has read.
+func (s *Server) bodyOf(r *http.Request, nameOf func(*http.Request) (string, error)) (string, []byte, error) {
 	name, err := nameOf(r)
 	if err != nil {
 		return "", nil, err
 	}
-	body, err := s.readBody(w, r)
-	return name, body, err
+	return name, requestOf(r).body, nil
 }
+
+// jsonSpace is JSON's white space (RFC 8259), narrower than Unicode's.
+const jsonSpace = " \t\r\n"
 
 // decodeObject decodes body, which must be exactly one JSON object and
 // nothing else, into v, refusing unknown fields. An empty body decodes as
 // {} when emptyOK, and is an error otherwise. fields and example go into
 // error messages so they say what a good body looks like.
 func decodeObject(body []byte, v any, emptyOK bool, fields, example string) error {
-	trimmed := bytes.TrimSpace(body)
+	trimmed := bytes.Trim(body, jsonSpace)
 	if len(trimmed) == 0 {
 		if emptyOK {
 			return nil
@@ -128,9 +182,12 @@ func decodeObject(body []byte, v any, emptyOK bool, fields, example string) erro
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err, fields, example)
 	}
-	if rest := bytes.TrimSpace(body[dec.InputOffset():]); len(rest) > 0 {
+	if rest := bytes.Trim(body[dec.InputOffset():], jsonSpace); len(rest) > 0 {
 		return shardcounter.Errorf(shardcounter.EINVALID,
 			"request body has data after the JSON object at byte %d: send exactly one object such as %s", dec.InputOffset(), example)
+	}
+	if err := checkKeys(body, v); err != nil {
+		return strictError(err)
 	}
 	return nil
 }

@@ -26,6 +26,9 @@ const (
 	// it gets 503: long enough to ride out a burst, short enough that a
 	// client under sustained overload hears so at once.
 	DefaultQueueWait = 100 * time.Millisecond
+	// DefaultBodyTimeout bounds the time a request body takes to arrive:
+	// a body of DefaultMaxBodyBytes at 100 KB/s.
+	DefaultBodyTimeout = 10 * time.Second
 	// DefaultRequestTimeout is the deadline of an API request's call to
 	// the service, and so to the store.
 	DefaultRequestTimeout = 5 * time.Second
@@ -83,6 +86,20 @@ type ServerOptions struct {
 	// answer first. Negative means none. Default DefaultRequestTimeout.
 	RequestTimeout time.Duration
 
+	// BodyTimeout bounds the time an API request's body takes to arrive,
+	// from when the server starts reading it; a late body gets 400 and
+	// the connection is closed. The body is read before the request
+	// takes one of the MaxConcurrent slots, so slow clients hold a
+	// goroutine and the bytes they sent, never a slot. Negative means no
+	// bound. Default DefaultBodyTimeout.
+	BodyTimeout time.Duration
+
+	// AsyncWrites says that the service answers writes once they are
+	// queued, before they are committed (the engine's async durability):
+	// write replies are then 202 Accepted rather than 200, since the
+	// write is not yet applied.
+	AsyncWrites bool
+
 	// Collections, when set, serves the /v1/collections routes; without
 	// it they are 404 not_found.
 	Collections shardcounter.CollectionService
@@ -131,6 +148,9 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 	}
 	if opts.QueueWait <= 0 {
 		opts.QueueWait = DefaultQueueWait
+	}
+	if opts.BodyTimeout == 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
 	}
 	if opts.RequestTimeout == 0 {
 		opts.RequestTimeout = DefaultRequestTimeout

@@ -33,6 +33,9 @@ type Env struct {
 type EnvOptions struct {
 	Server       shttp.ServerOptions
 	NoAutoCreate bool
+	// Async serves an engine that answers writes once queued, and tells
+	// the server so.
+	Async bool
 	// Wrap, when set, wraps the engine before it is served, to inject
 	// failures.
 	Wrap func(shardcounter.CounterService) shardcounter.CounterService
@@ -49,7 +52,8 @@ func MustServe(tb testing.TB, opts EnvOptions) *Env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	svc, closeSvc := newService(tb, store, !opts.NoAutoCreate)
+	svc, closeSvc := newService(tb, store, serviceOptions{NoAutoCreate: opts.NoAutoCreate, Async: opts.Async})
+	opts.Server.AsyncWrites = opts.Async
 	if opts.Wrap != nil {
 		svc = opts.Wrap(svc)
 	}

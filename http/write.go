@@ -48,7 +48,7 @@ const (
 
 // POST /v1/counters/{id}/increment and .../decrement
 func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request, decrement bool) {
-	id, body, err := s.bodyOf(w, r, plainCounterID)
+	id, body, err := s.bodyOf(r, plainCounterID)
 	var delta int64
 	var requestID string
 	if err == nil {
@@ -64,7 +64,16 @@ func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request, decrement b
 	if err == nil && res.Error != nil {
 		err = res.Error
 	}
-	s.reply(w, r, http.StatusOK, res, err)
+	s.reply(w, r, s.writeStatus(), res, err)
+}
+
+// writeStatus is the status of a successful write: 202 Accepted when the
+// service answers writes before they are committed.
+func (s *Server) writeStatus() int {
+	if s.opts.AsyncWrites {
+		return http.StatusAccepted
+	}
+	return http.StatusOK
 }
 
 // decodeWrite decodes the body of POST .../increment or .../decrement into
@@ -100,13 +109,9 @@ func decodeWrite(body []byte, decrement bool) (delta int64, requestID string, er
 // POST /v1/writes
 func (s *Server) handleWrites(w http.ResponseWriter, r *http.Request) {
 	_, err := query(r)
-	var body []byte
-	if err == nil {
-		body, err = s.readBody(w, r)
-	}
 	var writes []shardcounter.Write
 	if err == nil {
-		writes, err = decodeWrites(body, s.opts.MaxBatch)
+		writes, err = decodeWrites(requestOf(r).body, s.opts.MaxBatch)
 	}
 	if err != nil {
 		s.error(w, r, err)
@@ -120,7 +125,7 @@ func (s *Server) handleWrites(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, WritesResponse{Results: results})
+	s.writeJSON(w, s.writeStatus(), WritesResponse{Results: results})
 }
 
 // decodeWrites decodes the body of POST /v1/writes and validates every

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shardcounter/shardcounter"
 	shttp "github.com/shardcounter/shardcounter/http"
@@ -199,4 +200,35 @@ func TestConcurrentDuplicates(t *testing.T) {
 	if got := e.MustValue(t, "once"); got != 7 {
 		t.Fatalf("value %d, want 7", got)
 	}
+}
+
+// TestAsyncAccepted checks that a server whose writes are answered once
+// queued says so with 202 Accepted: the write is not yet applied.
+func TestAsyncAccepted(t *testing.T) {
+	e := MustServe(t, EnvOptions{Async: true})
+	e.MustCreate(t, "a", 2)
+	var wr shardcounter.WriteResult
+	e.Do(t, "POST", path("a")+"/increment", `{"by":2}`).MustOK(t, http.StatusAccepted, &wr)
+	if !wr.Applied {
+		t.Fatalf("got %+v, want applied (accepted)", wr)
+	}
+	e.Do(t, "POST", path("a")+"/decrement", ``).MustOK(t, http.StatusAccepted, nil)
+	var resp shttp.WritesResponse
+	e.Do(t, "POST", "/v1/writes", `{"writes":[{"counter":"a","delta":5}]}`).MustOK(t, http.StatusAccepted, &resp)
+	if _, err := e.Client.WriteCounter(context.Background(), shardcounter.Write{Counter: "a", Delta: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// Reads and creates are not writes that wait: their statuses stay.
+	e.Do(t, "GET", path("a"), "").MustOK(t, http.StatusOK, nil)
+	e.Do(t, "PUT", path("b"), "").MustOK(t, http.StatusCreated, nil)
+	// Accepted writes commit within the flush interval.
+	for start := time.Now(); e.MustValue(t, "a") != 7; time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("value %d, want 7 once the accepted writes commit", e.MustValue(t, "a"))
+		}
+	}
+	// A durable server answers 200: the write is applied.
+	d := MustServe(t, EnvOptions{})
+	d.Do(t, "POST", path("a")+"/increment", ``).MustOK(t, http.StatusOK, nil)
+	d.Do(t, "POST", "/v1/writes", `{"writes":[{"counter":"a","delta":5}]}`).MustOK(t, http.StatusOK, nil)
 }

@@ -53,7 +53,7 @@ func mustOpenDSN(tb testing.TB, dsn string) *postgres.CounterStore {
 
 func TestCounterStore(t *testing.T) {
 	s := MustOpen(t)
-	storetest.RunCounterStore(t, func(testing.TB) shardcounter.CounterStore { return s })
+	storetest.RunCounterStore(t, func(testing.TB) shardcounter.CounterStore { return s }, storetest.Options{})
 }
 
 func TestOpen(t *testing.T) {

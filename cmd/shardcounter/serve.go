@@ -55,6 +55,7 @@ type serveCommand struct {
 	logFormat     string
 	logLevel      string
 	reqTimeout    time.Duration
+	bodyTimeout   time.Duration
 	maxConcurrent int
 	respListen    string
 }
@@ -78,6 +79,7 @@ func (c *serveCommand) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.logFormat, "log-format", "text", "`FORMAT` of the log on stderr: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "`LEVEL` of the log: debug (adds a line per request), info, warn or error")
 	fs.DurationVar(&c.reqTimeout, "request-timeout", shttp.DefaultRequestTimeout, "deadline of each API request, down to the store (`DURATION`)")
+	fs.DurationVar(&c.bodyTimeout, "body-timeout", shttp.DefaultBodyTimeout, "a request body must arrive within this `DURATION`, read before the request takes a --max-concurrent slot")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", shttp.DefaultMaxConcurrent, "serve at most `N` API requests at once; past it a request waits briefly, then gets 503")
 	fs.StringVar(&c.respListen, "resp-listen", c.env("SHARDCOUNTER_RESP_LISTEN", ""),
 		"also serve the Redis protocol (RESP2, RESP3) on `ADDR`, such as 127.0.0.1:6380; off unless given (env SHARDCOUNTER_RESP_LISTEN)")
@@ -115,6 +117,9 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 	}
 	if c.reqTimeout <= 0 {
 		return usagef("--request-timeout is %v: give a positive duration such as 5s", c.reqTimeout)
+	}
+	if c.bodyTimeout <= 0 {
+		return usagef("--body-timeout is %v: give a positive duration such as 10s", c.bodyTimeout)
 	}
 	if c.maxConcurrent < 1 {
 		return usagef("--max-concurrent is %d: give at least 1", c.maxConcurrent)
@@ -212,6 +217,8 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 		Metrics:        m,
 		MaxConcurrent:  c.maxConcurrent,
 		RequestTimeout: c.reqTimeout,
+		BodyTimeout:    c.bodyTimeout,
+		AsyncWrites:    durability == engine.Async,
 		Collections:    colls,
 	})
 	srv := &http.Server{
