@@ -169,6 +169,7 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 		s.routeCollections()
 	}
 	s.routeWatch()
+	s.routeDashboard()
 	s.routeOps()
 	return s
 }
