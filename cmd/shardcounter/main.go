@@ -25,6 +25,7 @@ var subcommands = []subcommand{
 	{"incr", "ID [--by N] [--request-id S]", "add to a counter", newIncrCommand},
 	{"decr", "ID [--by N] [--request-id S]", "subtract from a counter", newDecrCommand},
 	{"get", "ID [--cached]", "print a counter's value", newGetCommand},
+	{"watch", "ID [--interval D]", "print a counter's value and each change of it, live", newWatchCommand},
 	{"reshard", "ID --shards N", "change a counter's shard count, keeping its value", newReshardCommand},
 	{"delete", "ID", "delete a counter", newDeleteCommand},
 	{"list", "[--prefix P] [--limit N]", "list counters in id order", newListCommand},
