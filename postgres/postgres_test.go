@@ -73,8 +73,13 @@ func mustOpenDSN(tb testing.TB, dsn string, opts postgres.Options) *postgres.Cou
 }
 
 func TestCounterStore(t *testing.T) {
-	s := MustOpen(t)
-	storetest.RunCounterStore(t, func(testing.TB) shardcounter.CounterStore { return s }, storetest.Options{})
+	dsn := pgtest.MustDatabase(t)
+	s := mustOpenDSN(t, dsn, postgres.Options{})
+	storetest.RunCounterStore(t, func(testing.TB) shardcounter.CounterStore { return s }, storetest.Options{
+		OpenWithClock: func(tb testing.TB, now func() time.Time) shardcounter.CounterStore {
+			return mustOpenDSN(tb, dsn, postgres.Options{Now: now})
+		},
+	})
 }
 
 func TestOpen(t *testing.T) {
