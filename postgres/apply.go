@@ -13,7 +13,9 @@ import (
 
 // createSQL creates the batch's missing counters that an item would create
 // (Increment.Create), with their shard rows, and returns the ids it
-// created. It inserts in id order, so two batches creating the same
+// created; an existing one is skipped by the conflict check, which looks
+// it up before inserting anything. It inserts in id order, so two batches
+// creating the same
 // counters cannot deadlock: the second waits for the first to commit and
 // then finds them, and its lock statement (next in the same round trip,
 // with a snapshot of its own) locks them. An id inserted here may be
@@ -24,7 +26,6 @@ WITH c AS (
 	SELECT i.id, i.shards, i.kind, i.min, i.max, i.bucket, i.retention, coalesce($8, now())
 	FROM unnest($1::text[], $2::integer[], $3::text[], $4::bigint[], $5::bigint[], $6::interval[], $7::interval[])
 		AS i(id, shards, kind, min, max, bucket, retention)
-	WHERE NOT EXISTS (SELECT 1 FROM shardcounter.counters o WHERE o.id = i.id)
 	ORDER BY i.id
 	ON CONFLICT (id) DO NOTHING
 	RETURNING c.id, c.shards
@@ -59,7 +60,7 @@ WITH w AS MATERIALIZED (
 		CASE WHEN NOT f.full THEN mod(i.pick, c.shards)::integer END AS shard,
 		f.full, ` + specColumns("c") + `
 	FROM unnest($1::text[], $2::numeric[]) AS i(counter, pick)
-	JOIN shardcounter.counters c ON c.id = i.counter
+	CROSS JOIN LATERAL (SELECT * FROM shardcounter.counters c WHERE c.id = i.counter LIMIT 1) AS c
 	CROSS JOIN LATERAL (SELECT c.id = ANY ($3::text[]) OR c.min IS NOT NULL OR c.max IS NOT NULL AS full) AS f
 	ORDER BY c.id, 2
 )
@@ -93,12 +94,24 @@ WHERE s.counter = u.counter AND s.shard = u.shard`
 // waits for the reshard in its way to commit.
 const maxApplyAttempts = 16
 
-// genericPlans makes PostgreSQL run the batch's statements on their
-// generic plans. Left to choose, it plans them afresh on many runs, each
-// time for the actual arrays: 0.2 to 0.9 ms a statement on a busy machine
-// (pg_stat_statements), more than executing them; the generic plans are
-// the same nested loops over the batch, estimated at a few rows.
-const genericPlans = "SET LOCAL plan_cache_mode = force_generic_plan"
+// pinPlans makes PostgreSQL run the batch's statements on their generic
+// plans, and keeps those plans what the statements are written as: nested
+// loops over the batch's arrays that read and write rows by key.
+//
+// Left to choose, PostgreSQL planned the statements afresh for the actual
+// arrays on many runs: 0.2 to 0.9 ms a statement on a busy machine
+// (pg_stat_statements), more than executing them, for the same nested
+// loops. But a generic plan is kept until the next ANALYZE of its tables,
+// and one made while a table was nearly empty may read all of it: the
+// member statement's presence check became a hashed subplan over every
+// member of the counter, 30 ms a batch of 64 once 10,000 members were in,
+// growing with them. With sequential scans, hash joins and merge joins off
+// for the batch's transaction, and every lookup written as a lateral
+// subquery (which a hashed subplan cannot replace), no plan of a batch
+// depends on the size of a table.
+const pinPlans = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+	set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
+	set_config('enable_mergejoin', 'off', true)`
 
 // errRetry says that a batch attempt was rolled back and may start again.
 var errRetry = errors.New("batch must start again")
@@ -166,7 +179,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, conn *pgx.Conn, own bool, 
 	q := &pgx.Batch{}
 	if own {
 		q.Queue("BEGIN")
-		q.Queue(genericPlans)
+		q.Queue(pinPlans)
 	}
 	if c := b.creates(); len(c.ids) > 0 {
 		q.Queue(createSQL, c.ids, c.shards, c.kinds, c.mins, c.maxs, c.buckets, c.retentions, clk.now).Query(func(rows pgx.Rows) error {

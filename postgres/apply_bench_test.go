@@ -40,18 +40,8 @@ const (
 // machine a noisy one) out of the figures, leaving what grows with the
 // batch. The log shows where the server's time went (pg_stat_statements).
 func BenchmarkApplyZipf(b *testing.B) {
-	settings := []string{"shared_buffers=256MB", "max_connections=100",
-		"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track_planning=on", "track_io_timing=on"}
-	if os.Getenv("SHARDCOUNTER_BENCH_SYNC") == "off" {
-		settings = append(settings, "synchronous_commit=off")
-	}
-	srv := pgtest.StartServer(b, settings...)
+	s := benchServer(b)
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, srv.URL(), postgres.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
 	// The fixture in two statements, not 100,000 creates.
 	if _, err := s.Pool().Exec(ctx, `
 INSERT INTO shardcounter.counters (id, shards) SELECT 'zipf/' || i, $2 FROM generate_series(0, $1 - 1) AS i;
@@ -63,7 +53,7 @@ INSERT INTO shardcounter.shards (counter, shard, shards)
 SELECT c.id, g, c.shards FROM shardcounter.counters c, generate_series(0, c.shards - 1) AS g`); err != nil {
 		b.Fatal(err)
 	}
-	for _, sql := range []string{"VACUUM ANALYZE shardcounter.counters, shardcounter.shards", "CHECKPOINT", "CREATE EXTENSION pg_stat_statements"} {
+	for _, sql := range []string{"VACUUM ANALYZE shardcounter.counters, shardcounter.shards", "CHECKPOINT"} {
 		if _, err := s.Pool().Exec(ctx, sql); err != nil {
 			b.Fatal(err)
 		}
@@ -137,10 +127,11 @@ func zipfBatch(z *rand.Zipf, n int) []shardcounter.Increment {
 }
 
 // logStatements logs what pg_stat_statements saw, costliest first: where
-// a commit's time goes inside the server.
+// a commit's time goes inside the server. plan ms is per plan made (plans),
+// exec ms and the buffer and WAL figures per call.
 func logStatements(b *testing.B, s *postgres.CounterStore) {
 	rows, err := s.Pool().Query(context.Background(), `
-SELECT calls, round(mean_plan_time::numeric, 3), round(mean_exec_time::numeric, 3),
+SELECT calls, plans, round(mean_plan_time::numeric, 3), round(mean_exec_time::numeric, 3),
 	shared_blks_hit / greatest(calls, 1), shared_blks_dirtied / greatest(calls, 1), wal_fpi / greatest(calls, 1), wal_bytes / greatest(calls, 1),
 	regexp_replace(left(query, 60), '\s+', ' ', 'g')
 FROM pg_stat_statements WHERE calls >= 10 ORDER BY total_exec_time + total_plan_time DESC LIMIT 8`)
@@ -148,14 +139,73 @@ FROM pg_stat_statements WHERE calls >= 10 ORDER BY total_exec_time + total_plan_
 		b.Fatal(err)
 	}
 	defer rows.Close()
-	b.Logf("%6s %8s %8s %6s %6s %5s %8s  %s", "calls", "plan ms", "exec ms", "hit", "dirty", "fpi", "WAL B", "statement")
+	b.Logf("%6s %6s %8s %8s %6s %6s %5s %8s  %s", "calls", "plans", "plan ms", "exec ms", "hit", "dirty", "fpi", "WAL B", "statement")
 	for rows.Next() {
-		var calls, hit, dirtied, fpi int64
+		var calls, plans, hit, dirtied, fpi int64
 		var plan, exec, walB float64
 		var q string
-		if err := rows.Scan(&calls, &plan, &exec, &hit, &dirtied, &fpi, &walB, &q); err != nil {
+		if err := rows.Scan(&calls, &plans, &plan, &exec, &hit, &dirtied, &fpi, &walB, &q); err != nil {
 			b.Fatal(err)
 		}
-		b.Logf("%6d %8.3f %8.3f %6d %6d %5d %8.0f  %s", calls, plan, exec, hit, dirtied, fpi, walB, q)
+		b.Logf("%6d %6d %8.3f %8.3f %6d %6d %5d %8.0f  %s", calls, plans, plan, exec, hit, dirtied, fpi, walB, q)
+	}
+}
+
+// benchServer starts a private server for a benchmark, with
+// pg_stat_statements, and opens a store on it. SHARDCOUNTER_BENCH_SYNC=off
+// runs it with synchronous_commit=off.
+func benchServer(b *testing.B) *postgres.CounterStore {
+	settings := []string{"shared_buffers=256MB", "max_connections=100",
+		"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track_planning=on", "track_io_timing=on"}
+	if os.Getenv("SHARDCOUNTER_BENCH_SYNC") == "off" {
+		settings = append(settings, "synchronous_commit=off")
+	}
+	srv := pgtest.StartServer(b, settings...)
+	s, err := postgres.Open(context.Background(), srv.URL(), postgres.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	if _, err := s.Pool().Exec(context.Background(), "CREATE EXTENSION pg_stat_statements"); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkApplyMembers measures the engine's flush of adds to one hot
+// distinct counter of 16 shards: each op is one Apply of N member items,
+// members drawn from a million, each carrying Create as the engine's
+// auto-create sends them. The log shows the server's time per statement;
+// run it long enough (-benchtime 2000x) to see that the cost of a batch
+// does not grow with the members already in.
+//
+//	go test ./postgres -run '^$' -bench ApplyMembers -benchtime 2000x
+func BenchmarkApplyMembers(b *testing.B) {
+	s := benchServer(b)
+	ctx := context.Background()
+	spec := shardcounter.Spec{Shards: 16, Kind: shardcounter.KindDistinct}
+	for _, items := range []int{1, 64} {
+		b.Run(fmt.Sprintf("items=%d", items), func(b *testing.B) {
+			if _, err := s.Pool().Exec(ctx, "SELECT pg_stat_statements_reset()"); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				incs := make([]shardcounter.Increment, items)
+				for i := range incs {
+					incs[i] = shardcounter.Increment{Counter: "likes", Member: fmt.Sprint("user-", rand.IntN(1_000_000)), Delta: 1, Create: &spec}
+				}
+				out, err := s.Apply(ctx, incs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, o := range out {
+					if o.Err != nil {
+						b.Fatal(o.Err)
+					}
+				}
+			}
+			logStatements(b, s)
+		})
 	}
 }

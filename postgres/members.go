@@ -25,13 +25,16 @@ import (
 // and no other batch changes these members until it commits.
 const membersSQL = `
 WITH i AS (
-	SELECT * FROM unnest($1::integer[], $2::text[], $3::text[], $4::boolean[], $5::bigint[], $6::integer[])
+	SELECT i.*, m.present IS NOT NULL AS present
+	FROM unnest($1::integer[], $2::text[], $3::text[], $4::boolean[], $5::bigint[], $6::integer[])
 		AS i(ord, counter, member, add, hash, shard)
+	LEFT JOIN LATERAL (
+		SELECT true AS present FROM shardcounter.members m
+		WHERE m.counter = i.counter AND m.member = i.member LIMIT 1
+	) AS m ON true
 ), s AS (
 	SELECT i.*,
-		coalesce(lag(i.add) OVER w, EXISTS (
-			SELECT 1 FROM shardcounter.members m WHERE m.counter = i.counter AND m.member = i.member
-		)) AS before,
+		coalesce(lag(i.add) OVER w, i.present) AS before,
 		lag(i.ord) OVER w IS NULL AS first,
 		lead(i.ord) OVER w IS NULL AS last
 	FROM i

@@ -33,7 +33,7 @@ WITH u AS (
 	SELECT c.id AS counter, mod(i.pick, c.shards)::integer AS shard, c.shards, count(*) AS items,
 		sum(i.delta) AS delta, sum(greatest(i.delta, 0)) AS up, sum(least(i.delta, 0)) AS down
 	FROM unnest($1::text[], $2::numeric[], $3::bigint[]) AS i(counter, pick, delta)
-	JOIN shardcounter.counters c ON c.id = i.counter
+	CROSS JOIN LATERAL (SELECT * FROM shardcounter.counters c WHERE c.id = i.counter LIMIT 1) AS c
 	WHERE c.kind = 'sum' AND c.min IS NULL AND c.max IS NULL AND c.bucket IS NULL
 	GROUP BY 1, 2, 3
 	ORDER BY 1, 2
@@ -67,7 +67,7 @@ func (s *CounterStore) applyPlain(ctx context.Context, conn *pgx.Conn, b *batch,
 	}
 	q := &pgx.Batch{}
 	q.Queue("BEGIN")
-	q.Queue(genericPlans)
+	q.Queue(pinPlans)
 	q.Queue(plainSQL, counters, b.picks, deltas, len(b.incs))
 	var x expiry
 	q.Queue(expireSQL, clk.now, clk.windowUS, expireBatch, clk.from).QueryRow(func(row pgx.Row) error {

@@ -23,7 +23,7 @@ var recordSQL = `
 INSERT INTO shardcounter.requests AS r (counter, request_id, created_at)
 SELECT i.counter, i.request_id, ` + nowExpr(3) + `
 FROM unnest($1::text[], $2::text[]) AS i(counter, request_id)
-WHERE EXISTS (SELECT 1 FROM shardcounter.counters c WHERE c.id = i.counter)
+CROSS JOIN LATERAL (SELECT 1 FROM shardcounter.counters c WHERE c.id = i.counter LIMIT 1) AS c
 ORDER BY i.counter, i.request_id
 ON CONFLICT (counter, request_id) DO UPDATE SET created_at = EXCLUDED.created_at
 	WHERE r.created_at <= ` + cutoffExpr(3) + `

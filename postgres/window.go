@@ -30,7 +30,7 @@ var bucketsSQL = `
 WITH u AS (
 	SELECT u.counter, u.shard, u.delta, c.bucket, c.retention
 	FROM unnest($1::text[], $2::integer[], $3::bigint[]) AS u(counter, shard, delta)
-	JOIN shardcounter.counters c ON c.id = u.counter
+	CROSS JOIN LATERAL (SELECT * FROM shardcounter.counters c WHERE c.id = u.counter LIMIT 1) AS c
 ), swept AS (
 	DELETE FROM shardcounter.buckets b
 	USING (SELECT DISTINCT counter, bucket, retention FROM u) AS w
