@@ -216,7 +216,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, conn *pgx.Conn, own bool, 
 	}
 
 	for id, c := range a.counters {
-		if c.spec.Kind != shardcounter.KindSum || c.spec.Bounded() || c.spec.Window != nil || c.wides > 0 {
+		if c.spec.Kind != shardcounter.KindSum || c.spec.Bounded() || c.wides > 0 {
 			s.general.add(id)
 		}
 	}

@@ -12,10 +12,11 @@ import (
 )
 
 // plainSQL applies a plain batch in one statement: $1 lists each item's
-// counter, $2 its pick and $3 its delta, $4 the number of items. It adds
-// each shard row's deltas, under its row lock, only where that is exact
-// without deciding item by item: the counter exists and is a sum counter
-// without bounds or window, its shard row still has the shard count the
+// counter, $2 its pick and $3 its delta, $4 the number of items, $5 the
+// commit time (or the database's clock). It adds each shard row's deltas,
+// under its row lock, and a windowed counter's to its buckets, only where
+// that is exact without deciding item by item: the counter exists and is
+// a sum counter without bounds, its shard row still has the shard count the
 // statement read (a reshard did not move it), the row is not wide, and
 // its value stays within the zone ±MaxInt64/n (see zone) after the
 // row's positive deltas and after its negative ones, so after every
@@ -28,16 +29,16 @@ import (
 // index scan of shards: u is estimated at a few rows), so concurrent
 // batches do not deadlock; if one ever did, PostgreSQL would pick a victim
 // and that batch would start again.
-const plainSQL = `
+var plainSQL = `
 WITH u AS (
-	SELECT c.id AS counter, mod(i.pick, c.shards)::integer AS shard, c.shards, count(*) AS items,
+	SELECT c.id AS counter, mod(i.pick, c.shards)::integer AS shard, c.shards, c.bucket, c.retention, count(*) AS items,
 		sum(i.delta) AS delta, sum(greatest(i.delta, 0)) AS up, sum(least(i.delta, 0)) AS down
 	FROM unnest($1::text[], $2::numeric[], $3::bigint[]) AS i(counter, pick, delta)
 	CROSS JOIN LATERAL (SELECT * FROM shardcounter.counters c WHERE c.id = i.counter LIMIT 1) AS c
-	WHERE c.kind = 'sum' AND c.min IS NULL AND c.max IS NULL AND c.bucket IS NULL
-	GROUP BY 1, 2, 3
+	WHERE c.kind = 'sum' AND c.min IS NULL AND c.max IS NULL
+	GROUP BY 1, 2, 3, 4, 5
 	ORDER BY 1, 2
-), w AS (
+), ` + bucketCTEs("u", "coalesce($5, now())") + `, w AS (
 	UPDATE shardcounter.shards s SET value = s.value + u.delta
 	FROM u
 	WHERE s.counter = u.counter AND s.shard = u.shard AND s.shards = u.shards AND NOT s.wide
@@ -49,7 +50,8 @@ SELECT shardcounter.restart_batch('items left for the general path')
 WHERE (SELECT coalesce(sum(items), 0) FROM u) <> $4 OR (SELECT count(*) FROM u) <> (SELECT count(*) FROM w)`
 
 // applyPlain applies a plain batch, one whose items are all deltas
-// without request ids, on counters not known to need the general path, in
+// without request ids, on counters not known to need the general path
+// (see generalSet), in
 // one round trip: BEGIN, plainSQL, expiry, COMMIT. It reports done false,
 // with nothing applied, when the batch is not plain or plainSQL left
 // items over; the general path (applyOnce) then decides it item by item.
@@ -68,7 +70,7 @@ func (s *CounterStore) applyPlain(ctx context.Context, conn *pgx.Conn, b *batch,
 	q := &pgx.Batch{}
 	q.Queue("BEGIN")
 	q.Queue(pinPlans)
-	q.Queue(plainSQL, counters, b.picks, deltas, len(b.incs))
+	q.Queue(plainSQL, counters, b.picks, deltas, len(b.incs), clk.now)
 	var x expiry
 	q.Queue(expireSQL, clk.now, clk.windowUS, expireBatch, clk.from).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&x.deleted, &x.newest, &x.cutoff)
@@ -94,7 +96,7 @@ func (s *CounterStore) applyPlain(ctx context.Context, conn *pgx.Conn, b *batch,
 }
 
 // generalSet remembers counters that a plain batch cannot write (bounded,
-// windowed or wide), so that batches on them go straight to the general
+// distinct or wide), so that batches on them go straight to the general
 // path instead of trying plainSQL first every time. Specs never change, so
 // it is only ever stale for a counter deleted and made again, which then
 // takes the general path, correctly, until the set is cleared. It is safe

@@ -18,28 +18,38 @@ func bucketStart(width, t string) string {
 	return fmt.Sprintf(`date_trunc(CASE WHEN %[1]s >= interval '1 day' THEN 'day' WHEN %[1]s >= interval '1 hour' THEN 'hour' ELSE 'minute' END, %[2]s, 'UTC')`, width, t)
 }
 
-// bucketsSQL adds a batch's applied deltas to the window buckets of their
-// commit time ($4, or the database's clock), $1 naming each counter, $2
-// the shard and $3 the delta; and deletes the buckets of those counters
-// that lie past their retention: each bucket is deleted once, by a batch
-// that writes the counter, so the work is proportional to writes. The
-// batch holds the shard rows, so no other batch writes these bucket rows
-// at the same time; a bucket that would leave int64 fails the batch with
-// SQLSTATE 22003 (out_of_range).
+// bucketCTEs are the CTEs that add a batch's deltas to the window
+// buckets of their commit time (now, an SQL expression) and delete the
+// buckets of the same counters that lie past their retention: each bucket
+// is deleted once, by a batch that writes the counter, so the work is
+// proportional to writes. src is a relation of (counter, shard, delta,
+// bucket, retention), one row per shard row, with bucket NULL for a counter
+// without a window. The two never meet: retention is at least one bucket.
+// A bucket that would leave int64 fails the batch with SQLSTATE 22003
+// (out_of_range).
+func bucketCTEs(src, now string) string {
+	return `swept AS (
+	DELETE FROM shardcounter.buckets b
+	USING (SELECT DISTINCT counter, bucket, retention FROM ` + src + ` WHERE bucket IS NOT NULL) AS w
+	WHERE b.counter = w.counter AND b.start < ` + bucketStart("w.bucket", now+" - w.retention") + `
+), bucketed AS (
+	INSERT INTO shardcounter.buckets AS b (counter, start, shard, value)
+	SELECT counter, ` + bucketStart("bucket", now) + `, shard, sum(delta)
+	FROM ` + src + ` WHERE bucket IS NOT NULL GROUP BY 1, 2, 3
+	ON CONFLICT (counter, start, shard) DO UPDATE SET value = b.value + excluded.value
+)`
+}
+
+// bucketsSQL writes the buckets of the general path's applied deltas: $1
+// names each counter, $2 the shard, $3 the delta, $4 the commit time (or
+// the database's clock). The batch holds the shard rows.
 var bucketsSQL = `
 WITH u AS (
 	SELECT u.counter, u.shard, u.delta, c.bucket, c.retention
 	FROM unnest($1::text[], $2::integer[], $3::bigint[]) AS u(counter, shard, delta)
 	CROSS JOIN LATERAL (SELECT * FROM shardcounter.counters c WHERE c.id = u.counter LIMIT 1) AS c
-), swept AS (
-	DELETE FROM shardcounter.buckets b
-	USING (SELECT DISTINCT counter, bucket, retention FROM u) AS w
-	WHERE b.counter = w.counter AND b.start < ` + bucketStart("w.bucket", "coalesce($4, now()) - w.retention") + `
-)
-INSERT INTO shardcounter.buckets AS b (counter, start, shard, value)
-SELECT counter, ` + bucketStart("bucket", "coalesce($4, now())") + `, shard, sum(delta)
-FROM u GROUP BY 1, 2, 3
-ON CONFLICT (counter, start, shard) DO UPDATE SET value = b.value + excluded.value`
+), ` + bucketCTEs("u", "coalesce($4, now())") + `
+SELECT 1`
 
 // bucketWrites collects bucketsSQL's arguments: one per windowed counter's
 // shard row the batch changed.
