@@ -3,13 +3,11 @@ package redis
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/overflow"
 )
 
 // errStale says that a shard refused the epoch of a cached layout: the
@@ -182,92 +180,6 @@ func (s *CounterStore) deleteKeys(ctx context.Context, l *layout, n int) error {
 		return nil
 	})
 	return storeErr("delete counter keys", err, true)
-}
-
-// ReadCounter returns the exact sum of the counter's shards: one pipelined
-// HMGET per shard, which the cluster client sends as one round trip per
-// master. On one server the reads run in MULTI/EXEC, an atomic snapshot. On
-// a cluster no snapshot spans masters: each shard is read once, atomically,
-// and the sum counts every write acknowledged before the read began plus
-// some of those running concurrently — never a write twice, never a
-// reshard half done (the shards' epochs must all match).
-func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounter.Reading, error) {
-	l, vals, err := s.readShards(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	sum, ok := overflow.Sum(vals)
-	if !ok {
-		return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: the sum of its shards leaves the int64 range", id)
-	}
-	return &shardcounter.Reading{ID: id, Value: sum, Shards: l.n, Consistency: shardcounter.Strong, AsOf: time.Now().UTC()}, nil
-}
-
-// ReadShards returns the counter and its shard values, read as ReadCounter
-// reads them.
-func (s *CounterStore) ReadShards(ctx context.Context, id string) (*shardcounter.Counter, []int64, error) {
-	l, vals, err := s.readShards(ctx, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	return l.counter(), vals, nil
-}
-
-func (s *CounterStore) readShards(ctx context.Context, id string) (*layout, []int64, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, nil, err
-	}
-	for attempt := range maxAttempts {
-		l, err := s.layout(ctx, id, attempt > 0)
-		if err != nil {
-			return nil, nil, err
-		}
-		vals, err := s.readValues(ctx, l)
-		if err == errStale || retryable(err) {
-			s.forget(id)
-			continue
-		}
-		if err != nil {
-			return nil, nil, storeErr("read counter", err, false)
-		}
-		return l, vals, nil
-	}
-	return nil, nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q keeps changing: try again", id)
-}
-
-// readValues reads shards [0, l.n) and checks that each is at l's epoch.
-func (s *CounterStore) readValues(ctx context.Context, l *layout) ([]int64, error) {
-	cmds := make([]*goredis.SliceCmd, l.n)
-	fill := func(p goredis.Pipeliner) error {
-		for i := range l.n {
-			cmds[i] = p.HMGet(ctx, l.keys.shard(i), "v", "e")
-		}
-		return nil
-	}
-	var err error
-	if s.cluster == nil {
-		_, err = s.client.TxPipelined(ctx, fill)
-	} else {
-		_, err = s.client.Pipelined(ctx, fill)
-	}
-	if err != nil {
-		return nil, err
-	}
-	ep := l.ep()
-	vals := make([]int64, l.n)
-	for i, c := range cmds {
-		r := c.Val()
-		if e, _ := r[1].(string); e != ep {
-			return nil, errStale
-		}
-		v, _ := r[0].(string)
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, shardcounter.Errorf(shardcounter.EINTERNAL, "redis: shard %d of counter %q holds %q, not an integer", i, l.id, v)
-		}
-		vals[i] = n
-	}
-	return vals, nil
 }
 
 // runScript runs a script with EVALSHA, loading it on NOSCRIPT (a new or

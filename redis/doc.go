@@ -27,6 +27,15 @@
 // client runs with retries off: the store retries only what the server
 // provably did not execute, and reports a lost reply as OutcomeUnknown.
 //
+// # Strong reads
+//
+// On one server a read is one MULTI/EXEC. On a cluster it is a double
+// collect: every write bumps its shard's version, and a read collects
+// every shard twice, accepting when no version changed in between; a
+// counter written too fast for that is frozen (a reshard to its own shard
+// count) and read while frozen. Either way the read is linearizable. See
+// read.go.
+//
 // # Resharding
 //
 // A reshard records an intent in the metadata, fences every old shard to

@@ -30,3 +30,8 @@ func ShardKey(tb interface{ Fatal(...any) }, s *CounterStore, id string, i int) 
 	}
 	return l.keys.shard(i)
 }
+
+// SetSingleCollect makes strong reads on a cluster take one collect, as
+// they did before they were made linearizable, for benchmarks that
+// measure what the second collect costs.
+func SetSingleCollect(s *CounterStore, on bool) { s.singleCollect = on }

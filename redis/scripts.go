@@ -23,7 +23,9 @@ const (
 // when the shard's epoch is the writer's and the delta fits the shard's
 // allowance (fields up and dn, see allowance.go): the epoch check, the
 // duplicate check, the allowance, HINCRBY and the id's record are one
-// atomic step. The id set expires with its newest id, so that a shard
+// atomic step, which also bumps the shard's version w, so that a reader
+// can tell whether the shard changed between two of its reads (see
+// read.go). The id set expires with its newest id, so that a shard
 // that stops getting ids does not keep them for ever. Rooms are spent with HINCRBY and a check of the result's
 // sign, which Lua's doubles get right where they would round the values.
 var addScript = goredis.NewScript(`
@@ -76,6 +78,7 @@ for j = 1, #KEYS / 2 do
         out[j] = 4
       else
         if string.sub(d, 1, 1) ~= '-' then widen(sk, 'dn', d) else widen(sk, 'up', nd) end
+        redis.call('HINCRBY', sk, 'w', 1)
         out[j] = 1
         if rid ~= '' then
           redis.call('ZREMRANGEBYSCORE', rk, '-inf', now)
@@ -136,16 +139,22 @@ return 1
 `)
 
 // fenceScript moves shard KEYS[1] from epoch ARGV[1] to ARGV[2], so that
-// writers holding the old layout are refused, and drops the fold markers
-// of the reshard before. A shard at any other epoch is left alone, which
-// makes the step idempotent and harmless when run late.
+// writers holding the old layout are refused, records its version w as fw
+// (so a reader can tell that no write came since), and drops the fold
+// markers of the reshard before. A shard at any other epoch is left
+// alone, which makes the step idempotent and harmless when run late. It
+// returns {1, v, w, fw} when it fenced the shard, {0, v, w, fw} when the
+// shard was at ARGV[2] already, {-1} otherwise.
 var fenceScript = goredis.NewScript(`
-if redis.call('HGET', KEYS[1], 'e') ~= ARGV[1] then return 0 end
+local m = redis.call('HMGET', KEYS[1], 'e', 'v', 'w', 'fw')
+if m[1] == ARGV[2] then return {0, m[2], m[3] or '0', m[4] or ''} end
+if m[1] ~= ARGV[1] then return {-1} end
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
   if string.sub(f, 1, 2) == 'f:' then redis.call('HDEL', KEYS[1], f) end
 end
-redis.call('HSET', KEYS[1], 'e', ARGV[2])
-return 1
+local w = m[3] or '0'
+redis.call('HSET', KEYS[1], 'e', ARGV[2], 'fw', w)
+return {1, m[2], w, w}
 `)
 
 // prepareScript makes KEYS[1] a placeholder shard (epoch 0, which no

@@ -237,7 +237,8 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	for _, id := range crampedOrder {
 		its := cramped[id]
 		first := its[0]
-		vals, err := s.rebalance(ctx, first.l, need{shard: first.shard, delta: incs[first.i].Delta})
+		s.stats.rebalances.Add(1)
+		vals, err := s.freeze(ctx, first.l, &need{shard: first.shard, delta: incs[first.i].Delta})
 		s.forget(id)
 		for _, it := range its {
 			d := incs[it.i].Delta
