@@ -16,9 +16,10 @@ import (
 var errStale = errors.New("redis: stale layout")
 
 // CreateCounter records a counter with shards zero-valued shards. The
-// shard keys are written first and the metadata last, in one script that
-// fails when the id is taken, so a counter is never visible without its
-// shards; a crash in between leaves only unreachable keys behind.
+// shard keys are written first, then the metadata and the index entry, in
+// one script that fails when the id is taken, so a counter is never
+// visible without its shards; a crash in between leaves only unreachable
+// keys behind.
 func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
@@ -30,11 +31,6 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		return nil, err
 	}
 	shards := spec.Shards
-	// The index entry first: an entry without metadata is skipped by
-	// ListCounters, while metadata without an entry would hide a counter.
-	if err := s.client.ZAddNX(ctx, indexKey(s.prefix), goredis.Z{Member: id}).Err(); err != nil {
-		return nil, storeErr("create counter", err, true)
-	}
 	for range maxAttempts {
 		l := &layout{id: id, n: shards, epoch: 1, created: s.now().UTC(), max: shards, keys: newKeys(s.prefix, id, newIncarnation())}
 		rooms := allowances(make([]int64, shards), nil)
@@ -47,7 +43,7 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		if err != nil {
 			return nil, storeErr("create counter shards", err, true)
 		}
-		ok, err := s.runScript(ctx, createScript, []string{metaKey(s.prefix, id)},
+		ok, err := s.runScript(ctx, createCounterScript, []string{metaKey(s.prefix, id), bucketKey(s.prefix, bucketOf(id))}, id,
 			fieldID, id, fieldShards, shards, fieldCreated, l.created.Format(time.RFC3339Nano),
 			fieldIncarnation, l.keys.incarnation, fieldEpoch, l.ep(), fieldMax, shards).Int()
 		if err != nil {
@@ -83,8 +79,11 @@ func (s *CounterStore) GetCounter(ctx context.Context, id string) (*shardcounter
 }
 
 // ListCounters returns up to limit counters whose ids start with prefix
-// and sort after after, in byte order, from the index sorted set (all
-// scores 0, so ZRANGEBYLEX orders by bytes and prefixes match literally).
+// and sort after after, in byte order. The index is spread over
+// indexBuckets sorted sets (all scores 0, so ZRANGEBYLEX orders by bytes
+// and prefixes match literally); this merges them, reading each from
+// where the page has got to, a chunk at a time, one round trip per master
+// for each round of chunks.
 func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, limit int) ([]*shardcounter.Counter, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -96,10 +95,10 @@ func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, l
 	if prefix != "" {
 		hi = "[" + prefix + "\xff" // no UTF-8 id holds 0xff
 	}
+	m := newMerge(s.prefix, lo, hi, max(8, 2*limit/indexBuckets))
 	var out []*shardcounter.Counter
 	for len(out) < limit {
-		want := limit - len(out)
-		ids, err := s.client.ZRangeByLex(ctx, indexKey(s.prefix), &goredis.ZRangeBy{Min: lo, Max: hi, Count: int64(want)}).Result()
+		ids, err := m.next(ctx, s.client, limit-len(out))
 		if err != nil {
 			return nil, storeErr("list counters", err, false)
 		}
@@ -120,14 +119,10 @@ func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, l
 			if err != nil {
 				return nil, err
 			}
-			if l != nil && l.state != stateDelete { // else: a create or delete cut short
+			if l != nil && l.state != stateDelete { // else: a delete under way
 				out = append(out, l.counter())
 			}
 		}
-		if len(ids) < want {
-			break
-		}
-		lo = "(" + ids[len(ids)-1]
 	}
 	return out, nil
 }
@@ -161,10 +156,7 @@ func (s *CounterStore) finishDelete(ctx context.Context, l *layout) error {
 	if err := s.deleteKeys(ctx, l, max(l.max, l.n, l.to)); err != nil {
 		return err
 	}
-	if err := s.client.ZRem(ctx, indexKey(s.prefix), l.id).Err(); err != nil {
-		return storeErr("delete counter", err, true)
-	}
-	if err := s.runScript(ctx, deleteMetaScript, []string{metaKey(s.prefix, l.id)}).Err(); err != nil {
+	if err := s.runScript(ctx, deleteCounterScript, []string{metaKey(s.prefix, l.id), bucketKey(s.prefix, bucketOf(l.id))}, l.id).Err(); err != nil {
 		return storeErr("delete counter", err, true)
 	}
 	return nil
@@ -187,7 +179,7 @@ func (s *CounterStore) deleteKeys(ctx context.Context, l *layout, n int) error {
 func (s *CounterStore) runScript(ctx context.Context, sc *goredis.Script, keys []string, args ...any) *goredis.Cmd {
 	c := sc.EvalSha(ctx, s.client, keys, args...)
 	if err := c.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
-		if err := s.loadScripts(ctx); err != nil {
+		if err := s.loadScripts(ctx, keys[0]); err != nil {
 			return c
 		}
 		c = sc.EvalSha(ctx, s.client, keys, args...)
@@ -195,13 +187,32 @@ func (s *CounterStore) runScript(ctx context.Context, sc *goredis.Script, keys [
 	return c
 }
 
-// loadScripts loads every script of the store, on every master of a
-// cluster.
-func (s *CounterStore) loadScripts(ctx context.Context) error {
+// loadScripts loads every script of the store on the server, or the
+// master of the cluster, that serves key: the one that answered NOSCRIPT.
+// Loading on every master instead would wait on a dead one.
+func (s *CounterStore) loadScripts(ctx context.Context, key string) error {
+	var c goredis.Scripter = s.client
+	if s.cluster != nil {
+		m, err := s.cluster.MasterForKey(ctx, key)
+		if err != nil {
+			return err
+		}
+		c = m
+	}
 	for _, sc := range allScripts {
-		if err := sc.Load(ctx, s.client).Err(); err != nil {
+		if err := sc.Load(ctx, c).Err(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// scriptKey returns the first key of an EVALSHA command, which names the
+// node that ran it.
+func scriptKey(c *goredis.Cmd) string {
+	if a := c.Args(); len(a) > 3 {
+		k, _ := a[3].(string)
+		return k
+	}
+	return ""
 }

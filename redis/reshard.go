@@ -436,7 +436,7 @@ func (s *CounterStore) each(ctx context.Context, n int, f func(p goredis.Pipelin
 }
 
 // eachOf runs f for each of is in one pipeline and check on each result.
-// When a node did not have a script loaded it loads the scripts and runs
+// When a node did not have a script loaded it loads the scripts there and runs
 // the whole pipeline again: the reshard steps are idempotent, so the
 // commands that did run the first time may run twice.
 func (s *CounterStore) eachOf(ctx context.Context, is []int, f func(p goredis.Pipeliner, i int) *goredis.Cmd, check func(*goredis.Cmd) error) error {
@@ -448,16 +448,16 @@ func (s *CounterStore) eachOf(ctx context.Context, is []int, f func(p goredis.Pi
 			}
 			return nil
 		})
-		noscript := false
+		loaded := false
 		for _, c := range cmds {
-			if goredis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-				noscript = true
+			if try == 0 && goredis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+				if err := s.loadScripts(ctx, scriptKey(c)); err != nil {
+					return err
+				}
+				loaded = true
 			}
 		}
-		if noscript && try == 0 {
-			if err := s.loadScripts(ctx); err != nil {
-				return err
-			}
+		if loaded {
 			continue
 		}
 		for _, c := range cmds {

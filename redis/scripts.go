@@ -100,6 +100,25 @@ redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1
 `)
 
+// createCounterScript records a counter's metadata (KEYS[1]) and its
+// entry in its index bucket (KEYS[2]) unless the metadata exists. ARGV[1]
+// is the counter id, the rest field, value pairs. It returns 1 when
+// created, 0 when taken.
+var createCounterScript = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+return 1
+`)
+
+// deleteCounterScript removes a counter's metadata (KEYS[1]) and its index
+// entry ARGV[1] in bucket KEYS[2], when the metadata records a delete.
+var deleteCounterScript = goredis.NewScript(`
+if redis.call('HGET', KEYS[1], 'st') ~= 'delete' then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+return redis.call('DEL', KEYS[1])
+`)
+
 // intentScript records a reshard intent in the metadata KEYS[1]: the
 // counter at epoch ARGV[1] is to get ARGV[2] shards. A rebalance (see
 // allowance.go) is a reshard to the same count that also records the
@@ -225,4 +244,4 @@ if redis.call('HGET', KEYS[1], 'st') ~= 'delete' then return 0 end
 return redis.call('DEL', KEYS[1])
 `)
 
-var allScripts = []*goredis.Script{addScript, createScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, markDeleteScript, deleteMetaScript}
+var allScripts = []*goredis.Script{addScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, markDeleteScript, deleteMetaScript}

@@ -197,7 +197,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		if err != nil {
 			if retryable(err) {
 				if goredis.HasErrorPrefix(err, "NOSCRIPT") {
-					if err := s.loadScripts(ctx); err != nil {
+					if err := s.loadScripts(ctx, g.keys[0]); err != nil {
 						return nil, storeErr("load scripts", err, false)
 					}
 				}
