@@ -17,7 +17,14 @@ import (
 // of the test.
 func MustOpen(tb testing.TB) *bolt.CounterStore {
 	tb.Helper()
-	s, err := bolt.Open(filepath.Join(tb.TempDir(), "data", "shardcounter.db"))
+	return MustOpenOptions(tb, bolt.Options{})
+}
+
+// MustOpenOptions opens a store with opts in a fresh temporary directory,
+// closed at the end of the test.
+func MustOpenOptions(tb testing.TB, opts bolt.Options) *bolt.CounterStore {
+	tb.Helper()
+	s, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "data", "shardcounter.db"), opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -26,12 +33,16 @@ func MustOpen(tb testing.TB) *bolt.CounterStore {
 }
 
 func TestCounterStore(t *testing.T) {
-	storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return MustOpen(tb) })
+	storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return MustOpen(tb) }, storetest.Options{
+		OpenWithClock: func(tb testing.TB, now func() time.Time) shardcounter.CounterStore {
+			return MustOpenOptions(tb, bolt.Options{Now: now})
+		},
+	})
 }
 
 func TestReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
-	s, err := bolt.Open(path)
+	s, err := bolt.Open(context.Background(), path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,14 +54,18 @@ func TestReopen(t *testing.T) {
 		}
 	}
 	t.Run("ErrLocked", func(t *testing.T) {
-		if _, err := bolt.Open(path); err == nil {
+		// The context's deadline, when sooner than the default second,
+		// bounds the wait for the lock.
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		if _, err := bolt.Open(ctx, path, bolt.Options{}); err == nil {
 			t.Fatal("a second Open of a file in use succeeded")
 		}
 	})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = bolt.Open(path); err != nil {
+	if s, err = bolt.Open(context.Background(), path, bolt.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
@@ -60,11 +75,16 @@ func TestReopen(t *testing.T) {
 }
 
 func TestOpenInvalid(t *testing.T) {
-	if _, err := bolt.Open(""); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
+	if _, err := bolt.Open(context.Background(), "", bolt.Options{}); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
 		t.Fatalf("Open(\"\") = %v, want invalid_argument", err)
 	}
-	if _, err := bolt.Open(t.TempDir()); err == nil {
+	if _, err := bolt.Open(context.Background(), t.TempDir(), bolt.Options{}); err == nil {
 		t.Fatal("Open of a directory succeeded")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := bolt.Open(ctx, filepath.Join(t.TempDir(), "c.db"), bolt.Options{}); shardcounter.ErrorCode(err) != shardcounter.EUNAVAILABLE {
+		t.Fatalf("Open with an ended context = %v, want unavailable", err)
 	}
 }
 
@@ -83,18 +103,14 @@ func TestCollectionStore(t *testing.T) {
 	storetest.RunCollectionStore(t, func(tb testing.TB) shardcounter.CollectionStore { return MustOpenCollections(tb) })
 }
 
-// clock is a settable time for the store's Now.
-type clock struct{ t time.Time }
-
-func (c *clock) Now() time.Time          { return c.t }
-func (c *clock) Advance(d time.Duration) { c.t = c.t.Add(d) }
-
 func TestDedupeWindow(t *testing.T) {
 	ctx := context.Background()
-	s := MustOpen(t)
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	s.Now = clk.Now
-	s.SetDedupeWindow(time.Hour)
+	clk := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	s, err := bolt.Open(ctx, filepath.Join(t.TempDir(), "c.db"), bolt.Options{Now: clk.Now, DedupeWindow: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	storetest.MustCreate(t, s, "c", 4)
 	apply := func(rid string) shardcounter.Outcome {
 		t.Helper()

@@ -18,7 +18,7 @@ import (
 
 func mustBolt(tb testing.TB) *bolt.CollectionStore {
 	tb.Helper()
-	s, err := bolt.Open(filepath.Join(tb.TempDir(), "c.db"))
+	s, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "c.db"), bolt.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func Example() {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	s, err := bolt.Open(filepath.Join(dir, "example.db"))
+	s, err := bolt.Open(context.Background(), filepath.Join(dir, "example.db"), bolt.Options{})
 	if err != nil {
 		panic(err)
 	}

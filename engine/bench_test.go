@@ -23,7 +23,7 @@ func BenchmarkEngineHotCounter(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/shards=%d", mode, shards), func(b *testing.B) {
 				store := MustOpenStore(b)
 				storetest.MustCreate(b, store, "hot", shards)
-				e := engine.New(store, engine.Config{Durability: mode})
+				e := MustStart(b, store, engine.Config{Durability: mode})
 				ctx := context.Background()
 				w := shardcounter.Write{Counter: "hot", Delta: 1}
 				b.ReportAllocs()

@@ -23,7 +23,7 @@ import (
 // MustOpenStore opens a bolt store in a temporary directory.
 func MustOpenStore(tb testing.TB) *bolt.CounterStore {
 	tb.Helper()
-	s, err := bolt.Open(filepath.Join(tb.TempDir(), "shardcounter.db"))
+	s, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "shardcounter.db"), bolt.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -34,8 +34,18 @@ func MustOpenStore(tb testing.TB) *bolt.CounterStore {
 // MustNew returns an engine over store, closed at the end of the test.
 func MustNew(tb testing.TB, store shardcounter.CounterStore, cfg engine.Config) *engine.Engine {
 	tb.Helper()
-	e := engine.New(store, cfg)
+	e := MustStart(tb, store, cfg)
 	tb.Cleanup(func() { e.Close(context.Background()) })
+	return e
+}
+
+// MustStart returns an engine over store that the test closes itself.
+func MustStart(tb testing.TB, store shardcounter.CounterStore, cfg engine.Config) *engine.Engine {
+	tb.Helper()
+	e, err := engine.New(store, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return e
 }
 
@@ -99,7 +109,7 @@ func TestExactness(t *testing.T) {
 // run in parallel: batches that lock shard rows of several counters at
 // once, with request ids, must neither deadlock nor lose a write.
 func TestExactnessPostgres(t *testing.T) {
-	s, err := postgres.Open(context.Background(), pgtest.MustDatabase(t))
+	s, err := postgres.Open(context.Background(), pgtest.MustDatabase(t), postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +390,7 @@ func TestCloseCommitsQueued(t *testing.T) {
 	store := MustOpenStore(t)
 	storetest.MustCreate(t, store, "c", 3)
 	g := newGate(store, 10)
-	e := engine.New(g, engine.Config{})
+	e := MustStart(t, g, engine.Config{})
 	g.releaseOnCleanup(t)
 	first := startHeld(t, g, e, shardcounter.Write{Counter: "c", Delta: 1})
 	results, errs, wait := queueWrites(t, e, 50, func(int) shardcounter.Write { return shardcounter.Write{Counter: "c", Delta: 1} })
@@ -536,10 +546,15 @@ func TestDuplicateFloodTwoEngines(t *testing.T) {
 // TestDedupeWindow checks that Config.DedupeWindow reaches the store: a
 // request id repeated within it is a duplicate, after it a new write.
 func TestDedupeWindow(t *testing.T) {
-	store := MustOpenStore(t)
 	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
-	store.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	store, err := bolt.Open(context.Background(), filepath.Join(t.TempDir(), "shardcounter.db"), bolt.Options{
+		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	e := MustNew(t, store, engine.Config{DedupeWindow: time.Hour})
 	write := func() *shardcounter.WriteResult {
@@ -570,7 +585,7 @@ func TestDedupeWindow(t *testing.T) {
 // request ids: once Close returns, every accepted write is committed.
 func TestAsyncExactness(t *testing.T) {
 	store := MustOpenStore(t)
-	e := engine.New(store, engine.Config{Durability: engine.Async, FlushInterval: time.Millisecond, MaxBatch: 64})
+	e := MustStart(t, store, engine.Config{Durability: engine.Async, FlushInterval: time.Millisecond, MaxBatch: 64})
 	ctx := context.Background()
 	ids := []string{"a", "b"}
 	var mu sync.Mutex

@@ -19,12 +19,15 @@ func Example() {
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 
-	store, err := bolt.Open(filepath.Join(dir, "counters.db"))
+	store, err := bolt.Open(context.Background(), filepath.Join(dir, "counters.db"), bolt.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	svc := engine.New(store, engine.Config{})
+	svc, err := engine.New(store, engine.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer svc.Close(ctx) // commits queued writes
 
 	if _, _, err := svc.CreateCounter(ctx, "likes", shardcounter.CreateOptions{Shards: 16}); err != nil {

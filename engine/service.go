@@ -5,17 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/shardcounter/shardcounter"
 )
-
-// cachedReading is the engine's rollup of one counter: a strong reading
-// and when it was taken.
-type cachedReading struct {
-	r     shardcounter.Reading
-	taken time.Time
-}
 
 // CreateCounter creates a counter with opts.Shards shards, or with the
 // policy's count for opts.FollowersCount, or with the default count, and
@@ -82,70 +74,6 @@ func describeSpec(s shardcounter.Spec) string {
 	return d
 }
 
-// ReadCounter returns the counter's value. A Strong reading comes from the
-// store and reflects every acknowledged write (in async mode: every
-// committed one; a write answered as queued shows within FlushInterval). A Cached reading is served
-// from the engine's rollup when it is younger than MaxStaleness, and
-// refreshed from the store otherwise, so an idle server does no work and a
-// hot counter costs one store read per MaxStaleness.
-func (e *Engine) ReadCounter(ctx context.Context, id string, c shardcounter.Consistency) (*shardcounter.Reading, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, err
-	}
-	switch c {
-	case "", shardcounter.Strong:
-		r, err := e.store.ReadCounter(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		e.remember(*r)
-		return r, nil
-	case shardcounter.Cached:
-		now := e.cfg.Now()
-		e.cacheMu.Lock()
-		cr, ok := e.cache[id]
-		e.cacheMu.Unlock()
-		if !ok || now.Sub(cr.taken) >= e.cfg.MaxStaleness {
-			r, err := e.store.ReadCounter(ctx, id)
-			if err != nil {
-				return nil, err
-			}
-			cr = e.remember(*r)
-		}
-		r := cr.r
-		r.Consistency = shardcounter.Cached
-		r.AsOf = cr.taken.UTC()
-		r.MaxStalenessMS = e.maxStaleness().Milliseconds()
-		return &r, nil
-	default:
-		return nil, shardcounter.Errorf(shardcounter.EINVALID, "consistency %q is unknown: use strong or cached", c)
-	}
-}
-
-// maxStaleness is how far a cached reading may lag acknowledged writes: the
-// rollup's age, and in async mode also the time an acknowledged write may
-// wait in the queue.
-func (e *Engine) maxStaleness() time.Duration {
-	if e.cfg.Durability == Async {
-		return e.cfg.MaxStaleness + e.cfg.FlushInterval
-	}
-	return e.cfg.MaxStaleness
-}
-
-func (e *Engine) remember(r shardcounter.Reading) cachedReading {
-	cr := cachedReading{r: r, taken: e.cfg.Now()}
-	e.cacheMu.Lock()
-	e.cache[r.ID] = cr
-	e.cacheMu.Unlock()
-	return cr
-}
-
-func (e *Engine) forget(id string) {
-	e.cacheMu.Lock()
-	delete(e.cache, id)
-	e.cacheMu.Unlock()
-}
-
 // ReshardCounter changes the counter's shard count; the value is kept.
 func (e *Engine) ReshardCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
@@ -162,22 +90,16 @@ func (e *Engine) DeleteCounter(ctx context.Context, id string) error {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return err
 	}
-	defer e.forget(id)
+	defer e.cache.forget(id)
 	return e.store.DeleteCounter(ctx, id)
 }
 
 // ListCounters returns a page of counters in id order. Next is set when a
 // further page may exist.
 func (e *Engine) ListCounters(ctx context.Context, opts shardcounter.ListOptions) (*shardcounter.CounterList, error) {
-	limit := opts.Limit
-	switch {
-	case limit == 0:
-		limit = DefaultListLimit
-	case limit < 0 || limit > MaxListLimit:
-		return nil, shardcounter.Errorf(shardcounter.EINVALID, "limit %d is out of range: give 1 to %d", limit, MaxListLimit)
-	}
-	if len(opts.Prefix) > shardcounter.MaxIDLen || len(opts.After) > shardcounter.MaxIDLen {
-		return nil, shardcounter.Errorf(shardcounter.EINVALID, "prefix or page position longer than %d bytes", shardcounter.MaxIDLen)
+	limit, err := listLimit(opts)
+	if err != nil {
+		return nil, err
 	}
 	if opts.After != "" && !strings.HasPrefix(opts.After, opts.Prefix) {
 		return nil, shardcounter.Errorf(shardcounter.EINVALID, "the page token belongs to another prefix: start again without it")
@@ -191,4 +113,71 @@ func (e *Engine) ListCounters(ctx context.Context, opts shardcounter.ListOptions
 		list.Next = cs[len(cs)-1].ID
 	}
 	return list, nil
+}
+
+// GetCounter returns the counter's metadata.
+func (e *Engine) GetCounter(ctx context.Context, id string) (*shardcounter.Counter, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	return e.store.GetCounter(ctx, id)
+}
+
+// Placement returns each shard's value and the node that holds it.
+func (e *Engine) Placement(ctx context.Context, id string) (*shardcounter.Placement, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	return e.store.Placement(ctx, id)
+}
+
+// IsMember reports whether member is in a distinct counter.
+func (e *Engine) IsMember(ctx context.Context, id, member string) (bool, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return false, err
+	}
+	if err := shardcounter.ValidateID("member", member); err != nil {
+		return false, err
+	}
+	return e.store.IsMember(ctx, id, member)
+}
+
+// ListMembers returns a page of a distinct counter's members in byte
+// order, with the limits of ListCounters. Next is set when a further page
+// may exist.
+func (e *Engine) ListMembers(ctx context.Context, id string, opts shardcounter.ListOptions) (*shardcounter.MemberList, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	if opts.Prefix != "" {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "members cannot be filtered by prefix: page through them with after")
+	}
+	limit, err := listLimit(opts)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := e.store.ListMembers(ctx, id, opts.After, limit)
+	if err != nil {
+		return nil, err
+	}
+	list := &shardcounter.MemberList{Members: ms}
+	if len(ms) == limit {
+		list.Next = ms[len(ms)-1]
+	}
+	return list, nil
+}
+
+// listLimit checks a page's limit and position and returns the limit.
+func listLimit(opts shardcounter.ListOptions) (int, error) {
+	limit := opts.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultListLimit
+	case limit < 0 || limit > MaxListLimit:
+		return 0, shardcounter.Errorf(shardcounter.EINVALID, "limit %d is out of range: give 1 to %d", limit, MaxListLimit)
+	}
+	if len(opts.Prefix) > shardcounter.MaxIDLen || len(opts.After) > shardcounter.MaxIDLen {
+		return 0, shardcounter.Errorf(shardcounter.EINVALID, "prefix or page position longer than %d bytes", shardcounter.MaxIDLen)
+	}
+	return limit, nil
 }

@@ -43,7 +43,7 @@ func inBubble(t *testing.T, cfg engine.Config, f func(t *testing.T, e *engine.En
 	storetest.MustCreate(t, store, "c", 4)
 	s := &counting{CounterStore: store}
 	synctest.Test(t, func(t *testing.T) {
-		e := engine.New(s, cfg)
+		e := MustStart(t, s, cfg)
 		defer e.Close(context.Background())
 		f(t, e, s)
 	})
@@ -269,15 +269,15 @@ func TestCachedReadStaleness(t *testing.T) {
 					}
 					return r
 				}
-				settle := func() { time.Sleep(tc.cfg.FlushInterval); synctest.Wait() }
+				waitFlushed := func() { time.Sleep(tc.cfg.FlushInterval); synctest.Wait() }
 				mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 5})
-				settle()
+				waitFlushed()
 				first := cached()
 				if first.Value != 5 || !first.AsOf.Equal(time.Now()) {
 					t.Fatalf("first cached read = %+v at %v, want a fresh 5", first, time.Now())
 				}
 				mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 5})
-				settle()
+				waitFlushed()
 				time.Sleep(2*time.Second - time.Since(first.AsOf) - time.Nanosecond)
 				if r := cached(); r.Value != 5 || !r.AsOf.Equal(first.AsOf) {
 					t.Fatalf("cached read within the bound = %+v, want the rollup's 5 as of %v", r, first.AsOf)
@@ -288,7 +288,7 @@ func TestCachedReadStaleness(t *testing.T) {
 				}
 				// A strong read refreshes the rollup too.
 				mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1})
-				settle()
+				waitFlushed()
 				if r := read(t, e, "c"); r != 11 {
 					t.Fatalf("strong read = %d, want 11", r)
 				}
@@ -311,12 +311,14 @@ func TestParseDurability(t *testing.T) {
 	}
 }
 
-// holding wraps a store and holds every Apply until release is closed,
-// counting the calls in progress. Make it inside the synctest bubble, so
-// that an Apply waiting on release is durably blocked.
+// holding wraps a store and holds every Apply until release is closed
+// (while open is unset), counting the calls in progress. Make it inside
+// the synctest bubble, so that an Apply waiting on release is durably
+// blocked. Replace release only while no Apply runs.
 type holding struct {
 	shardcounter.CounterStore
 	release           chan struct{}
+	open              atomic.Bool
 	inFlight, maxSeen atomic.Int64
 }
 
@@ -329,13 +331,17 @@ func (h *holding) Apply(ctx context.Context, incs []shardcounter.Increment) ([]s
 		}
 	}
 	defer h.inFlight.Add(-1)
-	<-h.release
+	if !h.open.Load() {
+		<-h.release
+	}
 	return h.CounterStore.Apply(ctx, incs)
 }
 
-// TestMaxInFlight checks that up to MaxInFlight flushes run at once, each
-// started as soon as a write finds a free slot, and that writes arriving
-// while every slot is busy gather into one batch for the next free slot.
+// TestMaxInFlight checks that, once a flush has been broad (many
+// counters), up to MaxInFlight flushes run at once, each started as soon
+// as a write finds a free slot; that writes arriving while every slot is
+// busy gather into one batch for the next free slot; and that after
+// narrow flushes (one hot counter) they run one at a time again.
 func TestMaxInFlight(t *testing.T) {
 	const writes = 10
 	for _, k := range []int{1, 3} {
@@ -344,8 +350,18 @@ func TestMaxInFlight(t *testing.T) {
 			storetest.MustCreate(t, store, "c", 4)
 			synctest.Test(t, func(t *testing.T) {
 				h := &holding{CounterStore: store, release: make(chan struct{})}
-				e := engine.New(h, engine.Config{MaxInFlight: k})
+				e := MustStart(t, h, engine.Config{MaxInFlight: k})
 				defer e.Close(context.Background())
+				h.open.Store(true)
+				broad := make([]shardcounter.Write, 20)
+				for i := range broad {
+					broad[i] = shardcounter.Write{Counter: fmt.Sprint("b", i), Delta: 1}
+				}
+				if _, err := e.WriteBatch(context.Background(), broad); err != nil {
+					t.Fatal(err)
+				}
+				flushes := e.Stats().Flushes.Load()
+				h.open.Store(false)
 				var wg sync.WaitGroup
 				for i := range writes {
 					wg.Go(func() { mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1}) })
@@ -360,7 +376,7 @@ func TestMaxInFlight(t *testing.T) {
 				close(h.release)
 				wg.Wait()
 				// k flushes of one write each, then one of the rest.
-				if got, want := e.Stats().Flushes.Load(), int64(k+1); got != want {
+				if got, want := e.Stats().Flushes.Load()-flushes, int64(k+1); got != want {
 					t.Errorf("flushes = %d, want %d", got, want)
 				}
 				if got := h.maxSeen.Load(); got != int64(k) {
@@ -369,6 +385,19 @@ func TestMaxInFlight(t *testing.T) {
 				if got := storetest.MustRead(t, store, "c"); got != writes {
 					t.Errorf("c = %d, want %d", got, writes)
 				}
+
+				// The last flushes were narrow: one at a time now.
+				h.release = make(chan struct{})
+				h.maxSeen.Store(0)
+				for range writes {
+					wg.Go(func() { mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1}) })
+					synctest.Wait()
+					if got := h.inFlight.Load(); got != 1 {
+						t.Fatalf("%d flushes of one hot counter in flight, want 1", got)
+					}
+				}
+				close(h.release)
+				wg.Wait()
 			})
 		})
 	}
@@ -381,7 +410,7 @@ func TestAsyncOneFlushInFlight(t *testing.T) {
 	storetest.MustCreate(t, store, "c", 4)
 	synctest.Test(t, func(t *testing.T) {
 		h := &holding{CounterStore: store, release: make(chan struct{})}
-		e := engine.New(h, engine.Config{Durability: engine.Async, MaxInFlight: 4, FlushInterval: time.Millisecond})
+		e := MustStart(t, h, engine.Config{Durability: engine.Async, MaxInFlight: 4, FlushInterval: time.Millisecond})
 		for range 3 {
 			mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1})
 			time.Sleep(time.Millisecond) // the flush interval passes: a flush starts if a slot is free
@@ -420,7 +449,7 @@ func TestClosedLoopOneBatchPerCommit(t *testing.T) {
 	store := MustOpenStore(t)
 	storetest.MustCreate(t, store, "c", 4)
 	synctest.Test(t, func(t *testing.T) {
-		e := engine.New(slow{store}, engine.Config{})
+		e := MustStart(t, slow{store}, engine.Config{})
 		var wg sync.WaitGroup
 		for range writers {
 			wg.Go(func() {

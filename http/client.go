@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -51,145 +49,6 @@ var defaultHTTPClient = func() *http.Client {
 	return &http.Client{Timeout: 30 * time.Second, Transport: t}
 }()
 
-// CreateCounter implements shardcounter.CounterService. The server
-// answers 201 for a new counter and 200 for an existing one with the same
-// options.
-func (c *Client) CreateCounter(ctx context.Context, id string, opts shardcounter.CreateOptions) (*shardcounter.Counter, bool, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, false, err
-	}
-	req := CreateRequest{FollowersCount: opts.FollowersCount, Visibility: opts.Visibility,
-		Kind: opts.Kind, Min: opts.Min, Max: opts.Max, Window: opts.Window}
-	if opts.Shards != 0 {
-		req.Shards = &opts.Shards
-	}
-	var counter shardcounter.Counter
-	status, err := c.send(ctx, http.MethodPut, counterPath(id), nil, req, &counter, false)
-	if err != nil {
-		return nil, false, err
-	}
-	return &counter, status == http.StatusCreated, nil
-}
-
-// ReadCounter implements shardcounter.CounterService.
-func (c *Client) ReadCounter(ctx context.Context, id string, consistency shardcounter.Consistency) (*shardcounter.Reading, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, err
-	}
-	var q url.Values
-	if consistency != "" {
-		q = url.Values{"consistency": {string(consistency)}}
-	}
-	var reading shardcounter.Reading
-	if err := c.do(ctx, http.MethodGet, counterPath(id), q, nil, &reading, false); err != nil {
-		return nil, err
-	}
-	return &reading, nil
-}
-
-// WriteCounter implements shardcounter.CounterService with the increment
-// or decrement route. A failure after the request may have reached the
-// server is returned with OutcomeUnknown set: retry with the same request
-// id to be sure the write counts once.
-func (c *Client) WriteCounter(ctx context.Context, w shardcounter.Write) (*shardcounter.WriteResult, error) {
-	if err := shardcounter.ValidateWrite(w); err != nil {
-		return nil, err
-	}
-	if w.Delta == math.MinInt64 {
-		// -Delta does not fit in "by"; the batch route takes deltas as is.
-		results, err := c.WriteBatch(ctx, []shardcounter.Write{w})
-		if err != nil {
-			return nil, err
-		}
-		if results[0].Error != nil {
-			return nil, results[0].Error
-		}
-		return &results[0], nil
-	}
-	action, by := "/increment", w.Delta
-	if w.Delta < 0 {
-		action, by = "/decrement", -w.Delta
-	}
-	var res shardcounter.WriteResult
-	if err := c.do(ctx, http.MethodPost, counterPath(w.Counter)+action, nil,
-		WriteRequest{By: &by, RequestID: w.RequestID}, &res, true); err != nil {
-		return nil, err
-	}
-	return &res, nil
-}
-
-// WriteBatch implements shardcounter.CounterService with POST /v1/writes.
-// An item that failed on its own has its Error set; see WriteCounter for
-// errors whose outcome is unknown.
-func (c *Client) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]shardcounter.WriteResult, error) {
-	for i, w := range ws {
-		if err := shardcounter.ValidateWrite(w); err != nil {
-			return nil, shardcounter.Errorf(shardcounter.EINVALID, "writes[%d]: %s", i, shardcounter.ErrorMessage(err))
-		}
-	}
-	var resp WritesResponse
-	if err := c.do(ctx, http.MethodPost, "/v1/writes", nil, WritesRequest{Writes: ws}, &resp, true); err != nil {
-		return nil, err
-	}
-	if len(resp.Results) != len(ws) {
-		return nil, &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: true,
-			Message: fmt.Sprintf("server returned %d results for %d writes", len(resp.Results), len(ws))}
-	}
-	return resp.Results, nil
-}
-
-// ReshardCounter implements shardcounter.CounterService.
-func (c *Client) ReshardCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, err
-	}
-	if err := shardcounter.ValidateShards(shards); err != nil {
-		return nil, err
-	}
-	var counter shardcounter.Counter
-	if err := c.do(ctx, http.MethodPatch, counterPath(id), nil, ReshardRequest{Shards: &shards}, &counter, false); err != nil {
-		return nil, err
-	}
-	return &counter, nil
-}
-
-// DeleteCounter implements shardcounter.CounterService.
-func (c *Client) DeleteCounter(ctx context.Context, id string) error {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return err
-	}
-	return c.do(ctx, http.MethodDelete, counterPath(id), nil, nil, nil, false)
-}
-
-// ListCounters implements shardcounter.CounterService. Page tokens stay
-// inside the client: opts.After and the returned Next are counter ids, as
-// for every CounterService.
-func (c *Client) ListCounters(ctx context.Context, opts shardcounter.ListOptions) (*shardcounter.CounterList, error) {
-	q := url.Values{}
-	if opts.Prefix != "" {
-		q.Set("prefix", opts.Prefix)
-	}
-	if opts.Limit != 0 {
-		q.Set("limit", strconv.Itoa(opts.Limit))
-	}
-	if opts.After != "" {
-		q.Set("page_token", encodePageToken(opts.Prefix, opts.After))
-	}
-	var resp ListResponse
-	if err := c.do(ctx, http.MethodGet, "/v1/counters", q, nil, &resp, false); err != nil {
-		return nil, err
-	}
-	list := &shardcounter.CounterList{Counters: resp.Counters}
-	if resp.NextPageToken != "" {
-		next, err := decodePageToken(resp.NextPageToken, opts.Prefix)
-		if err != nil {
-			return nil, shardcounter.Errorf(shardcounter.EINTERNAL, "server sent a page token this client cannot read: %s", shardcounter.ErrorMessage(err))
-		}
-		list.Next = next
-	}
-	return list, nil
-}
-
 // Ping reports whether the server and its store answer (GET /readyz).
 func (c *Client) Ping(ctx context.Context) error {
 	return c.do(ctx, http.MethodGet, "/readyz", nil, nil, nil, false)
@@ -198,11 +57,6 @@ func (c *Client) Ping(ctx context.Context) error {
 // Health reports whether the server process answers (GET /healthz).
 func (c *Client) Health(ctx context.Context) error {
 	return c.do(ctx, http.MethodGet, "/healthz", nil, nil, nil, false)
-}
-
-// counterPath is the API path of a counter.
-func counterPath(id string) string {
-	return "/v1/counters/" + EscapeID(id)
 }
 
 // do sends one request with in (if not nil) as its JSON body and decodes
@@ -298,11 +152,19 @@ func unwrapURLError(err error) error {
 // responseError turns a non-2xx reply into a *shardcounter.Error with the
 // server's code and message. A reply without the API's error body (from a
 // proxy, say) gets a code derived from its status.
+//
+// For a write, only the server's own error body can promise that nothing
+// was applied (its 503 unavailable, its 4xx). A 5xx without that body
+// comes from something in between, a proxy or load balancer, that may have
+// forwarded the request before it failed (a 502 after the connection
+// dropped, a 504 after its timeout): the write may have been applied. Such
+// a reply, and every 500, is outcome unknown with code internal.
 func responseError(resp *http.Response, write bool) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	var er ErrorResponse
 	e := &shardcounter.Error{}
-	if json.Unmarshal(b, &er) == nil && er.Error.Code != "" {
+	apiBody := json.Unmarshal(b, &er) == nil && er.Error.Code != ""
+	if apiBody {
 		e.Code, e.Message = er.Error.Code, er.Error.Message
 	} else {
 		e.Code = FromErrorStatusCode(resp.StatusCode)
@@ -315,7 +177,12 @@ func responseError(resp *http.Response, write bool) error {
 		}
 		e.Message = fmt.Sprintf("server replied %s: %s", resp.Status, msg)
 	}
-	// A 500 to a write may come after the store was asked to commit.
-	e.OutcomeUnknown = write && e.Code == shardcounter.EINTERNAL
+	if write && (e.Code == shardcounter.EINTERNAL || resp.StatusCode == http.StatusInternalServerError ||
+		(resp.StatusCode >= 500 && !apiBody)) {
+		if e.Code != shardcounter.EINTERNAL {
+			e.Message += ": the write may have been applied; retry it with the same request id"
+		}
+		e.Code, e.OutcomeUnknown = shardcounter.EINTERNAL, true
+	}
 	return e
 }

@@ -121,33 +121,9 @@ func collectionName(r *http.Request) (string, error) {
 	return name, err
 }
 
-// bodyOf returns the request's name, validated by nameOf (collectionName,
-// plainCounterID), and its body.
-func (s *Server) bodyOf(w http.ResponseWriter, r *http.Request, nameOf func(*http.Request) (string, error)) (string, []byte, error) {
-	name, err := nameOf(r)
-	if err != nil {
-		return "", nil, err
-	}
-	body, err := s.readBody(w, r)
-	return name, body, err
-}
-
-// reply writes v with status, or the error.
-func (s *Server) reply(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if v == nil {
-		w.WriteHeader(status)
-		return
-	}
-	s.writeJSON(w, status, v)
-}
-
 // PUT /v1/collections/{name}
 func (s *Server) handleCreateCollection(w http.ResponseWriter, r *http.Request) {
-	name, body, err := s.bodyOf(w, r, collectionName)
+	name, body, err := s.bodyOf(r, collectionName)
 	var opts shardcounter.CollectionOptions
 	if err == nil {
 		opts, err = decodeCreateCollection(body)
@@ -174,7 +150,7 @@ func (s *Server) handleGetCollection(w http.ResponseWriter, r *http.Request) {
 
 // PATCH /v1/collections/{name}
 func (s *Server) handleReshardCollection(w http.ResponseWriter, r *http.Request) {
-	name, body, err := s.bodyOf(w, r, collectionName)
+	name, body, err := s.bodyOf(r, collectionName)
 	var shards int
 	if err == nil {
 		shards, err = decodeReshard(body)
@@ -197,7 +173,7 @@ func (s *Server) handleDeleteCollection(w http.ResponseWriter, r *http.Request) 
 
 // POST /v1/collections/{name}/documents
 func (s *Server) handlePutDocuments(w http.ResponseWriter, r *http.Request) {
-	name, body, err := s.bodyOf(w, r, collectionName)
+	name, body, err := s.bodyOf(r, collectionName)
 	var docs []shardcounter.DocumentInput
 	if err == nil {
 		docs, err = decodeDocuments(body)
@@ -240,7 +216,7 @@ func (s *Server) handleDeleteDocument(w http.ResponseWriter, r *http.Request) {
 
 // POST /v1/collections/{name}/query
 func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) {
-	name, body, err := s.bodyOf(w, r, collectionName)
+	name, body, err := s.bodyOf(r, collectionName)
 	var q shardcounter.Query
 	if err == nil {
 		q, err = decodeQuery(body)

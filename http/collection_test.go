@@ -21,7 +21,7 @@ import (
 // bolt store in a temporary directory, and returns its URL and a client.
 func MustServeCollections(tb testing.TB) (string, *shttp.Client) {
 	tb.Helper()
-	store, err := bolt.Open(filepath.Join(tb.TempDir(), "shardcounter.db"))
+	store, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "shardcounter.db"), bolt.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func MustServeCollections(tb testing.TB) (string, *shttp.Client) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	svc, closeSvc := newService(tb, store, true)
+	svc, closeSvc := newService(tb, store, serviceOptions{})
 	ts := httptest.NewServer(shttp.NewServer(svc, shttp.ServerOptions{Collections: collection.New(cs, collection.Config{})}))
 	tb.Cleanup(func() {
 		ts.Close()

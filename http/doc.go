@@ -24,6 +24,18 @@
 // message, so code written against the engine runs unchanged against a
 // remote server. The CLI uses it.
 //
+// # Files
+//
+// One file per concern, as wtf's http package has one per resource: the
+// Server and its options (server.go); what every request goes through
+// before its handler, request ids, the token, the concurrency bound and
+// the request log (middleware.go); query strings, bodies and strict JSON
+// (request.go); the one mapping from error codes to statuses and the
+// replies (error.go); then one file per resource with its routes, its
+// handlers, its request decoders and the client's methods for it
+// (counter.go, write.go, collection.go, ops.go). client.go holds the
+// client's transport.
+//
 // # Page tokens
 //
 // List pages are linked by opaque page tokens. A token is URL-safe base64

@@ -19,12 +19,15 @@ func ExampleClient() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "shardcounter-example")
 	defer os.RemoveAll(dir)
-	store, err := bolt.Open(filepath.Join(dir, "shardcounter.db"))
+	store, err := bolt.Open(context.Background(), filepath.Join(dir, "shardcounter.db"), bolt.Options{})
 	if err != nil {
 		panic(err)
 	}
 	defer store.Close()
-	eng := engine.New(store, engine.Config{})
+	eng, err := engine.New(store, engine.Config{})
+	if err != nil {
+		panic(err)
+	}
 	defer eng.Close(ctx)
 	ts := httptest.NewServer(shttp.NewServer(eng, shttp.ServerOptions{}))
 	defer ts.Close()

@@ -17,3 +17,17 @@ var (
 	DecodeDocuments        = decodeDocuments
 	DecodeQuery            = decodeQuery
 )
+
+// DecodeStrict is the strict decoding every request body gets, for the
+// fuzz target that compares it with a reading of its own.
+func DecodeStrict(body []byte, v any) error {
+	return decodeObject(body, v, true, "the fields of the target", "{}")
+}
+
+// Exports for the round-2 decoders' fuzz targets.
+var (
+	DecodeReads       = decodeReads
+	ParseSpan         = parseSpan
+	EncodeMemberToken = encodeMemberToken
+	DecodeMemberToken = decodeMemberToken
+)

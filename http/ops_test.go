@@ -184,12 +184,12 @@ func TestRequestTimeout(t *testing.T) {
 }
 
 func TestSetAuthTokens(t *testing.T) {
-	store, err := bolt.Open(filepath.Join(t.TempDir(), "c.db"))
+	store, err := bolt.Open(context.Background(), filepath.Join(t.TempDir(), "c.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	svc, closeSvc := newService(t, store, true)
+	svc, closeSvc := newService(t, store, serviceOptions{})
 	defer closeSvc()
 	srv := shttp.NewServer(svc, shttp.ServerOptions{AuthTokens: []string{"old"}})
 	ts := httptest.NewServer(srv)

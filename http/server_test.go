@@ -8,14 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
@@ -35,19 +33,27 @@ type Env struct {
 type EnvOptions struct {
 	Server       shttp.ServerOptions
 	NoAutoCreate bool
+	// Async serves an engine that answers writes once queued, and tells
+	// the server so.
+	Async bool
 	// Wrap, when set, wraps the engine before it is served, to inject
 	// failures.
 	Wrap func(shardcounter.CounterService) shardcounter.CounterService
+	// Front, when set, wraps the server's handler: a stand-in for what
+	// sits between a client and the server (a proxy, a network that drops
+	// replies). The server and the engine behind it stay real.
+	Front func(http.Handler) http.Handler
 }
 
 // MustServe starts a server, stopped at the end of the test.
 func MustServe(tb testing.TB, opts EnvOptions) *Env {
 	tb.Helper()
-	store, err := bolt.Open(filepath.Join(tb.TempDir(), "shardcounter.db"))
+	store, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "shardcounter.db"), bolt.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	svc, closeSvc := newService(tb, store, !opts.NoAutoCreate)
+	svc, closeSvc := newService(tb, store, serviceOptions{NoAutoCreate: opts.NoAutoCreate, Async: opts.Async})
+	opts.Server.AsyncWrites = opts.Async
 	if opts.Wrap != nil {
 		svc = opts.Wrap(svc)
 	}
@@ -55,7 +61,11 @@ func MustServe(tb testing.TB, opts EnvOptions) *Env {
 	if opts.Server.Logger == nil {
 		opts.Server.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	ts := httptest.NewServer(shttp.NewServer(svc, opts.Server))
+	var h http.Handler = shttp.NewServer(svc, opts.Server)
+	if opts.Front != nil {
+		h = opts.Front(h)
+	}
+	ts := httptest.NewServer(h)
 	tb.Cleanup(func() {
 		ts.Close()
 		closeSvc()
@@ -198,479 +208,6 @@ func (e *Env) MustValue(tb testing.TB, id string) int64 {
 }
 
 func path(id string) string { return "/v1/counters/" + shttp.EscapeID(id) }
-
-func TestCreate(t *testing.T) {
-	e := MustServe(t, EnvOptions{})
-	t.Run("OK", func(t *testing.T) {
-		r := e.Do(t, "PUT", path("likes"), `{"shards":8}`)
-		var c shardcounter.Counter
-		r.MustOK(t, http.StatusCreated, &c)
-		if c.ID != "likes" || c.Shards != 8 || c.CreatedAt.IsZero() {
-			t.Fatalf("got %+v, want likes with 8 shards and a created_at", c)
-		}
-		if got, want := r.Header.Get("Location"), "/v1/counters/likes"; got != want {
-			t.Fatalf("Location %q, want %q", got, want)
-		}
-		var raw map[string]any
-		json.Unmarshal(r.Body, &raw)
-		if _, err := time.Parse(time.RFC3339Nano, raw["created_at"].(string)); err != nil {
-			t.Fatalf("created_at: %v", err)
-		}
-	})
-	t.Run("Default", func(t *testing.T) {
-		for _, body := range []string{"", "{}", " { } \n"} {
-			id := fmt.Sprintf("default-%d", len(body))
-			var c shardcounter.Counter
-			e.Do(t, "PUT", path(id), body).MustOK(t, http.StatusCreated, &c)
-			if c.Shards != 16 {
-				t.Fatalf("body %q: shards %d, want the default 16", body, c.Shards)
-			}
-		}
-	})
-	t.Run("Audience", func(t *testing.T) {
-		var c shardcounter.Counter
-		e.Do(t, "PUT", path("audience"), `{"followers_count":1000000,"visibility":"public"}`).MustOK(t, http.StatusCreated, &c)
-		if err := shardcounter.ValidateShards(c.Shards); err != nil {
-			t.Fatal(err)
-		}
-	})
-	t.Run("ErrExists", func(t *testing.T) {
-		e.Do(t, "PUT", path("dup"), `{}`).MustOK(t, http.StatusCreated, nil)
-		e.Do(t, "PUT", path("dup"), `{"shards":4}`).MustError(t, http.StatusConflict, shardcounter.EEXISTS)
-	})
-	t.Run("ErrShards", func(t *testing.T) {
-		for _, body := range []string{
-			`{"shards":0}`, `{"shards":-1}`, `{"shards":1025}`, `{"shards":1.5}`, `{"shards":"4"}`,
-			`{"shards":99999999999999999999}`, `{"shards":4,"followers_count":10}`,
-			`{"visibility":"secret"}`, `{"followers_count":-1}`,
-		} {
-			e.Do(t, "PUT", path("bad-shards"), body).MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
-		}
-		e.Do(t, "GET", path("bad-shards"), "").MustError(t, http.StatusNotFound, shardcounter.ENOTFOUND)
-	})
-	t.Run("Boundaries", func(t *testing.T) {
-		e.Do(t, "PUT", path("one"), `{"shards":1}`).MustOK(t, http.StatusCreated, nil)
-		e.Do(t, "PUT", path("max"), `{"shards":1024}`).MustOK(t, http.StatusCreated, nil)
-	})
-}
-
-// TestIDs checks that ids survive the trip through the URL path: the
-// client escapes them, the server unescapes one segment.
-func TestIDs(t *testing.T) {
-	e := MustServe(t, EnvOptions{})
-	ids := []string{
-		"a/b", "a/b/increment", "with space", "100%", "%2F", "é☃日本", "a?b#c", "a+b", "..", ".", "-",
-		"emoji 🎉", strings.Repeat("x", 256), strings.Repeat("é", 128), "trailing/",
-	}
-	for _, id := range ids {
-		t.Run(id[:min(len(id), 20)], func(t *testing.T) {
-			var c shardcounter.Counter
-			e.Do(t, "PUT", path(id), `{"shards":2}`).MustOK(t, http.StatusCreated, &c)
-			if c.ID != id {
-				t.Fatalf("created id %q, want %q", c.ID, id)
-			}
-			var wr shardcounter.WriteResult
-			e.Do(t, "POST", path(id)+"/increment", `{"by":3}`).MustOK(t, http.StatusOK, &wr)
-			if wr.Counter != id || !wr.Applied {
-				t.Fatalf("write result %+v", wr)
-			}
-			if got := e.MustValue(t, id); got != 3 {
-				t.Fatalf("value %d, want 3", got)
-			}
-			list, err := e.Client.ListCounters(context.Background(), shardcounter.ListOptions{Prefix: id})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(list.Counters) == 0 || list.Counters[0].ID != id {
-				t.Fatalf("list with prefix %q: %+v", id, list.Counters)
-			}
-			e.Do(t, "DELETE", path(id), "").MustOK(t, http.StatusNoContent, nil)
-		})
-	}
-	t.Run("ErrInvalid", func(t *testing.T) {
-		for _, p := range []string{
-			"/v1/counters/",                                  // empty
-			"/v1/counters/a%00b",                             // NUL
-			"/v1/counters/a%0Ab",                             // newline
-			"/v1/counters/a%7Fb",                             // DEL
-			"/v1/counters/a%C2%85b",                          // NEL, a C1 control
-			"/v1/counters/%FF%FE",                            // not UTF-8
-			"/v1/counters/" + strings.Repeat("x", 257),       // too long
-			"/v1/counters/" + strings.Repeat("é", 128) + "x", // 257 bytes
-		} {
-			e.Do(t, "PUT", p, `{}`).MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
-			e.Do(t, "GET", p, "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
-		}
-		list, err := e.Client.ListCounters(context.Background(), shardcounter.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(list.Counters) != 0 {
-			t.Fatalf("invalid ids created counters: %+v", list.Counters)
-		}
-	})
-	t.Run("DotSegments", func(t *testing.T) {
-		for _, p := range []string{"/v1/counters/.", "/v1/counters/..", "/v1/counters//increment", "/v1/counters/a/../b", "//v1/counters"} {
-			for _, method := range []string{"GET", "PUT", "POST"} {
-				e.Do(t, method, p, "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
-			}
-		}
-	})
-	t.Run("UnescapedSlash", func(t *testing.T) {
-		msg := e.Do(t, "GET", "/v1/counters/a/b", "").MustError(t, http.StatusNotFound, shardcounter.ENOTFOUND)
-		if !strings.Contains(msg, "%2F") {
-			t.Fatalf("message %q does not say to escape '/'", msg)
-		}
-	})
-}
-
-func TestGet(t *testing.T) {
-	e := MustServe(t, EnvOptions{})
-	e.MustCreate(t, "views", 4)
-	e.MustWrite(t, "views", 42)
-	t.Run("Strong", func(t *testing.T) {
-		for _, q := range []string{"", "?consistency=strong"} {
-			var r shardcounter.Reading
-			e.Do(t, "GET", path("views")+q, "").MustOK(t, http.StatusOK, &r)
-			if r.ID != "views" || r.Value != 42 || r.Shards != 4 || r.Consistency != shardcounter.Strong || r.AsOf.IsZero() {
-				t.Fatalf("got %+v", r)
-			}
-			if bytes.Contains(e.Do(t, "GET", path("views")+q, "").Body, []byte("max_staleness_ms")) {
-				t.Fatal("strong reading has max_staleness_ms")
-			}
-		}
-	})
-	t.Run("Cached", func(t *testing.T) {
-		var r shardcounter.Reading
-		e.Do(t, "GET", path("views")+"?consistency=cached", "").MustOK(t, http.StatusOK, &r)
-		if r.Consistency != shardcounter.Cached || r.MaxStalenessMS <= 0 {
-			t.Fatalf("got %+v, want a cached reading with max_staleness_ms", r)
-		}
-		if r.Value < 0 || r.Value > 42 {
-			t.Fatalf("cached value %d outside what was written", r.Value)
-		}
-	})
-	t.Run("HEAD", func(t *testing.T) {
-		e.Do(t, "HEAD", path("views"), "").MustOK(t, http.StatusOK, nil)
-	})
-	t.Run("ErrNotFound", func(t *testing.T) {
-		e.Do(t, "GET", path("nope"), "").MustError(t, http.StatusNotFound, shardcounter.ENOTFOUND)
-	})
-	t.Run("ErrConsistency", func(t *testing.T) {
-		e.Do(t, "GET", path("views")+"?consistency=eventual", "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
-		e.Do(t, "GET", path("views")+"?consistency=strong&consistency=cached", "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
-	})
-	t.Run("ErrUnknownParameter", func(t *testing.T) {
-		msg := e.Do(t, "GET", path("views")+"?consistncy=cached", "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
-		if !strings.Contains(msg, "consistncy") {
-			t.Fatalf("message %q does not name the parameter", msg)
-		}
-	})
-}
-
-func TestIncrementDecrement(t *testing.T) {
-	e := MustServe(t, EnvOptions{})
-	e.MustCreate(t, "c", 4)
-	t.Run("OK", func(t *testing.T) {
-		var wr shardcounter.WriteResult
-		e.Do(t, "POST", path("c")+"/increment", "").MustOK(t, http.StatusOK, &wr)
-		if wr != (shardcounter.WriteResult{Counter: "c", Applied: true}) {
-			t.Fatalf("got %+v", wr)
-		}
-		if got, want := string(e.Do(t, "POST", path("c")+"/increment", `{"by":10}`).Body), `{"counter":"c","applied":true}`+"\n"; got != want {
-			t.Fatalf("body %q, want %q", got, want)
-		}
-		e.Do(t, "POST", path("c")+"/decrement", `{"by":4}`).MustOK(t, http.StatusOK, nil)
-		e.Do(t, "POST", path("c")+"/decrement", `{}`).MustOK(t, http.StatusOK, nil)
-		if got := e.MustValue(t, "c"); got != 1+10-4-1 {
-			t.Fatalf("value %d, want 6", got)
-		}
-	})
-	t.Run("Duplicate", func(t *testing.T) {
-		before := e.MustValue(t, "c")
-		var first, second shardcounter.WriteResult
-		e.Do(t, "POST", path("c")+"/increment", `{"by":5,"request_id":"r-1"}`).MustOK(t, http.StatusOK, &first)
-		e.Do(t, "POST", path("c")+"/increment", `{"by":5,"request_id":"r-1"}`).MustOK(t, http.StatusOK, &second)
-		if !first.Applied || first.Duplicate {
-			t.Fatalf("first %+v, want applied", first)
-		}
-		if second.Applied || !second.Duplicate {
-			t.Fatalf("second %+v, want a duplicate", second)
-		}
-		if got := string(e.Do(t, "POST", path("c")+"/decrement", `{"by":5,"request_id":"r-1"}`).Body); got != `{"counter":"c","applied":false,"duplicate":true}`+"\n" {
-			t.Fatalf("body %s", got)
-		}
-		if got, want := e.MustValue(t, "c"), before+5; got != want {
-			t.Fatalf("value %d, want %d", got, want)
-		}
-	})
-	t.Run("ErrBy", func(t *testing.T) {
-		before := e.MustValue(t, "c")
-		for _, body := range []string{
-			`{"by":0}`, `{"by":-1}`, `{"by":1.5}`, `{"by":"5"}`, `{"by":9223372036854775808}`,
-			`{"by":null,"x":1}`, `{"request_id":""}x`, `{"request_id":"a\u0001b"}`,
-			`{"request_id":"` + strings.Repeat("r", 257) + `"}`, `{"delta":5}`,
-		} {
-			for _, op := range []string{"/increment", "/decrement"} {
-				e.Do(t, "POST", path("c")+op, body).MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
-			}
-		}
-		if got := e.MustValue(t, "c"); got != before {
-			t.Fatalf("value %d after bad writes, want %d", got, before)
-		}
-	})
-	t.Run("ErrOutOfRange", func(t *testing.T) {
-		e.MustCreate(t, "big", 1)
-		e.Do(t, "POST", path("big")+"/increment", fmt.Sprintf(`{"by":%d}`, int64(math.MaxInt64))).MustOK(t, http.StatusOK, nil)
-		e.Do(t, "POST", path("big")+"/increment", `{"by":1}`).MustError(t, http.StatusBadRequest, shardcounter.EOUTOFRANGE)
-		if got := e.MustValue(t, "big"); got != math.MaxInt64 {
-			t.Fatalf("value %d, want MaxInt64", got)
-		}
-	})
-	t.Run("AutoCreate", func(t *testing.T) {
-		e.Do(t, "POST", path("fresh")+"/decrement", `{"by":2}`).MustOK(t, http.StatusOK, nil)
-		if got := e.MustValue(t, "fresh"); got != -2 {
-			t.Fatalf("value %d, want -2", got)
-		}
-	})
-	t.Run("ErrNotFound", func(t *testing.T) {
-		e := MustServe(t, EnvOptions{NoAutoCreate: true})
-		e.Do(t, "POST", path("ghost")+"/increment", `{}`).MustError(t, http.StatusNotFound, shardcounter.ENOTFOUND)
-		e.Do(t, "GET", path("ghost"), "").MustError(t, http.StatusNotFound, shardcounter.ENOTFOUND)
-	})
-}
-
-func TestReshard(t *testing.T) {
-	e := MustServe(t, EnvOptions{})
-	e.MustCreate(t, "r", 4)
-	e.MustWrite(t, "r", 1000)
-	t.Run("OK", func(t *testing.T) {
-		for _, n := range []int{32, 1, 1024, 3} {
-			var c shardcounter.Counter
-			e.Do(t, "PATCH", path("r"), fmt.Sprintf(`{"shards":%d}`, n)).MustOK(t, http.StatusOK, &c)
-			if c.ID != "r" || c.Shards != n {
-				t.Fatalf("got %+v, want %d shards", c, n)
-			}
-			if got := e.MustValue(t, "r"); got != 1000 {
-				t.Fatalf("value %d after reshard to %d, want 1000", got, n)
-			}
-		}
-	})
-	t.Run("ErrShards", func(t *testing.T) {
-		for _, body := range []string{"", `{}`, `{"shards":0}`, `{"shards":1025}`, `{"shards":-3}`, `{"shards":2,"by":1}`, `[2]`} {
-			e.Do(t, "PATCH", path("r"), body).MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
-		}
-		var rd shardcounter.Reading
-		e.Do(t, "GET", path("r"), "").MustOK(t, http.StatusOK, &rd)
-		if rd.Shards != 3 || rd.Value != 1000 {
-			t.Fatalf("got %+v after bad reshards, want 3 shards and 1000", rd)
-		}
-	})
-	t.Run("ErrNotFound", func(t *testing.T) {
-		e.Do(t, "PATCH", path("nope"), `{"shards":2}`).MustError(t, http.StatusNotFound, shardcounter.ENOTFOUND)
-	})
-}
-
-func TestDelete(t *testing.T) {
-	e := MustServe(t, EnvOptions{})
-	e.MustCreate(t, "d", 2)
-	e.MustWrite(t, "d", 7)
-	r := e.Do(t, "DELETE", path("d"), "")
-	r.MustOK(t, http.StatusNoContent, nil)
-	if len(r.Body) != 0 {
-		t.Fatalf("204 with body %q", r.Body)
-	}
-	e.Do(t, "GET", path("d"), "").MustError(t, http.StatusNotFound, shardcounter.ENOTFOUND)
-	e.Do(t, "DELETE", path("d"), "").MustError(t, http.StatusNotFound, shardcounter.ENOTFOUND)
-	// A new counter of the same id starts from 0.
-	e.MustCreate(t, "d", 2)
-	if got := e.MustValue(t, "d"); got != 0 {
-		t.Fatalf("recreated counter has value %d, want 0", got)
-	}
-}
-
-func TestList(t *testing.T) {
-	e := MustServe(t, EnvOptions{})
-	var want []string
-	for i := range 7 {
-		id := fmt.Sprintf("page/%02d", i)
-		e.MustCreate(t, id, 1)
-		want = append(want, id)
-	}
-	e.MustCreate(t, "other", 1)
-	t.Run("Pages", func(t *testing.T) {
-		var got []string
-		token, pages := "", 0
-		for {
-			q := "?prefix=page%2F&limit=3"
-			if token != "" {
-				q += "&page_token=" + token
-			}
-			var resp shttp.ListResponse
-			e.Do(t, "GET", "/v1/counters"+q, "").MustOK(t, http.StatusOK, &resp)
-			pages++
-			for _, c := range resp.Counters {
-				got = append(got, c.ID)
-			}
-			if resp.NextPageToken == "" {
-				break
-			}
-			token = resp.NextPageToken
-			if pages > 10 {
-				t.Fatal("paging does not end")
-			}
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("got %v, want %v", got, want)
-		}
-	})
-	t.Run("All", func(t *testing.T) {
-		var resp shttp.ListResponse
-		e.Do(t, "GET", "/v1/counters", "").MustOK(t, http.StatusOK, &resp)
-		if len(resp.Counters) != 8 || resp.NextPageToken != "" {
-			t.Fatalf("got %d counters and token %q, want 8 and none", len(resp.Counters), resp.NextPageToken)
-		}
-	})
-	t.Run("Empty", func(t *testing.T) {
-		r := e.Do(t, "GET", "/v1/counters?prefix=zzz", "")
-		r.MustOK(t, http.StatusOK, nil)
-		if got := strings.TrimSpace(string(r.Body)); got != `{"counters":[]}` {
-			t.Fatalf("body %s, want an empty array", got)
-		}
-	})
-	t.Run("Client", func(t *testing.T) {
-		var got []string
-		opts := shardcounter.ListOptions{Prefix: "page/", Limit: 2}
-		for {
-			list, err := e.Client.ListCounters(context.Background(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range list.Counters {
-				got = append(got, c.ID)
-			}
-			if list.Next == "" {
-				break
-			}
-			opts.After = list.Next
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("got %v, want %v", got, want)
-		}
-	})
-	t.Run("ErrPageToken", func(t *testing.T) {
-		var first shttp.ListResponse
-		e.Do(t, "GET", "/v1/counters?prefix=page%2F&limit=2", "").MustOK(t, http.StatusOK, &first)
-		tok := first.NextPageToken
-		for name, q := range map[string]string{
-			"Garbage":     "?page_token=!!!",
-			"Padded":      "?prefix=page%2F&page_token=" + tok + "%3D",
-			"Truncated":   "?prefix=page%2F&page_token=" + tok[:len(tok)-2],
-			"Tampered":    "?prefix=page%2F&page_token=B" + tok[1:],
-			"OtherPrefix": "?prefix=pag&page_token=" + tok,
-			"NoPrefix":    "?page_token=" + tok,
-			"Twice":       "?prefix=page%2F&page_token=" + tok + "&page_token=" + tok,
-		} {
-			t.Run(name, func(t *testing.T) {
-				msg := e.Do(t, "GET", "/v1/counters"+q, "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
-				if !strings.Contains(msg, "page_token") {
-					t.Fatalf("message %q does not name page_token", msg)
-				}
-			})
-		}
-	})
-	t.Run("ErrLimit", func(t *testing.T) {
-		for _, l := range []string{"0", "-1", "1001", "abc", "1.5", ""} {
-			e.Do(t, "GET", "/v1/counters?limit="+l, "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
-		}
-		e.Do(t, "GET", "/v1/counters?limit=1000", "").MustOK(t, http.StatusOK, nil)
-	})
-	t.Run("ErrPrefix", func(t *testing.T) {
-		e.Do(t, "GET", "/v1/counters?prefix=a%01", "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
-	})
-}
-
-func TestWrites(t *testing.T) {
-	e := MustServe(t, EnvOptions{Server: shttp.ServerOptions{MaxBatch: 5}})
-	e.MustCreate(t, "w1", 4)
-	e.MustCreate(t, "w2", 4)
-	t.Run("OK", func(t *testing.T) {
-		var resp shttp.WritesResponse
-		e.Do(t, "POST", "/v1/writes", `{"writes":[
-			{"counter":"w1","delta":5},
-			{"counter":"w2","delta":-3,"request_id":"b-1"},
-			{"counter":"w2","delta":-3,"request_id":"b-1"},
-			{"counter":"w1","delta":-1}]}`).MustOK(t, http.StatusOK, &resp)
-		want := []shardcounter.WriteResult{
-			{Counter: "w1", Applied: true},
-			{Counter: "w2", Applied: true},
-			{Counter: "w2", Duplicate: true},
-			{Counter: "w1", Applied: true},
-		}
-		if fmt.Sprint(resp.Results) != fmt.Sprint(want) {
-			t.Fatalf("results %+v, want %+v", resp.Results, want)
-		}
-		if got := e.MustValue(t, "w1"); got != 4 {
-			t.Fatalf("w1 %d, want 4", got)
-		}
-		if got := e.MustValue(t, "w2"); got != -3 {
-			t.Fatalf("w2 %d, want -3", got)
-		}
-	})
-	t.Run("ErrInvalidItem", func(t *testing.T) {
-		for _, body := range []string{
-			`{"writes":[{"counter":"w1","delta":1},{"counter":"w1","delta":0}]}`,
-			`{"writes":[{"counter":"w1","delta":1},{"counter":"","delta":1}]}`,
-			`{"writes":[{"counter":"w1","delta":1},{"counter":"w1","delta":1,"extra":true}]}`,
-			`{"writes":[{"counter":"w1","delta":1},{"counter":"w1","delta":1.5}]}`,
-			`{"writes":[{"counter":"w1","delta":1},{"counter":"w1","delta":1,"request_id":"a\nb"}]}`,
-			`{"writes":[{"counter":"w1","delta":1},null]}`,
-			`{"writes":[]}`, `{}`, ``, `{"writes":{}}`,
-		} {
-			e.Do(t, "POST", "/v1/writes", body).MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
-		}
-		if got := e.MustValue(t, "w1"); got != 4 {
-			t.Fatalf("w1 %d after refused batches, want 4", got)
-		}
-		msg := e.Do(t, "POST", "/v1/writes", `{"writes":[{"counter":"w1","delta":1},{"counter":"w1","delta":0}]}`).
-			MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
-		if !strings.Contains(msg, "writes[1]") {
-			t.Fatalf("message %q does not name the bad item", msg)
-		}
-	})
-	t.Run("ErrBatchTooLarge", func(t *testing.T) {
-		items := strings.Repeat(`{"counter":"w1","delta":1},`, 6)
-		e.Do(t, "POST", "/v1/writes", `{"writes":[`+strings.TrimSuffix(items, ",")+`]}`).
-			MustError(t, http.StatusRequestEntityTooLarge, shardcounter.ETOOLARGE)
-		if got := e.MustValue(t, "w1"); got != 4 {
-			t.Fatalf("w1 %d after refused batch, want 4", got)
-		}
-	})
-	t.Run("PerItemError", func(t *testing.T) {
-		e := MustServe(t, EnvOptions{NoAutoCreate: true})
-		e.MustCreate(t, "here", 2)
-		var resp shttp.WritesResponse
-		e.Do(t, "POST", "/v1/writes", `{"writes":[{"counter":"here","delta":2},{"counter":"gone","delta":1}]}`).
-			MustOK(t, http.StatusOK, &resp)
-		if r := resp.Results[0]; !r.Applied || r.Error != nil {
-			t.Fatalf("first %+v, want applied", r)
-		}
-		if r := resp.Results[1]; r.Applied || r.Error == nil || r.Error.Code != shardcounter.ENOTFOUND || r.Error.Message == "" {
-			t.Fatalf("second %+v, want a not_found error", r)
-		}
-		if got := e.MustValue(t, "here"); got != 2 {
-			t.Fatalf("value %d, want 2", got)
-		}
-		// The client carries the item's error as a *shardcounter.Error.
-		results, err := e.Client.WriteBatch(context.Background(), []shardcounter.Write{{Counter: "gone", Delta: 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !errors.Is(results[0].Error, shardcounter.ErrNotFound) {
-			t.Fatalf("client result %+v, want ErrNotFound", results[0])
-		}
-	})
-}
 
 // TestBodies checks the strict reading of request bodies on every route
 // that takes one.
@@ -928,38 +465,5 @@ func TestErrorsChangeNothing(t *testing.T) {
 
 	if after := e.snapshot(t); after != before {
 		t.Fatalf("refused requests changed the data:\nbefore:\n%safter:\n%s", before, after)
-	}
-}
-
-// TestConcurrentDuplicates retries one write with one request id from
-// many goroutines at once: it counts exactly once.
-func TestConcurrentDuplicates(t *testing.T) {
-	e := MustServe(t, EnvOptions{})
-	e.MustCreate(t, "once", 4)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	applied := 0
-	for range 50 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := e.Client.WriteCounter(context.Background(), shardcounter.Write{Counter: "once", Delta: 7, RequestID: "retry-me"})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if res.Applied {
-				mu.Lock()
-				applied++
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if applied != 1 {
-		t.Fatalf("%d writes applied, want 1", applied)
-	}
-	if got := e.MustValue(t, "once"); got != 7 {
-		t.Fatalf("value %d, want 7", got)
 	}
 }

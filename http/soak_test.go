@@ -51,7 +51,10 @@ func TestSoak(t *testing.T) {
 	}
 	defer store.Close()
 	m := metrics.New()
-	eng := engine.New(m.Store(store), engine.Config{OnFlush: m.ObserveFlush})
+	eng, err := engine.New(m.Store(store), engine.Config{OnFlush: m.ObserveFlush})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer eng.Close(ctx)
 	m.RegisterEngine(eng.Stats())
 	ts := httptest.NewServer(shttp.NewServer(eng, shttp.ServerOptions{Metrics: m}))

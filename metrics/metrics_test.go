@@ -37,14 +37,17 @@ func (d *down) Ping(ctx context.Context) error {
 }
 
 func TestEngineMetrics(t *testing.T) {
-	b, err := bolt.Open(filepath.Join(t.TempDir(), "c.db"))
+	b, err := bolt.Open(context.Background(), filepath.Join(t.TempDir(), "c.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	st := &down{CounterStore: b}
 	m := metrics.New()
-	e := engine.New(m.Store(st), engine.Config{OnFlush: m.ObserveFlush})
+	e, err := engine.New(m.Store(st), engine.Config{OnFlush: m.ObserveFlush})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer e.Close(context.Background())
 	m.RegisterEngine(e.Stats())
 	ctx := context.Background()

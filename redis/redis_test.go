@@ -15,7 +15,7 @@ import (
 
 func TestCounterStore(t *testing.T) {
 	backends(t, func(t *testing.T, dsn string) {
-		storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return MustOpen(tb, dsn) })
+		storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return MustOpen(tb, dsn) }, storetest.Options{})
 	})
 }
 
@@ -24,7 +24,7 @@ func TestCounterStore(t *testing.T) {
 func TestSharedStore(t *testing.T) {
 	backends(t, func(t *testing.T, dsn string) {
 		s := MustOpen(t, dsn)
-		storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return s })
+		storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return s }, storetest.Options{})
 	})
 }
 

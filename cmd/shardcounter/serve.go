@@ -22,6 +22,7 @@ import (
 	"github.com/shardcounter/shardcounter/engine"
 	shttp "github.com/shardcounter/shardcounter/http"
 	"github.com/shardcounter/shardcounter/metrics"
+	respserver "github.com/shardcounter/shardcounter/resp/server"
 )
 
 // Defaults of `shardcounter serve`, as in SPEC.md.
@@ -54,7 +55,9 @@ type serveCommand struct {
 	logFormat     string
 	logLevel      string
 	reqTimeout    time.Duration
+	bodyTimeout   time.Duration
 	maxConcurrent int
+	respListen    string
 }
 
 func newServeCommand(m *Main) command { return &serveCommand{m: m} }
@@ -76,7 +79,10 @@ func (c *serveCommand) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.logFormat, "log-format", "text", "`FORMAT` of the log on stderr: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "`LEVEL` of the log: debug (adds a line per request), info, warn or error")
 	fs.DurationVar(&c.reqTimeout, "request-timeout", shttp.DefaultRequestTimeout, "deadline of each API request, down to the store (`DURATION`)")
+	fs.DurationVar(&c.bodyTimeout, "body-timeout", shttp.DefaultBodyTimeout, "a request body must arrive within this `DURATION`, read before the request takes a --max-concurrent slot")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", shttp.DefaultMaxConcurrent, "serve at most `N` API requests at once; past it a request waits briefly, then gets 503")
+	fs.StringVar(&c.respListen, "resp-listen", c.env("SHARDCOUNTER_RESP_LISTEN", ""),
+		"also serve the Redis protocol (RESP2, RESP3) on `ADDR`, such as 127.0.0.1:6380; off unless given (env SHARDCOUNTER_RESP_LISTEN)")
 }
 
 func (c *serveCommand) env(name, def string) string {
@@ -111,6 +117,9 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 	}
 	if c.reqTimeout <= 0 {
 		return usagef("--request-timeout is %v: give a positive duration such as 5s", c.reqTimeout)
+	}
+	if c.bodyTimeout <= 0 {
+		return usagef("--body-timeout is %v: give a positive duration such as 10s", c.bodyTimeout)
 	}
 	if c.maxConcurrent < 1 {
 		return usagef("--max-concurrent is %d: give at least 1", c.maxConcurrent)
@@ -161,7 +170,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 	} else {
 		colls = collection.New(cs, collection.Config{})
 	}
-	eng := engine.New(m.Store(store), engine.Config{
+	eng, err := engine.New(m.Store(store), engine.Config{
 		DefaultShards: c.defaultShards,
 		NoAutoCreate:  !c.autoCreate,
 		Durability:    durability,
@@ -176,6 +185,9 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 		OnFlush:      m.ObserveFlush,
 		Logger:       log,
 	})
+	if err != nil {
+		return err
+	}
 	m.RegisterEngine(eng.Stats())
 	defer func() {
 		// Commit queued writes before the store closes; a fresh context,
@@ -191,6 +203,13 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %v: choose another --listen address", c.listen, err)
 	}
+	var respLn net.Listener
+	if c.respListen != "" {
+		if respLn, err = net.Listen("tcp", c.respListen); err != nil {
+			ln.Close()
+			return fmt.Errorf("cannot listen on %s: %v: choose another --resp-listen address", c.respListen, err)
+		}
+	}
 	api := shttp.NewServer(eng, shttp.ServerOptions{
 		MaxBodyBytes:   c.maxBody,
 		Logger:         log,
@@ -198,6 +217,8 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 		Metrics:        m,
 		MaxConcurrent:  c.maxConcurrent,
 		RequestTimeout: c.reqTimeout,
+		BodyTimeout:    c.bodyTimeout,
+		AsyncWrites:    durability == engine.Async,
 		Collections:    colls,
 	})
 	srv := &http.Server{
@@ -210,6 +231,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 		IdleTimeout:  2 * time.Minute,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(api.EndWatches) // streams never finish by themselves
 	if c.tlsCert != "" {
 		srv.TLSConfig = &tls.Config{
 			MinVersion: tls.VersionTLS12,
@@ -233,14 +255,39 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 			"anyone who can reach this address can read and change every counter; "+
 			"give --auth-token-file, or listen on 127.0.0.1", "addr", ln.Addr().String())
 	}
+	var rs *respserver.Server
+	respServed := make(chan error, 1)
+	if respLn != nil {
+		rs = respserver.New(eng, respserver.Options{
+			AuthTokens:     tokens,
+			CommandTimeout: c.reqTimeout,
+			Engine:         eng.Stats(),
+			Durability:     durability,
+			Version:        Version(),
+			Logger:         log,
+		})
+		go func() {
+			if err := rs.Serve(respLn); !errors.Is(err, respserver.ErrServerClosed) {
+				respServed <- err
+			}
+		}()
+		log.Info("serving the Redis protocol", "addr", respLn.Addr().String())
+		if len(tokens) == 0 && !loopback(respLn.Addr()) {
+			log.Warn("UNPROTECTED: the Redis protocol listens on a non-loopback address without --auth-token-file: "+
+				"anyone who can reach this address can read and change every counter; "+
+				"give --auth-token-file, or listen on 127.0.0.1", "addr", respLn.Addr().String())
+		}
+	}
 
 wait:
 	for {
 		select {
 		case err := <-served:
 			return fmt.Errorf("serving HTTP: %w", err)
+		case err := <-respServed:
+			return fmt.Errorf("serving the Redis protocol: %w", err)
 		case <-hup:
-			c.reload(log, api, &cert)
+			c.reload(log, api, rs, &cert)
 		case <-ctx.Done():
 			break wait
 		}
@@ -248,9 +295,21 @@ wait:
 	log.Info("shutting down: finishing requests in flight and committing queued writes")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
+	// Both servers stop accepting and finish what is in flight together;
+	// the engine commits what is queued after both (deferred above).
+	respDone := make(chan struct{})
+	go func() {
+		defer close(respDone)
+		if rs != nil {
+			if err := rs.Shutdown(sctx); err != nil {
+				log.Warn("RESP commands still in flight at the shutdown deadline were cut off", "error", err)
+			}
+		}
+	}()
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("requests still in flight at the shutdown deadline were cut off", "error", err)
 	}
+	<-respDone
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving HTTP: %w", err)
 	}
@@ -261,7 +320,7 @@ wait:
 // A file that cannot be read or parsed is logged and the previous tokens
 // or certificate stay in force, so a botched edit never turns
 // authentication off or breaks TLS.
-func (c *serveCommand) reload(log *slog.Logger, api *shttp.Server, cert *atomic.Pointer[tls.Certificate]) {
+func (c *serveCommand) reload(log *slog.Logger, api *shttp.Server, rs *respserver.Server, cert *atomic.Pointer[tls.Certificate]) {
 	if c.authTokenFile == "" && c.tlsCert == "" {
 		log.Info("SIGHUP: nothing to reload (no --auth-token-file, no --tls-cert)")
 		return
@@ -271,6 +330,9 @@ func (c *serveCommand) reload(log *slog.Logger, api *shttp.Server, cert *atomic.
 			log.Error("SIGHUP: keeping the previous auth tokens", "error", err)
 		} else {
 			api.SetAuthTokens(tokens)
+			if rs != nil {
+				rs.SetAuthTokens(tokens)
+			}
 			log.Info("SIGHUP: auth tokens reloaded", "file", c.authTokenFile, "tokens", len(tokens))
 		}
 	}

@@ -1,95 +1,78 @@
 package bench
 
 import (
+	"bufio"
 	"cmp"
+	"encoding/xml"
 	"fmt"
-	"image/color"
 	"io"
 	"math"
 	"slices"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
+	"strings"
 )
 
-// Chart size: wide enough for a legend beside the plot, small enough to
-// sit in a README.
+// The chart is plain SVG written here rather than by a plotting library:
+// a few lines, points, ticks and words need no font files, PDF or raster
+// code, and none of that is linked into the server binary that embeds
+// this package's caller (issue 11). Text is left to the viewer's
+// sans-serif face, so the file carries no font.
+
+// Chart geometry, in SVG user units (pixels at 100%): wide enough for a
+// legend inside the plot, small enough to sit in a README.
 const (
-	chartWidth  = 8 * vg.Inch
-	chartHeight = 4.5 * vg.Inch
+	chartWidth   = 800
+	chartHeight  = 450
+	marginLeft   = 78
+	marginRight  = 24
+	marginTop    = 40
+	marginBottom = 52
+	legendLine   = 18 // height of one legend entry
 )
 
 // seriesColors tell series apart for readers with common colour-vision
-// deficiencies (the Okabe–Ito palette); peers are drawn dashed in grey
+// deficiencies (the Okabe–Ito palette); peers are drawn dashed in darker
 // tones after them.
-var seriesColors = []color.RGBA{
-	{0, 114, 178, 255},   // blue
-	{213, 94, 0, 255},    // vermillion
-	{0, 158, 115, 255},   // bluish green
-	{204, 121, 167, 255}, // reddish purple
-	{230, 159, 0, 255},   // orange
-	{86, 180, 233, 255},  // sky blue
+var seriesColors = []string{
+	"#0072b2", // blue
+	"#d55e00", // vermillion
+	"#009e73", // bluish green
+	"#cc79a7", // reddish purple
+	"#e69f00", // orange
+	"#56b4e9", // sky blue
 }
 
-var peerColors = []color.RGBA{
-	{0, 0, 0, 255},
-	{110, 110, 110, 255},
-	{160, 60, 60, 255},
-	{60, 110, 60, 255},
-	{90, 60, 140, 255},
-}
+var peerColors = []string{"#000000", "#6e6e6e", "#a03c3c", "#3c6e3c", "#5a3c8c"}
 
 // WriteSVG draws the throughput of runs against their shard count as an
-// SVG chart: one line with points per store and path, and each peer as a
-// dashed horizontal line at its throughput (peers have no shards), named
-// in the legend with its figure. The shard axis is logarithmic (base 2)
-// with a tick at each shard count measured; the throughput axis starts at
-// 0 so that heights compare as ratios.
+// SVG chart: one line with points per store, path and counter variant,
+// and each peer as a dashed horizontal line at its throughput (peers have
+// no shards), named in the legend with its figure. The shard axis is
+// logarithmic (base 2) with a tick at each shard count measured; the
+// throughput axis starts at 0 so that heights compare as ratios.
 func WriteSVG(w io.Writer, title string, runs []Run) error {
 	ours, peers := split(runs)
 	if len(ours) == 0 && len(peers) == 0 {
 		return fmt.Errorf("bench: no runs to chart")
 	}
-	p := plot.New()
-	// A sans-serif face (gonum's bundled Liberation Sans) reads better at
-	// chart sizes than the default serif.
-	for _, f := range []*font.Font{&p.Title.TextStyle.Font, &p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
-		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font, &p.Legend.TextStyle.Font} {
-		f.Typeface, f.Variant = "Liberation", "Sans"
-	}
-	p.Title.Text = title
-	p.Title.Padding = vg.Points(6)
-	p.Title.TextStyle.Font.Size = 13
-	p.X.Label.Text = "shards per counter (log scale)"
-	p.Y.Label.Text = "throughput (operations/s)"
-	p.Y.Min = 0
-	// Top left, where the lines rarely are: throughput grows with shards.
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), vg.Points(-4)
-	p.Legend.TextStyle.Font.Size = 10
-	p.Legend.ThumbnailWidth = vg.Points(28)
-	p.Legend.Padding = vg.Points(1.5)
-	p.Add(plotter.NewGrid())
 
-	// Series in order of first appearance: one per store and path.
-	type key struct{ store, path string }
-	var order []key
-	points := map[key]plotter.XYs{}
+	// Series in order of first appearance.
+	type point struct{ x, y float64 }
+	var order []string
+	points := map[string][]point{}
 	var shards []int
 	var top float64
 	for _, r := range ours {
-		k := key{r.Store, r.Path}
+		k := seriesName(r)
 		if _, ok := points[k]; !ok {
 			order = append(order, k)
 		}
-		points[k] = append(points[k], plotter.XY{X: float64(r.Shards), Y: r.OpsPerSec})
+		points[k] = append(points[k], point{float64(r.Shards), r.OpsPerSec})
 		if !slices.Contains(shards, r.Shards) {
 			shards = append(shards, r.Shards)
 		}
+		top = max(top, r.OpsPerSec)
+	}
+	for _, r := range peers {
 		top = max(top, r.OpsPerSec)
 	}
 	slices.Sort(shards)
@@ -100,70 +83,158 @@ func WriteSVG(w io.Writer, title string, runs []Run) error {
 	if lo == hi { // one shard count: give the axis some width
 		lo, hi = lo/2, hi*2
 	}
+	lo, hi = lo/1.25, hi*1.25
+	// Head room above the highest figure for the legend.
+	entries := len(order) + len(peers)
+	ymax := top * (1.15 + 0.09*float64(entries))
+	if ymax <= 0 {
+		ymax = 1
+	}
+	yticks := niceTicks(ymax)
+	ymax = max(ymax, yticks[len(yticks)-1])
+
+	left, right := float64(marginLeft), float64(chartWidth-marginRight)
+	plotTop, bottom := float64(marginTop), float64(chartHeight-marginBottom)
+	xOf := func(x float64) float64 {
+		return left + (right-left)*(math.Log2(x)-math.Log2(lo))/(math.Log2(hi)-math.Log2(lo))
+	}
+	yOf := func(y float64) float64 { return bottom - (bottom-plotTop)*y/ymax }
+
+	s := &svg{w: bufio.NewWriter(w)}
+	s.printf(`<?xml version="1.0" encoding="UTF-8"?>
+<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif">
+`, chartWidth, chartHeight, chartWidth, chartHeight)
+	s.printf(`<rect width="100%%" height="100%%" fill="#ffffff"/>` + "\n")
+	s.text(chartWidth/2, 24, 15, "middle", "", title)
+
+	// Grid and ticks.
+	for _, v := range yticks {
+		y := yOf(v)
+		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e0e0e0" stroke-width="1"/>`+"\n", left, y, right, y)
+		s.text(left-6, y+4, 11, "end", "", thousands(v))
+	}
+	for _, n := range shards {
+		x := xOf(float64(n))
+		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e0e0e0" stroke-width="1"/>`+"\n", x, plotTop, x, bottom)
+		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000000" stroke-width="1"/>`+"\n", x, bottom, x, bottom+5)
+		s.text(x, bottom+18, 11, "middle", "", fmt.Sprint(n))
+	}
+	// Axes.
+	s.printf(`<path d="M%.1f,%.1f V%.1f H%.1f" fill="none" stroke="#000000" stroke-width="1"/>`+"\n", left, plotTop, bottom, right)
+	s.text((left+right)/2, chartHeight-12, 12, "middle", "", "shards per counter (log scale)")
+	s.text(18, (plotTop+bottom)/2, 12, "middle", fmt.Sprintf(`transform="rotate(-90 18 %.1f)"`, (plotTop+bottom)/2), "throughput (operations/s)")
+
+	// Series and peers, then the legend on top of them.
+	type entry struct{ label, color, dash string }
+	var legend []entry
 	for i, k := range order {
-		xys := points[k]
-		slices.SortFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
-		line, pts, err := plotter.NewLinePoints(xys)
-		if err != nil {
-			return err
-		}
 		c := seriesColors[i%len(seriesColors)]
-		line.Color, line.Width = c, vg.Points(2)
-		pts.Color, pts.Shape, pts.Radius = c, draw.CircleGlyph{}, vg.Points(3)
-		p.Add(line, pts)
-		name := k.path
-		if k.store != "" {
-			name = k.store + " " + k.path
+		pts := points[k]
+		slices.SortFunc(pts, func(a, b point) int { return cmp.Compare(a.x, b.x) })
+		var path strings.Builder
+		for j, p := range pts {
+			cmd := "L"
+			if j == 0 {
+				cmd = "M"
+			}
+			fmt.Fprintf(&path, "%s%.1f,%.1f ", cmd, xOf(p.x), yOf(p.y))
 		}
-		p.Legend.Add(name+" (shardcounter)", line, pts)
+		s.printf(`<path d="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.TrimSpace(path.String()), c)
+		for _, p := range pts {
+			s.printf(`<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`+"\n", xOf(p.x), yOf(p.y), c)
+		}
+		legend = append(legend, entry{k + " (shardcounter)", c, ""})
 	}
 	for i, r := range peers {
-		line, err := plotter.NewLine(plotter.XYs{{X: lo, Y: r.OpsPerSec}, {X: hi, Y: r.OpsPerSec}})
-		if err != nil {
-			return err
+		c := peerColors[i%len(peerColors)]
+		dash := fmt.Sprintf("6 %d", 3+2*(i%3))
+		y := yOf(r.OpsPerSec)
+		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5" stroke-dasharray="%s"/>`+"\n", left, y, right, y, c, dash)
+		legend = append(legend, entry{fmt.Sprintf("peer %s: %s/s", peerLabel(r), thousands(r.OpsPerSec)), c, dash})
+	}
+	width := 0
+	for _, e := range legend {
+		width = max(width, len([]rune(e.label)))
+	}
+	lx, ly := left+8, plotTop+6
+	s.printf(`<rect x="%.1f" y="%.1f" width="%.1f" height="%d" fill="#ffffff" fill-opacity="0.85" stroke="#c0c0c0"/>`+"\n",
+		lx, ly, 48+6.2*float64(width), legendLine*len(legend)+8)
+	for i, e := range legend {
+		y := ly + 4 + legendLine*float64(i) + legendLine/2
+		dash := ""
+		if e.dash != "" {
+			dash = fmt.Sprintf(` stroke-dasharray="%s"`, e.dash)
 		}
-		line.Color, line.Width = peerColors[i%len(peerColors)], vg.Points(1.5)
-		line.Dashes = []vg.Length{vg.Points(6), vg.Points(3 + 2*float64(i%3))}
-		p.Add(line)
-		p.Legend.Add(fmt.Sprintf("peer %s: %s/s", peerLabel(r), thousands(r.OpsPerSec)), line)
-		top = max(top, r.OpsPerSec)
+		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", lx+6, y, lx+34, y, e.color, dash)
+		if e.dash == "" {
+			s.printf(`<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`+"\n", lx+20, y, e.color)
+		}
+		s.text(lx+40, y+4, 11, "start", "", e.label)
 	}
-	p.X.Min, p.X.Max = lo/1.25, hi*1.25
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = shardTicks(shards)
-	// Head room above the highest figure for the legend.
-	p.Y.Max = top * (1.15 + 0.09*float64(len(order)+len(peers)))
-	if p.Y.Max <= 0 {
-		p.Y.Max = 1
-	}
-	p.Y.Tick.Marker = rateTicks{}
-
-	c := vgsvg.New(chartWidth, chartHeight)
-	p.Draw(draw.New(c))
-	_, err := c.WriteTo(w)
-	return err
+	s.printf("</svg>\n")
+	return s.flush()
 }
 
-// shardTicks puts one labelled tick at each shard count measured.
-type shardTicks []int
+// seriesName names a series of shardcounter runs: the store, the path,
+// and the counter variant when it is not the plain one.
+func seriesName(r Run) string {
+	name := r.Path
+	if r.Store != "" {
+		name = r.Store + " " + r.Path
+	}
+	if r.Variant != "" && r.Variant != VariantPlain {
+		name += " " + r.Variant
+	}
+	return name
+}
 
-func (t shardTicks) Ticks(min, max float64) []plot.Tick {
-	var ticks []plot.Tick
-	for _, s := range t {
-		ticks = append(ticks, plot.Tick{Value: float64(s), Label: fmt.Sprint(s)})
+// niceTicks returns tick values from 0 to at least top, 4 to 8 of them,
+// at steps of 1, 2 or 5 times a power of ten.
+func niceTicks(top float64) []float64 {
+	raw := top / 5
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 5, 10} {
+		if step = m * mag; top/step <= 8 {
+			break
+		}
+	}
+	var ticks []float64
+	for v := 0.0; ; v += step {
+		ticks = append(ticks, v)
+		if v >= top {
+			break
+		}
 	}
 	return ticks
 }
 
-// rateTicks are plot's default ticks labelled with thousands separators.
-type rateTicks struct{}
+// svg writes SVG elements, keeping the first write error.
+type svg struct {
+	w   *bufio.Writer
+	err error
+}
 
-func (rateTicks) Ticks(min, max float64) []plot.Tick {
-	ticks := plot.DefaultTicks{}.Ticks(min, max)
-	for i := range ticks {
-		if ticks[i].Label != "" {
-			ticks[i].Label = thousands(math.Round(ticks[i].Value))
-		}
+func (s *svg) printf(format string, args ...any) {
+	if s.err == nil {
+		_, s.err = fmt.Fprintf(s.w, format, args...)
 	}
-	return ticks
+}
+
+// text writes a text element at (x, y) with the given size and anchor;
+// attrs are extra attributes, content is escaped.
+func (s *svg) text(x, y float64, size int, anchor, attrs, content string) {
+	var b strings.Builder
+	xml.EscapeText(&b, []byte(content)) //nolint:errcheck // a Builder does not fail
+	if attrs != "" {
+		attrs = " " + attrs
+	}
+	s.printf(`<text x="%.1f" y="%.1f" font-size="%d" text-anchor="%s"%s>%s</text>`+"\n", x, y, size, anchor, attrs, b.String())
+}
+
+func (s *svg) flush() error {
+	if s.err != nil {
+		return s.err
+	}
+	return s.w.Flush()
 }

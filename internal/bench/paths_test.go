@@ -24,7 +24,7 @@ import (
 // mustBolt opens a bolt store in the test's directory.
 func mustBolt(tb testing.TB) shardcounter.CounterStore {
 	tb.Helper()
-	s, err := bolt.Open(filepath.Join(tb.TempDir(), "bench.db"))
+	s, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "bench.db"), bolt.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func checkRuns(t *testing.T, runs []bench.Run, want int) {
 		t.Fatalf("%d runs, want %d: %+v", len(runs), want, runs)
 	}
 	for _, r := range runs {
-		if r.Ops == 0 || r.Errors != 0 || !r.Verified || r.Ops != r.Writes+r.Reads {
+		if r.Ops == 0 || r.Errors != 0 || !r.Verified || r.Ops != r.Writes+r.Reads+r.Refused {
 			t.Errorf("run %s = %+v, want operations, no errors, verified", r.Name, r)
 		}
 	}
@@ -66,13 +66,20 @@ func TestPathsHTTP(t *testing.T) {
 	if runs[1].Name != "postgres/http/shards=4" || runs[1].Path != "http" {
 		t.Errorf("run = %+v, want postgres/http/shards=4", runs[1])
 	}
+	// Served in this process: the memory is the bench's.
+	if m := runs[0].Memory; m == nil || m.Process != "bench" || m.RSSBefore <= 0 || m.RSSAfter <= 0 {
+		t.Errorf("memory = %+v, want this process's RSS", m)
+	}
 	mustNoCounters(t, s)
 }
 
 // TestPathsHTTPServer targets a running server, as --server does.
 func TestPathsHTTPServer(t *testing.T) {
 	s := mustBolt(t)
-	eng := engine.New(s, engine.Config{})
+	eng, err := engine.New(s, engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { eng.Close(context.Background()) })
 	srv := httptest.NewServer(shttp.NewServer(eng, shttp.ServerOptions{AuthTokens: []string{"sesame"}}))
 	t.Cleanup(srv.Close)
@@ -84,6 +91,10 @@ func TestPathsHTTPServer(t *testing.T) {
 	}
 	checkRuns(t, runs, 1)
 	mustNoCounters(t, s)
+	// The server's own memory, from its /metrics.
+	if m := runs[0].Memory; m == nil || m.Process != "server" || m.RSSBefore <= 0 || m.RSSMax < m.RSSBefore {
+		t.Errorf("memory = %+v, want the server's RSS from /metrics", m)
+	}
 
 	cfg.Token = "wrong"
 	if _, err := bench.Paths(context.Background(), cfg, bench.PathHTTP); err == nil {
@@ -210,6 +221,14 @@ func TestWriteSVG(t *testing.T) {
 		if !strings.Contains(svg, text) {
 			t.Errorf("chart has no text %q", text)
 		}
+	}
+	// A point per run and per series in the legend; one dashed line per
+	// peer and its legend entry.
+	if n := strings.Count(buf.String(), "<circle"); n != 4+2 {
+		t.Errorf("chart has %d points, want 4 runs and 2 legend entries", n)
+	}
+	if n := strings.Count(buf.String(), "stroke-dasharray"); n != 2 {
+		t.Errorf("chart has %d dashed lines, want the peer and its legend entry", n)
 	}
 	if err := bench.WriteSVG(io.Discard, "nothing", nil); err == nil {
 		t.Error("a chart of no runs was drawn")

@@ -1,0 +1,212 @@
+package engine
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// Defaults of Config.
+const (
+	DefaultShards    = 16
+	DefaultMaxBatch  = 8192
+	DefaultMaxQueued = 1 << 18
+	// DefaultMaxInFlight is Config.MaxInFlight's default: see
+	// docs/ENGINE.md for the measurements behind it.
+	DefaultMaxInFlight  = 1
+	DefaultMaxStaleness = time.Second
+	// DefaultCacheSize is Config.CacheSize's default: enough rollups for
+	// every counter a busy page of timelines reads within MaxStaleness,
+	// few enough that memory stays bounded however many counters exist.
+	DefaultCacheSize = 100_000
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
+	// DefaultFlushInterval is how long, in async mode, the flusher lets a
+	// batch gather before committing it: short enough that little is lost
+	// on a crash, long enough that one commit carries many writes.
+	DefaultFlushInterval = 10 * time.Millisecond
+	// DefaultDedupeWindow is how long a request id is remembered.
+	DefaultDedupeWindow = 24 * time.Hour
+	// DefaultFlushTimeout bounds one commit: long enough for a full batch
+	// on a loaded store, short enough that writers of a hung store hear
+	// about it in seconds.
+	DefaultFlushTimeout = 5 * time.Second
+)
+
+// Durability says when the engine answers a write.
+type Durability string
+
+const (
+	// Durable answers a write once the batch holding it has committed, so
+	// an acknowledged write survives a crash. A failed commit is the
+	// error of exactly the writes of that batch.
+	Durable Durability = "durable"
+	// Async answers a write once it is queued. The flusher commits it
+	// within Config.FlushInterval (plus the time of one commit); a crash
+	// of the process loses the writes still queued, and a failed commit is
+	// reported in Stats and the log, since its writers have had their
+	// answer. The write result says Applied (accepted) and never
+	// Duplicate: whether a request id was seen is known only at commit.
+	Async Durability = "async"
+)
+
+// ParseDurability parses a durability mode as the CLI and config files
+// spell it ("" means Durable).
+func ParseDurability(s string) (Durability, error) {
+	switch Durability(s) {
+	case "", Durable:
+		return Durable, nil
+	case Async:
+		return Async, nil
+	}
+	return "", shardcounter.Errorf(shardcounter.EINVALID, "durability %q is unknown: use durable or async", s)
+}
+
+// Config configures an Engine. The zero value is usable: each field's doc
+// gives the default a zero value stands for. New refuses negative numbers
+// and durations, a DefaultShards outside 1 to MaxShards, and an unknown
+// Durability, with an invalid_argument error.
+type Config struct {
+	// DefaultShards is the shard count of counters created without one,
+	// and of counters created by a write (auto-create). Default 16.
+	DefaultShards int
+	// NoAutoCreate makes a write to an unknown counter fail with
+	// ErrNotFound instead of creating it.
+	NoAutoCreate bool
+	// MaxBatch bounds the writes folded into one store.Apply. Default 8192.
+	MaxBatch int
+	// MaxQueued bounds the writes waiting for a flush; a writer past it
+	// waits for room (or its context). Default 262144.
+	MaxQueued int
+	// MaxInFlight bounds, in durable mode, how many flushes run at once. A
+	// second flush starts beside a running one only when the last flush
+	// was broad (many counters): concurrent commits of batches over many
+	// counters overlap on a store whose commits of different rows run in
+	// parallel (PostgreSQL, Redis), while on one hot counter they would
+	// only queue for its row. While all are running, writes gather for the
+	// next. On bolt, whose writes are serialised, keep 1. Async mode
+	// always runs one flush at a time, so that writes commit in the order
+	// they were answered. Default DefaultMaxInFlight, 1; 2 suits
+	// PostgreSQL and Redis (docs/ENGINE.md).
+	MaxInFlight int
+	// MaxStaleness bounds how old a cached reading may be. Default 1s.
+	MaxStaleness time.Duration
+	// CacheSize bounds the counters whose rollups (cached readings) the
+	// engine keeps; past it the least recently read is dropped and read
+	// afresh when next asked for. Default DefaultCacheSize.
+	CacheSize int
+	// Policy turns CreateOptions.FollowersCount and Visibility into a shard
+	// count. Default DefaultPolicy.
+	Policy ShardPolicy
+	// Durability says when a write is answered: Durable (the default) or
+	// Async. New refuses any other value; ParseDurability reads input.
+	Durability Durability
+	// FlushInterval bounds, in async mode, how long a queued write waits
+	// before the flusher starts committing it; the flusher gathers writes
+	// for up to this long (a full batch goes at once). Durable mode never
+	// waits. Default 10ms.
+	FlushInterval time.Duration
+	// DedupeWindow is how long a request id is remembered: a write whose
+	// id was recorded less than this long ago is a duplicate. New hands it
+	// to the store when the store implements shardcounter.RequestIDExpirer
+	// (bolt, postgres and redis do); engines sharing one store should use
+	// the same window. Default 24h.
+	DedupeWindow time.Duration
+	// FlushTimeout bounds each store call the flusher makes (an Apply,
+	// and the CreateCounter of an auto-create). The flusher is the only
+	// path from the queue to the store, so without a bound one call that
+	// hangs on an unreachable store would hold every queued write, and
+	// every writer, until the operating system gives up on the
+	// connection. A call past the bound fails with the store's own error
+	// for an expired context: unavailable when nothing can have been
+	// applied, an outcome-unknown internal error when a commit was sent.
+	// Default DefaultFlushTimeout.
+	FlushTimeout time.Duration
+	// OnFlush, when set, is called by the flusher after each store.Apply
+	// with what that call carried and how it went, so a caller can keep
+	// histograms of batch sizes and commit latency without the engine
+	// depending on a metrics library. It runs on the goroutine of the
+	// flush, before the flush's writers are answered: it must be quick and
+	// must not call the engine. With MaxInFlight above 1 it may be called
+	// from several flushes at once.
+	OnFlush func(FlushEvent)
+	// Logger receives what has no caller to return to: failed commits of
+	// async writes. Default slog.Default().
+	Logger *slog.Logger
+	// Now returns the current time, for cached readings. Default time.Now.
+	Now func() time.Time
+}
+
+// withDefaults returns c with each zero field set to its default, or an
+// error that names the first field New cannot use.
+func (c Config) withDefaults() (Config, error) {
+	bad := func(field string, v any, want string) (Config, error) {
+		return Config{}, shardcounter.Errorf(shardcounter.EINVALID, "engine: Config.%s is %v: %s", field, v, want)
+	}
+	switch {
+	case c.DefaultShards != 0 && shardcounter.ValidateShards(c.DefaultShards) != nil:
+		return bad("DefaultShards", c.DefaultShards, fmt.Sprintf("give %d to %d, or 0 for %d", shardcounter.MinShards, shardcounter.MaxShards, DefaultShards))
+	case c.MaxBatch < 0:
+		return bad("MaxBatch", c.MaxBatch, "give a positive number, or 0 for the default")
+	case c.MaxQueued < 0:
+		return bad("MaxQueued", c.MaxQueued, "give a positive number, or 0 for the default")
+	case c.MaxInFlight < 0:
+		return bad("MaxInFlight", c.MaxInFlight, "give a positive number, or 0 for the default")
+	case c.CacheSize < 0:
+		return bad("CacheSize", c.CacheSize, "give a positive number, or 0 for the default")
+	case c.MaxStaleness < 0, c.FlushInterval < 0, c.DedupeWindow < 0, c.FlushTimeout < 0:
+		return bad("MaxStaleness, FlushInterval, DedupeWindow or FlushTimeout", "negative", "give a positive duration, or 0 for the default")
+	}
+	switch c.Durability {
+	case "":
+		c.Durability = Durable
+	case Durable, Async:
+	default:
+		return bad("Durability", fmt.Sprintf("%q", c.Durability), "use engine.Durable or engine.Async (ParseDurability reads them)")
+	}
+	if c.DefaultShards == 0 {
+		c.DefaultShards = DefaultShards
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.MaxQueued == 0 {
+		c.MaxQueued = DefaultMaxQueued
+	}
+	if c.MaxQueued < c.MaxBatch {
+		c.MaxQueued = c.MaxBatch
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = DefaultCacheSize
+	}
+	if c.MaxStaleness == 0 {
+		c.MaxStaleness = DefaultMaxStaleness
+	}
+	if c.Policy == nil {
+		c.Policy = DefaultPolicy
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.DedupeWindow == 0 {
+		c.DedupeWindow = DefaultDedupeWindow
+	}
+	if c.FlushTimeout == 0 {
+		c.FlushTimeout = DefaultFlushTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Durability == Async {
+		c.MaxInFlight = 1
+	}
+	return c, nil
+}

@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// flush applies a batch and gives every call its result, within one
+// deadline, FlushTimeout, for all the store calls it makes: the writers of
+// a slow store hear the store's own answer for an expired context
+// (unavailable, or outcome unknown) rather than that of their own
+// deadline, whatever the flush had to retry.
+//
+// An item refused because its counter is missing, although it asked the
+// store to create it, comes from a store that does not create on write: the
+// counter is created once for the flush and the item retried. A folded
+// item refused as out of range is retried one write at a time, in the
+// order the writes came, so that only the writes that do not fit are
+// refused; so is a single write refused as out of range when a later item
+// of the same commit moved its counter (a decrease under a ceiling).
+//
+// It returns the number of increments its first commit sent: how broad
+// the batch was, after folding.
+func (e *Engine) flush(b *batch) int {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.FlushTimeout)
+	defer cancel()
+	groups := increasesFirst(foldSums(fold(b.calls, e.create), b.sums, e.create))
+	items := len(groups)
+	for len(groups) > 0 {
+		out := e.apply(ctx, groups)
+		moved := make(map[string]int) // counter → index of its last applied item
+		for i, o := range out {
+			if o.Err == nil && !o.Duplicate {
+				moved[groups[i].inc.Counter] = i
+			}
+		}
+		var retry []*group
+		var singles []*group
+		var missing []*group // one per counter to create
+		seen := make(map[string]bool)
+		for i, g := range groups {
+			o := out[i]
+			switch {
+			case o.Err == nil:
+				e.finish(g, o, nil)
+			case g.inc.Create != nil && !g.created && errors.Is(o.Err, shardcounter.ErrNotFound):
+				if !seen[g.inc.Counter] {
+					seen[g.inc.Counter] = true
+					missing = append(missing, g)
+				}
+				g.created = true
+				retry = append(retry, g)
+			case !g.single && len(g.calls) > 0 && errors.Is(o.Err, shardcounter.ErrOutOfRange) &&
+				(len(g.calls) > 1 || moved[g.inc.Counter] > i):
+				for _, c := range g.calls {
+					singles = append(singles, &group{inc: e.create.increment(c.w), calls: []*call{c}, created: g.created, single: true})
+				}
+			default:
+				e.finish(g, o, o.Err)
+			}
+		}
+		failed := e.createMissing(ctx, missing)
+		groups = groups[:0]
+		for _, g := range retry {
+			if err := failed[g.inc.Counter]; err != nil {
+				e.finish(g, shardcounter.Outcome{}, err)
+			} else {
+				groups = append(groups, g)
+			}
+		}
+		slices.SortFunc(singles, func(a, b *group) int { return a.calls[0].seq - b.calls[0].seq })
+		groups = append(groups, singles...)
+	}
+	return items
+}
+
+// apply sends groups' increments to the store in one store.Apply and
+// returns one outcome per group: the store's, or the error of the whole
+// call.
+func (e *Engine) apply(ctx context.Context, groups []*group) []shardcounter.Outcome {
+	incs := make([]shardcounter.Increment, len(groups))
+	writes := 0
+	for i, g := range groups {
+		incs[i] = g.inc
+		writes += len(g.calls) + int(g.writes)
+	}
+	start := time.Now()
+	out, err := e.store.Apply(ctx, incs)
+	took := time.Since(start)
+	e.stats.FlushNanos.Add(int64(took))
+	e.stats.Flushes.Add(1)
+	e.stats.Items.Add(int64(len(incs)))
+	if err == nil && len(out) != len(incs) {
+		err = shardcounter.Errorf(shardcounter.EINTERNAL, "store returned %d outcomes for %d increments", len(out), len(incs))
+	}
+	if e.cfg.OnFlush != nil {
+		e.cfg.OnFlush(FlushEvent{Writes: writes, Items: len(incs), Duration: took, Err: err})
+	}
+	if err != nil {
+		out = make([]shardcounter.Outcome, len(incs))
+		for i := range out {
+			out[i].Err = err
+		}
+	}
+	return out
+}
+
+// createMissing creates, with the spec its increment asked for, the
+// counter of each group, for a store that did not create it on write. It
+// returns the error of each counter it could not create.
+func (e *Engine) createMissing(ctx context.Context, missing []*group) map[string]error {
+	var failed map[string]error
+	for _, g := range missing {
+		_, err := e.store.CreateCounter(ctx, g.inc.Counter, *g.inc.Create)
+		if err != nil && !errors.Is(err, shardcounter.ErrExists) {
+			if failed == nil {
+				failed = make(map[string]error)
+			}
+			failed[g.inc.Counter] = err
+		}
+	}
+	return failed
+}
+
+// finish gives each of g's calls its result and counts g's writes in
+// Stats. It is called once per group.
+func (e *Engine) finish(g *group, o shardcounter.Outcome, err error) {
+	for _, c := range g.calls {
+		c.res = shardcounter.WriteResult{Counter: c.w.Counter, Applied: err == nil && !o.Duplicate, Duplicate: err == nil && o.Duplicate}
+		if c.w.Present != nil {
+			c.res.Member = c.w.Member
+			if c.res.Applied {
+				changed := !o.Unchanged
+				c.res.Changed = &changed
+			}
+		}
+		c.err = err
+		switch {
+		case err != nil:
+			e.stats.Errors.Add(1)
+		case o.Duplicate:
+			e.stats.Duplicates.Add(1)
+		default:
+			e.stats.Writes.Add(1)
+		}
+	}
+	switch {
+	case g.writes == 0:
+	case err != nil:
+		e.stats.Errors.Add(g.writes)
+	default:
+		e.stats.Writes.Add(g.writes)
+	}
+	if err != nil && e.cfg.Durability == Async {
+		e.lost(int64(len(g.calls))+g.writes, g.inc.Counter, err)
+	}
+}
+
+// asyncLogEvery bounds how often lost async writes are logged, so that a
+// store outage under load gives a line a second, not one per flush.
+const asyncLogEvery = time.Second
+
+// lost records async writes whose commit failed after they were answered:
+// nobody is waiting for their error, so it goes to Stats and the log. Only
+// the flusher calls it.
+func (e *Engine) lost(n int64, counter string, err error) {
+	e.stats.AsyncLost.Add(n)
+	e.suppressed += n
+	now := time.Now()
+	if now.Sub(e.lastLog) < asyncLogEvery {
+		return
+	}
+	e.cfg.Logger.Error("async writes failed to commit after they were acknowledged",
+		"writes", e.suppressed, "counter", counter, "error", err,
+		"outcome_unknown", shardcounter.IsOutcomeUnknown(err))
+	e.lastLog, e.suppressed = now, 0
+}

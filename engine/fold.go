@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"slices"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/overflow"
+	"github.com/shardcounter/shardcounter/internal/shard"
+)
+
+// group is the writes folded into one Increment: calls, or (from a
+// batch's sums) writes that nobody waits for.
+type group struct {
+	inc    shardcounter.Increment
+	calls  []*call
+	writes int64
+
+	created bool // auto-create was tried for its counter by this flush
+	single  bool // made from one write of a group refused as out of range
+}
+
+// autoCreate holds the specs of the counters a write creates: a sum
+// counter for a delta write, a distinct counter for a member write. A nil
+// *autoCreate creates nothing.
+type autoCreate struct {
+	sum, distinct *shardcounter.Spec
+}
+
+func newAutoCreate(shards int) *autoCreate {
+	return &autoCreate{
+		sum:      &shardcounter.Spec{Shards: shards, Kind: shardcounter.KindSum},
+		distinct: &shardcounter.Spec{Shards: shards, Kind: shardcounter.KindDistinct},
+	}
+}
+
+// increment is w as one store increment: on a random shard, or for a
+// request id on the shard every retry of it picks (shard.PickFor); a
+// member write is +1 (add) or −1 (remove).
+func (ac *autoCreate) increment(w shardcounter.Write) shardcounter.Increment {
+	inc := shardcounter.Increment{Counter: w.Counter, Delta: w.Delta, RequestID: w.RequestID}
+	if w.RequestID != "" {
+		inc.Pick = shard.PickFor(w.Counter, w.RequestID)
+	} else {
+		inc.Pick = rand.Uint64()
+	}
+	if w.Present != nil {
+		inc.Member, inc.Delta = w.Member, -1
+		if *w.Present {
+			inc.Delta = 1
+		}
+	}
+	if ac != nil {
+		inc.Create = ac.sum
+		if w.Present != nil {
+			inc.Create = ac.distinct
+		}
+	}
+	return inc
+}
+
+// fold turns calls into increments: writes with a request id stay alone
+// (each id is recorded with its own delta), and so do member writes (a
+// member's add or removal is decided on its own shard); the others fold
+// into one increment per counter and sign, on a random shard. Folding by
+// sign keeps every partial sum on one side of zero, so a folded delta
+// overflows only if its writes would have overflowed the shard in any
+// order.
+//
+// It allocates per flush, not per write: groups are carved out of arrays
+// of 4 doubling to 64 (a full array is replaced, never grown, so pointers
+// into it stay valid), and a group of one call shares calls' own backing
+// array.
+func fold(calls []*call, ac *autoCreate) []*group {
+	type key struct {
+		counter string
+		neg     bool
+	}
+	var store []group
+	var groups []*group
+	var folded map[key]*group
+	size := 4 // of the next array: 4, 8, ... 64, so a small flush allocates little
+	for i, c := range calls {
+		one := calls[i : i+1 : i+1] // a later append copies, leaving calls intact
+		if len(store) == cap(store) {
+			store = make([]group, 0, min(size, len(calls)-i))
+			size = min(2*size, 64)
+		}
+		alone := c.w.RequestID != "" || c.w.Present != nil
+		k := key{c.w.Counter, c.w.Delta < 0}
+		if g := folded[k]; g != nil && !alone {
+			if sum, ok := overflow.Add(g.inc.Delta, c.w.Delta); ok {
+				g.inc.Delta = sum
+				g.calls = append(g.calls, c)
+				continue
+			}
+		}
+		store = append(store, group{inc: ac.increment(c.w), calls: one})
+		g := &store[len(store)-1]
+		groups = append(groups, g)
+		if !alone {
+			if folded == nil {
+				folded = make(map[key]*group)
+			}
+			folded[k] = g
+		}
+	}
+	return groups
+}
+
+// foldSums adds a group per running sum of an async batch to groups.
+func foldSums(groups []*group, sums map[sumKey]*sum, ac *autoCreate) []*group {
+	for k, sm := range sums {
+		groups = append(groups, &group{inc: ac.increment(shardcounter.Write{Counter: k.counter, Delta: sm.delta}), writes: sm.writes})
+	}
+	return groups
+}
+
+// increasesFirst orders groups so that, on every counter, the increments
+// that add (and member writes, which keep their order) reach the store
+// before the ones that subtract. The writes of one batch are concurrent,
+// so any order is a valid one; this one never makes a floor refuse a
+// decrease that the same batch's increases make room for (a +1/−1 burst
+// on a counter with min 0). A counter with a ceiling may then refuse a
+// folded increase that the batch's decreases would have let in: flush
+// retries it write by write after them.
+func increasesFirst(groups []*group) []*group {
+	slices.SortStableFunc(groups, func(a, b *group) int {
+		return sign(a) - sign(b)
+	})
+	return groups
+}
+
+func sign(g *group) int {
+	if g.inc.Member == "" && g.inc.Delta < 0 {
+		return 1
+	}
+	return 0
+}

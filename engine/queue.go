@@ -1,0 +1,286 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// queue is the group-commit queue, the engine's counterpart of bbolt's
+// DB.Batch: writers add their writes to the pending batch, and one loop
+// cuts batches and hands each to flush, at most limit() at a time. It
+// decides when a batch is cut and how many run; what a batch holds
+// (batch.go) and how it is applied (flush.go) are not its business.
+type queue struct {
+	maxBatch    int // increments a batch may send before it is cut
+	maxQueued   int // writes that may wait; past it, add waits for room
+	maxInFlight int // batches flushing at once, after a broad flush
+	// gatherFor is how long a batch gathers before it is cut: the flush
+	// interval in async mode, 0 in durable mode, where instead the loop
+	// yields while the queue grows.
+	gatherFor time.Duration
+	flush     func(*batch) int // applies a batch, gives every call its result, returns the increments it sent
+	queued    *atomic.Int64    // writes waiting (Stats.Queued)
+
+	mu      sync.Mutex
+	pending *batch    // collecting writes
+	since   time.Time // when the first write of pending was queued
+	full    []*batch  // batches that reached maxBatch, oldest first
+	closed  bool
+	room    chan struct{} // closed, and replaced, when queued writes drop or the queue closes
+
+	lastFlush atomic.Int64 // nanoseconds the last flush took
+	lastItems atomic.Int64 // increments the last flush sent
+
+	wake chan struct{} // cap 1: there is work for the loop
+	done chan struct{} // closed when the loop has exited
+}
+
+func newQueue(cfg Config, queued *atomic.Int64, flush func(*batch) int) *queue {
+	q := &queue{
+		maxBatch:    cfg.MaxBatch,
+		maxQueued:   cfg.MaxQueued,
+		maxInFlight: cfg.MaxInFlight,
+		flush:       flush,
+		queued:      queued,
+		pending:     newBatch(),
+		room:        make(chan struct{}),
+		wake:        make(chan struct{}, 1),
+		done:        make(chan struct{}),
+	}
+	if cfg.Durability == Async {
+		q.gatherFor = cfg.FlushInterval
+	}
+	go q.loop()
+	return q
+}
+
+var errClosed = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "the server is shutting down: retry against another instance or after restart")
+
+// add adds write w to the pending batch and returns the batch. c is w's
+// call, or nil for an async write nobody waits for (batch.add).
+func (q *queue) add(ctx context.Context, w shardcounter.Write, c *call) (*batch, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for !q.closed && q.queued.Load() >= int64(q.maxQueued) {
+		room := q.room
+		q.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			q.mu.Lock()
+			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "write queue full until %v: nothing applied, retry", ctx.Err())
+		}
+		q.mu.Lock()
+	}
+	if q.closed {
+		return nil, errClosed
+	}
+	// The loop waits on wake only when it found nothing queued, or (in
+	// async mode) while a batch gathers; so only an empty queue that gets
+	// a write, or a batch that fills up, needs to wake it.
+	idle := q.pending.writes == 0 && len(q.full) == 0
+	b := q.pending
+	if b.writes == 0 {
+		q.since = time.Now()
+	}
+	b.add(w, c)
+	filled := b.size() >= q.maxBatch
+	if filled {
+		q.full = append(q.full, b)
+		q.pending = newBatch()
+	}
+	q.queued.Add(1)
+	if idle || filled {
+		q.signal()
+	}
+	return b, nil
+}
+
+// makeRoom wakes the writers waiting for room. q.mu is held.
+func (q *queue) makeRoom() {
+	close(q.room)
+	q.room = make(chan struct{})
+}
+
+func (q *queue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close stops add from queuing and waits until every queued batch has
+// been flushed, or ctx ends.
+func (q *queue) close(ctx context.Context) error {
+	q.mu.Lock()
+	if !q.closed {
+		q.closed = true
+		q.makeRoom()
+	}
+	q.mu.Unlock()
+	q.signal()
+	select {
+	case <-q.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// waitToGather, in async mode, waits until the pending batch is gatherFor
+// old, a batch is full, or the queue closes. It returns at once in
+// durable mode: there a flush starts as soon as the previous one ends.
+func (q *queue) waitToGather() {
+	if q.gatherFor == 0 {
+		return
+	}
+	q.mu.Lock()
+	// A wake left from before (a write that found the queue empty while
+	// the previous flush ran) must not cut this batch's gathering short.
+	// add signals under q.mu, so draining here loses no signal sent after
+	// the check below; close sets closed before signalling.
+	select {
+	case <-q.wake:
+	default:
+	}
+	wait := time.Duration(0)
+	if !q.closed && len(q.full) == 0 && q.pending.writes > 0 {
+		wait = q.gatherFor - time.Since(q.since)
+	}
+	q.mu.Unlock()
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-q.wake: // a batch filled up, or close
+	}
+}
+
+// yieldWhileGrowing, in durable mode, lets the writers that the last flush
+// just answered queue their next writes before the next batch is cut: it
+// yields the processor for as long as the pending batch keeps growing from
+// one yield to the next, up to a quarter of the last flush's duration. A
+// queue that does not grow (a lone write, an idle server) ends it at once,
+// so no write waits on a timer; a closed loop of writers (each sending its
+// next write when the last is answered) gets one batch per commit instead
+// of two half batches.
+func (q *queue) yieldWhileGrowing() {
+	if q.gatherFor != 0 {
+		return
+	}
+	limit := time.Duration(q.lastFlush.Load()) / 4
+	start := time.Now()
+	prev := -1
+	for {
+		q.mu.Lock()
+		n, full := q.pending.writes, len(q.full) > 0
+		q.mu.Unlock()
+		if n == prev || full || time.Since(start) >= limit {
+			return
+		}
+		prev = n
+		runtime.Gosched()
+	}
+}
+
+// next takes the oldest batch to flush, or nil when there is none.
+func (q *queue) next() *batch {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.full) > 0 {
+		b := q.full[0]
+		q.full = q.full[1:]
+		return b
+	}
+	if q.pending.writes == 0 {
+		return nil
+	}
+	// In async mode a batch that is not yet gatherFor old stays to gather:
+	// waitToGather may have seen an empty queue just before the first
+	// write of this batch came, and returned without waiting.
+	if q.gatherFor != 0 && !q.closed && time.Since(q.since) < q.gatherFor {
+		return nil
+	}
+	b := q.pending
+	q.pending = newBatch()
+	return b
+}
+
+// loop takes batches and flushes them, at most limit() at a time. It
+// waits for a free flush slot before it gathers or takes a batch, so that
+// while every slot is busy the pending batch keeps growing, and with one
+// slot a flush starts only once the previous one has committed.
+func (q *queue) loop() {
+	defer close(q.done)
+	finished := make(chan struct{}, q.maxInFlight)
+	inFlight := 0
+	for {
+		for inFlight >= q.limit() {
+			<-finished
+			inFlight--
+		}
+		q.yieldWhileGrowing()
+		q.waitToGather()
+		if b := q.next(); b != nil {
+			inFlight++
+			go func() {
+				start := time.Now()
+				q.lastItems.Store(int64(q.flush(b)))
+				q.lastFlush.Store(int64(time.Since(start)))
+				q.mu.Lock()
+				q.queued.Add(-int64(b.writes))
+				q.makeRoom()
+				q.mu.Unlock()
+				close(b.done)
+				finished <- struct{}{}
+			}()
+			continue
+		}
+		q.mu.Lock()
+		closed, empty := q.closed, q.pending.writes == 0 && len(q.full) == 0
+		q.mu.Unlock()
+		switch {
+		case closed && empty:
+			// Writers add only while !closed, under q.mu, so once closed
+			// is seen with nothing queued, nothing more comes.
+			for ; inFlight > 0; inFlight-- {
+				<-finished
+			}
+			return
+		case closed || !empty:
+			// A write came after next looked: take it now.
+			continue
+		}
+		select {
+		case <-q.wake:
+		case <-finished:
+			inFlight--
+		}
+	}
+}
+
+// broadFlush is the number of increments from which a flush counts as
+// broad: one whose cost is its rows (many counters) rather than the commit
+// of one hot row.
+const broadFlush = 16
+
+// limit is how many flushes may run at once: maxInFlight while the last
+// flush was broad, else one. Concurrent commits pay off when each commit's
+// cost grows with the distinct rows in it and two batches rarely share a
+// row (many counters); on one hot counter the second commit only queues
+// for the first one's row lock, carrying fewer writes (docs/ENGINE.md,
+// "Flushes in flight").
+func (q *queue) limit() int {
+	if q.lastItems.Load() >= broadFlush {
+		return q.maxInFlight
+	}
+	return 1
+}

@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// ReadCounter returns the counter's value. A Strong reading comes from the
+// store and reflects every acknowledged write (in async mode: every
+// committed one; a write answered as queued shows within FlushInterval).
+// A Cached reading is served from the engine's rollup when it is younger
+// than MaxStaleness, and refreshed from the store otherwise, so an idle
+// server does no work and a hot counter costs one store read per
+// MaxStaleness, however many readers miss at once.
+func (e *Engine) ReadCounter(ctx context.Context, id string, c shardcounter.Consistency) (*shardcounter.Reading, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	switch c {
+	case "", shardcounter.Strong:
+		taken := e.cfg.Now()
+		r, err := e.store.ReadCounter(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		e.cache.put(cachedReading{r: *r, taken: taken})
+		return r, nil
+	case shardcounter.Cached:
+		res := e.readCached(ctx, []string{id})[0]
+		if res.err != nil {
+			return nil, res.err
+		}
+		return e.cachedReading(res.cr), nil
+	default:
+		return nil, badConsistency(c)
+	}
+}
+
+func badConsistency(c shardcounter.Consistency) error {
+	return shardcounter.Errorf(shardcounter.EINVALID, "consistency %q is unknown: use strong or cached", c)
+}
+
+// readCached returns the rollups of ids no older than MaxStaleness,
+// refreshing the others with one store read.
+func (e *Engine) readCached(ctx context.Context, ids []string) []cacheResult {
+	return e.cache.read(ctx, ids, e.cfg.Now().Add(-e.cfg.MaxStaleness), e.cfg.Now, e.fetch)
+}
+
+// fetch reads ids from the store in one call: ReadCounter for one,
+// ReadCounters for more.
+func (e *Engine) fetch(ctx context.Context, ids []string) ([]*shardcounter.Reading, error) {
+	if len(ids) > 1 {
+		return e.store.ReadCounters(ctx, ids)
+	}
+	r, err := e.store.ReadCounter(ctx, ids[0])
+	if errors.Is(err, shardcounter.ErrNotFound) {
+		return []*shardcounter.Reading{nil}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []*shardcounter.Reading{r}, nil
+}
+
+// cachedReading is the reading a cached read answers with cr.
+func (e *Engine) cachedReading(cr cachedReading) *shardcounter.Reading {
+	r := cr.r
+	r.Consistency = shardcounter.Cached
+	r.AsOf = cr.taken.UTC()
+	r.MaxStalenessMS = e.maxStaleness().Milliseconds()
+	return &r
+}
+
+// maxStaleness is how far a cached reading may lag acknowledged writes: the
+// rollup's age, and in async mode also the time an acknowledged write may
+// wait in the queue.
+func (e *Engine) maxStaleness() time.Duration {
+	if e.cfg.Durability == Async {
+		return e.cfg.MaxStaleness + e.cfg.FlushInterval
+	}
+	return e.cfg.MaxStaleness
+}
+
+// ReadCounters reads up to MaxReadBatch counters, one result per id in
+// order. Strong readings come from one store.ReadCounters call: one
+// consistent snapshot where the store has one. Cached readings are served
+// from fresh rollups, and only the counters without one are read from the
+// store, in one call (shared with the concurrent reads fetching the same
+// counters).
+func (e *Engine) ReadCounters(ctx context.Context, ids []string, c shardcounter.Consistency) ([]shardcounter.ReadResult, error) {
+	switch {
+	case len(ids) == 0:
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "no counter ids: give 1 to %d", shardcounter.MaxReadBatch)
+	case len(ids) > shardcounter.MaxReadBatch:
+		return nil, shardcounter.Errorf(shardcounter.ETOOLARGE, "%d counter ids in one read: the limit is %d; split the read", len(ids), shardcounter.MaxReadBatch)
+	}
+	for i, id := range ids {
+		if err := shardcounter.ValidateID("counter id", id); err != nil {
+			var se *shardcounter.Error
+			errors.As(err, &se)
+			return nil, shardcounter.Errorf(se.Code, "counter %d: %s", i, se.Message)
+		}
+	}
+	res := make([]shardcounter.ReadResult, len(ids))
+	switch c {
+	case "", shardcounter.Strong:
+		taken := e.cfg.Now()
+		rs, err := e.store.ReadCounters(ctx, ids)
+		if err == nil && len(rs) != len(ids) {
+			err = shardcounter.Errorf(shardcounter.EINTERNAL, "store returned %d readings for %d counters", len(rs), len(ids))
+		}
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range rs {
+			if r == nil {
+				res[i].Err = notFound(ids[i])
+				continue
+			}
+			e.cache.put(cachedReading{r: *r, taken: taken})
+			res[i].Reading = r
+		}
+	case shardcounter.Cached:
+		for i, cr := range e.readCached(ctx, ids) {
+			if cr.err != nil {
+				res[i].Err = cr.err
+			} else {
+				res[i].Reading = e.cachedReading(cr.cr)
+			}
+		}
+	default:
+		return nil, badConsistency(c)
+	}
+	return res, nil
+}
+
+func notFound(id string) error {
+	return shardcounter.Errorf(shardcounter.ENOTFOUND, "counter %q not found", id)
+}

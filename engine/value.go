@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"context"
+	"sync"
+)
+
+// values are the values of the counters a batch's writes asked for
+// (Write.WantValue), read once after the batch committed: one store read
+// per batch, however many writes asked.
+type values struct {
+	once sync.Once
+	done chan struct{} // closed once byID is set
+	byID map[string]int64
+}
+
+// valueAfter returns the value of counter read after b committed, or nil
+// when that read failed or ctx ended first (the write was applied all the
+// same). The first caller of a batch starts the read, off the flusher and
+// on a goroutine of its own, so that one caller giving up does not fail
+// the others.
+func (e *Engine) valueAfter(ctx context.Context, b *batch, counter string) *int64 {
+	v := &b.values
+	v.once.Do(func() {
+		v.done = make(chan struct{})
+		go e.readValues(b)
+	})
+	select {
+	case <-v.done:
+	case <-ctx.Done():
+		return nil
+	}
+	n, ok := v.byID[counter]
+	if !ok {
+		return nil
+	}
+	return &n
+}
+
+// readValues reads the counters of b's applied writes that asked for
+// their value, with one store call bounded by FlushTimeout.
+func (e *Engine) readValues(b *batch) {
+	defer close(b.values.done)
+	var ids []string
+	seen := make(map[string]bool)
+	for _, c := range b.calls {
+		if c.w.WantValue && c.err == nil && !seen[c.w.Counter] {
+			seen[c.w.Counter] = true
+			ids = append(ids, c.w.Counter)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.FlushTimeout)
+	defer cancel()
+	taken := e.cfg.Now()
+	rs, err := e.fetch(ctx, ids)
+	if err != nil || len(rs) != len(ids) {
+		e.cfg.Logger.Warn("reading the values of committed writes failed; they were answered without one", "counters", len(ids), "error", err)
+		return
+	}
+	byID := make(map[string]int64, len(ids))
+	for i, r := range rs {
+		if r != nil {
+			byID[ids[i]] = r.Value
+			e.cache.put(cachedReading{r: *r, taken: taken})
+		}
+	}
+	b.values.byID = byID
+}

@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// WriteCounter queues the write and answers once it has committed, or in
+// async mode once it is queued (Applied true: accepted). A write with
+// WantValue is always answered after its commit, with the counter's value
+// read then.
+func (e *Engine) WriteCounter(ctx context.Context, w shardcounter.Write) (*shardcounter.WriteResult, error) {
+	if err := shardcounter.ValidateWrite(w); err != nil {
+		return nil, err
+	}
+	if e.cfg.Durability == Async && !w.WantValue {
+		var c *call // nobody waits for the result: let the batch sum it
+		if w.RequestID != "" || w.Present != nil {
+			c = &call{w: w} // its outcome is decided on its own
+		}
+		if _, err := e.queue.add(ctx, w, c); err != nil {
+			return nil, err
+		}
+		return accepted(w), nil
+	}
+	c := &call{w: w}
+	b, err := e.queue.add(ctx, w, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := wait(ctx, b); err != nil {
+		return nil, err
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	res := c.res
+	if w.WantValue {
+		res.Value = e.valueAfter(ctx, b, w.Counter)
+	}
+	return &res, nil
+}
+
+// accepted is the answer to an async write once queued.
+func accepted(w shardcounter.Write) *shardcounter.WriteResult {
+	return &shardcounter.WriteResult{Counter: w.Counter, Applied: true, Member: w.Member}
+}
+
+// WriteBatch validates every write, queues them all and answers once they
+// have committed (in async mode, once queued, unless a write asks for its
+// value). Writes of one call may be split over consecutive flushes; a
+// failure of one write does not fail the others.
+func (e *Engine) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]shardcounter.WriteResult, error) {
+	for i, w := range ws {
+		if err := shardcounter.ValidateWrite(w); err != nil {
+			var se *shardcounter.Error
+			errors.As(err, &se)
+			return nil, shardcounter.Errorf(se.Code, "write %d: %s", i, se.Message)
+		}
+	}
+	calls := make([]*call, len(ws))
+	batches := make([]*batch, len(ws)) // the batch of each queued write
+	queued := len(ws)                  // writes before this index are queued
+	for i, w := range ws {
+		calls[i] = &call{w: w}
+		b, err := e.queue.add(ctx, w, calls[i])
+		if err != nil {
+			if i == 0 {
+				return nil, err
+			}
+			// Earlier writes are queued and will apply; say so per item.
+			queued = i
+			for j := i; j < len(ws); j++ {
+				calls[j].res = shardcounter.WriteResult{Counter: ws[j].Counter}
+				calls[j].err = err
+			}
+			break
+		}
+		batches[i] = b
+	}
+	res := make([]shardcounter.WriteResult, len(ws))
+	wantValue := slices.ContainsFunc(ws, func(w shardcounter.Write) bool { return w.WantValue })
+	if e.cfg.Durability == Async && !wantValue {
+		// The flusher owns the queued calls now: read only what this
+		// goroutine wrote.
+		for i, w := range ws {
+			if i < queued {
+				res[i] = *accepted(w)
+			} else {
+				res[i] = shardcounter.WriteResult{Counter: w.Counter, Error: asError(calls[i].err)}
+			}
+		}
+		return res, nil
+	}
+	for i, b := range batches[:queued] {
+		if i == 0 || b != batches[i-1] {
+			if err := wait(ctx, b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i, c := range calls {
+		res[i] = c.res
+		switch {
+		case c.err != nil:
+			res[i] = shardcounter.WriteResult{Counter: c.w.Counter, Member: c.w.Member, Error: asError(c.err)}
+		case c.w.WantValue:
+			res[i].Value = e.valueAfter(ctx, batches[i], c.w.Counter)
+		}
+	}
+	return res, nil
+}
+
+// wait waits for b's flush. A caller that stops waiting cannot know
+// whether its write was applied.
+func wait(ctx context.Context, b *batch) error {
+	select {
+	case <-b.done:
+		return nil
+	case <-ctx.Done():
+		// Not EUNAVAILABLE: that code promises nothing was applied.
+		return &shardcounter.Error{Code: shardcounter.EINTERNAL, Message: "gave up waiting for the commit (" + ctx.Err().Error() + "): the write may still apply; retry with the same request id", OutcomeUnknown: true}
+	}
+}
+
+func asError(err error) *shardcounter.Error {
+	var se *shardcounter.Error
+	if errors.As(err, &se) {
+		return se
+	}
+	return &shardcounter.Error{Code: shardcounter.EINTERNAL, Message: "internal error"}
+}

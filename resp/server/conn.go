@@ -1,0 +1,189 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"runtime/debug"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/resp"
+)
+
+// conn is one client connection. Only its own goroutine touches it, but
+// for interrupt, which Shutdown calls.
+type conn struct {
+	s       *Server
+	nc      net.Conn
+	rd      *resp.Reader
+	w       resp.Writer
+	id      int64
+	created time.Time
+
+	authed  bool   // AUTH succeeded, or none is needed
+	name    string // CLIENT SETNAME
+	libName string // CLIENT SETINFO LIB-NAME
+	libVer  string // CLIENT SETINFO LIB-VER
+	quit    bool   // QUIT, or a protocol error: close after the replies
+
+	// Scratch space of the batches, reused from one pipeline to the next.
+	writes  []shardcounter.Write
+	pending []pending
+	ids     []string
+	lower   [32]byte
+}
+
+func (s *Server) newConn(nc net.Conn) *conn {
+	return &conn{
+		s:       s,
+		nc:      nc,
+		rd:      resp.NewReader(nc, s.opts.Limits),
+		id:      s.nextID.Add(1),
+		created: time.Now(),
+		authed:  !s.authRequired(),
+	}
+}
+
+// interrupt wakes the connection from waiting for input, so that it sees
+// the server shutting down; commands executing are not affected.
+func (c *conn) interrupt() { c.nc.SetReadDeadline(time.Unix(1, 0)) }
+
+// serve reads pipelines of commands, executes them and sends the replies,
+// until the client quits or leaves, a frame is malformed, or the server
+// shuts down.
+func (c *conn) serve() {
+	defer c.s.forget(c)
+	defer c.nc.Close()
+	defer func() {
+		if p := recover(); p != nil {
+			c.s.opts.Logger.Error("resp: panic serving a connection; closing it", "panic", p, "client", c.nc.RemoteAddr().String(), "stack", string(debug.Stack()))
+		}
+	}()
+	for !c.s.shutdown.Load() {
+		cmds, err := c.rd.ReadCommands()
+		if err != nil {
+			var pe *resp.ProtocolError
+			if !errors.As(err, &pe) {
+				return // the client left, or Shutdown interrupted the read
+			}
+			// As Redis: say what was wrong, then close, since nothing
+			// after a framing error can be trusted to start a command.
+			c.s.stats.protocolErrors.Add(1)
+			c.s.opts.Logger.Debug("resp: protocol error; closing the connection", "client", c.nc.RemoteAddr().String(), "error", pe.Msg)
+			c.w.Error("ERR " + pe.Error())
+			c.quit = true
+		}
+		c.run(cmds)
+		if err := c.flush(); err != nil || c.quit {
+			return
+		}
+	}
+}
+
+// flush sends the replies encoded so far.
+func (c *conn) flush() error {
+	if c.w.Len() == 0 {
+		return nil
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
+	_, err := c.nc.Write(c.w.Bytes())
+	c.w.Reset()
+	return err
+}
+
+// ctx returns the context of one command's (or one batch's) service
+// calls. It does not end when the server shuts down: commands executing
+// then finish.
+func (c *conn) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), c.s.opts.CommandTimeout)
+}
+
+// run executes a pipeline of commands in order and encodes their replies.
+// Consecutive writes become one WriteBatch, and consecutive GETs one batch
+// read; every other command runs on its own. Commands that change the
+// connection (AUTH, HELLO, RESET ...) run on their own too, so a batch
+// never spans a change of authentication or protocol.
+func (c *conn) run(cmds []resp.Command) {
+	for i := 0; i < len(cmds) && !c.quit; {
+		cmd := c.lookup(cmds[i].Args)
+		j := i + 1
+		switch {
+		case cmd != nil && cmd.write != nil && c.ready(cmd, cmds[i].Args):
+			for j < len(cmds) && c.batchesWith(cmds[j].Args) {
+				j++
+			}
+			c.writeBatch(cmds[i:j])
+		case cmd != nil && cmd.name == "get" && c.ready(cmd, cmds[i].Args):
+			for j < len(cmds) && c.lookup(cmds[j].Args) == cmd && c.ready(cmd, cmds[j].Args) {
+				j++
+			}
+			c.getBatch(cmds[i:j])
+		default:
+			c.exec(cmd, cmds[i].Args)
+		}
+		c.s.stats.commands.Add(int64(j - i))
+		i = j
+	}
+}
+
+// batchesWith reports whether args is a write that can join a batch of
+// writes.
+func (c *conn) batchesWith(args [][]byte) bool {
+	cmd := c.lookup(args)
+	return cmd != nil && cmd.write != nil && c.ready(cmd, args)
+}
+
+// ready reports whether cmd may run with args now: the connection is
+// authenticated (or cmd needs none) and the argument count fits.
+func (c *conn) ready(cmd *command, args [][]byte) bool {
+	return (c.authed || cmd.noAuth) && cmd.arityOK(len(args))
+}
+
+// lookup returns the command named by args[0], in any case, or nil.
+func (c *conn) lookup(args [][]byte) *command {
+	name := args[0]
+	if len(name) > len(c.lower) {
+		return nil
+	}
+	b := c.lower[:len(name)]
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		b[i] = ch
+	}
+	return commands[string(b)]
+}
+
+// exec runs one command, checking as Redis does, in Redis's order: that
+// it exists, its argument count, and authentication.
+func (c *conn) exec(cmd *command, args [][]byte) {
+	switch {
+	case cmd == nil:
+		c.w.Error(unknownCommand(args))
+	case !cmd.arityOK(len(args)):
+		c.w.Error("ERR wrong number of arguments for '" + cmd.name + "' command")
+	case !c.authed && !cmd.noAuth:
+		c.w.Error(errNoAuth)
+	default:
+		cmd.run(c, args)
+	}
+}
+
+// unknownCommand is Redis's reply to a command it does not have.
+func unknownCommand(args [][]byte) string {
+	msg := "ERR unknown command '" + clip(args[0]) + "', with args beginning with: "
+	for _, a := range args[1:] {
+		msg += "'" + clip(a) + "' "
+	}
+	return msg
+}
+
+// clip shortens an argument quoted in an error, as Redis does.
+func clip(b []byte) string {
+	if len(b) > 128 {
+		b = b[:128]
+	}
+	return string(b)
+}

@@ -1,0 +1,269 @@
+// Package server serves a shardcounter.CounterService over the Redis
+// protocol (RESP2 and RESP3), so that redis-cli, redis-benchmark and any
+// Redis client can use shardcounter: INCR, GET, MGET, EXISTS, DEL, the set
+// commands on distinct counters, and SC.* commands for what Redis has no
+// word for. docs/RESP.md is the command reference.
+//
+// The server holds no counter state: each command is one or a few calls
+// of the service. A pipeline is served as a unit: consecutive writes in
+// it (INCR, SADD, SC.INCRBY ...) go to the service as one WriteBatch, so
+// that they join the engine's group commits together instead of making
+// one round trip through it each, and consecutive GETs are one batch
+// read. Replies go back in order, and the commands of one connection take
+// effect in the order sent, as in Redis.
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/engine"
+	"github.com/shardcounter/shardcounter/resp"
+)
+
+// Defaults of Options.
+const (
+	// DefaultCommandTimeout bounds the service calls of one command (or of
+	// one batch of pipelined writes).
+	DefaultCommandTimeout = 5 * time.Second
+	// DefaultMaxClients bounds the connections served at once, as Redis's
+	// maxclients does.
+	DefaultMaxClients = 10000
+	// DefaultWriteTimeout bounds the sending of one batch of replies, so
+	// that a client that stops reading cannot hold its connection forever.
+	DefaultWriteTimeout = time.Minute
+)
+
+// Options configure a Server. The zero value is usable: each field's doc
+// gives its default.
+type Options struct {
+	// AuthTokens, when not empty, are the passwords accepted by AUTH and
+	// HELLO ... AUTH; until a connection authenticates, every other
+	// command gets -NOAUTH. SetAuthTokens replaces them.
+	AuthTokens []string
+	// Limits bound what a connection may send (resp.Limits' defaults).
+	Limits resp.Limits
+	// CommandTimeout bounds the service calls of one command or of one
+	// batch of pipelined writes. Default DefaultCommandTimeout.
+	CommandTimeout time.Duration
+	// WriteTimeout bounds the sending of one batch of replies. Default
+	// DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// MaxClients bounds the connections served at once; past it a new
+	// connection gets "-ERR max number of clients reached" and is
+	// closed. Default DefaultMaxClients.
+	MaxClients int
+	// Engine, when set, is shown by INFO (section "engine"): writes,
+	// batches, commit times.
+	Engine *engine.Stats
+	// Durability is the engine's mode, shown by INFO and CONFIG GET
+	// appendfsync: "durable" (the default) or "async".
+	Durability engine.Durability
+	// Version is shardcounter's version, shown by HELLO and INFO.
+	Version string
+	// Logger receives protocol errors (at debug level) and panics.
+	// Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Server serves a CounterService over RESP. It is safe for concurrent use.
+type Server struct {
+	svc    shardcounter.CounterService
+	opts   Options
+	tokens atomic.Pointer[[][]byte]
+	start  time.Time
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	closing   bool
+	serving   sync.WaitGroup // connections being served
+
+	shutdown atomic.Bool
+	nextID   atomic.Int64
+	stats    stats
+}
+
+// stats are the server's running totals, shown by INFO.
+type stats struct {
+	connected      atomic.Int64 // connections open now
+	connections    atomic.Int64 // connections accepted in all
+	commands       atomic.Int64 // commands served
+	rejected       atomic.Int64 // connections refused at MaxClients
+	protocolErrors atomic.Int64 // connections closed for a malformed frame
+}
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("resp server closed")
+
+// New returns a Server over svc.
+func New(svc shardcounter.CounterService, opts Options) *Server {
+	if opts.CommandTimeout <= 0 {
+		opts.CommandTimeout = DefaultCommandTimeout
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.MaxClients <= 0 {
+		opts.MaxClients = DefaultMaxClients
+	}
+	if opts.Durability == "" {
+		opts.Durability = engine.Durable
+	}
+	if opts.Version == "" {
+		opts.Version = "devel"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{
+		svc:       svc,
+		opts:      opts,
+		start:     time.Now(),
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*conn]struct{}),
+	}
+	s.SetAuthTokens(opts.AuthTokens)
+	return s
+}
+
+// SetAuthTokens replaces the passwords AUTH accepts; none means no AUTH
+// is needed. Connections already authenticated stay so. It is safe to
+// call while the server serves (serve calls it on SIGHUP).
+func (s *Server) SetAuthTokens(tokens []string) {
+	bs := make([][]byte, len(tokens))
+	for i, t := range tokens {
+		bs[i] = []byte(t)
+	}
+	s.tokens.Store(&bs)
+}
+
+// authRequired reports whether connections must AUTH.
+func (s *Server) authRequired() bool {
+	p := s.tokens.Load()
+	return p != nil && len(*p) > 0
+}
+
+// checkToken reports whether token is one of the server's, comparing
+// against every one in constant time so that timing reveals nothing.
+func (s *Server) checkToken(token []byte) bool {
+	p := s.tokens.Load()
+	if p == nil {
+		return false
+	}
+	match := 0
+	for _, want := range *p {
+		match |= subtle.ConstantTimeCompare(token, want)
+	}
+	return match == 1
+}
+
+// Serve accepts connections on ln and serves each on its own goroutine
+// until Shutdown, when it returns ErrServerClosed. It closes ln.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+		ln.Close()
+	}()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.shutdown.Load() {
+				return ErrServerClosed
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			// Out of file descriptors, say: wait and retry, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.opts.Logger.Warn("resp: accept failed; retrying", "error", err, "in", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		s.stats.connections.Add(1)
+		c := s.newConn(nc)
+		s.mu.Lock()
+		switch {
+		case s.closing:
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		case len(s.conns) >= s.opts.MaxClients:
+			s.mu.Unlock()
+			s.stats.rejected.Add(1)
+			nc.SetWriteDeadline(time.Now().Add(time.Second))
+			nc.Write([]byte("-ERR max number of clients reached\r\n"))
+			nc.Close()
+			continue
+		}
+		s.conns[c] = struct{}{}
+		s.serving.Add(1)
+		s.mu.Unlock()
+		s.stats.connected.Add(1)
+		go c.serve()
+	}
+}
+
+// Shutdown stops the server gracefully: it closes the listeners, lets each
+// connection finish the commands it is executing and send their replies,
+// and closes it before it reads more. It returns once every connection is
+// closed, or with ctx's error when ctx ends first, after closing the
+// connections still open (their commands in flight may yet complete in
+// the service). Commands a client had sent that were not yet executing are
+// not executed: the client sees the connection close.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdown.Store(true)
+	s.mu.Lock()
+	s.closing = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.interrupt()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.serving.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// forget removes a closed connection.
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.stats.connected.Add(-1)
+	s.serving.Done()
+}
