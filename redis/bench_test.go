@@ -115,7 +115,10 @@ func benchmarkStrongRead(b *testing.B, backend string, writers, collects int) {
 		id := fmt.Sprintf("%s%s", b.Name(), runID())
 		store := MustOpen(b, dsn)
 		storetest.MustCreate(b, store, id, 16)
-		eng := engine.New(store, engine.Config{})
+		eng, err := engine.New(store, engine.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
 		defer eng.Close(ctx)
 		var writes atomic.Int64
 		stop := make(chan struct{})
