@@ -14,12 +14,16 @@ const (
 	resStale     = 3 // the shard does not accept writes for this epoch: reload the layout
 	resOverflow  = 4
 	resNoRoom    = 5 // the shard's allowance is spent: rebalance (see allowance.go)
+	resDeferred  = 6 // an earlier item of the same counter was stale or had no room: try after it
 )
 
 // addScript applies writes to shards. For item j, KEYS[2j-1] is the shard,
 // KEYS[2j] its request-id set; ARGV[1] is the request-id time to live in
-// milliseconds and ARGV[4j-2..4j+1] the epoch the writer read, the delta,
-// its negation and the request id ("" for none). An item applies only
+// milliseconds and ARGV[5j-3..5j+1] the epoch the writer read, the delta,
+// its negation, the request id ("" for none) and a name of the item's
+// counter within the call. Items of one counter apply in order: after one
+// that must be tried again (stale, or short of room) the later ones are
+// deferred, unapplied, to be tried after it. An item applies only
 // when the shard's epoch is the writer's and the delta fits the shard's
 // allowance (fields up and dn, see allowance.go): the epoch check, the
 // duplicate check, the allowance, HINCRBY and the id's record are one
@@ -32,6 +36,7 @@ var addScript = goredis.NewScript(`
 local ttl = tonumber(ARGV[1])
 local now
 local out = {}
+local blocked = {}
 local function widen(sk, f, by)
   local r = redis.pcall('HINCRBY', sk, f, by)
   if type(r) == 'table' and r.err then redis.call('HSET', sk, f, '9223372036854775807') end
@@ -57,9 +62,12 @@ local function unspend(sk, d, nd)
 end
 for j = 1, #KEYS / 2 do
   local sk, rk = KEYS[2*j-1], KEYS[2*j]
-  local ep, d, nd, rid = ARGV[4*j-2], ARGV[4*j-1], ARGV[4*j], ARGV[4*j+1]
-  if redis.call('HGET', sk, 'e') ~= ep then
+  local ep, d, nd, rid, c = ARGV[5*j-3], ARGV[5*j-2], ARGV[5*j-1], ARGV[5*j], ARGV[5*j+1]
+  if blocked[c] then
+    out[j] = 6
+  elseif redis.call('HGET', sk, 'e') ~= ep then
     out[j] = 3
+    blocked[c] = true
   else
     if rid ~= '' and not now then
       local t = redis.call('TIME')
@@ -70,6 +78,7 @@ for j = 1, #KEYS / 2 do
       out[j] = 2
     elseif not spend(sk, d, nd) then
       out[j] = 5
+      blocked[c] = true
     else
       local r = redis.pcall('HINCRBY', sk, 'v', d)
       if type(r) == 'table' and r.err then
