@@ -50,6 +50,9 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 			return nil, storeErr("create counter", err, true)
 		}
 		if ok == 1 {
+			if err := s.sync(ctx, append(l.keys.shards(shards), metaKey(s.prefix, id))...); err != nil {
+				return nil, err
+			}
 			s.remember(l)
 			return l.counter(), nil
 		}
@@ -142,6 +145,9 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 	if ok == 0 {
 		return notFound(id)
 	}
+	if err := s.sync(ctx, metaKey(s.prefix, id)); err != nil {
+		return err
+	}
 	if _, err := s.layout(ctx, id, true); shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
 		if err == nil { // cannot happen: the mark is never removed but by deletion
 			err = shardcounter.Errorf(shardcounter.EINTERNAL, "redis: counter %q survived its deletion", id)
@@ -153,13 +159,14 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 
 // finishDelete runs the idempotent steps of a recorded delete.
 func (s *CounterStore) finishDelete(ctx context.Context, l *layout) error {
-	if err := s.deleteKeys(ctx, l, max(l.max, l.n, l.to)); err != nil {
+	n := max(l.max, l.n, l.to)
+	if err := s.deleteKeys(ctx, l, n); err != nil {
 		return err
 	}
 	if err := s.runScript(ctx, deleteCounterScript, []string{metaKey(s.prefix, l.id), bucketKey(s.prefix, bucketOf(l.id))}, l.id).Err(); err != nil {
 		return storeErr("delete counter", err, true)
 	}
-	return nil
+	return s.sync(ctx, append(l.keys.shards(n), metaKey(s.prefix, l.id))...)
 }
 
 // deleteKeys deletes the shard and request-id keys of shards [0, n).
@@ -191,16 +198,17 @@ func (s *CounterStore) runScript(ctx context.Context, sc *goredis.Script, keys [
 // master of the cluster, that serves key: the one that answered NOSCRIPT.
 // Loading on every master instead would wait on a dead one.
 func (s *CounterStore) loadScripts(ctx context.Context, key string) error {
-	var c goredis.Scripter = s.client
-	if s.cluster != nil {
-		m, err := s.cluster.MasterForKey(ctx, key)
-		if err != nil {
-			return err
-		}
-		c = m
+	n, err := s.node(ctx, key)
+	if err != nil {
+		return err
 	}
+	return s.loadScriptsOn(ctx, n)
+}
+
+// loadScriptsOn loads every script of the store on one node.
+func (s *CounterStore) loadScriptsOn(ctx context.Context, n *goredis.Client) error {
 	for _, sc := range allScripts {
-		if err := sc.Load(ctx, c).Err(); err != nil {
+		if err := sc.Load(ctx, n).Err(); err != nil {
 			return err
 		}
 	}

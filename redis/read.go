@@ -276,12 +276,14 @@ func (s *CounterStore) collect(ctx context.Context, shots []*shot) (ok []*shot, 
 		_, err = s.client.Pipelined(ctx, fill)
 	}
 	if err != nil && !retryable(err) {
+		s.refresh(ctx, err)
 		return nil, false, storeErr("read counter", err, false)
 	}
 	for i, sh := range shots {
 		vals, vers, err := s.parseShards(sh.l, cmds[i])
-		if retryable(err) {
+		if retryable(err) && !redirected {
 			redirected = true
+			s.refresh(ctx, err)
 		}
 		if err == errStale || retryable(err) {
 			s.forget(sh.id)

@@ -157,10 +157,16 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		args     []any
 		cmd      *goredis.Cmd
 		counters map[string]string // counter id -> its name in the script's arguments
+		run      *nodeRun // where it runs, as run.cmds[at]
+		at       int
 	}
 	var groups []*group
 	bySlot := make(map[int]*group)
 	ttl := strconv.FormatInt(time.Duration(s.ttl.Load()).Milliseconds(), 10)
+	syncDup := "0"
+	if s.waitReplicas > 0 {
+		syncDup = "1"
+	}
 	for _, it := range items {
 		slot := 0
 		if s.cluster != nil {
@@ -168,7 +174,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		}
 		g := bySlot[slot]
 		if g == nil {
-			g = &group{args: []any{ttl}, counters: make(map[string]string)}
+			g = &group{args: []any{ttl, syncDup}, counters: make(map[string]string)}
 			bySlot[slot] = g
 			groups = append(groups, g)
 		}
@@ -182,21 +188,40 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		g.keys = append(g.keys, it.l.keys.shard(it.shard), it.l.keys.ids(it.shard))
 		g.args = append(g.args, it.l.ep(), inc.Delta, negate(inc.Delta), inc.RequestID, c)
 	}
-	if len(groups) == 1 {
-		groups[0].cmd = s.runScript(ctx, addScript, groups[0].keys, groups[0].args...)
-	} else if len(groups) > 1 {
-		_, _ = s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for _, g := range groups {
-				g.cmd = addScript.EvalSha(ctx, p, g.keys, g.args...)
+	// One pipeline per master (one on a single server), with a WAIT at
+	// its end when WaitReplicas is set: see wait.go.
+	var runs []*nodeRun
+	byNode := make(map[*goredis.Client]*nodeRun)
+	var redirected bool
+	for _, g := range groups {
+		node, err := s.node(ctx, g.keys[0])
+		if err != nil {
+			s.refresh(ctx, err)
+			err = storeErr("apply", err, false)
+			for _, it := range g.items {
+				out[it.i].Err = err
 			}
-			return nil
-		})
+			continue
+		}
+		r := byNode[node]
+		if r == nil {
+			r = &nodeRun{node: node}
+			byNode[node] = r
+			runs = append(runs, r)
+		}
+		g.run, g.at = r, len(r.build)
+		r.build = append(r.build, func(p goredis.Pipeliner) *goredis.Cmd { return addScript.EvalSha(ctx, p, g.keys, g.args...) })
 	}
+	s.runOnNodes(ctx, runs)
 
 	var retry []int
 	cramped := make(map[string][]pending) // items whose shard had no room, by counter
 	var crampedOrder []string
 	for _, g := range groups {
+		if g.run == nil {
+			continue // no node: failed above
+		}
+		g.cmd = g.run.cmds[g.at]
 		res, err := g.cmd.Int64Slice()
 		if err == nil && len(res) != len(g.items) {
 			err = outcomeUnknown("apply", fmt.Errorf("the add script returned %d results for %d items", len(res), len(g.items)))
@@ -204,15 +229,19 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		if err != nil {
 			if retryable(err) {
 				if goredis.HasErrorPrefix(err, "NOSCRIPT") {
-					if err := s.loadScripts(ctx, g.keys[0]); err != nil {
+					if err := s.loadScriptsOn(ctx, g.run.node); err != nil {
 						return nil, storeErr("load scripts", err, false)
 					}
+				} else if !redirected {
+					redirected = true
+					s.refresh(ctx, err) // the slot moved: learn where
 				}
 				for _, it := range g.items {
 					retry = append(retry, it.i)
 				}
 				continue
 			}
+			s.refresh(ctx, err)
 			err = storeErr("apply", err, true)
 			for _, it := range g.items {
 				out[it.i].Err = err
@@ -221,10 +250,12 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		}
 		for j, it := range g.items {
 			switch res[j] {
-			case resApplied:
-				*decided = true
-			case resDuplicate:
-				out[it.i].Duplicate = true
+			case resApplied, resDuplicate:
+				if g.run.waitErr != nil {
+					out[it.i].Err = g.run.waitErr // on the master, perhaps not on its replicas
+					continue
+				}
+				out[it.i].Duplicate = res[j] == resDuplicate
 				*decided = true
 			case resStale:
 				s.forget(it.l.id)
