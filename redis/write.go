@@ -157,7 +157,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		args     []any
 		cmd      *goredis.Cmd
 		counters map[string]string // counter id -> its name in the script's arguments
-		run      *nodeRun // where it runs, as run.cmds[at]
+		run      *nodeRun          // where it runs, as run.cmds[at]
 		at       int
 	}
 	var groups []*group
