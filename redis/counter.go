@@ -32,20 +32,15 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 	}
 	shards := spec.Shards
 	for range maxAttempts {
-		l := &layout{id: id, n: shards, epoch: 1, created: s.now().UTC(), max: shards, keys: newKeys(s.prefix, id, newIncarnation())}
+		l := s.newLayout(id, spec)
 		rooms := allowances(make([]int64, shards), nil)
-		_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for i := range shards {
-				p.HSet(ctx, l.keys.shard(i), "v", 0, "e", l.ep(), "up", rooms[i].up, "dn", rooms[i].dn)
-			}
-			return nil
-		})
+		err := s.eachOf(ctx, seq(0, shards), func(p goredis.Pipeliner, i int) *goredis.Cmd {
+			return newShardScript.EvalSha(ctx, p, []string{l.keys.shard(i)}, l.ep(), rooms[i].up, rooms[i].dn)
+		}, func(c *goredis.Cmd) error { return c.Err() })
 		if err != nil {
 			return nil, storeErr("create counter shards", err, true)
 		}
-		ok, err := s.runScript(ctx, createCounterScript, []string{metaKey(s.prefix, id), bucketKey(s.prefix, bucketOf(id))}, id,
-			fieldID, id, fieldShards, shards, fieldCreated, l.created.Format(time.RFC3339Nano),
-			fieldIncarnation, l.keys.incarnation, fieldEpoch, l.ep(), fieldMax, shards).Int()
+		ok, err := s.runScript(ctx, createCounterScript, []string{metaKey(s.prefix, id), bucketKey(s.prefix, bucketOf(id))}, s.metaFields(l)...).Int()
 		if err != nil {
 			return nil, storeErr("create counter", err, true)
 		}
@@ -66,6 +61,19 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		}
 	}
 	return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q keeps changing: try again", id)
+}
+
+// newLayout returns the layout of a new counter: a new incarnation,
+// epoch 1.
+func (s *CounterStore) newLayout(id string, spec shardcounter.Spec) *layout {
+	return &layout{id: id, n: spec.Shards, epoch: 1, created: s.now().UTC(), max: spec.Shards, keys: newKeys(s.prefix, id, newIncarnation())}
+}
+
+// metaFields returns the arguments of createCounterScript for l: the id,
+// then the metadata's fields and values.
+func (s *CounterStore) metaFields(l *layout) []any {
+	return []any{l.id, fieldID, l.id, fieldShards, l.n, fieldCreated, l.created.Format(time.RFC3339Nano),
+		fieldIncarnation, l.keys.incarnation, fieldEpoch, l.ep(), fieldMax, l.max}
 }
 
 // GetCounter returns the counter's metadata, after finishing a reshard

@@ -177,13 +177,16 @@ func (s *CounterStore) snapshotOnce(ctx context.Context, todo []*shot) (backoff 
 		}
 	}
 	if s.cluster == nil {
-		// One MULTI/EXEC: an atomic snapshot of every counter.
+		// One MULTI/EXEC: an atomic snapshot of every counter, or, when
+		// a cached layout was stale, of none: all are read again together.
 		ok, redirected, err := s.collect(ctx, live)
 		if err != nil {
 			return false, err
 		}
-		for _, sh := range ok {
-			sh.done = true
+		if len(ok) == len(live) {
+			for _, sh := range ok {
+				sh.done = true
+			}
 		}
 		return redirected, nil
 	}

@@ -112,6 +112,15 @@ redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1
 `)
 
+// newShardScript creates shard KEYS[1] of a new counter, at epoch ARGV[1]
+// with value 0 and the allowance up ARGV[2], dn ARGV[3], unless the key
+// exists.
+var newShardScript = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'v', 0, 'e', ARGV[1], 'up', ARGV[2], 'dn', ARGV[3])
+return 1
+`)
+
 // createCounterScript records a counter's metadata (KEYS[1]) and its
 // entry in its index bucket (KEYS[2]) unless the metadata exists. ARGV[1]
 // is the counter id, the rest field, value pairs. It returns 1 when
@@ -256,4 +265,4 @@ if redis.call('HGET', KEYS[1], 'st') ~= 'delete' then return 0 end
 return redis.call('DEL', KEYS[1])
 `)
 
-var allScripts = []*goredis.Script{addScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, markDeleteScript, deleteMetaScript}
+var allScripts = []*goredis.Script{addScript, newShardScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, markDeleteScript, deleteMetaScript}

@@ -54,7 +54,6 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 		}
 		todo = append(todo, i)
 	}
-	decided := false // some item applied or was found a duplicate
 	for attempt := 0; len(todo) > 0; attempt++ {
 		if attempt == maxAttempts {
 			for _, i := range todo {
@@ -70,7 +69,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 				break
 			}
 		}
-		retry, err := s.applyOnce(ctx, incs, out, todo, &decided)
+		retry, err := s.applyOnce(ctx, incs, out, todo)
 		if err != nil {
 			for _, i := range todo {
 				out[i].Err = err
@@ -78,6 +77,10 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 			break
 		}
 		todo = retry
+	}
+	decided := false // some item applied or was found a duplicate
+	for _, o := range out {
+		decided = decided || o.Err == nil
 	}
 	if !decided {
 		// When every item failed for want of the store, say so for the
@@ -123,7 +126,16 @@ func sleep(ctx context.Context, n int) error {
 
 // applyOnce makes one attempt at the items todo and returns those to try
 // again. An error fails every item of todo.
-func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, todo []int, decided *bool) ([]int, error) {
+//
+// A missing counter with Increment.Create is created by its first write:
+// the attempt gives it a new incarnation, creates its shards (on each
+// master, in the pipeline before the writes) and applies the writes to
+// them; then, when one of its items applied, it publishes the counter:
+// one script writes its metadata and index entry unless the id was taken
+// meanwhile. Until then the new keys are unreachable, so the writes count
+// from the moment the counter exists; a writer that lost the race to
+// another's create tries its items again on the winner's counter.
+func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, todo []int) ([]int, error) {
 	ids := make([]string, len(todo))
 	for j, i := range todo {
 		ids[j] = incs[i].Counter
@@ -132,13 +144,23 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	if err != nil {
 		return nil, err
 	}
+	var fresh []*layout // counters this attempt creates, in batch order
 	items := make([]pending, 0, len(todo))
 	for _, i := range todo {
 		inc := incs[i]
 		l := ls[inc.Counter]
 		if l == nil {
-			out[i].Err = notFound(inc.Counter)
-			continue
+			if inc.Create == nil {
+				out[i].Err = notFound(inc.Counter)
+				continue
+			}
+			if err := unsupported(*inc.Create); err != nil {
+				out[i].Err = err
+				continue
+			}
+			l = s.newLayout(inc.Counter, *inc.Create)
+			ls[inc.Counter] = l
+			fresh = append(fresh, l)
 		}
 		pick := inc.Pick
 		if inc.RequestID != "" {
@@ -146,7 +168,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		}
 		items = append(items, pending{i: i, l: l, shard: shard.Of(pick, l.n)})
 	}
-	if items, err = s.seenBefore(ctx, incs, out, items, decided); err != nil {
+	if items, err = s.seenBefore(ctx, incs, out, items); err != nil {
 		return nil, err
 	}
 
@@ -155,7 +177,6 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		items    []pending
 		keys     []string
 		args     []any
-		cmd      *goredis.Cmd
 		counters map[string]string // counter id -> its name in the script's arguments
 		run      *nodeRun          // where it runs, as run.cmds[at]
 		at       int
@@ -188,51 +209,50 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		g.keys = append(g.keys, it.l.keys.shard(it.shard), it.l.keys.ids(it.shard))
 		g.args = append(g.args, it.l.ep(), inc.Delta, negate(inc.Delta), inc.RequestID, c)
 	}
+
 	// One pipeline per master (one on a single server), with a WAIT at
-	// its end when WaitReplicas is set: see wait.go.
-	var runs []*nodeRun
-	byNode := make(map[*goredis.Client]*nodeRun)
-	var redirected bool
+	// its end when WaitReplicas is set (see wait.go). The shards of new
+	// counters are created first: a master runs its pipeline in order.
+	nr := newNodeRuns(s)
+	for _, l := range fresh {
+		rooms := allowances(make([]int64, l.n), nil)
+		for i := range l.n {
+			key := l.keys.shard(i)
+			nr.add(ctx, key, func(p goredis.Pipeliner) *goredis.Cmd {
+				return newShardScript.EvalSha(ctx, p, []string{key}, l.ep(), rooms[i].up, rooms[i].dn)
+			})
+		}
+	}
 	for _, g := range groups {
-		node, err := s.node(ctx, g.keys[0])
-		if err != nil {
-			s.refresh(ctx, err)
-			err = storeErr("apply", err, false)
+		g.run, g.at = nr.add(ctx, g.keys[0], func(p goredis.Pipeliner) *goredis.Cmd { return addScript.EvalSha(ctx, p, g.keys, g.args...) })
+		if g.run == nil {
+			err := storeErr("apply", nr.err, false)
 			for _, it := range g.items {
 				out[it.i].Err = err
 			}
-			continue
 		}
-		r := byNode[node]
-		if r == nil {
-			r = &nodeRun{node: node}
-			byNode[node] = r
-			runs = append(runs, r)
-		}
-		g.run, g.at = r, len(r.build)
-		r.build = append(r.build, func(p goredis.Pipeliner) *goredis.Cmd { return addScript.EvalSha(ctx, p, g.keys, g.args...) })
 	}
-	s.runOnNodes(ctx, runs)
+	s.runOnNodes(ctx, nr.runs)
+	if err := nr.loadScripts(ctx); err != nil {
+		return nil, err
+	}
 
 	var retry []int
+	applied := make(map[int]bool)         // items applied (or found duplicates) on this attempt
 	cramped := make(map[string][]pending) // items whose shard had no room, by counter
 	var crampedOrder []string
+	redirected := false
 	for _, g := range groups {
 		if g.run == nil {
 			continue // no node: failed above
 		}
-		g.cmd = g.run.cmds[g.at]
-		res, err := g.cmd.Int64Slice()
+		res, err := g.run.cmds[g.at].Int64Slice()
 		if err == nil && len(res) != len(g.items) {
 			err = outcomeUnknown("apply", fmt.Errorf("the add script returned %d results for %d items", len(res), len(g.items)))
 		}
 		if err != nil {
 			if retryable(err) {
-				if goredis.HasErrorPrefix(err, "NOSCRIPT") {
-					if err := s.loadScriptsOn(ctx, g.run.node); err != nil {
-						return nil, storeErr("load scripts", err, false)
-					}
-				} else if !redirected {
+				if !goredis.HasErrorPrefix(err, "NOSCRIPT") && !redirected {
 					redirected = true
 					s.refresh(ctx, err) // the slot moved: learn where
 				}
@@ -256,7 +276,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 					continue
 				}
 				out[it.i].Duplicate = res[j] == resDuplicate
-				*decided = true
+				applied[it.i] = true
 			case resStale:
 				s.forget(it.l.id)
 				retry = append(retry, it.i)
@@ -273,6 +293,9 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 				out[it.i].Err = outcomeUnknown("apply", fmt.Errorf("the add script returned %d", res[j]))
 			}
 		}
+	}
+	if len(fresh) > 0 {
+		retry = append(retry, s.publish(ctx, fresh, items, applied, out)...)
 	}
 	for _, id := range crampedOrder {
 		its := cramped[id]
@@ -298,13 +321,129 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	return retry, nil
 }
 
+// publish creates the counters of fresh whose first writes applied (see
+// applyOnce): their metadata and index entries, one script each, in one
+// pipeline per master. It returns the items to try again: those of a
+// counter whose id another writer took first. A counter none of whose
+// items applied is not created; its shard keys are deleted.
+func (s *CounterStore) publish(ctx context.Context, fresh []*layout, items []pending, applied map[int]bool, out []shardcounter.Outcome) []int {
+	byCounter := make(map[*layout][]int) // applied items of each new counter
+	for _, it := range items {
+		if applied[it.i] {
+			byCounter[it.l] = append(byCounter[it.l], it.i)
+		}
+	}
+	nr := newNodeRuns(s)
+	type create struct {
+		l   *layout
+		run *nodeRun
+		at  int
+	}
+	var creates []create
+	for _, l := range fresh {
+		if len(byCounter[l]) == 0 {
+			s.deleteKeys(ctx, l, l.n) // unreachable: best effort
+			continue
+		}
+		meta, bucket := metaKey(s.prefix, l.id), bucketKey(s.prefix, bucketOf(l.id))
+		args := s.metaFields(l)
+		run, at := nr.add(ctx, meta, func(p goredis.Pipeliner) *goredis.Cmd {
+			return createCounterScript.EvalSha(ctx, p, []string{meta, bucket}, args...)
+		})
+		creates = append(creates, create{l, run, at})
+	}
+	s.runOnNodes(ctx, nr.runs)
+	_ = nr.loadScripts(ctx)
+	var retry []int
+	for _, c := range creates {
+		fail := func(err error) {
+			for _, i := range byCounter[c.l] {
+				out[i] = shardcounter.Outcome{Err: err}
+			}
+		}
+		if c.run == nil {
+			fail(storeErr("create counter", nr.err, false)) // never sent: the writes are unreachable
+			continue
+		}
+		ok, err := c.run.cmds[c.at].Int()
+		switch {
+		case err != nil && retryable(err):
+			retry = append(retry, byCounter[c.l]...) // not run: the writes are unreachable
+			for _, i := range byCounter[c.l] {
+				out[i] = shardcounter.Outcome{}
+			}
+		case err != nil:
+			fail(storeErr("create counter", err, true))
+		case ok == 0: // another writer created it first: write there
+			s.deleteKeys(ctx, c.l, c.l.n)
+			retry = append(retry, byCounter[c.l]...)
+			for _, i := range byCounter[c.l] {
+				out[i] = shardcounter.Outcome{}
+			}
+		case c.run.waitErr != nil:
+			fail(c.run.waitErr)
+		default:
+			s.remember(c.l)
+		}
+	}
+	return retry
+}
+
+// nodeRuns gathers commands into one nodeRun per node.
+type nodeRuns struct {
+	s      *CounterStore
+	runs   []*nodeRun
+	byNode map[*goredis.Client]*nodeRun
+	err    error // the last error finding a node
+}
+
+func newNodeRuns(s *CounterStore) *nodeRuns {
+	return &nodeRuns{s: s, byNode: make(map[*goredis.Client]*nodeRun)}
+}
+
+// add queues b on the node that serves key and returns where its command
+// will be (run.cmds[at]), or a nil run when the node cannot be found (the
+// error is in err).
+func (nr *nodeRuns) add(ctx context.Context, key string, b func(p goredis.Pipeliner) *goredis.Cmd) (*nodeRun, int) {
+	node, err := nr.s.node(ctx, key)
+	if err != nil {
+		nr.s.refresh(ctx, err)
+		nr.err = err
+		return nil, 0
+	}
+	r := nr.byNode[node]
+	if r == nil {
+		r = &nodeRun{node: node}
+		nr.byNode[node] = r
+		nr.runs = append(nr.runs, r)
+	}
+	r.build = append(r.build, b)
+	return r, len(r.build) - 1
+}
+
+// loadScripts loads the scripts on every node that answered NOSCRIPT, for
+// the next attempt.
+func (nr *nodeRuns) loadScripts(ctx context.Context) error {
+	for _, r := range nr.runs {
+		for _, c := range r.cmds {
+			if goredis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+				if err := nr.s.loadScriptsOn(ctx, r.node); err != nil {
+					return storeErr("load scripts", err, false)
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
 // seenBefore decides the items whose request id was recorded under an
 // earlier shard count of their counter, on the shard PickFor mod that count,
 // and returns the others. Those layouts are closed (their shards were
 // fenced before the current layout began), so their records no longer
 // change and a plain read is exact. It costs one round trip, and only for
 // items with a request id on counters resharded within the dedupe window.
-func (s *CounterStore) seenBefore(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, items []pending, decided *bool) ([]pending, error) {
+func (s *CounterStore) seenBefore(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, items []pending) ([]pending, error) {
 	type check struct {
 		item int // index in items
 		cmd  *goredis.FloatCmd
@@ -348,7 +487,6 @@ func (s *CounterStore) seenBefore(ctx context.Context, incs []shardcounter.Incre
 	for j, it := range items {
 		if dup[j] {
 			out[it.i].Duplicate = true
-			*decided = true
 			continue
 		}
 		keep = append(keep, it)
