@@ -211,7 +211,7 @@ func testDistinct(t *testing.T, s shardcounter.CounterStore) {
 // of at most limit, after a value that is not a member too.
 func testListMembers(t *testing.T, s shardcounter.CounterStore) {
 	ctx := context.Background()
-	id := prefix(t) + "c"
+	id := prefix(t) + "c-a-longer-id"
 	MustCreateDistinct(t, s, id, 3)
 	members := []string{"b", "a", "A", "é", "a b", "z/1", "ü", "aa", "😀", "B", "a%", "a_", "~", "0"}
 	var incs []shardcounter.Increment
@@ -237,6 +237,19 @@ func testListMembers(t *testing.T, s shardcounter.CounterStore) {
 		t.Fatalf("ListMembers after %q = %q, want %q", "ab", page, want[i:i+3])
 	}
 	checkMembers(t, s, id, members)
+
+	// After the last member, the next members in the store belong to
+	// other counters, here one whose id is short and sorts after: nothing.
+	next := prefix(t) + "d"
+	MustCreateDistinct(t, s, next, 1)
+	if _, err := s.Apply(ctx, []shardcounter.Increment{member(next, "x", true)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []string{"😀", "😀😀", "\U0010FFFF"} {
+		if page, err := s.ListMembers(ctx, id, after, 3); err != nil || len(page) != 0 {
+			t.Fatalf("ListMembers after the last member (%q) = %q, %v; want none", after, page, err)
+		}
+	}
 }
 
 // testMembersConcurrent adds and removes the same members from many
@@ -294,22 +307,9 @@ func testMembersConcurrent(t *testing.T, s shardcounter.CounterStore, reshard bo
 			}
 		})
 	}
-	others.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			r, err := s.ReadCounter(ctx, id)
-			if err != nil {
-				t.Errorf("ReadCounter: %v", err)
-				return
-			}
-			if r.Value < 0 || r.Value > pool+writers*4 {
-				t.Errorf("a strong read of the member count = %d, outside [0, %d]", r.Value, pool+writers*4)
-			}
-			pause()
+	readUntil(t, &others, s, id, 1, done, monotonic{time.Now()}, func(_, _, v int64) {
+		if v < 0 || v > pool+writers*4 {
+			t.Errorf("a strong read of the member count = %d, outside [0, %d]", v, pool+writers*4)
 		}
 	})
 	if reshard {
