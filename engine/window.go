@@ -22,7 +22,8 @@ func (e *Engine) ReadWindow(ctx context.Context, id string, last time.Duration) 
 
 // ReadSeries returns a windowed counter's buckets over the last span of
 // time, summed into buckets of width bucket (a multiple of the counter's
-// own; 0 means the counter's own), oldest first, zeros included. The
+// own that divides a day or is whole days, so that buckets start at round
+// UTC times; 0 means the counter's own), oldest first, zeros included. The
 // first bucket is the one holding now−last, or the first whole one the
 // counter retains; the last is the current one.
 func (e *Engine) ReadSeries(ctx context.Context, id string, last, bucket time.Duration) (*shardcounter.Series, error) {
@@ -89,6 +90,9 @@ func span(w *shardcounter.Window, now time.Time, last, bucket time.Duration) (sh
 	}
 	if bucket%own != 0 {
 		return shardcounter.Interval{}, shardcounter.Errorf(shardcounter.EINVALID, "bucket %s is not a multiple of the counter's %s buckets", shardcounter.Duration(bucket), w.Bucket)
+	}
+	if day := 24 * time.Hour; day%bucket != 0 && bucket%day != 0 {
+		return shardcounter.Interval{}, shardcounter.Errorf(shardcounter.EINVALID, "bucket %s neither divides a day nor is whole days, so its buckets would not start at round times: give a width such as 5m, 15m, 1h, 6h or 1d", shardcounter.Duration(bucket))
 	}
 	if bucket > retention {
 		return shardcounter.Interval{}, shardcounter.Errorf(shardcounter.EINVALID, "bucket %s is wider than the counter's retention of %s: give at most %s", shardcounter.Duration(bucket), w.Retention, w.Retention)

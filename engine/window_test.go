@@ -104,6 +104,9 @@ func TestWindow(t *testing.T) {
 	if _, err := e.ReadSeries(ctx, "views", time.Hour, 90*time.Minute); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
 		t.Fatalf("ReadSeries with 90m buckets on hourly ones = %v, want invalid_argument", err)
 	}
+	if _, err := e.ReadSeries(ctx, "views", time.Hour, 5*time.Hour); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
+		t.Fatalf("ReadSeries with 5h buckets, which do not divide a day = %v, want invalid_argument", err)
+	}
 	if _, err := e.ReadSeries(ctx, "views", time.Hour, 12*time.Hour); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
 		t.Fatalf("ReadSeries with buckets wider than the retention = %v, want invalid_argument", err)
 	}
