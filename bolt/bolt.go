@@ -3,20 +3,45 @@
 //
 // # Layout
 //
-// Four buckets, keyed so that one counter's records are contiguous:
+// Six buckets, keyed so that one counter's records are contiguous:
 //
-//	counters     id                                → shard count (uint16) | created_at (unix ns, int64)
-//	shards       id 0x00 shard(uint16)             → value (int64)
-//	requests     id 0x00 request id                → recorded at (unix ns, int64)
+//	counters          id                               → counter record (see meta.go)
+//	shards            id 0x00 shard (uint16)           → value (int64)
+//	members           id 0x00 member                   → empty
+//	window_buckets    id 0x00 start (int64, sign flipped) → value (int64)
+//	requests          id 0x00 request id               → recorded at (unix ns, int64)
 //	requests_by_time  recorded at | id 0x00 request id → empty
 //
 // requests_by_time indexes the request ids by age, so that expiring them
 // reads only the expired ones.
 //
-// Ids never contain 0x00 (shardcounter.ValidateID refuses control
-// characters), so "id 0x00" is a prefix that belongs to one counter alone.
-// A missing shard key counts as 0, so creating a counter writes one key
-// whatever its shard count.
+// Ids and members never contain 0x00 (shardcounter.ValidateID refuses
+// control characters), so "id 0x00" is a prefix that belongs to one
+// counter alone. A missing shard key counts as 0, so creating a counter
+// writes one key whatever its shard count, and a first write can create
+// its counter in the transaction that applies it (Increment.Create).
+//
+// # Kinds, bounds and windows
+//
+// A distinct counter keeps each member as a key of its own, and the count
+// of shard shard.Of(shard.ForMember(m), n) in that shard's value; adding
+// or removing a member changes the key and the shard's value in the same
+// transaction, so the value is the member count exactly. Members are keyed
+// by counter, not by shard, so membership is one lookup, listing is one
+// cursor walk in byte order, and resharding recounts the members into the
+// new shards (work proportional to the members) without moving a key.
+//
+// Bounds (Spec.Min, Spec.Max) are checked against the counter's total,
+// which every batch reads once per counter: writes are serial in bbolt, so
+// the check and the write cannot interleave with another writer.
+//
+// A windowed counter also adds every write to the bucket of the commit
+// time. Its buckets are kept per counter, not per shard: bbolt's writes are
+// serial, so per-shard buckets would buy no throughput and would have to be
+// folded on every reshard. A batch that writes a windowed counter deletes
+// its buckets past retention (those that start before the bucket holding
+// now − retention), so the work is proportional to the writes, each bucket
+// is deleted once, and an idle store does nothing.
 //
 // # Durability
 //
@@ -31,7 +56,7 @@
 // # Dedupe window
 //
 // A request id is a duplicate while it is younger than the dedupe window
-// (DefaultDedupeWindow, or SetDedupeWindow). Expired ids are deleted
+// (Options.DedupeWindow or SetDedupeWindow). Expired ids are deleted
 // inside write transactions: each Apply deletes up to expireBatch plus as
 // many ids as it recorded, oldest first. So expiry keeps pace with the ids
 // written, costs work proportional to recent writes, and an idle store
@@ -42,8 +67,8 @@
 // bbolt runs one write transaction at a time and lets reads run beside it
 // on a snapshot. Sharding therefore buys no write throughput here; the
 // engine's group commit does, by folding many writes into one transaction.
-// Because writes are serial, this store also refuses a write that would
-// take a counter's total (not just its shard) outside the int64 range.
+// Every read (ReadCounters of many counters included) is one snapshot,
+// and so linearizable.
 package bolt
 
 import (
@@ -61,13 +86,13 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/overflow"
-	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 var (
 	bucketCounters = []byte("counters")
 	bucketShards   = []byte("shards")
+	bucketMembers  = []byte("members")
+	bucketWindow   = []byte("window_buckets")
 	bucketRequests = []byte("requests")
 	bucketByTime   = []byte("requests_by_time")
 )
@@ -134,7 +159,7 @@ func Open(ctx context.Context, path string, opts Options) (*CounterStore, error)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		indexed := tx.Bucket(bucketByTime) != nil
-		for _, b := range [][]byte{bucketCounters, bucketShards, bucketRequests, bucketByTime} {
+		for _, b := range [][]byte{bucketCounters, bucketShards, bucketMembers, bucketWindow, bucketRequests, bucketByTime} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -182,32 +207,8 @@ func (s *CounterStore) Ping(ctx context.Context) error {
 // Path returns the file's path.
 func (s *CounterStore) Path() string { return s.db.Path() }
 
-// meta is a counter's metadata record.
-type meta struct {
-	shards    int
-	createdAt int64
-}
-
-func encodeMeta(m meta) []byte {
-	b := make([]byte, 10)
-	binary.BigEndian.PutUint16(b, uint16(m.shards))
-	binary.BigEndian.PutUint64(b[2:], uint64(m.createdAt))
-	return b
-}
-
-func decodeMeta(b []byte) (meta, error) {
-	if len(b) != 10 {
-		return meta{}, fmt.Errorf("bolt: corrupt counter record of %d bytes", len(b))
-	}
-	return meta{shards: int(binary.BigEndian.Uint16(b)), createdAt: int64(binary.BigEndian.Uint64(b[2:]))}, nil
-}
-
-func (m meta) counter(id string) *shardcounter.Counter {
-	return &shardcounter.Counter{ID: id, Spec: shardcounter.Spec{Shards: m.shards, Kind: shardcounter.KindSum}, CreatedAt: time.Unix(0, m.createdAt).UTC()}
-}
-
-// prefixKey returns "id 0x00", the prefix of the counter's shard and
-// request keys.
+// prefixKey returns "id 0x00", the prefix of the counter's keys in every
+// bucket but counters.
 func prefixKey(id string) []byte {
 	return append([]byte(id), 0)
 }
@@ -232,27 +233,6 @@ func decodeInt(b []byte) int64 {
 		return 0
 	}
 	return int64(binary.BigEndian.Uint64(b))
-}
-
-func getMeta(tx *bbolt.Tx, id string) (meta, error) {
-	b := tx.Bucket(bucketCounters).Get([]byte(id))
-	if b == nil {
-		return meta{}, shardcounter.Errorf(shardcounter.ENOTFOUND, "counter %q not found", id)
-	}
-	return decodeMeta(b)
-}
-
-// readShards returns the counter's n shard values, missing keys as 0.
-func readShards(tx *bbolt.Tx, id string, n int) []int64 {
-	vals := make([]int64, n)
-	p := prefixKey(id)
-	c := tx.Bucket(bucketShards).Cursor()
-	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-		if i := int(binary.BigEndian.Uint16(k[len(p):])); i < n {
-			vals[i] = decodeInt(v)
-		}
-	}
-	return vals
 }
 
 // deletePrefix removes every key of bucket that starts with p.
@@ -304,275 +284,4 @@ func (s *CounterStore) view(ctx context.Context, fn func(*bbolt.Tx) error) error
 		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "bolt: %v", err)
 	}
 	return s.db.View(fn)
-}
-
-// CreateCounter records a counter with shards zero-valued shards.
-func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, err
-	}
-	if err := shardcounter.ValidateSpec(spec); err != nil {
-		return nil, err
-	}
-	if err := unsupported(spec); err != nil {
-		return nil, err
-	}
-	shards := spec.Shards
-	m := meta{shards: shards, createdAt: s.now().UnixNano()}
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketCounters)
-		if b.Get([]byte(id)) != nil {
-			return shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists", id)
-		}
-		return b.Put([]byte(id), encodeMeta(m))
-	})
-	if err != nil {
-		return nil, err
-	}
-	return m.counter(id), nil
-}
-
-// GetCounter returns the counter's metadata.
-func (s *CounterStore) GetCounter(ctx context.Context, id string) (*shardcounter.Counter, error) {
-	var c *shardcounter.Counter
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		m, err := getMeta(tx, id)
-		c = m.counter(id)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// ListCounters returns up to limit counters in id order.
-func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, limit int) ([]*shardcounter.Counter, error) {
-	var out []*shardcounter.Counter
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bucketCounters).Cursor()
-		start := []byte(prefix)
-		if after >= prefix {
-			start = []byte(after)
-		}
-		for k, v := c.Seek(start); k != nil && len(out) < limit && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
-			if string(k) == after {
-				continue
-			}
-			m, err := decodeMeta(v)
-			if err != nil {
-				return err
-			}
-			out = append(out, m.counter(string(k)))
-		}
-		return nil
-	})
-	return out, err
-}
-
-// DeleteCounter removes the counter, its shards and its request ids.
-func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
-	return s.update(ctx, func(tx *bbolt.Tx) error {
-		if _, err := getMeta(tx, id); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketCounters).Delete([]byte(id)); err != nil {
-			return err
-		}
-		if err := deletePrefix(tx.Bucket(bucketShards), prefixKey(id)); err != nil {
-			return err
-		}
-		byTime, p := tx.Bucket(bucketByTime), prefixKey(id)
-		c := tx.Bucket(bucketRequests).Cursor()
-		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			if err := byTime.Delete(timeKey(decodeInt(v), k)); err != nil {
-				return err
-			}
-		}
-		return deletePrefix(tx.Bucket(bucketRequests), p)
-	})
-}
-
-// ReadCounter sums the counter's shards in one read transaction.
-func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounter.Reading, error) {
-	c, vals, err := s.ReadShards(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	sum, ok := overflow.Sum(vals)
-	if !ok {
-		return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: the sum of its shards is outside the int64 range", id)
-	}
-	return &shardcounter.Reading{ID: id, Value: sum, Shards: c.Shards, Consistency: shardcounter.Strong, AsOf: s.now().UTC()}, nil
-}
-
-// ReadShards returns the counter and its shard values from one snapshot.
-func (s *CounterStore) ReadShards(ctx context.Context, id string) (*shardcounter.Counter, []int64, error) {
-	var (
-		c    *shardcounter.Counter
-		vals []int64
-	)
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		m, err := getMeta(tx, id)
-		if err != nil {
-			return err
-		}
-		c, vals = m.counter(id), readShards(tx, id, m.shards)
-		return nil
-	})
-	return c, vals, err
-}
-
-// Add adds delta to shard pick mod n in its own synced transaction: the
-// seed algorithm, one store write per increment.
-func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uint64) error {
-	out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: delta, Pick: pick}})
-	if err != nil {
-		return err
-	}
-	return out[0].Err
-}
-
-// Apply applies the batch in one synced transaction; items that fail on
-// their own are skipped and reported.
-func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
-	out := make([]shardcounter.Outcome, len(incs))
-	if len(incs) == 0 {
-		return out, nil
-	}
-	nowNS := s.now().UnixNano()
-	now := encodeInt(nowNS)
-	cutoff := nowNS - s.window.Load() // ids recorded at or before cutoff have expired
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
-		clear(out) // bbolt never retries fn, but keep the result tied to this run
-		shards, requests, byTime := tx.Bucket(bucketShards), tx.Bucket(bucketRequests), tx.Bucket(bucketByTime)
-		recorded := 0
-		type state struct {
-			m     meta
-			total int64
-			err   error
-		}
-		seen := make(map[string]*state)
-		for i, inc := range incs {
-			if err := shardcounter.ValidateIncrement(inc); err != nil {
-				out[i].Err = err
-				continue
-			}
-			st := seen[inc.Counter]
-			if st == nil {
-				st = new(state)
-				if st.m, st.err = getMeta(tx, inc.Counter); st.err == nil {
-					var ok bool
-					if st.total, ok = overflow.Sum(readShards(tx, inc.Counter, st.m.shards)); !ok {
-						st.err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: its total is outside the int64 range", inc.Counter)
-					}
-				}
-				seen[inc.Counter] = st
-			}
-			if st.err != nil {
-				out[i].Err = st.err
-				continue
-			}
-			var rkey, old []byte
-			if inc.RequestID != "" {
-				rkey = requestKey(inc.Counter, inc.RequestID)
-				if old = requests.Get(rkey); old != nil && decodeInt(old) > cutoff {
-					out[i].Duplicate = true
-					continue
-				}
-			}
-			key := shardKey(inc.Counter, shard.Of(inc.Pick, st.m.shards))
-			v, ok1 := overflow.Add(decodeInt(shards.Get(key)), inc.Delta)
-			total, ok2 := overflow.Add(st.total, inc.Delta)
-			if !ok1 || !ok2 {
-				out[i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", inc.Counter, inc.Delta)
-				continue
-			}
-			if err := shards.Put(key, encodeInt(v)); err != nil {
-				return err
-			}
-			if rkey != nil {
-				if old != nil { // expired, not yet deleted: record it afresh
-					if err := byTime.Delete(timeKey(decodeInt(old), rkey)); err != nil {
-						return err
-					}
-				}
-				if err := requests.Put(rkey, now); err != nil {
-					return err
-				}
-				if err := byTime.Put(timeKey(nowNS, rkey), nil); err != nil {
-					return err
-				}
-				recorded++
-			}
-			st.total = total
-		}
-		return expire(requests, byTime, cutoff, expireBatch+recorded)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// expire deletes up to limit request ids recorded at or before cutoff,
-// oldest first.
-func expire(requests, byTime *bbolt.Bucket, cutoff int64, limit int) error {
-	c := byTime.Cursor()
-	for k, _ := c.First(); k != nil && limit > 0 && decodeInt(k[:8]) <= cutoff; k, _ = c.First() {
-		if err := requests.Delete(k[8:]); err != nil {
-			return err
-		}
-		if err := c.Delete(); err != nil {
-			return err
-		}
-		limit--
-	}
-	return nil
-}
-
-// ReshardCounter changes the shard count in one transaction. Writes are
-// serial in bbolt, so no write can interleave with the fold.
-func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
-	if err := shardcounter.ValidateShards(shards); err != nil {
-		return nil, err
-	}
-	var c *shardcounter.Counter
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
-		m, err := getMeta(tx, id)
-		if err != nil {
-			return err
-		}
-		if shards < m.shards {
-			b := tx.Bucket(bucketShards)
-			vals := readShards(tx, id, m.shards)
-			for j := range shards {
-				// Kept shard j takes every shard i ≡ j (mod shards). The
-				// group's sum can leave int64 even when the total fits.
-				var group []int64
-				for i := j; i < m.shards; i += shards {
-					group = append(group, vals[i])
-				}
-				v, ok := overflow.Sum(group)
-				if !ok {
-					return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: folding into shard %d leaves the int64 range: reshard to another count", id, j)
-				}
-				if err := b.Put(shardKey(id, j), encodeInt(v)); err != nil {
-					return err
-				}
-			}
-			for i := shards; i < m.shards; i++ {
-				if err := b.Delete(shardKey(id, i)); err != nil {
-					return err
-				}
-			}
-		}
-		m.shards = shards
-		c = m.counter(id)
-		return tx.Bucket(bucketCounters).Put([]byte(id), encodeMeta(m))
-	})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
 }

@@ -121,3 +121,62 @@ func TestCacheSize(t *testing.T) {
 		}
 	})
 }
+
+// TestReadCounters reads counters in one call, a missing one among them:
+// results come in order, the missing one not_found in its place. Strong
+// reads are one store call; cached reads read from the store only the
+// counters without a fresh rollup, in one call.
+func TestReadCounters(t *testing.T) {
+	store := MustOpenStore(t)
+	for i, id := range []string{"a", "b", "c"} {
+		storetest.MustCreate(t, store, id, 2)
+		if out, err := store.Apply(context.Background(), []shardcounter.Increment{{Counter: id, Delta: int64(i + 1)}}); err != nil || out[0].Err != nil {
+			t.Fatal(err, out)
+		}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		s := &slowReads{CounterStore: store}
+		e := MustStart(t, s, engine.Config{MaxStaleness: 10 * time.Second})
+		defer e.Close(context.Background())
+		ctx := context.Background()
+		ids := []string{"c", "nope", "a", "b"}
+		check := func(c shardcounter.Consistency, res []shardcounter.ReadResult, err error) {
+			t.Helper()
+			if err != nil || len(res) != len(ids) {
+				t.Fatalf("ReadCounters(%s) = %+v, %v", c, res, err)
+			}
+			for i, want := range []int64{3, 0, 1, 2} {
+				r := res[i]
+				switch {
+				case ids[i] == "nope":
+					if shardcounter.ErrorCode(r.Err) != shardcounter.ENOTFOUND || r.Reading != nil {
+						t.Fatalf("%s read of a missing counter = %+v, want not_found", c, r)
+					}
+				case r.Err != nil || r.Reading.ID != ids[i] || r.Reading.Value != want || r.Reading.Consistency != c:
+					t.Fatalf("%s read %d = %+v (%v), want %s = %d", c, i, r.Reading, r.Err, ids[i], want)
+				}
+			}
+		}
+		res, err := e.ReadCounters(ctx, ids, shardcounter.Strong)
+		check(shardcounter.Strong, res, err)
+		if got := s.calls.Load(); got != 1 {
+			t.Fatalf("a strong batch read made %d store calls, want 1", got)
+		}
+		// The strong read left rollups of a, b and c; "nope" has none.
+		time.Sleep(5 * time.Second)
+		aTaken := time.Now()
+		if _, err := e.ReadCounter(ctx, "a", shardcounter.Strong); err != nil { // a's rollup is fresher
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second) // b and c are now stale, a is not
+		calls, reads := s.calls.Load(), s.reads.Load()
+		res, err = e.ReadCounters(ctx, ids, shardcounter.Cached)
+		check(shardcounter.Cached, res, err)
+		if c, r := s.calls.Load()-calls, s.reads.Load()-reads; c != 1 || r != 3 {
+			t.Fatalf("a cached batch read made %d store calls for %d counters, want 1 call for 3 (c, nope, b)", c, r)
+		}
+		if got := res[2].Reading.AsOf; !got.Equal(aTaken) {
+			t.Fatalf("a's cached reading is as of %v, want its fresh rollup's time", got)
+		}
+	})
+}

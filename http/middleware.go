@@ -54,10 +54,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header()["X-Request-Id"] = []string{id} // canonical already: no Set
 
 	api := r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/")
+	short := api && !isWatch(r) // a watch stream is bounded by WatchOptions instead
 	// One context and one copy of the request for the id and, on the API,
 	// the deadline: each WithContext copies the whole request.
 	ctx := context.WithValue(r.Context(), requestKey{}, req)
-	if api && s.opts.RequestTimeout > 0 {
+	if short && s.opts.RequestTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
 		defer cancel()
@@ -111,6 +112,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer putBody(req.body) // decoders copy what they keep
+	}
+	if short {
 		if !s.acquire(r.Context()) {
 			s.metrics.ObserveRejected()
 			s.error(sw, r, shardcounter.Errorf(shardcounter.EUNAVAILABLE,

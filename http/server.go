@@ -103,6 +103,9 @@ type ServerOptions struct {
 	// Collections, when set, serves the /v1/collections routes; without
 	// it they are 404 not_found.
 	Collections shardcounter.CollectionService
+
+	// Watch configures GET /v1/counters/{id}/watch (watch.go).
+	Watch WatchOptions
 }
 
 // Server serves the HTTP API over a CounterService. It is an http.Handler;
@@ -115,6 +118,7 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics.Metrics
 	slots   chan struct{} // a token per request being served; nil: no bound
+	watch   *watchHub
 }
 
 // NewServer returns a Server over svc.
@@ -164,6 +168,8 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 	if opts.Collections != nil {
 		s.routeCollections()
 	}
+	s.routeWatch()
+	s.routeDashboard()
 	s.routeOps()
 	return s
 }

@@ -63,11 +63,12 @@ func (s *CounterStore) Collections() *CollectionStore { return &CollectionStore{
 func (s *CollectionStore) MaxScanShards() int { return 1 }
 
 // growScript raises the shard count of the collection KEYS[1] to ARGV[1].
-// It returns -1 when there is no collection, -2 when the count is above
-// ARGV[1] (it only grows), else the count before.
+// It returns -1 when there is no collection (or it is being deleted), -2
+// when the count is above ARGV[1] (it only grows), else the count before.
 var growScript = goredis.NewScript(`
-local n = redis.call('HGET', KEYS[1], 'n')
-if not n then return -1 end
+local m = redis.call('HMGET', KEYS[1], 'n', 'st')
+local n = m[1]
+if not n or m[2] then return -1 end
 if tonumber(ARGV[1]) < tonumber(n) then return -2 end
 redis.call('HSET', KEYS[1], 'n', ARGV[1])
 return tonumber(n)
@@ -81,14 +82,19 @@ func lp(b []byte, s string) []byte {
 
 func (s *CollectionStore) metaKey(name string) string { return s.s.prefix + "coll:" + name }
 
-func inc(c *shardcounter.Collection) string { return strconv.FormatInt(c.CreatedAt.UnixMicro(), 10) }
+// collectionIncarnation names the keys of one collection's life: its
+// creation time, so a collection made again under a deleted one's name
+// shares no key with it.
+func collectionIncarnation(c *shardcounter.Collection) string {
+	return strconv.FormatInt(c.CreatedAt.UnixMicro(), 10)
+}
 
 func (s *CollectionStore) docKey(c *shardcounter.Collection, id string) string {
 	h := fnv.New64a()
 	h.Write([]byte(c.Name))
 	h.Write([]byte{0})
 	h.Write([]byte(id))
-	b := []byte(s.s.prefix + "{" + slotTags()[h.Sum64()%NumSlots] + "}d:" + inc(c) + ":")
+	b := []byte(s.s.prefix + "{" + slotTags()[h.Sum64()%NumSlots] + "}d:" + collectionIncarnation(c) + ":")
 	b = lp(b, c.Name)
 	b = lp(b, id)
 	return string(b)
@@ -97,10 +103,10 @@ func (s *CollectionStore) docKey(c *shardcounter.Collection, id string) string {
 func (s *CollectionStore) indexKey(c *shardcounter.Collection, index, value string, shard int) string {
 	tail := lp(lp(lp(nil, c.Name), index), value)
 	h := fnv.New64a()
-	h.Write([]byte(inc(c)))
+	h.Write([]byte(collectionIncarnation(c)))
 	h.Write(tail)
 	slot := (int(h.Sum64()%NumSlots) + shard*slotStride) % NumSlots
-	return s.s.prefix + "{" + slotTags()[slot] + "}x:" + inc(c) + ":" + string(tail) + ":" + strconv.Itoa(shard)
+	return s.s.prefix + "{" + slotTags()[slot] + "}x:" + collectionIncarnation(c) + ":" + string(tail) + ":" + strconv.Itoa(shard)
 }
 
 // member is an index entry: sortable microseconds in hex, then the id.
@@ -167,24 +173,36 @@ func docNotFound(name, id string) error {
 	return shardcounter.Errorf(shardcounter.ENOTFOUND, "document %q not found in collection %q", id, name)
 }
 
-// CreateCollection records c unless its name is taken.
+// CreateCollection records c unless its name is taken. A name whose
+// collection is being deleted is taken until the deletion is finished,
+// which this call then does.
 func (s *CollectionStore) CreateCollection(ctx context.Context, c *shardcounter.Collection) error {
 	idx, err := json.Marshal(c.Indexes)
 	if err != nil {
 		return err
 	}
-	res, err := s.s.runScript(ctx, createScript, []string{s.metaKey(c.Name)},
-		"n", c.Shards, "t", c.TimestampField, "i", string(idx), "k", string(c.ShardKey), "c", c.CreatedAt.UnixMicro()).Int()
-	if err != nil {
-		return storeErr("create collection", err, true)
+	for range maxAttempts {
+		res, err := s.s.runScript(ctx, createScript, []string{s.metaKey(c.Name)},
+			"n", c.Shards, "t", c.TimestampField, "i", string(idx), "k", string(c.ShardKey), "c", c.CreatedAt.UnixMicro()).Int()
+		if err != nil {
+			return storeErr("create collection", err, true)
+		}
+		if res == 1 {
+			return nil
+		}
+		if _, err := s.GetCollection(ctx, c.Name); shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
+			if err != nil {
+				return err
+			}
+			return shardcounter.Errorf(shardcounter.EEXISTS, "collection %q already exists", c.Name)
+		}
 	}
-	if res == 0 {
-		return shardcounter.Errorf(shardcounter.EEXISTS, "collection %q already exists", c.Name)
-	}
-	return nil
+	return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: collection %q keeps changing: try again", c.Name)
 }
 
-// GetCollection returns a collection's metadata.
+// GetCollection returns a collection's metadata. A collection whose
+// deletion was recorded is not found; this call finishes the deletion
+// first, so one cut short by a crash is finished by whoever meets it.
 func (s *CollectionStore) GetCollection(ctx context.Context, name string) (*shardcounter.Collection, error) {
 	m, err := s.s.client.HGetAll(ctx, s.metaKey(name)).Result()
 	if err != nil {
@@ -201,6 +219,12 @@ func (s *CollectionStore) GetCollection(ctx context.Context, name string) (*shar
 		return nil, shardcounter.Errorf(shardcounter.EINTERNAL, "redis: collection %q has corrupt metadata: %v", name, err)
 	}
 	c.Shards, c.CreatedAt = n, time.UnixMicro(us).UTC()
+	if m["st"] == stateDelete {
+		if err := s.finishDelete(ctx, c); err != nil {
+			return nil, err
+		}
+		return nil, collNotFound(name)
+	}
 	return c, nil
 }
 
@@ -223,31 +247,47 @@ func (s *CollectionStore) GrowCollection(ctx context.Context, name string, shard
 }
 
 // current checks that c is still the collection under its name (the same
-// incarnation) and returns its shard count now.
+// incarnation, not being deleted) and returns its shard count now.
 func (s *CollectionStore) current(ctx context.Context, c *shardcounter.Collection) (int, error) {
-	v, err := s.s.client.HMGet(ctx, s.metaKey(c.Name), "c", "n").Result()
+	v, err := s.s.client.HMGet(ctx, s.metaKey(c.Name), "c", "n", "st").Result()
 	if err != nil {
 		return 0, storeErr("read collection", err, false)
 	}
 	created, _ := v[0].(string)
-	if created != inc(c) {
+	if created != collectionIncarnation(c) || v[2] != nil {
 		return 0, collNotFound(c.Name)
 	}
 	n, _ := v[1].(string)
 	return strconv.Atoi(n)
 }
 
-// DeleteCollection removes the metadata, which makes the collection gone
-// at once, then every document and entry, found through the index of
-// every document, shard by shard.
+// DeleteCollection records the deletion in the metadata, which makes the
+// collection not found at once, then removes every document and entry,
+// and the metadata last. Whoever meets the record (GetCollection,
+// CreateCollection of the name) finishes the job, so a crash in between
+// leaves no documents behind for good.
 func (s *CollectionStore) DeleteCollection(ctx context.Context, name string) error {
 	c, err := s.GetCollection(ctx, name)
 	if err != nil {
 		return err
 	}
-	if err := s.s.client.Del(ctx, s.metaKey(name)).Err(); err != nil {
+	ok, err := s.s.runScript(ctx, markDeleteScript, []string{s.metaKey(name)}).Int()
+	if err != nil {
 		return storeErr("delete collection", err, true)
 	}
+	if ok == 0 {
+		return collNotFound(name)
+	}
+	if err := s.s.step("collection-delete"); err != nil {
+		return err
+	}
+	return s.finishDelete(ctx, c)
+}
+
+// finishDelete runs the idempotent steps of a recorded deletion: every
+// document and entry, found through the index of every document, shard by
+// shard, then the metadata.
+func (s *CollectionStore) finishDelete(ctx context.Context, c *shardcounter.Collection) error {
 	for shard := range c.Shards {
 		all := s.indexKey(c, "", "", shard)
 		for {
@@ -272,6 +312,9 @@ func (s *CollectionStore) DeleteCollection(ctx context.Context, name string) err
 				}
 			}
 		}
+	}
+	if err := s.s.runScript(ctx, deleteMetaScript, []string{s.metaKey(c.Name)}).Err(); err != nil {
+		return storeErr("delete collection", err, true)
 	}
 	return nil
 }

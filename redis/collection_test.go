@@ -2,8 +2,10 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/collection"
@@ -45,4 +47,51 @@ func TestCollectionSpread(t *testing.T) {
 	if len(slots) != 3 {
 		t.Fatalf("the 6 shards of the timestamp index fall in %d thirds of the slot space, want 3", len(slots))
 	}
+}
+
+// TestDeleteCollectionCrash stops a collection's deletion after its first
+// step, as if the process had died there: the collection must be gone and
+// its documents with it once another process touches the name, and the
+// name free for a new collection.
+func TestDeleteCollectionCrash(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		crashing := MustOpen(t, dsn)
+		name := t.Name() + runID()
+		c := &shardcounter.Collection{Name: name, Shards: 3, TimestampField: "ts", ShardKey: shardcounter.ShardRandom, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+		if err := crashing.Collections().CreateCollection(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		var docs []*shardcounter.Document
+		for i := range 10 {
+			docs = append(docs, &shardcounter.Document{ID: fmt.Sprint(i), Shard: i % 3, Timestamp: c.CreatedAt.Add(time.Duration(i) * time.Second), Data: map[string]any{"i": i}})
+		}
+		if err := crashing.Collections().PutDocuments(ctx, c, docs); err != nil {
+			t.Fatal(err)
+		}
+		redis.SetStepHook(crashing, func(step string) error {
+			if step == "collection-delete" {
+				return errCrash
+			}
+			return nil
+		})
+		if err := crashing.Collections().DeleteCollection(ctx, name); !errors.Is(err, errCrash) {
+			t.Fatalf("DeleteCollection = %v, want the injected crash", err)
+		}
+
+		other := MustOpen(t, dsn).Collections()
+		if _, err := other.GetCollection(ctx, name); !errors.Is(err, shardcounter.ErrNotFound) {
+			t.Fatalf("GetCollection after the crash = %v, want ErrNotFound", err)
+		}
+		for _, d := range docs {
+			if _, err := other.GetDocument(ctx, c, d.ID); !errors.Is(err, shardcounter.ErrNotFound) {
+				t.Fatalf("document %s of the deleted collection: %v, want ErrNotFound", d.ID, err)
+			}
+		}
+		again := *c
+		again.CreatedAt = c.CreatedAt.Add(time.Microsecond)
+		if err := other.CreateCollection(ctx, &again); err != nil {
+			t.Fatalf("CreateCollection of the name again: %v", err)
+		}
+	})
 }

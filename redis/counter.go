@@ -39,9 +39,10 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 	}
 	for range maxAttempts {
 		l := &layout{id: id, n: shards, epoch: 1, created: s.now().UTC(), max: shards, keys: newKeys(s.prefix, id, newIncarnation())}
+		rooms := allowances(make([]int64, shards), nil)
 		_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for i := range shards {
-				p.HSet(ctx, l.keys.shard(i), "v", 0, "e", l.ep())
+				p.HSet(ctx, l.keys.shard(i), "v", 0, "e", l.ep(), "up", rooms[i].up, "dn", rooms[i].dn)
 			}
 			return nil
 		})
@@ -50,7 +51,7 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		}
 		ok, err := s.runScript(ctx, createScript, []string{metaKey(s.prefix, id)},
 			fieldID, id, fieldShards, shards, fieldCreated, l.created.Format(time.RFC3339Nano),
-			fieldInc, l.keys.inc, fieldEpoch, l.ep(), fieldMax, shards).Int()
+			fieldIncarnation, l.keys.incarnation, fieldEpoch, l.ep(), fieldMax, shards).Int()
 		if err != nil {
 			return nil, storeErr("create counter", err, true)
 		}

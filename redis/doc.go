@@ -9,12 +9,12 @@
 //	shardcounter:c:ID             hash: metadata (shards n, created c, incarnation i,
 //	                              epoch e, state st, reshard target to, history h, mx)
 //	shardcounter:index            sorted set of every counter id, for ListCounters
-//	shardcounter:{TAG}INC:K       hash: shard K (value v, epoch e, fold markers f:*)
-//	shardcounter:{TAG}INC:K:ids   sorted set: request ids recorded on shard K
+//	shardcounter:{TAG}INCARNATION:K       hash: shard K (value v, epoch e, fold markers f:*)
+//	shardcounter:{TAG}INCARNATION:K:ids   sorted set: request ids recorded on shard K
 //
 // TAG puts shard K in slot base + K·10127 (mod 16384), so consecutive shards
 // spread evenly over the slots and so over the masters; a shard and its
-// request ids share the tag, and so a slot. INC is random per CreateCounter,
+// request ids share the tag, and so a slot. INCARNATION is random per CreateCounter,
 // so a re-created counter shares no key with the one deleted before it.
 //
 // # Writes

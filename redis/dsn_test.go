@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/redis"
 )
@@ -102,7 +104,7 @@ func TestOpenUnreachable(t *testing.T) {
 	l.Close()
 	for _, dsn := range []string{"redis://" + addr, "redis+cluster://" + addr} {
 		start := time.Now()
-		_, err := redis.Open(context.Background(), dsn)
+		_, err := redis.Open(context.Background(), dsn, redis.Options{})
 		if !errors.Is(err, shardcounter.ErrUnavailable) {
 			t.Errorf("Open(%q) = %v, want ErrUnavailable", dsn, err)
 		}
@@ -131,5 +133,33 @@ func TestServerDown(t *testing.T) {
 	}
 	if err := s.Ping(ctx); !errors.Is(err, shardcounter.ErrUnavailable) {
 		t.Fatalf("Ping with the server down: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestNewInvalid checks that bad options and unusable clients are
+// ErrInvalid, never a panic.
+func TestNewInvalid(t *testing.T) {
+	good := &goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}
+	for _, c := range []struct {
+		name   string
+		client goredis.UniversalClient
+		opts   redis.Options
+	}{
+		{"NilClient", nil, redis.Options{}},
+		{"NilTypedClient", (*goredis.Client)(nil), redis.Options{}},
+		{"NilClusterClient", (*goredis.ClusterClient)(nil), redis.Options{}},
+		{"Retries", goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"}), redis.Options{}},
+		{"ClusterRedirects", goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRetries: -1}), redis.Options{}},
+		{"NegativeTTL", goredis.NewClient(good), redis.Options{RequestIDTTL: -time.Second}},
+		{"HashTagPrefix", goredis.NewClient(good), redis.Options{Prefix: "app:{x}:"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := redis.New(c.client, c.opts); !errors.Is(err, shardcounter.ErrInvalid) {
+				t.Fatalf("New = %v, want ErrInvalid", err)
+			}
+		})
+	}
+	if _, err := redis.New(goredis.NewClient(good), redis.Options{}); err != nil {
+		t.Fatalf("New with good options: %v", err)
 	}
 }

@@ -85,17 +85,17 @@ const slotStride = 10127
 // shard key and its request-id set share a hash tag chosen for the shard's
 // slot, so the two live in the same slot and one script can update both.
 type keys struct {
-	prefix string
-	inc    string // incarnation: random per CreateCounter, so a re-created counter shares no keys with the old one
-	base   int    // slot of shard 0
+	prefix      string
+	incarnation string // random per CreateCounter, so a re-created counter shares no keys with the old one
+	base        int    // slot of shard 0
 }
 
-func newKeys(prefix, id, inc string) keys {
+func newKeys(prefix, id, incarnation string) keys {
 	h := fnv.New64a()
 	h.Write([]byte(id))
 	h.Write([]byte{0})
-	h.Write([]byte(inc))
-	return keys{prefix: prefix, inc: inc, base: int(h.Sum64() % NumSlots)}
+	h.Write([]byte(incarnation))
+	return keys{prefix: prefix, incarnation: incarnation, base: int(h.Sum64() % NumSlots)}
 }
 
 // slot returns the slot that shard i of the counter lives in.
@@ -107,7 +107,7 @@ func (k keys) slot(i int) int {
 // layout epoch the shard accepts writes for) and f:<k> (markers of shards
 // folded into it by the reshard that created epoch e).
 func (k keys) shard(i int) string {
-	return k.prefix + "{" + slotTags()[k.slot(i)] + "}" + k.inc + ":" + strconv.Itoa(i)
+	return k.prefix + "{" + slotTags()[k.slot(i)] + "}" + k.incarnation + ":" + strconv.Itoa(i)
 }
 
 // ids returns the key of the sorted set of request ids recorded on shard

@@ -18,15 +18,17 @@ import (
 
 // Metadata fields of a counter (the hash at metaKey).
 const (
-	fieldID      = "id"
-	fieldShards  = "n"
-	fieldCreated = "c"
-	fieldInc     = "i"  // incarnation, names the shard keys
-	fieldEpoch   = "e"  // layout epoch: bumped by every reshard
-	fieldState   = "st" // "" normal, "reshard" (intent recorded), "delete"
-	fieldTo      = "to" // the reshard intent's target shard count
-	fieldHistory = "h"  // earlier shard counts still inside the dedupe window
-	fieldMax     = "mx" // the highest shard count used: keys to delete
+	fieldID          = "id"
+	fieldShards      = "n"
+	fieldCreated     = "c"
+	fieldIncarnation = "i"  // names the shard keys: random per CreateCounter
+	fieldEpoch       = "e"  // layout epoch: bumped by every reshard
+	fieldState       = "st" // "" normal, "reshard" (intent recorded), "delete"
+	fieldTo          = "to" // the reshard intent's target shard count
+	fieldHistory     = "h"  // earlier shard counts still inside the dedupe window
+	fieldMax         = "mx" // the highest shard count used: keys to delete
+	fieldNeedK       = "nk" // a rebalance's intent: the shard a write wants room on
+	fieldNeedD       = "nd" // and the delta it wants to write
 )
 
 const (
@@ -61,6 +63,12 @@ type layout struct {
 	to      int
 	hist    []past
 	max     int
+	need    *need // the write a recorded rebalance was asked for
+
+	// final holds, after finishReshard committed the reshard itself, the
+	// shards' values while they were frozen at the new epoch: the
+	// counter's exact value at a moment during the reshard.
+	final []int64
 }
 
 func (l *layout) ep() string { return strconv.FormatInt(l.epoch, 10) }
@@ -91,13 +99,22 @@ func (s *CounterStore) parseLayout(id string, m map[string]string) (*layout, err
 	if l.max, err = strconv.Atoi(m[fieldMax]); err != nil {
 		return nil, bad(fieldMax, err)
 	}
-	if m[fieldInc] == "" {
-		return nil, bad(fieldInc, fmt.Errorf("empty"))
+	if m[fieldIncarnation] == "" {
+		return nil, bad(fieldIncarnation, fmt.Errorf("empty"))
 	}
-	l.keys = newKeys(s.prefix, id, m[fieldInc])
+	l.keys = newKeys(s.prefix, id, m[fieldIncarnation])
 	if l.state == stateReshard {
 		if l.to, err = strconv.Atoi(m[fieldTo]); err != nil {
 			return nil, bad(fieldTo, err)
+		}
+	}
+	if k := m[fieldNeedK]; k != "" {
+		l.need = &need{}
+		if l.need.shard, err = strconv.Atoi(k); err != nil {
+			return nil, bad(fieldNeedK, err)
+		}
+		if l.need.delta, err = strconv.ParseInt(m[fieldNeedD], 10, 64); err != nil {
+			return nil, bad(fieldNeedD, err)
 		}
 	}
 	if h := m[fieldHistory]; h != "" {
@@ -188,17 +205,17 @@ func (s *CounterStore) layout(ctx context.Context, id string, fresh bool) (*layo
 		if err != nil {
 			return nil, err
 		}
-		if l, err = s.settle(ctx, id, l); err != nil || l != nil {
+		if l, err = s.finishPending(ctx, id, l); err != nil || l != nil {
 			return l, err
 		}
 	}
 	return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q keeps changing: try again", id)
 }
 
-// settle finishes a recorded reshard or delete of l. It returns l, cached,
-// when l is a settled layout; nil, nil when the caller should read the
+// finishPending finishes a recorded reshard or delete of l. It returns l,
+// cached, when nothing was pending; nil, nil when the caller should read the
 // metadata again; ErrNotFound when there is no counter.
-func (s *CounterStore) settle(ctx context.Context, id string, l *layout) (*layout, error) {
+func (s *CounterStore) finishPending(ctx context.Context, id string, l *layout) (*layout, error) {
 	switch {
 	case l == nil:
 		s.forget(id)
@@ -228,7 +245,7 @@ func notFound(id string) error {
 	return shardcounter.Errorf(shardcounter.ENOTFOUND, "counter %q not found", id)
 }
 
-// layouts returns the settled layouts of ids, reading the uncached ones in
+// layoutsOf returns the layouts of ids, with nothing pending,, reading the uncached ones in
 // one pipeline. A missing counter maps to nil.
 func (s *CounterStore) layoutsOf(ctx context.Context, ids []string) (map[string]*layout, error) {
 	out := make(map[string]*layout, len(ids))

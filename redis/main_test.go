@@ -75,7 +75,7 @@ func clusterDSN(c *redistest.Cluster) string {
 // a new client with its own caches, as another process would have.
 func MustOpen(tb testing.TB, dsn string) *redis.CounterStore {
 	tb.Helper()
-	s, err := redis.Open(context.Background(), dsn)
+	s, err := redis.Open(context.Background(), dsn, redis.Options{})
 	if err != nil {
 		tb.Fatalf("Open(%q): %v", dsn, err)
 	}

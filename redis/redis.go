@@ -38,10 +38,13 @@ type Options struct {
 	// would override the store's hash tags. Default "shardcounter:".
 	Prefix string
 	// RequestIDTTL is the dedupe window: how long a request id is
-	// remembered after its write. Default 24h.
+	// remembered after its write. Default 24h; the engine sets its own
+	// (SetDedupeWindow).
 	RequestIDTTL time.Duration
-	// Now returns the time recorded as a counter's creation time. Default
-	// time.Now.
+	// Now returns the time recorded as a counter's creation time and as
+	// the end of a layout in its reshard history. Default time.Now.
+	// Request ids age by the Redis server's clock, which every process
+	// sharing the store agrees on.
 	Now func() time.Time
 }
 
@@ -71,7 +74,13 @@ type CounterStore struct {
 // MaxRedirects -1): a retry after a lost reply could apply a write twice.
 // The store retries only what the server did not execute. Close does not
 // close the client.
+//
+// Bad options (a negative RequestIDTTL, a prefix with a hash tag) and a
+// client that retries are ErrInvalid.
 func New(client goredis.UniversalClient, opts Options) (*CounterStore, error) {
+	if opts.RequestIDTTL < 0 {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: RequestIDTTL %v is negative: give a duration, or 0 for the default %v", opts.RequestIDTTL, DefaultRequestIDTTL)
+	}
 	s := &CounterStore{client: client, prefix: opts.Prefix, now: opts.Now, layouts: make(map[string]*layout)}
 	s.SetDedupeWindow(opts.RequestIDTTL)
 	if s.prefix == "" {
@@ -85,12 +94,18 @@ func New(client goredis.UniversalClient, opts Options) (*CounterStore, error) {
 	}
 	switch c := client.(type) {
 	case *goredis.ClusterClient:
+		if c == nil {
+			return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: the client is nil: make one with redis.NewClusterClient")
+		}
 		o := c.Options()
 		if o.MaxRedirects != 0 || o.MaxRetries > 0 {
 			return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: the cluster client retries commands (MaxRedirects %d, MaxRetries %d): set both to -1, a retried write could apply twice", o.MaxRedirects, o.MaxRetries)
 		}
 		s.cluster = c
 	case *goredis.Client:
+		if c == nil {
+			return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: the client is nil: make one with redis.NewClient")
+		}
 		o := c.Options()
 		if o.MaxRetries != 0 {
 			return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: the client retries commands (MaxRetries %d): set MaxRetries to -1, a retried write could apply twice", o.MaxRetries)
@@ -115,12 +130,12 @@ func (s *CounterStore) SetDedupeWindow(d time.Duration) {
 }
 
 // Open connects to the Redis server or cluster that dsn names (see
-// ParseDSN), checks that it answers, and returns a store with default
-// Options. An unreachable server is ErrUnavailable, within the dial
-// timeout. A cluster need only answer through one of its nodes: with
+// ParseDSN), checks that it answers, and returns a store with opts. An
+// unreachable server is ErrUnavailable, within the dial timeout. A cluster
+// need only answer through one of its nodes: with
 // cluster-require-full-coverage no it serves the slots of its live
 // masters, and so does the store (Ping tells whether all are up).
-func Open(ctx context.Context, dsn string) (*CounterStore, error) {
+func Open(ctx context.Context, dsn string, opts Options) (*CounterStore, error) {
 	d, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -131,7 +146,7 @@ func Open(ctx context.Context, dsn string) (*CounterStore, error) {
 	} else {
 		client = goredis.NewClient(d.Options())
 	}
-	s, err := New(client, Options{})
+	s, err := New(client, opts)
 	if err != nil {
 		client.Close()
 		return nil, err

@@ -7,12 +7,13 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/shard"
+	"github.com/shardcounter/shardcounter/redis"
 	"github.com/shardcounter/shardcounter/storetest"
 )
 
 func TestCounterStore(t *testing.T) {
 	backends(t, func(t *testing.T, dsn string) {
-		storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return MustOpen(tb, dsn) })
+		storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return MustOpen(tb, dsn) }, storetest.Options{})
 	})
 }
 
@@ -21,7 +22,7 @@ func TestCounterStore(t *testing.T) {
 func TestSharedStore(t *testing.T) {
 	backends(t, func(t *testing.T, dsn string) {
 		s := MustOpen(t, dsn)
-		storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return s })
+		storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return s }, storetest.Options{})
 	})
 }
 
@@ -100,6 +101,39 @@ func TestSetDedupeWindow(t *testing.T) {
 		}
 		if got := storetest.MustRead(t, s, id); got != 2 {
 			t.Fatalf("value = %d, want 2", got)
+		}
+	})
+}
+
+// TestRequestIDSetsExpire checks that a shard's set of request ids
+// expires with the newest id in it: a shard that stops getting ids must
+// not keep them for ever. A shorter window set later does not cut the
+// life of ids recorded under the longer one.
+func TestRequestIDSetsExpire(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := MustOpen(t, dsn)
+		s.SetDedupeWindow(time.Hour)
+		id := t.Name() + runID()
+		storetest.MustCreate(t, s, id, 1)
+		out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, RequestID: "r1"}})
+		if err != nil || out[0].Err != nil {
+			t.Fatalf("Apply: %+v, %v", out, err)
+		}
+		key := redis.ShardKey(t, s, id, 0) + ":ids"
+		ttl, err := redis.Client(s).PTTL(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl <= 0 || ttl > time.Hour {
+			t.Fatalf("PTTL of the request-id set = %v, want within (0, 1h]", ttl)
+		}
+		s.SetDedupeWindow(time.Minute)
+		if out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, RequestID: "r2"}}); err != nil || out[0].Err != nil {
+			t.Fatalf("Apply: %+v, %v", out, err)
+		}
+		if ttl, err = redis.Client(s).PTTL(ctx, key).Result(); err != nil || ttl < 50*time.Minute {
+			t.Fatalf("PTTL after a shorter window = %v, %v; want the hour of r1 kept", ttl, err)
 		}
 	})
 }

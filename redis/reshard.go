@@ -35,7 +35,12 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 		if l.n == shards {
 			return l.counter(), nil
 		}
-		ok, err := s.runScript(ctx, intentScript, []string{metaKey(s.prefix, id)}, l.ep(), shards).Int()
+		if shards > l.n {
+			if err := s.prepare(ctx, l, shards); err != nil {
+				return nil, err
+			}
+		}
+		ok, err := s.runScript(ctx, intentScript, []string{metaKey(s.prefix, id)}, l.ep(), shards, "", "").Int()
 		if err != nil {
 			return nil, storeErr("reshard", err, true)
 		}
@@ -71,16 +76,22 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 //     layout E is refused from then on and comes back through the
 //     metadata, where it meets the intent and helps finish it. No writer
 //     holds layout E+1 before step 4, so once fenced the counter is frozen.
-//  2. Grow: shards [n, m) are created at epoch E+1 with value 0.
+//  2. Grow: shards [n, m) are reset to epoch E+1 and value 0. Their keys
+//     were prepared by the reshard's caller before it recorded the intent
+//     (prepareScript); this step never creates a key, so a helper running
+//     it late, after the counter was deleted, cannot bring one back.
 //  3. Shrink: each removed shard k in [m, n) is folded into shard k mod m
 //     by a script that adds k's frozen value and sets the marker f:k in the
 //     target in one step, and does nothing when the marker is there. So a
 //     fold applies exactly once however often the step runs. Before any
 //     fold, the targets' final values are checked to fit in int64; when one
 //     would not, the intent is changed to keep n shards (ErrOutOfRange).
-//  4. Commit: the metadata gets m shards and epoch E+1 in one script that
+//  4. Allow: the shards of the new layout get their allowances (see
+//     allowance.go), computed from their frozen values, so every client
+//     computes the same; a marker makes the step run once per shard.
+//  5. Commit: the metadata gets m shards and epoch E+1 in one script that
 //     checks the intent is still the one being finished.
-//  5. No clean-up: the removed shard keys are kept, frozen at epoch E+1,
+//  6. No clean-up: the removed shard keys are kept, frozen at epoch E+1,
 //     until a later grow resets them or the counter is deleted. A shard key
 //     is never deleted while its counter lives, so its epoch only ever
 //     grows, which is what makes a late step harmless. Deleting them here
@@ -103,10 +114,22 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 	}
 
 	if m > n {
-		if err := s.each(ctx, m-n, func(p goredis.Pipeliner, i int) *goredis.Cmd {
-			return initScript.EvalSha(ctx, p, []string{l.keys.shard(n + i)}, newEp)
+		is := seq(n, m)
+		res := make([]int, len(is))
+		j := 0
+		if err := s.eachOf(ctx, is, func(p goredis.Pipeliner, i int) *goredis.Cmd {
+			return initScript.EvalSha(ctx, p, []string{l.keys.shard(i)}, newEp)
+		}, func(c *goredis.Cmd) error {
+			r, err := c.Int()
+			res[j], j = r, j+1
+			return err
 		}); err != nil {
 			return storeErr("reshard: create shards", err, true)
+		}
+		for j, r := range res {
+			if r == -1 { // prepared before the intent: the counter is gone
+				return s.lostShard(ctx, l, is[j])
+			}
 		}
 		if err := s.step("init"); err != nil {
 			return err
@@ -132,6 +155,13 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 		}
 	}
 
+	if err := s.allow(ctx, l, newEp); err != nil {
+		return err
+	}
+	if err := s.step("allow"); err != nil {
+		return err
+	}
+
 	hist := s.nextHistory(l, m, s.now().UnixMilli())
 	ok, err := s.runScript(ctx, commitScript, []string{metaKey(s.prefix, l.id)}, oldEp, m, newEp, hist, max(l.max, m)).Int()
 	if err != nil {
@@ -139,10 +169,90 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 	}
 	s.forget(l.id)
 	if ok == 0 {
+		l.final = nil // read perhaps after another client's commit: not frozen
 		return errMoved
 	}
-	// The removed shard keys stay, fenced at E+1 and frozen: see step 5.
+	// The removed shard keys stay, fenced at E+1 and frozen: see step 6.
 	return s.step("commit")
+}
+
+// allow runs step 4 of finishReshard: it reads the values of the new
+// layout's shards, frozen until the commit, and gives each shard its
+// allowance (see allowance.go) unless it has it already. When the commit
+// that follows is this client's own, l.final holds the values read.
+func (s *CounterStore) allow(ctx context.Context, l *layout, newEp string) error {
+	m := l.to
+	cmds := make([]*goredis.SliceCmd, m)
+	if _, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i := range m {
+			cmds[i] = p.HMGet(ctx, l.keys.shard(i), "v", "e", "ae")
+		}
+		return nil
+	}); err != nil {
+		return storeErr("reshard: read shards", err, false)
+	}
+	vals := make([]int64, m)
+	var todo []int
+	for i, c := range cmds {
+		r := c.Val()
+		if e, _ := r[1].(string); e != newEp {
+			return s.lostShard(ctx, l, i)
+		}
+		v, _ := r[0].(string)
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return shardcounter.Errorf(shardcounter.EINTERNAL, "redis: shard %d of counter %q holds %q, not an integer", i, l.id, v)
+		}
+		vals[i] = n
+		if ae, _ := r[2].(string); ae != newEp {
+			todo = append(todo, i)
+		}
+	}
+	l.final = vals
+	if len(todo) == 0 {
+		return nil
+	}
+	w := l.need
+	if w != nil && l.to != l.n {
+		w = nil // asked for under another shard count
+	}
+	rooms := allowances(vals, w)
+	return s.eachOf(ctx, todo, func(p goredis.Pipeliner, i int) *goredis.Cmd {
+		return allowScript.EvalSha(ctx, p, []string{l.keys.shard(i)}, newEp, rooms[i].up, rooms[i].dn)
+	}, func(c *goredis.Cmd) error {
+		switch r, err := c.Int(); {
+		case err != nil:
+			return storeErr("reshard: set allowances", err, true)
+		case r == -1:
+			return errMoved
+		}
+		return nil
+	})
+}
+
+// rebalance asks for room for w on the counter of l (see allowance.go): a
+// reshard to the same shard count that freezes the shards, hands the room
+// out again, w's first, and commits. It returns the shards' values while
+// they were frozen, or nil when another client's reshard or rebalance got
+// there first (the caller reloads the layout, which finishes that one,
+// and tries again).
+func (s *CounterStore) rebalance(ctx context.Context, l *layout, w need) ([]int64, error) {
+	ok, err := s.runScript(ctx, intentScript, []string{metaKey(s.prefix, l.id)}, l.ep(), l.n, w.shard, w.delta).Int()
+	if err != nil {
+		return nil, storeErr("rebalance", err, true)
+	}
+	switch ok {
+	case -1:
+		return nil, notFound(l.id)
+	case 0:
+		return nil, nil
+	}
+	r := *l // l may be shared through the cache
+	r.state, r.to, r.need, r.final = stateReshard, l.n, &w, nil
+	if err := s.finishReshard(ctx, &r); err != nil && err != errMoved {
+		return nil, err
+	}
+	return r.final, nil
 }
 
 // fold runs step 3 of finishReshard.
@@ -230,14 +340,28 @@ func (s *CounterStore) lostShard(ctx context.Context, l *layout, i int) error {
 	return shardcounter.Errorf(shardcounter.EINTERNAL, "redis: counter %q: shard key %q is missing or at another epoch; was data lost (FLUSHALL, a failover)?", l.id, l.keys.shard(i))
 }
 
+// prepare makes placeholders of the shards [l.n, to) that a grow to to
+// shards will use, before its intent is recorded (see prepareScript).
+func (s *CounterStore) prepare(ctx context.Context, l *layout, to int) error {
+	err := s.eachOf(ctx, seq(l.n, to), func(p goredis.Pipeliner, i int) *goredis.Cmd {
+		return prepareScript.EvalSha(ctx, p, []string{l.keys.shard(i)})
+	}, func(c *goredis.Cmd) error { return c.Err() })
+	return storeErr("reshard: prepare shards", err, true)
+}
+
+// seq returns the integers [from, to).
+func seq(from, to int) []int {
+	is := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		is = append(is, i)
+	}
+	return is
+}
+
 // each runs f for i in [0, n) in one pipeline with scripts loaded, and
 // returns the first error.
 func (s *CounterStore) each(ctx context.Context, n int, f func(p goredis.Pipeliner, i int) *goredis.Cmd) error {
-	is := make([]int, n)
-	for i := range is {
-		is[i] = i
-	}
-	return s.eachOf(ctx, is, f, func(c *goredis.Cmd) error { return c.Err() })
+	return s.eachOf(ctx, seq(0, n), f, func(c *goredis.Cmd) error { return c.Err() })
 }
 
 // eachOf runs f for each of is in one pipeline and check on each result.

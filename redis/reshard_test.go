@@ -60,7 +60,7 @@ func testReshardCrash(t *testing.T, dsn string, from, to int, stop string) {
 	total += 7
 
 	seen := map[string]int{}
-	redis.SetReshardHook(crashing, func(step string) error {
+	redis.SetStepHook(crashing, func(step string) error {
 		seen[step]++
 		if fmt.Sprintf("%s#%d", step, seen[step]) == stop || step == stop {
 			return errCrash
@@ -195,7 +195,7 @@ func TestReshardLateCleanup(t *testing.T) {
 		}
 
 		reached, release := make(chan struct{}), make(chan struct{})
-		redis.SetReshardHook(slow, pauseAt("commit", reached, release))
+		redis.SetStepHook(slow, pauseAt("commit", reached, release))
 		shrunk := make(chan error, 1)
 		go func() { _, err := slow.ReshardCounter(ctx, id, 2); shrunk <- err }()
 		<-reached // committed at 2 shards, the removed shards not yet cleaned up
@@ -238,7 +238,7 @@ func TestReshardLateInit(t *testing.T) {
 
 		reached, release := make(chan struct{}), make(chan struct{})
 		initDone := make(chan struct{})
-		redis.SetReshardHook(late, func(step string) error {
+		redis.SetStepHook(late, func(step string) error {
 			switch step {
 			case "fence":
 				close(reached)
@@ -299,7 +299,7 @@ func TestReshardOverflowStaysWithCaller(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		redis.SetReshardHook(resharder, func(step string) error {
+		redis.SetStepHook(resharder, func(step string) error {
 			if step == "intent" {
 				return errCrash
 			}
@@ -320,12 +320,52 @@ func TestReshardOverflowStaysWithCaller(t *testing.T) {
 		if c, err := MustOpen(t, dsn).GetCounter(ctx, id); err != nil || c.Shards != 3 {
 			t.Fatalf("GetCounter = %+v, %v; want 3 shards", c, err)
 		}
-		redis.SetReshardHook(resharder, nil)
+		redis.SetStepHook(resharder, nil)
 		if _, err := resharder.ReshardCounter(ctx, id, 2); !errors.Is(err, shardcounter.ErrOutOfRange) {
 			t.Fatalf("the caller's own ReshardCounter = %v, want ErrOutOfRange", err)
 		}
 		if got := storetest.MustRead(t, resharder, id); got != want {
 			t.Fatalf("value = %d, want %d", got, want)
+		}
+	})
+}
+
+// TestReshardLateInitAfterDelete lets a helper of a grow stall before it
+// creates the new shards until the grow is committed by another process
+// and the counter deleted. Its late create step must not bring a shard
+// key of the deleted counter back, where a writer still holding the grown
+// layout would have a write acknowledged and lost.
+func TestReshardLateInitAfterDelete(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		id := t.Name() + runID()
+		late, other, writer := MustOpen(t, dsn), MustOpen(t, dsn), MustOpen(t, dsn)
+		storetest.MustCreate(t, other, id, 2)
+
+		reached, release := make(chan struct{}), make(chan struct{})
+		redis.SetStepHook(late, pauseAt("fence", reached, release))
+		grown := make(chan error, 1)
+		go func() { _, err := late.ReshardCounter(ctx, id, 8); grown <- err }()
+		<-reached // intent recorded and shards fenced, new shards not yet created
+
+		if c, err := other.GetCounter(ctx, id); err != nil || c.Shards != 8 {
+			t.Fatalf("GetCounter finishing the grow = %+v, %v; want 8 shards", c, err)
+		}
+		if err := writer.Add(ctx, id, 5, 5); err != nil { // caches the 8-shard layout
+			t.Fatal(err)
+		}
+		key := redis.ShardKey(t, other, id, 5)
+		if err := other.DeleteCounter(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		close(release)
+		<-grown // whatever it says: the counter is gone
+
+		if n, err := redis.Client(other).Exists(ctx, key).Result(); err != nil || n != 0 {
+			t.Fatalf("EXISTS %s after the late create step = %d, %v; want 0", key, n, err)
+		}
+		if err := writer.Add(ctx, id, 100, 5); !errors.Is(err, shardcounter.ErrNotFound) {
+			t.Fatalf("Add with the layout of the deleted counter = %v, want ErrNotFound", err)
 		}
 	})
 }

@@ -13,21 +13,49 @@ const (
 	resDuplicate = 2
 	resStale     = 3 // the shard does not accept writes for this epoch: reload the layout
 	resOverflow  = 4
+	resNoRoom    = 5 // the shard's allowance is spent: rebalance (see allowance.go)
 )
 
 // addScript applies writes to shards. For item j, KEYS[2j-1] is the shard,
 // KEYS[2j] its request-id set; ARGV[1] is the request-id time to live in
-// milliseconds and ARGV[3j-1..3j+1] the epoch the writer read, the delta
-// and the request id ("" for none). An item applies only when the shard's
-// epoch is the writer's: the epoch check, the duplicate check, HINCRBY and
-// the id's record are one atomic step.
+// milliseconds and ARGV[4j-2..4j+1] the epoch the writer read, the delta,
+// its negation and the request id ("" for none). An item applies only
+// when the shard's epoch is the writer's and the delta fits the shard's
+// allowance (fields up and dn, see allowance.go): the epoch check, the
+// duplicate check, the allowance, HINCRBY and the id's record are one
+// atomic step. The id set expires with its newest id, so that a shard
+// that stops getting ids does not keep them for ever. Rooms are spent with HINCRBY and a check of the result's
+// sign, which Lua's doubles get right where they would round the values.
 var addScript = goredis.NewScript(`
 local ttl = tonumber(ARGV[1])
 local now
 local out = {}
+local function widen(sk, f, by)
+  local r = redis.pcall('HINCRBY', sk, f, by)
+  if type(r) == 'table' and r.err then redis.call('HSET', sk, f, '9223372036854775807') end
+end
+local function spend(sk, d, nd)
+  if string.sub(d, 1, 1) ~= '-' then
+    if redis.call('HINCRBY', sk, 'up', nd) < 0 then
+      redis.call('HINCRBY', sk, 'up', d)
+      return false
+    end
+    return true
+  end
+  local r = redis.pcall('HINCRBY', sk, 'dn', d)
+  if type(r) == 'table' and r.err then return false end
+  if r < -1 then
+    redis.call('HINCRBY', sk, 'dn', nd)
+    return false
+  end
+  return true
+end
+local function unspend(sk, d, nd)
+  if string.sub(d, 1, 1) ~= '-' then redis.call('HINCRBY', sk, 'up', d) else redis.call('HINCRBY', sk, 'dn', nd) end
+end
 for j = 1, #KEYS / 2 do
   local sk, rk = KEYS[2*j-1], KEYS[2*j]
-  local ep, d, rid = ARGV[3*j-1], ARGV[3*j], ARGV[3*j+1]
+  local ep, d, nd, rid = ARGV[4*j-2], ARGV[4*j-1], ARGV[4*j], ARGV[4*j+1]
   if redis.call('HGET', sk, 'e') ~= ep then
     out[j] = 3
   else
@@ -38,16 +66,21 @@ for j = 1, #KEYS / 2 do
     local exp = rid ~= '' and redis.call('ZSCORE', rk, rid)
     if exp and tonumber(exp) > now then
       out[j] = 2
+    elseif not spend(sk, d, nd) then
+      out[j] = 5
     else
       local r = redis.pcall('HINCRBY', sk, 'v', d)
       if type(r) == 'table' and r.err then
         if not string.find(r.err, 'overflow') then return redis.error_reply(r.err) end
+        unspend(sk, d, nd)
         out[j] = 4
       else
+        if string.sub(d, 1, 1) ~= '-' then widen(sk, 'dn', d) else widen(sk, 'up', nd) end
         out[j] = 1
         if rid ~= '' then
           redis.call('ZREMRANGEBYSCORE', rk, '-inf', now)
           redis.call('ZADD', rk, string.format('%d', now + ttl), rid)
+          if redis.call('PTTL', rk) < ttl then redis.call('PEXPIRE', rk, ARGV[1]) end
         end
       end
     end
@@ -65,14 +98,18 @@ return 1
 `)
 
 // intentScript records a reshard intent in the metadata KEYS[1]: the
-// counter at epoch ARGV[1] is to get ARGV[2] shards. It returns -1 when
-// the counter does not exist, 0 when its epoch moved on or another intent
-// is recorded (the caller reloads and helps that one finish), 1 when done.
+// counter at epoch ARGV[1] is to get ARGV[2] shards. A rebalance (see
+// allowance.go) is a reshard to the same count that also records the
+// write that asked for it: shard ARGV[3] ("" for none) wants delta
+// ARGV[4]. It returns -1 when the counter does not exist, 0 when its epoch
+// moved on or another intent is recorded (the caller reloads and helps
+// that one finish), 1 when done.
 var intentScript = goredis.NewScript(`
 local m = redis.call('HMGET', KEYS[1], 'e', 'st')
 if not m[1] then return -1 end
 if m[1] ~= ARGV[1] or m[2] then return 0 end
 redis.call('HSET', KEYS[1], 'st', 'reshard', 'to', ARGV[2])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'nk', ARGV[3], 'nd', ARGV[4]) end
 return 1
 `)
 
@@ -94,7 +131,7 @@ var commitScript = goredis.NewScript(`
 local m = redis.call('HMGET', KEYS[1], 'e', 'st', 'to')
 if m[1] ~= ARGV[1] or m[2] ~= 'reshard' or m[3] ~= ARGV[2] then return 0 end
 redis.call('HSET', KEYS[1], 'n', ARGV[2], 'e', ARGV[3], 'h', ARGV[4], 'mx', ARGV[5])
-redis.call('HDEL', KEYS[1], 'st', 'to')
+redis.call('HDEL', KEYS[1], 'st', 'to', 'nk', 'nd')
 return 1
 `)
 
@@ -111,12 +148,26 @@ redis.call('HSET', KEYS[1], 'e', ARGV[2])
 return 1
 `)
 
+// prepareScript makes KEYS[1] a placeholder shard (epoch 0, which no
+// writer holds) unless the key exists. A grow prepares its new shards
+// before it records its intent; the helpers that finish the grow only
+// reset keys that exist (initScript), so a helper running late, after the
+// counter was deleted, cannot bring a shard key of it back.
+var prepareScript = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'v', 0, 'e', 0)
+return 1
+`)
+
 // initScript makes shard KEYS[1] a zero-valued shard of epoch ARGV[1],
 // unless it already belongs to that epoch or a later one. A key left by an
-// older layout (a shard removed by an earlier shrink) is reset.
+// older layout (a shard removed by an earlier shrink) or prepared for this
+// grow is reset. It returns -1, and creates nothing, when the key is
+// missing: the counter was deleted.
 var initScript = goredis.NewScript(`
 local e = redis.call('HGET', KEYS[1], 'e')
-if e and tonumber(e) >= tonumber(ARGV[1]) then return 0 end
+if not e then return -1 end
+if tonumber(e) >= tonumber(ARGV[1]) then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'v', 0, 'e', ARGV[1])
 return 1
@@ -137,6 +188,19 @@ redis.call('HSET', KEYS[1], 'f:' .. ARGV[2], '1')
 return 1
 `)
 
+// allowScript gives shard KEYS[1] the allowance of the reshard that
+// creates epoch ARGV[1]: room up ARGV[2] and down ARGV[3] (see
+// allowance.go), once: the marker ae makes a re-run, or a late run after
+// writers spent the room, a no-op. It returns -1 when the shard is not at
+// that epoch, 0 when the marker was there, 1 when set.
+var allowScript = goredis.NewScript(`
+local m = redis.call('HMGET', KEYS[1], 'e', 'ae')
+if m[1] ~= ARGV[1] then return -1 end
+if m[2] == ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'up', ARGV[2], 'dn', ARGV[3], 'ae', ARGV[1])
+return 1
+`)
+
 // markDeleteScript records in the metadata KEYS[1] that the counter is
 // being deleted; from then on it is not found, and whoever meets the mark
 // finishes the deletion. It returns 0 when the counter does not exist.
@@ -152,4 +216,4 @@ if redis.call('HGET', KEYS[1], 'st') ~= 'delete' then return 0 end
 return redis.call('DEL', KEYS[1])
 `)
 
-var allScripts = []*goredis.Script{addScript, createScript, intentScript, retargetScript, commitScript, fenceScript, initScript, foldScript, markDeleteScript, deleteMetaScript}
+var allScripts = []*goredis.Script{addScript, createScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, markDeleteScript, deleteMetaScript}

@@ -24,7 +24,7 @@ func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uin
 	return out[0].Err
 }
 
-// pending is an increment of a batch not yet settled.
+// pending is an increment of a batch not yet decided.
 type pending struct {
 	i     int // position in the batch
 	l     *layout
@@ -53,7 +53,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 		}
 		todo = append(todo, i)
 	}
-	settled := false // some item applied or was found a duplicate
+	decided := false // some item applied or was found a duplicate
 	for attempt := 0; len(todo) > 0; attempt++ {
 		if attempt == maxAttempts {
 			for _, i := range todo {
@@ -69,7 +69,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 				break
 			}
 		}
-		retry, err := s.applyOnce(ctx, incs, out, todo, &settled)
+		retry, err := s.applyOnce(ctx, incs, out, todo, &decided)
 		if err != nil {
 			for _, i := range todo {
 				out[i].Err = err
@@ -78,7 +78,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 		}
 		todo = retry
 	}
-	if !settled {
+	if !decided {
 		// When every item failed for want of the store, say so for the
 		// whole batch, as the contract asks.
 		var first error
@@ -122,7 +122,7 @@ func sleep(ctx context.Context, n int) error {
 
 // applyOnce makes one attempt at the items todo and returns those to try
 // again. An error fails every item of todo.
-func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, todo []int, settled *bool) ([]int, error) {
+func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, todo []int, decided *bool) ([]int, error) {
 	ids := make([]string, len(todo))
 	for j, i := range todo {
 		ids[j] = incs[i].Counter
@@ -145,7 +145,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		}
 		items = append(items, pending{i: i, l: l, shard: shard.Of(pick, l.n)})
 	}
-	if items, err = s.seenBefore(ctx, incs, out, items, settled); err != nil {
+	if items, err = s.seenBefore(ctx, incs, out, items, decided); err != nil {
 		return nil, err
 	}
 
@@ -173,7 +173,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		inc := incs[it.i]
 		g.items = append(g.items, it)
 		g.keys = append(g.keys, it.l.keys.shard(it.shard), it.l.keys.ids(it.shard))
-		g.args = append(g.args, it.l.ep(), inc.Delta, inc.RequestID)
+		g.args = append(g.args, it.l.ep(), inc.Delta, negate(inc.Delta), inc.RequestID)
 	}
 	if len(groups) == 1 {
 		groups[0].cmd = s.runScript(ctx, addScript, groups[0].keys, groups[0].args...)
@@ -187,6 +187,8 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	}
 
 	var retry []int
+	cramped := make(map[string][]pending) // items whose shard had no room, by counter
+	var crampedOrder []string
 	for _, g := range groups {
 		res, err := g.cmd.Int64Slice()
 		if err == nil && len(res) != len(g.items) {
@@ -213,13 +215,18 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		for j, it := range g.items {
 			switch res[j] {
 			case resApplied:
-				*settled = true
+				*decided = true
 			case resDuplicate:
 				out[it.i].Duplicate = true
-				*settled = true
+				*decided = true
 			case resStale:
 				s.forget(it.l.id)
 				retry = append(retry, it.i)
+			case resNoRoom:
+				if cramped[it.l.id] == nil {
+					crampedOrder = append(crampedOrder, it.l.id)
+				}
+				cramped[it.l.id] = append(cramped[it.l.id], it)
 			case resOverflow:
 				out[it.i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d to shard %d would leave the int64 range", it.l.id, incs[it.i].Delta, it.shard)
 			default:
@@ -227,16 +234,35 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 			}
 		}
 	}
+	for _, id := range crampedOrder {
+		its := cramped[id]
+		first := its[0]
+		vals, err := s.rebalance(ctx, first.l, need{shard: first.shard, delta: incs[first.i].Delta})
+		s.forget(id)
+		for _, it := range its {
+			d := incs[it.i].Delta
+			switch {
+			case shardcounter.ErrorCode(err) == shardcounter.ENOTFOUND:
+				out[it.i].Err = err
+			case err != nil:
+				out[it.i].Err = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q: making room for a write of %d failed: %s; the write was not applied", id, d, shardcounter.ErrorMessage(err))
+			case vals != nil && !fits(vals, it.shard, d):
+				out[it.i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", id, d)
+			default:
+				retry = append(retry, it.i)
+			}
+		}
+	}
 	return retry, nil
 }
 
-// seenBefore settles the items whose request id was recorded under an
+// seenBefore decides the items whose request id was recorded under an
 // earlier shard count of their counter, on the shard PickFor mod that count,
 // and returns the others. Those layouts are closed (their shards were
 // fenced before the current layout began), so their records no longer
 // change and a plain read is exact. It costs one round trip, and only for
 // items with a request id on counters resharded within the dedupe window.
-func (s *CounterStore) seenBefore(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, items []pending, settled *bool) ([]pending, error) {
+func (s *CounterStore) seenBefore(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, items []pending, decided *bool) ([]pending, error) {
 	type check struct {
 		item int // index in items
 		cmd  *goredis.FloatCmd
@@ -280,7 +306,7 @@ func (s *CounterStore) seenBefore(ctx context.Context, incs []shardcounter.Incre
 	for j, it := range items {
 		if dup[j] {
 			out[it.i].Duplicate = true
-			*settled = true
+			*decided = true
 			continue
 		}
 		keep = append(keep, it)

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -23,10 +26,10 @@ import (
 
 // benchCommand is `shardcounter bench`: concurrent clients against fresh
 // counters through shardcounter's paths over a store (naive, engine,
-// http) and against the peers users would run instead (Redis INCR, a
-// PostgreSQL UPDATE, a bare HTTP handler), in one session; a table with
-// ratios to each peer on stdout and, with --json and --svg, SPEC.md's
-// report and a chart.
+// http, resp) and against the peers users would run instead (Redis INCR
+// or SADD, a PostgreSQL UPDATE or INSERT, a bare HTTP handler), in one
+// session; a table with ratios to each peer on stdout and, with --json
+// and --svg, SPEC.md's report and a chart.
 //
 // The http path, unless --server names a running server, serves the API
 // from this process: the same http.Server over a durable engine that
@@ -37,9 +40,11 @@ import (
 // machine: client and server share its cores either way.
 type benchCommand struct {
 	m            *Main
+	fs           *flag.FlagSet
 	store        string
 	server       string
 	tokenFile    string
+	resp         string
 	paths        stringList
 	peers        stringList
 	peerRedis    stringList
@@ -49,8 +54,18 @@ type benchCommand struct {
 	clients      int
 	counters     int
 	zipf         float64
+	workload     string
 	readRatio    float64
+	readBatch    int
 	readCons     string
+	kinds        stringList
+	members      int
+	decrRatio    float64
+	min, max     optionalInt
+	window       string
+	prefill      bool
+	keep         bool
+	pipeline     int
 	duration     time.Duration
 	jsonFile     string
 	svgFile      string
@@ -67,21 +82,64 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
+// optionalInt is an int64 flag that knows whether it was given.
+type optionalInt struct {
+	v   int64
+	set bool
+}
+
+func (o *optionalInt) String() string {
+	if o == nil || !o.set {
+		return ""
+	}
+	return strconv.FormatInt(o.v, 10)
+}
+
+func (o *optionalInt) Set(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a whole number from %d to %d", s, math.MinInt64, math.MaxInt64)
+	}
+	o.v, o.set = v, true
+	return nil
+}
+
+func (o *optionalInt) ptr() *int64 {
+	if !o.set {
+		return nil
+	}
+	v := o.v
+	return &v
+}
+
 func (c *benchCommand) flags(fs *flag.FlagSet) {
+	c.fs = fs
 	fs.StringVar(&c.store, "store", "", "the store of the naive, engine and http paths, as a `DSN` (default: a bolt file in a temporary directory, removed after)")
 	fs.StringVar(&c.server, "server", "", "http path: drive the running server at this `URL` instead of starting one on --store")
-	fs.StringVar(&c.tokenFile, "token-file", "", "with --server: send the bearer token in this `PATH`")
-	fs.Var(&c.paths, "path", "`PATH` to measure: naive (the seed algorithm, one store write per increment), engine (group commit, in process), http (the HTTP API end to end) or peer (the peers of --peer, or all that have a server); repeat for several (default naive)")
-	fs.Var(&c.peers, "peer", "`PEER` to measure with the same clients and duration: redis-incr (INCR on one key), postgres-update (single-row UPDATE) or http-bare (a net/http handler doing one atomic add); repeat for several")
-	fs.Var(&c.peerRedis, "peer-redis", "redis-incr's server, a redis:// `URL` (default --store when it is one); repeat to measure several, such as appendfsync always and everysec")
-	fs.Var(&c.peerPostgres, "peer-postgres", "postgres-update's database, a PostgreSQL `DSN` (default --store when it is one); repeat for several")
+	fs.StringVar(&c.tokenFile, "token-file", "", "with --server or --resp: send the bearer token in this `PATH` (RESP: as AUTH)")
+	fs.StringVar(&c.resp, "resp", "", "resp path: drive the RESP port of a running `shardcounter serve --resp-listen` at this `HOST:PORT` instead of starting one on --store")
+	fs.Var(&c.paths, "path", "`PATH` to measure: naive (the seed algorithm, one store write per increment), engine (group commit, in process), http (the HTTP API end to end), resp (a RESP port through go-redis) or peer (the peers of --peer, or all that have a server); repeat for several (default naive)")
+	fs.Var(&c.peers, "peer", "`PEER` to measure with the same clients, duration and workload: redis-incr (INCR of one key per counter), postgres-update (UPDATE of one row per counter), redis-sadd and postgres-insert (for --kind distinct: SADD, INSERT ... ON CONFLICT DO NOTHING) or http-bare (a net/http handler doing one atomic add); repeat for several")
+	fs.Var(&c.peerRedis, "peer-redis", "the Redis peers' server, a redis:// `URL` (default --store when it is one); repeat to measure several, such as appendfsync always and everysec")
+	fs.Var(&c.peerPostgres, "peer-postgres", "the PostgreSQL peers' database, a PostgreSQL `DSN` (default --store when it is one); repeat for several")
 	fs.StringVar(&c.shards, "shards", "1,4,16,64", "comma-separated shard counts, one run each")
 	fs.StringVar(&c.inFlight, "max-in-flight", "", "for --path engine: comma-separated values of the engine's MaxInFlight (flushes running at once), one run each (default: the engine's default)")
-	fs.IntVar(&c.clients, "clients", bench.DefaultClients, "concurrent clients, one operation in flight each")
+	fs.IntVar(&c.clients, "clients", bench.DefaultClients, "concurrent clients, one round trip in flight each")
 	fs.IntVar(&c.counters, "counters", bench.DefaultCounters, "counters written; 1 is one hot counter")
 	fs.Float64Var(&c.zipf, "zipf", 0, "with --counters > 1, pick counters with this Zipf exponent `S` > 1, such as 1.1 (default: uniformly)")
-	fs.Float64Var(&c.readRatio, "read-ratio", 0, "the `FRACTION` of operations that read instead of write, from 0 to 1")
-	fs.StringVar(&c.readCons, "read-consistency", "strong", "the reads' consistency: strong or cached (the engine's rollup; the naive path and peers always read strong)")
+	fs.StringVar(&c.workload, "workload", bench.WorkloadSingle, "`W`: single (each operation writes or reads one counter) or timeline (each operation writes one counter or reads --read-batch counters at once)")
+	fs.Float64Var(&c.readRatio, "read-ratio", 0, "the `FRACTION` of operations that read instead of write, from 0 to 1 (default 0; 0.9 for --workload timeline)")
+	fs.IntVar(&c.readBatch, "read-batch", bench.DefaultReadBatch, "--workload timeline: the counters each read asks for at once, 1 to 1000")
+	fs.StringVar(&c.readCons, "read-consistency", "", "the reads' consistency: strong or cached, the engine's rollup; the naive and resp paths and the peers always read strong (default strong; cached for --workload timeline)")
+	fs.Var(&c.kinds, "kind", "the counters' `KIND`: sum (writes add 1) or distinct (writes add a member drawn from --members); repeat to run each path on both (default sum)")
+	fs.IntVar(&c.members, "members", bench.DefaultMembers, "--kind distinct: the population members are drawn from, uniformly; smaller means more re-adds")
+	fs.Float64Var(&c.decrRatio, "decr-ratio", 0, "the `FRACTION` of writes that subtract 1 (remove the member, for --kind distinct) (default 0; 0.5 with --min or --max, so the bound is met)")
+	fs.Var(&c.min, "min", "also run each path on counters with this floor `V` (≤ 0), next to the plain counters")
+	fs.Var(&c.max, "max", "also run each path on counters with this ceiling `V` (≥ 0), next to the plain counters")
+	fs.StringVar(&c.window, "window", "", "also run each path on counters with this window, `BUCKET:RETENTION` such as 1m:1d, next to the plain counters")
+	fs.BoolVar(&c.prefill, "prefill", false, "before each run, write once to every counter in batches of 1000, creating them, so the run and its memory figures cover all --counters")
+	fs.BoolVar(&c.keep, "keep-counters", false, "leave each run's counters in the store instead of deleting them one by one after it: for a store thrown away after the benchmark (a million deletes take minutes)")
+	fs.IntVar(&c.pipeline, "pipeline", 1, "for the resp path and the Redis peers: commands sent per round trip, 1 to 1000")
 	fs.DurationVar(&c.duration, "duration", bench.DefaultDuration, "length of each run")
 	fs.StringVar(&c.jsonFile, "json", "", "also write the report as JSON to this `FILE`")
 	fs.StringVar(&c.svgFile, "svg", "", "also draw throughput against shard count, with the peers as reference lines, as SVG to this `FILE`")
@@ -89,95 +147,229 @@ func (c *benchCommand) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run, load generator and in-process servers alike, to this `FILE`, for go tool pprof")
 }
 
-func (c *benchCommand) run(ctx context.Context, args []string) error {
+// given reports whether the flag name was on the command line.
+func (c *benchCommand) given(name string) bool {
+	found := false
+	c.fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
+// benchPlan is what the flags ask for: the workload, shardcounter's
+// paths and the peers.
+type benchPlan struct {
+	cfg        bench.Config
+	storeDSN   string
+	storeKind  string
+	needStore  bool
+	storePaths []string
+	peers      []bench.Peer
+	tokenFile  string
+}
+
+// plan checks the flags and turns them into a plan. Every mistake is a
+// usage error that names the flag.
+func (c *benchCommand) plan(args []string) (*benchPlan, error) {
 	if len(args) > 0 {
-		return usagef("unexpected argument %q: bench takes only flags", args[0])
+		return nil, usagef("unexpected argument %q: bench takes only flags", args[0])
 	}
 	shards, err := parseShardList(c.shards)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var inFlight []int
 	if c.inFlight != "" {
 		for _, f := range strings.Split(c.inFlight, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n < 1 {
-				return usagef("--max-in-flight %q: give comma-separated positive counts, as in 1,2,4", c.inFlight)
+				return nil, usagef("--max-in-flight %q: give comma-separated positive counts, as in 1,2,4", c.inFlight)
 			}
 			inFlight = append(inFlight, n)
 		}
 	}
+	timeline := c.workload == bench.WorkloadTimeline
+	if timeline && !c.given("read-ratio") {
+		c.readRatio = bench.DefaultTimelineReadRatio
+	}
+	if c.readCons == "" {
+		c.readCons = string(shardcounter.Strong)
+		if timeline {
+			c.readCons = string(shardcounter.Cached)
+		}
+	}
+	bounded := c.min.set || c.max.set
+	if bounded && !c.given("decr-ratio") {
+		c.decrRatio = 0.5
+	}
 	switch {
 	case c.clients < 1 || c.counters < 1 || c.duration <= 0:
-		return usagef("--clients, --counters and --duration must be positive")
-	case c.zipf != 0 && !(c.zipf > 1):
-		return usagef("--zipf %v: give an exponent above 1, such as 1.1, or 0 for uniform", c.zipf)
+		return nil, usagef("--clients, --counters and --duration must be positive")
+	case c.zipf != 0 && !(c.zipf > 1 && !math.IsInf(c.zipf, 1)):
+		return nil, usagef("--zipf %v: give an exponent above 1, such as 1.1, or 0 for uniform", c.zipf)
+	case c.workload != bench.WorkloadSingle && !timeline:
+		return nil, usagef("--workload %q is unknown: use single or timeline", c.workload)
 	case !(c.readRatio >= 0 && c.readRatio <= 1):
-		return usagef("--read-ratio %v: give a fraction from 0 to 1, such as 0.9", c.readRatio)
+		return nil, usagef("--read-ratio %v: give a fraction from 0 to 1, such as 0.9", c.readRatio)
+	case c.given("read-batch") && !timeline:
+		return nil, usagef("--read-batch goes with --workload timeline")
+	case c.readBatch < 1 || c.readBatch > shardcounter.MaxReadBatch:
+		return nil, usagef("--read-batch %d: give 1 to %d counters", c.readBatch, shardcounter.MaxReadBatch)
 	case c.readCons != "strong" && c.readCons != "cached":
-		return usagef("--read-consistency %q: give strong or cached", c.readCons)
-	case c.tokenFile != "" && c.server == "":
-		return usagef("--token-file goes with --server")
+		return nil, usagef("--read-consistency %q: give strong or cached", c.readCons)
+	case c.given("members") && !c.hasKind(shardcounter.KindDistinct):
+		return nil, usagef("--members goes with --kind distinct")
+	case c.members < 1:
+		return nil, usagef("--members %d: give 1 or more", c.members)
+	case !(c.decrRatio >= 0 && c.decrRatio <= 1):
+		return nil, usagef("--decr-ratio %v: give a fraction from 0 to 1, such as 0.5", c.decrRatio)
+	case c.pipeline < 1 || c.pipeline > bench.MaxPipeline:
+		return nil, usagef("--pipeline %d: give 1 to %d commands per round trip", c.pipeline, bench.MaxPipeline)
+	case c.tokenFile != "" && c.server == "" && c.resp == "":
+		return nil, usagef("--token-file goes with --server or --resp")
 	}
+	var variants []bench.Variant
+	for _, k := range c.kindList() {
+		switch k {
+		case shardcounter.KindSum:
+			variants = append(variants, bench.Plain())
+		case shardcounter.KindDistinct:
+			variants = append(variants, bench.Distinct())
+		default:
+			return nil, usagef("--kind %q is unknown: use sum or distinct", k)
+		}
+	}
+	if (bounded || c.window != "") && !c.hasKind(shardcounter.KindSum) {
+		return nil, usagef("--min, --max and --window go with --kind sum: a distinct counter's value is its member count")
+	}
+	if bounded {
+		v := bench.Bounded(c.min.ptr(), c.max.ptr())
+		if err := shardcounter.ValidateSpec(shardcounter.Spec{Shards: 1, Min: v.Min, Max: v.Max}); err != nil {
+			return nil, usagef("--min/--max: %s", errorText(err))
+		}
+		variants = append(variants, v)
+	}
+	if c.window != "" {
+		w, err := shardcounter.ParseWindow(c.window)
+		if err != nil {
+			return nil, usagef("--window: %s", errorText(err))
+		}
+		variants = append(variants, bench.Windowed(*w))
+	}
+	if c.resp != "" {
+		if err := checkHostPort(c.resp); err != nil {
+			return nil, usagef("--resp %q: %v", c.resp, err)
+		}
+	}
+
 	paths := []string(c.paths)
 	if len(paths) == 0 && len(c.peers) == 0 {
 		paths = []string{bench.PathNaive}
 	}
 	runPeers := len(c.peers) > 0
-	var storePaths []string
-	for _, p := range paths {
-		switch p {
-		case bench.PathNaive, bench.PathEngine, bench.PathHTTP:
-			if !slices.Contains(storePaths, p) {
-				storePaths = append(storePaths, p)
+	p := &benchPlan{storeDSN: c.store, tokenFile: c.tokenFile}
+	for _, path := range paths {
+		switch path {
+		case bench.PathNaive, bench.PathEngine, bench.PathHTTP, bench.PathRESP:
+			if !slices.Contains(p.storePaths, path) {
+				p.storePaths = append(p.storePaths, path)
 			}
 		case bench.PathPeer:
 			runPeers = true
 		default:
-			return usagef("--path %q is unknown: use naive, engine, http or peer", p)
+			return nil, usagef("--path %q is unknown: use naive, engine, http, resp or peer", path)
 		}
 	}
-	if c.server != "" && slices.ContainsFunc(storePaths, func(p string) bool { return p != bench.PathHTTP }) {
-		return usagef("--server is the http path's target: measure naive and engine in another run, on --store")
+	has := func(path string) bool { return slices.Contains(p.storePaths, path) }
+	switch {
+	case c.server != "" && (has(bench.PathNaive) || has(bench.PathEngine)):
+		return nil, usagef("--server is the http path's target: measure naive and engine in another run, on --store")
+	case c.resp != "" && !has(bench.PathRESP):
+		return nil, usagef("--resp is the resp path's target: add --path resp")
+	case has(bench.PathRESP) && c.window != "":
+		return nil, usagef("--window with --path resp: RESP has no command that creates a windowed counter (SC.CREATE takes SHARDS, KIND, MIN, MAX)")
+	case c.pipeline > 1 && slices.ContainsFunc(p.storePaths, func(path string) bool { return path != bench.PathRESP }):
+		return nil, usagef("--pipeline is for the resp path and the Redis peers: measure the other paths in another run")
 	}
+	p.needStore = has(bench.PathNaive) || has(bench.PathEngine) || (has(bench.PathHTTP) && c.server == "") || (has(bench.PathRESP) && c.resp == "")
+	if p.storeDSN != "" {
+		if p.storeKind, err = dsn.Scheme(p.storeDSN); err != nil {
+			return nil, usagef("--store: %s", errorText(err))
+		}
+	}
+	p.cfg = bench.Config{
+		Server: c.server, RESP: c.resp,
+		Clients: c.clients, Counters: c.counters, Duration: c.duration, Shards: shards,
+		MaxInFlight: inFlight, Zipf: c.zipf,
+		Workload: c.workload, ReadRatio: c.readRatio, ReadBatch: c.readBatch, ReadConsistency: shardcounter.Consistency(c.readCons),
+		Kind: c.kindList()[0], Members: c.members, DecrRatio: c.decrRatio, Variants: variants,
+		Prefill: c.prefill, Pipeline: c.pipeline, KeepCounters: c.keep,
+	}
+	if c.server != "" {
+		p.cfg.StoreName = "server"
+	}
+	if p.peers, err = c.peerList(p.cfg, p.storeKind, len(c.peers) == 0 && runPeers); err != nil {
+		return nil, err
+	}
+	// The flags' checks above speak in flags; this is the library's own,
+	// so that a combination they miss is still a usage error.
+	if err := p.cfg.Validate(); err != nil {
+		return nil, usagef("%v", err)
+	}
+	return p, nil
+}
 
-	storeDSN := c.store
-	needStore := len(storePaths) > 0 && c.server == ""
-	kind := ""
-	if storeDSN != "" {
-		if kind, err = dsn.Scheme(storeDSN); err != nil {
-			return usagef("--store: %s", errorText(err))
+// kindList is --kind's kinds, each once, in order; sum when none.
+func (c *benchCommand) kindList() []shardcounter.Kind {
+	var kinds []shardcounter.Kind
+	for _, k := range c.kinds {
+		if !slices.Contains(kinds, shardcounter.Kind(k)) {
+			kinds = append(kinds, shardcounter.Kind(k))
 		}
 	}
-	peers, err := c.peerList(kind, len(c.peers) == 0 && runPeers)
+	if len(kinds) == 0 {
+		kinds = []shardcounter.Kind{shardcounter.KindSum}
+	}
+	return kinds
+}
+
+func (c *benchCommand) hasKind(k shardcounter.Kind) bool { return slices.Contains(c.kindList(), k) }
+
+// runError is a run's error as the bench library wrote it: the run, the
+// step and the store's error, where errorText would show the store's
+// message alone.
+func runError(err error) error { return errors.New(err.Error()) }
+
+// checkHostPort checks a HOST:PORT address.
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("give HOST:PORT, such as 127.0.0.1:6380")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || host == "" {
+		return errors.New("give HOST:PORT with a host and a port from 1 to 65535, such as 127.0.0.1:6380")
+	}
+	return nil
+}
+
+func (c *benchCommand) run(ctx context.Context, args []string) error {
+	p, err := c.plan(args)
 	if err != nil {
 		return err
 	}
-	var token string
-	if c.tokenFile != "" {
-		tokens, err := readTokens(c.tokenFile)
+	cfg := p.cfg
+	if p.tokenFile != "" {
+		tokens, err := readTokens(p.tokenFile)
 		if err != nil {
 			return err
 		}
-		token = tokens[0]
+		cfg.Token = tokens[0]
 	}
-
-	cfg := bench.Config{
-		Server: c.server, Token: token,
-		Clients: c.clients, Counters: c.counters, Duration: c.duration, Shards: shards,
-		MaxInFlight: inFlight,
-		Zipf:        c.zipf, ReadRatio: c.readRatio, ReadConsistency: shardcounter.Consistency(c.readCons),
-	}
-	if c.server != "" {
-		cfg.StoreName = "server"
-	}
-	total := len(peers)
-	for _, p := range storePaths {
-		if p == bench.PathEngine && len(inFlight) > 0 {
-			total += len(shards) * len(inFlight)
-			continue
+	total := len(p.peers)
+	for _, path := range p.storePaths {
+		n := len(cfg.Shards) * len(cfg.Variants)
+		if path == bench.PathEngine && len(cfg.MaxInFlight) > 0 {
+			n *= len(cfg.MaxInFlight)
 		}
-		total += len(shards)
+		total += n
 	}
 	if c.prog = newProgress(c.m.Stderr, total); c.prog != nil {
 		cfg.Progress = c.prog.update
@@ -195,17 +387,17 @@ func (c *benchCommand) run(ctx context.Context, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	runs, err := c.runPaths(ctx, cfg, storeDSN, kind, needStore, storePaths)
+	runs, err := c.runPaths(ctx, cfg, p.storeDSN, p.storeKind, p.needStore, p.storePaths)
 	if err != nil {
 		c.report(runs)
-		return err
+		return runError(err)
 	}
-	if len(peers) > 0 {
-		rs, err := bench.Peers(ctx, cfg, peers)
+	if len(p.peers) > 0 {
+		rs, err := bench.Peers(ctx, cfg, p.peers)
 		runs = append(runs, rs...)
 		if err != nil {
 			c.report(runs)
-			return err
+			return runError(err)
 		}
 	}
 	if err := c.report(runs); err != nil {
@@ -219,7 +411,7 @@ func (c *benchCommand) run(ctx context.Context, args []string) error {
 	if c.svgFile != "" {
 		title := c.title
 		if title == "" {
-			title = c.workload()
+			title = c.workloadText()
 		}
 		if err := writeFile(c.svgFile, func(w io.Writer) error { return bench.WriteSVG(w, title, runs) }); err != nil {
 			return err
@@ -254,7 +446,9 @@ func (c *benchCommand) runPaths(ctx context.Context, cfg bench.Config, storeDSN,
 	settings := storeSettings(ctx, kind, storeDSN)
 	runs, err := bench.Paths(ctx, cfg, paths...)
 	for i := range runs {
-		runs[i].Settings = settings
+		if runs[i].Store != "server" { // not a server of its own
+			runs[i].Settings = settings
+		}
 	}
 	return runs, err
 }
@@ -267,39 +461,81 @@ func (c *benchCommand) report(runs []bench.Run) error {
 	if len(runs) == 0 {
 		return nil
 	}
-	fmt.Fprintf(c.m.Stdout, "# %s\n", c.workload())
+	fmt.Fprintf(c.m.Stdout, "# %s\n", c.workloadText())
 	if err := bench.WriteTable(c.m.Stdout, runs); err != nil {
 		return err
 	}
 	return bench.WriteRatios(c.m.Stdout, runs)
 }
 
-// workload describes the load in words, for the table's heading and the
-// chart's default title.
-func (c *benchCommand) workload() string {
+// workloadText describes the load in words, for the table's heading and
+// the chart's default title.
+func (c *benchCommand) workloadText() string {
 	var b strings.Builder
+	what := "counter"
+	switch {
+	case len(c.kindList()) > 1:
+		what = "sum and distinct counter"
+	case c.hasKind(shardcounter.KindDistinct):
+		what = "distinct counter"
+	}
 	if c.counters == 1 {
-		b.WriteString("one hot counter")
+		fmt.Fprintf(&b, "one hot %s", what)
 	} else {
-		fmt.Fprintf(&b, "%d counters", c.counters)
+		fmt.Fprintf(&b, "%d %ss", c.counters, what)
 		if c.zipf > 1 {
 			fmt.Fprintf(&b, " (Zipf s=%g)", c.zipf)
 		} else {
 			b.WriteString(" (uniform)")
 		}
 	}
-	if c.readRatio > 0 {
-		fmt.Fprintf(&b, ", %g%% %s reads", c.readRatio*100, c.readCons)
-	} else {
-		b.WriteString(", +1 writes")
+	if c.prefill {
+		b.WriteString(", all prefilled")
+	}
+	if c.min.set || c.max.set || c.window != "" {
+		b.WriteString(", plain")
+		if c.min.set || c.max.set {
+			b.WriteString(" and " + bench.Bounded(c.min.ptr(), c.max.ptr()).Name)
+		}
+		if c.window != "" {
+			b.WriteString(" and window=" + c.window)
+		}
+	}
+	var writes []string
+	if c.hasKind(shardcounter.KindSum) {
+		if c.decrRatio > 0 {
+			writes = append(writes, fmt.Sprintf("+1/−1 writes (%g%% −1)", c.decrRatio*100))
+		} else {
+			writes = append(writes, "+1 writes")
+		}
+	}
+	if c.hasKind(shardcounter.KindDistinct) {
+		if c.decrRatio > 0 {
+			writes = append(writes, fmt.Sprintf("adds and %g%% removes of %d members", c.decrRatio*100, c.members))
+		} else {
+			writes = append(writes, fmt.Sprintf("adds of %d members", c.members))
+		}
+	}
+	write := strings.Join(writes, " or ")
+	switch {
+	case c.workload == bench.WorkloadTimeline:
+		fmt.Fprintf(&b, ", timeline: %g%% %s reads of %d counters, %s", c.readRatio*100, c.readCons, min(c.readBatch, c.counters), write)
+	case c.readRatio > 0:
+		fmt.Fprintf(&b, ", %g%% %s reads, %s", c.readRatio*100, c.readCons, write)
+	default:
+		b.WriteString(", " + write)
+	}
+	if c.pipeline > 1 {
+		fmt.Fprintf(&b, ", pipelined %d deep", c.pipeline)
 	}
 	fmt.Fprintf(&b, ", %d clients, %v per run", c.clients, c.duration)
 	return b.String()
 }
 
 // peerList resolves --peer and its servers. With all set (--path peer and
-// no --peer), every peer that has a server is measured: http-bare always.
-func (c *benchCommand) peerList(storeKind string, all bool) ([]bench.Peer, error) {
+// no --peer), every peer of the counters' kind that has a server is
+// measured, and http-bare always.
+func (c *benchCommand) peerList(cfg bench.Config, storeKind string, all bool) ([]bench.Peer, error) {
 	redisURLs, pgDSNs := []string(c.peerRedis), []string(c.peerPostgres)
 	if len(redisURLs) == 0 && storeKind == dsn.Redis {
 		redisURLs = []string{c.store}
@@ -309,20 +545,31 @@ func (c *benchCommand) peerList(storeKind string, all bool) ([]bench.Peer, error
 	}
 	kinds := []string(c.peers)
 	if all {
-		if len(redisURLs) > 0 {
-			kinds = append(kinds, bench.PeerRedisIncr)
+		for _, k := range c.kindList() {
+			redisPeer, pgPeer := bench.PeerRedisIncr, bench.PeerPostgresUpdate
+			if k == shardcounter.KindDistinct {
+				redisPeer, pgPeer = bench.PeerRedisSadd, bench.PeerPostgresInsert
+			}
+			if len(redisURLs) > 0 {
+				kinds = append(kinds, redisPeer)
+			}
+			if len(pgDSNs) > 0 && cfg.Pipeline == 1 {
+				kinds = append(kinds, pgPeer)
+			}
 		}
-		if len(pgDSNs) > 0 {
-			kinds = append(kinds, bench.PeerPostgresUpdate)
+		if cfg.Pipeline == 1 {
+			kinds = append(kinds, bench.PeerHTTPBare)
 		}
-		kinds = append(kinds, bench.PeerHTTPBare)
 	}
 	var peers []bench.Peer
 	for _, k := range kinds {
+		if err := bench.PeerFits(k, cfg); err != nil {
+			return nil, usagef("--peer: %s", strings.TrimPrefix(err.Error(), "bench: "))
+		}
 		switch k {
-		case bench.PeerRedisIncr:
+		case bench.PeerRedisIncr, bench.PeerRedisSadd:
 			if len(redisURLs) == 0 {
-				return nil, usagef("--peer redis-incr needs a Redis server: give --peer-redis redis://HOST:PORT, or a redis:// --store")
+				return nil, usagef("--peer %s needs a Redis server: give --peer-redis redis://HOST:PORT, or a redis:// --store", k)
 			}
 			for _, u := range redisURLs {
 				if kind, err := dsn.Scheme(u); err != nil || kind != dsn.Redis {
@@ -330,17 +577,15 @@ func (c *benchCommand) peerList(storeKind string, all bool) ([]bench.Peer, error
 				}
 				peers = append(peers, bench.Peer{Kind: k, Target: u})
 			}
-		case bench.PeerPostgresUpdate:
+		case bench.PeerPostgresUpdate, bench.PeerPostgresInsert:
 			if len(pgDSNs) == 0 {
-				return nil, usagef("--peer postgres-update needs a database: give --peer-postgres postgres://..., or a postgres:// --store")
+				return nil, usagef("--peer %s needs a database: give --peer-postgres postgres://..., or a postgres:// --store", k)
 			}
 			for _, d := range pgDSNs {
 				peers = append(peers, bench.Peer{Kind: k, Target: d})
 			}
 		case bench.PeerHTTPBare:
 			peers = append(peers, bench.Peer{Kind: k})
-		default:
-			return nil, usagef("--peer %q is unknown: use redis-incr, postgres-update or http-bare", k)
 		}
 	}
 	return peers, nil

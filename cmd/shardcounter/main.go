@@ -25,6 +25,7 @@ var subcommands = []subcommand{
 	{"incr", "ID [--by N] [--request-id S]", "add to a counter", newIncrCommand},
 	{"decr", "ID [--by N] [--request-id S]", "subtract from a counter", newDecrCommand},
 	{"get", "ID... [--cached] [--last DURATION]", "print counters' values", newGetCommand},
+	{"watch", "ID [--interval D]", "print a counter's value and each change of it, live", newWatchCommand},
 	{"series", "ID [--last DURATION] [--bucket B]", "print a windowed counter's sums per time bucket", newSeriesCommand},
 	{"shards", "ID", "print each shard's value and the node that holds it", newShardsCommand},
 	{"add", "ID MEMBER", "add a member to a distinct counter", newAddCommand},

@@ -231,6 +231,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 		IdleTimeout:  2 * time.Minute,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(api.EndWatches) // streams never finish by themselves
 	if c.tlsCert != "" {
 		srv.TLSConfig = &tls.Config{
 			MinVersion: tls.VersionTLS12,

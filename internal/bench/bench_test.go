@@ -22,7 +22,7 @@ import (
 // mustStore opens a real store: PostgreSQL on a fresh test database.
 func mustStore(tb testing.TB) shardcounter.CounterStore {
 	tb.Helper()
-	s, err := postgres.Open(context.Background(), pgtest.MustDatabase(tb))
+	s, err := postgres.Open(context.Background(), pgtest.MustDatabase(tb), postgres.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -58,18 +58,17 @@ func TestNaive(t *testing.T) {
 	}
 }
 
-// lossy acknowledges every third Add without applying it, and fails every
-// fifth without applying it.
+// lossy acknowledges every second Add without applying it. The first
+// write of a run makes two: one that finds no counter, and one after
+// creating it, which is lost; so every run loses a write, however few the
+// machine lets it make.
 type lossy struct {
 	shardcounter.CounterStore
 	n atomic.Int64
 }
 
 func (l *lossy) Add(ctx context.Context, id string, delta int64, pick uint64) error {
-	switch n := l.n.Add(1); {
-	case n%5 == 0:
-		return shardcounter.ErrUnavailable
-	case n%3 == 0:
+	if l.n.Add(1)%2 == 0 {
 		return nil
 	}
 	return l.CounterStore.Add(ctx, id, delta, pick)
@@ -90,8 +89,8 @@ func TestNaiveVerified(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := runs[0]; r.Verified || r.Errors == 0 {
-			t.Fatalf("run over a store that loses acknowledged writes = %+v, want errors counted and not verified", r)
+		if r := runs[0]; r.Verified {
+			t.Fatalf("run over a store that loses acknowledged writes = %+v, want not verified", r)
 		}
 	})
 	t.Run("Errors", func(t *testing.T) {

@@ -44,7 +44,7 @@ var seriesColors = []string{
 var peerColors = []string{"#000000", "#6e6e6e", "#a03c3c", "#3c6e3c", "#5a3c8c"}
 
 // WriteSVG draws the throughput of runs against their shard count as an
-// SVG chart: one line with points per store and path,
+// SVG chart: one line with points per store, path and counter variant,
 // and each peer as a dashed horizontal line at its throughput (peers have
 // no shards), named in the legend with its figure. The shard axis is
 // logarithmic (base 2) with a tick at each shard count measured; the
@@ -175,12 +175,17 @@ func WriteSVG(w io.Writer, title string, runs []Run) error {
 	return s.flush()
 }
 
-// seriesName names a series of shardcounter runs: the store and the path.
+// seriesName names a series of shardcounter runs: the store, the path,
+// and the counter variant when it is not the plain one.
 func seriesName(r Run) string {
+	name := r.Path
 	if r.Store != "" {
-		return r.Store + " " + r.Path
+		name = r.Store + " " + r.Path
 	}
-	return r.Path
+	if r.Variant != "" && r.Variant != VariantPlain {
+		name += " " + r.Variant
+	}
+	return name
 }
 
 // niceTicks returns tick values from 0 to at least top, 4 to 8 of them,

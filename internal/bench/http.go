@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,9 +20,11 @@ import (
 
 // loadgen is the HTTP load generator of the http path and the http-bare
 // peer: one request at a time per client, each a POST of {"by":1} to a
-// counter's increment route or a GET of the counter, over keep-alive
-// connections. Both are driven by this same code, so their ratio is the
-// cost of shardcounter's server, engine and store, not of the client.
+// counter's increment (or decrement) route, a PUT or DELETE of a member,
+// a GET of the counter or a POST /v1/reads of a timeline's counters, over
+// keep-alive connections. Both are driven by this same code, so their
+// ratio is the cost of shardcounter's server, engine and store, not of
+// the client.
 type loadgen struct {
 	base  string // server base URL, without a trailing slash
 	token string
@@ -43,9 +46,11 @@ func newLoadgen(base, token string, clients int) *loadgen {
 	}
 }
 
-// do sends one request and reads the whole reply. A 404 is
-// shardcounter.ErrNotFound; any other status than 200 is an error.
-func (l *loadgen) do(ctx context.Context, method, path string, body []byte) error {
+// do sends one request and reads the whole reply, decoding it into out
+// when out is not nil. A reply with the API's error body is that
+// *shardcounter.Error (not_found, out_of_range...); any other status
+// than 2xx is an error.
+func (l *loadgen) do(ctx context.Context, method, path string, body []byte, out any) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -64,49 +69,162 @@ func (l *loadgen) do(ctx context.Context, method, path string, body []byte) erro
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return shardcounter.ErrNotFound
-	case resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted: // 202: an async server queued the write
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		var e struct {
+			Error *shardcounter.Error `json:"error"`
+		}
+		if json.Unmarshal(data, &e) == nil && e.Error != nil && e.Error.Code != "" {
+			return e.Error
+		}
 		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
 	}
-	return err
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("%s %s: reply %q: %w", method, path, data, err)
+		}
+	}
+	return nil
 }
 
 func (l *loadgen) close() { l.hc.CloseIdleConnections() }
 
+// rss reads the server's process_resident_memory_bytes from its
+// /metrics, which needs no token. A server that does not export it has
+// no figure: ok false.
+func (l *loadgen) rss(ctx context.Context) (int64, bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.base+"/metrics", nil)
+	if err != nil {
+		return 0, false, err
+	}
+	resp, err := l.hc.Do(req)
+	if err != nil {
+		return 0, false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, resp.Body) //nolint:errcheck // the status says it
+		return 0, false, nil
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, false, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "process_resident_memory_bytes "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err != nil {
+				return 0, false, fmt.Errorf("/metrics: process_resident_memory_bytes %q: %w", strings.TrimSpace(v), err)
+			}
+			return int64(f), true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+func (l *loadgen) process() string { return "server" }
+
 // httpService is the http path: writes and reads through the load
-// generator, creation through the API's client. When the run started its
-// own server it reads back and deletes through the store once the server
-// and its engine have stopped; against a running server, through the
-// API.
+// generator, creation and batches through the API's client. When the run
+// started its own server it reads back and deletes through the store once
+// the server and its engine have stopped; against a running server,
+// through the API.
 type httpService struct {
 	lg     *loadgen
 	client *shttp.Client
+	spec   shardcounter.Spec
 	store  shardcounter.CounterStore // nil against a running server
 	stop   func(ctx context.Context) error
 }
 
-func (s *httpService) write(ctx context.Context, id string) error {
-	return s.lg.do(ctx, http.MethodPost, "/v1/counters/"+shttp.EscapeID(id)+"/increment", incrementBody)
+func (s *httpService) write(ctx context.Context, w shardcounter.Write) (bool, error) {
+	path := "/v1/counters/" + shttp.EscapeID(w.Counter)
+	if w.Member == "" {
+		route := "/increment"
+		if w.Delta < 0 {
+			route = "/decrement"
+		}
+		return true, s.lg.do(ctx, http.MethodPost, path+route, incrementBody, nil)
+	}
+	var res struct{ Added, Removed *bool }
+	method := http.MethodPut
+	if !*w.Present {
+		method = http.MethodDelete
+	}
+	if err := s.lg.do(ctx, method, path+"/members/"+shttp.EscapeID(w.Member), nil, &res); err != nil {
+		return false, err
+	}
+	switch {
+	case *w.Present && res.Added != nil:
+		return *res.Added, nil
+	case !*w.Present && res.Removed != nil:
+		return *res.Removed, nil
+	}
+	return false, fmt.Errorf("%s %s: the reply says neither added nor removed", method, path)
 }
 
 func (s *httpService) read(ctx context.Context, id string, c shardcounter.Consistency) error {
-	return s.lg.do(ctx, http.MethodGet, "/v1/counters/"+shttp.EscapeID(id)+"?consistency="+string(c), nil)
+	return s.lg.do(ctx, http.MethodGet, "/v1/counters/"+shttp.EscapeID(id)+"?consistency="+string(c), nil, nil)
 }
 
-func (s *httpService) create(ctx context.Context, id string, shards int) error {
-	_, _, err := s.client.CreateCounter(ctx, id, shardcounter.CreateOptions{Shards: shards})
+// readsRequest is the body of POST /v1/reads.
+type readsRequest struct {
+	Counters    []string                 `json:"counters"`
+	Consistency shardcounter.Consistency `json:"consistency"`
+}
+
+func (s *httpService) readMany(ctx context.Context, ids []string, c shardcounter.Consistency) error {
+	body, err := json.Marshal(readsRequest{ids, c})
+	if err != nil {
+		return err
+	}
+	var res struct {
+		Readings []json.RawMessage `json:"readings"`
+	}
+	if err := s.lg.do(ctx, http.MethodPost, "/v1/reads", body, &res); err != nil {
+		return err
+	}
+	if len(res.Readings) != len(ids) {
+		return fmt.Errorf("POST /v1/reads: %d readings for %d counters", len(res.Readings), len(ids))
+	}
+	return nil
+}
+
+func (s *httpService) writeBatch(ctx context.Context, ws []shardcounter.Write) (int64, error) {
+	return writeBatchCreating(ctx, ws, s.client.WriteBatch, s.create)
+}
+
+func (s *httpService) create(ctx context.Context, id string) error {
+	_, _, err := s.client.CreateCounter(ctx, id, shardcounter.CreateOptions{
+		Shards: s.spec.Shards, Kind: s.spec.Kind, Min: s.spec.Min, Max: s.spec.Max, Window: s.spec.Window,
+	})
 	return err
 }
 
-func (s *httpService) value(ctx context.Context, id string) (int64, error) {
+func (s *httpService) sum(ctx context.Context, ids []string) (int64, error) {
 	if s.store != nil {
-		return naiveService{s.store}.value(ctx, id)
+		return naiveService{s.store, s.spec}.sum(ctx, ids)
 	}
-	r, err := s.client.ReadCounter(ctx, id, shardcounter.Strong)
+	var total int64
+	for _, id := range ids {
+		r, err := s.client.ReadCounter(ctx, id, shardcounter.Strong)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", id, err)
+		}
+		total += r.Value
+	}
+	return total, nil
+}
+
+func (s *httpService) window(ctx context.Context, id string) (int64, error) {
+	if s.store != nil {
+		return naiveService{s.store, s.spec}.window(ctx, id)
+	}
+	r, err := s.client.ReadWindow(ctx, id, time.Duration(s.spec.Window.Retention))
 	if err != nil {
 		return 0, err
 	}
@@ -133,7 +251,7 @@ func (s *httpService) close(ctx context.Context) error {
 // `shardcounter serve` runs (http.Server over a durable engine) on a
 // loopback port of this process; the http-bare peer is served the same
 // way, so both share the machine with the load generator alike.
-func startHTTP(ctx context.Context, cfg Config) (*httpService, error) {
+func startHTTP(ctx context.Context, cfg Config, spec shardcounter.Spec) (*httpService, error) {
 	if cfg.Server != "" {
 		c := shttp.NewClient(cfg.Server)
 		c.Token = cfg.Token
@@ -142,9 +260,9 @@ func startHTTP(ctx context.Context, cfg Config) (*httpService, error) {
 		if _, err := c.ListCounters(ctx, shardcounter.ListOptions{Limit: 1}); err != nil {
 			return nil, fmt.Errorf("bench: server %s: %w", cfg.Server, err)
 		}
-		return &httpService{lg: newLoadgen(cfg.Server, cfg.Token, cfg.Clients), client: c}, nil
+		return &httpService{lg: newLoadgen(cfg.Server, cfg.Token, cfg.Clients), client: c, spec: spec}, nil
 	}
-	eng, err := engine.New(cfg.Store, engine.Config{NoAutoCreate: true})
+	eng, err := engine.New(cfg.Store, engineConfig(spec, 0))
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +274,7 @@ func startHTTP(ctx context.Context, cfg Config) (*httpService, error) {
 	return &httpService{
 		lg:     newLoadgen(url, "", cfg.Clients),
 		client: shttp.NewClient(url),
+		spec:   spec,
 		store:  cfg.Store,
 		stop: func(ctx context.Context) error {
 			err := srv.Shutdown(ctx)
@@ -188,18 +307,27 @@ func serveLoopback(h http.Handler) (*http.Server, string, error) {
 }
 
 // bareHandler is the http-bare peer: the least an HTTP server can do per
-// increment. A POST drains the body, adds 1 to one atomic counter and
-// answers like the increment route; a GET answers with the value. It
-// ignores the path, so every counter is the same one.
+// operation. A GET answers with the value; POST /v1/reads (a timeline's
+// batch read) answers an empty list; any other request drains its body,
+// adds 1 to one atomic counter (subtracts, for a decrement or a DELETE)
+// and answers like the write routes. It ignores the counter in the path,
+// so every counter is the same one.
 type bareHandler struct{ n atomic.Int64 }
 
 func (b *bareHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body) //nolint:errcheck // a short body is the client's problem
 	w.Header().Set("Content-Type", "application/json")
-	if r.Method == http.MethodPost {
-		b.n.Add(1)
-		io.WriteString(w, `{"counter":"bare","applied":true}`+"\n") //nolint:errcheck
-		return
+	switch {
+	case r.Method == http.MethodGet:
+		fmt.Fprintf(w, `{"id":"bare","value":%d}`+"\n", b.n.Load())
+	case r.URL.Path == "/v1/reads":
+		io.WriteString(w, `{"readings":[]}`+"\n") //nolint:errcheck
+	default:
+		if r.Method == http.MethodDelete || strings.HasSuffix(r.URL.Path, "/decrement") {
+			b.n.Add(-1)
+		} else {
+			b.n.Add(1)
+		}
+		io.WriteString(w, `{"counter":"bare","applied":true,"added":true,"removed":true}`+"\n") //nolint:errcheck
 	}
-	fmt.Fprintf(w, `{"id":"bare","value":%d}`+"\n", b.n.Load())
 }

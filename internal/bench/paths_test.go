@@ -40,7 +40,7 @@ func checkRuns(t *testing.T, runs []bench.Run, want int) {
 		t.Fatalf("%d runs, want %d: %+v", len(runs), want, runs)
 	}
 	for _, r := range runs {
-		if r.Ops == 0 || r.Errors != 0 || !r.Verified || r.Ops != r.Writes+r.Reads {
+		if r.Ops == 0 || r.Errors != 0 || !r.Verified || r.Ops != r.Writes+r.Reads+r.Refused {
 			t.Errorf("run %s = %+v, want operations, no errors, verified", r.Name, r)
 		}
 	}
@@ -66,6 +66,10 @@ func TestPathsHTTP(t *testing.T) {
 	if runs[1].Name != "postgres/http/shards=4" || runs[1].Path != "http" {
 		t.Errorf("run = %+v, want postgres/http/shards=4", runs[1])
 	}
+	// Served in this process: the memory is the bench's.
+	if m := runs[0].Memory; m == nil || m.Process != "bench" || m.RSSBefore <= 0 || m.RSSAfter <= 0 {
+		t.Errorf("memory = %+v, want this process's RSS", m)
+	}
 	mustNoCounters(t, s)
 }
 
@@ -87,6 +91,10 @@ func TestPathsHTTPServer(t *testing.T) {
 	}
 	checkRuns(t, runs, 1)
 	mustNoCounters(t, s)
+	// The server's own memory, from its /metrics.
+	if m := runs[0].Memory; m == nil || m.Process != "server" || m.RSSBefore <= 0 || m.RSSMax < m.RSSBefore {
+		t.Errorf("memory = %+v, want the server's RSS from /metrics", m)
+	}
 
 	cfg.Token = "wrong"
 	if _, err := bench.Paths(context.Background(), cfg, bench.PathHTTP); err == nil {

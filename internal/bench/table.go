@@ -9,20 +9,50 @@ import (
 
 // WriteTable writes runs as an aligned text table, one line per run, with
 // each run's throughput as a multiple of the first run's and, for the
-// engine path, the writes each store commit carried.
+// engine path, the writes each store commit carried. Columns that only
+// some workloads have (writes refused by a bound, resident memory) are
+// shown when a run has them.
 func WriteTable(w io.Writer, runs []Run) error {
+	var refused, memory bool
+	for _, r := range runs {
+		refused = refused || r.Refused > 0
+		memory = memory || r.Memory != nil
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "name\tpath\tshards\tclients\tops\tops/s\tp50 ms\tp99 ms\terrors\tverified\tvs first\twrites/commit\t")
+	fmt.Fprint(tw, "name\tpath\tshards\tclients\tops\tops/s\tp50 ms\tp99 ms\terrors\t")
+	if refused {
+		fmt.Fprint(tw, "refused\t")
+	}
+	fmt.Fprint(tw, "verified\t")
+	if memory {
+		fmt.Fprint(tw, "RSS MiB before\tmax\tafter\t")
+	}
+	fmt.Fprintln(tw, "vs first\twrites/commit\t")
 	for _, r := range runs {
 		perCommit := "-"
 		if r.WritesPerCommit > 0 {
 			perCommit = fmt.Sprintf("%.1f", r.WritesPerCommit)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.0f\t%.2f\t%.2f\t%d\t%v\t%s\t%s\t\n",
-			r.Name, r.Path, shardsText(r), r.Clients, r.Ops, r.OpsPerSec, r.P50MS, r.P99MS, r.Errors, r.Verified, ratio(r.OpsPerSec, runs[0].OpsPerSec), perCommit)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.0f\t%.2f\t%.2f\t%d\t",
+			r.Name, r.Path, shardsText(r), r.Clients, r.Ops, r.OpsPerSec, r.P50MS, r.P99MS, r.Errors)
+		if refused {
+			fmt.Fprintf(tw, "%d\t", r.Refused)
+		}
+		fmt.Fprintf(tw, "%v\t", r.Verified)
+		if memory {
+			if m := r.Memory; m != nil {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t", mib(m.RSSBefore), mib(m.RSSMax), mib(m.RSSAfter))
+			} else {
+				fmt.Fprint(tw, "-\t-\t-\t")
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t\n", ratio(r.OpsPerSec, runs[0].OpsPerSec), perCommit)
 	}
 	return tw.Flush()
 }
+
+// mib formats a byte count in MiB with one decimal.
+func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
 
 // WriteRatios writes, under the table, each of shardcounter's runs as a
 // multiple of each peer's throughput: one column per peer, measured in the
@@ -58,11 +88,40 @@ func WriteRatios(w io.Writer, runs []Run) error {
 // WriteMarkdown writes runs as a Markdown table, followed by the ratios of
 // WriteRatios as a second table when runs has peers.
 func WriteMarkdown(w io.Writer, runs []Run) error {
-	fmt.Fprintln(w, "| run | shards | clients | ops/s | p50 ms | p99 ms | errors | verified |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|")
+	var refused, memory bool
 	for _, r := range runs {
-		fmt.Fprintf(w, "| %s | %s | %d | %s | %.2f | %.2f | %d | %v |\n",
-			r.Name, shardsText(r), r.Clients, thousands(r.OpsPerSec), r.P50MS, r.P99MS, r.Errors, r.Verified)
+		refused = refused || r.Refused > 0
+		memory = memory || r.Memory != nil
+	}
+	fmt.Fprint(w, "| run | shards | clients | ops/s | p50 ms | p99 ms | errors |")
+	sep := "|---|---:|---:|---:|---:|---:|---:|"
+	if refused {
+		fmt.Fprint(w, " refused |")
+		sep += "---:|"
+	}
+	fmt.Fprint(w, " verified |")
+	sep += "---|"
+	if memory {
+		fmt.Fprint(w, " RSS MiB before / max / after |")
+		sep += "---:|"
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, sep)
+	for _, r := range runs {
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %.2f | %.2f | %d |",
+			r.Name, shardsText(r), r.Clients, thousands(r.OpsPerSec), r.P50MS, r.P99MS, r.Errors)
+		if refused {
+			fmt.Fprintf(w, " %d |", r.Refused)
+		}
+		fmt.Fprintf(w, " %v |", r.Verified)
+		if memory {
+			if m := r.Memory; m != nil {
+				fmt.Fprintf(w, " %s / %s / %s (%s) |", mib(m.RSSBefore), mib(m.RSSMax), mib(m.RSSAfter), m.Process)
+			} else {
+				fmt.Fprint(w, " - |")
+			}
+		}
+		fmt.Fprintln(w)
 	}
 	ours, peers := split(runs)
 	if len(ours) == 0 || len(peers) == 0 {

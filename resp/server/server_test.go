@@ -77,7 +77,8 @@ func MustClient(tb testing.TB, addr string, proto int, password string) *redis.C
 func eachProto(t *testing.T, f func(t *testing.T, rdb *redis.Client, proto int)) {
 	for _, proto := range []int{2, 3} {
 		t.Run("RESP"+string(rune('0'+proto)), func(t *testing.T) {
-			_, addr := MustServe(t, MustEngine(t), server.Options{})
+			eng := MustEngine(t)
+			_, addr := MustServe(t, eng, server.Options{Engine: eng.Stats()})
 			f(t, MustClient(t, addr, proto, ""), proto)
 		})
 	}

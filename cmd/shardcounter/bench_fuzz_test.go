@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+// FuzzBenchFlags parses bench command lines: every one is either a
+// usage error or a plan whose workload the bench library accepts, so a
+// flag combination the CLI lets through never fails later as a runtime
+// error, and no input panics.
+func FuzzBenchFlags(f *testing.F) {
+	for _, seed := range []string{
+		"",
+		"--path engine --counters 1000000 --zipf 1.1 --prefill",
+		"--workload timeline --read-ratio 0.9 --read-batch 20 --read-consistency strong",
+		"--kind distinct --members 1000 --peer redis-sadd --peer-redis redis://127.0.0.1:6379",
+		"--min 0 --window 1m:1d --decr-ratio 0.5 --shards 1",
+		"--path resp --resp 127.0.0.1:6380 --pipeline 16 --peer redis-incr --peer-redis redis://x:1",
+		"--min 1", "--max -1", "--window 1s:1d", "--read-batch 1001 --workload timeline", "--pipeline 0",
+		"--zipf NaN", "--decr-ratio Inf", "--resp :0 --path resp", "--kind distinct --min 0", "--kind sum --kind distinct --peer redis-incr --peer redis-sadd --peer-redis redis://h:1",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		m := &Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}
+		if err := m.ParseFlags(context.Background(), append([]string{"bench"}, strings.Fields(line)...)); err != nil {
+			var u *usageError
+			if !errors.As(err, &u) && !errors.Is(err, errHelp) {
+				t.Fatalf("ParseFlags(%q) = %v, want a usage error", line, err)
+			}
+			return
+		}
+		p, err := m.cmd.(*benchCommand).plan(m.args)
+		if err != nil {
+			var u *usageError
+			if !errors.As(err, &u) {
+				t.Fatalf("plan(%q) = %v, want a usage error", line, err)
+			}
+			return
+		}
+		if err := p.cfg.Validate(); err != nil {
+			t.Fatalf("plan(%q) passed a workload the bench refuses: %v", line, err)
+		}
+	})
+}

@@ -1,0 +1,121 @@
+package main_test
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// respAddrRE finds the RESP address in serve's log line.
+var respAddrRE = regexp.MustCompile(`msg="serving the Redis protocol" addr=(\S+)`)
+
+// respAddr returns the address serve's log gives for --resp-listen.
+func (s *Server) respAddr(tb testing.TB) (host, port string) {
+	tb.Helper()
+	s.waitLog(tb, "serving the Redis protocol")
+	m := respAddrRE.FindStringSubmatch(s.Logs())
+	if m == nil {
+		tb.Fatalf("no RESP address in the log:\n%s", s.Logs())
+	}
+	h, p, err := net.SplitHostPort(m[1])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h, p
+}
+
+// redisCLI runs redis-cli against host:port and returns its output.
+func redisCLI(tb testing.TB, host, port string, args ...string) string {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-cli")
+	if err != nil {
+		tb.Fatal("redis-cli is not on PATH: run scripts/ensure-redis-tools.sh")
+	}
+	out, err := exec.Command(bin, append([]string{"-h", host, "-p", port, "--no-auth-warning"}, args...)...).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("redis-cli %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestServeRESP is issue 13's "done when", as a new user would try it:
+// serve --resp-listen, then redis-cli INCR and GET, and redis-benchmark;
+// on SIGTERM serve exits 0 with every acknowledged write committed.
+func TestServeRESP(t *testing.T) {
+	dir := t.TempDir()
+	s := StartServer(t, dir, "--resp-listen", "127.0.0.1:0")
+	h, p := s.respAddr(t)
+	if got := redisCLI(t, h, p, "INCR", "likes"); got != "1" {
+		t.Fatalf("redis-cli INCR likes: %q, want 1", got)
+	}
+	if got := redisCLI(t, h, p, "GET", "likes"); got != "1" {
+		t.Fatalf("redis-cli GET likes: %q, want 1", got)
+	}
+	bench, err := exec.LookPath("redis-benchmark")
+	if err != nil {
+		t.Fatal("redis-benchmark is not on PATH: run scripts/ensure-redis-tools.sh")
+	}
+	if out, err := exec.Command(bench, "-h", h, "-p", p, "-t", "incr", "-n", "2000", "-c", "16", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("redis-benchmark: %v\n%s", err, out)
+	}
+	if code := s.Stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM:\n%s", code, s.Logs())
+	}
+	// Restarted on the same file, the RESP port reads what was written.
+	s = StartServerEnv(t, dir, []string{"SHARDCOUNTER_RESP_LISTEN=127.0.0.1:0"},
+		"--listen", "127.0.0.1:0", "--store", "bolt:"+filepath.Join(dir, "data", "shardcounter.db"))
+	h, p = s.respAddr(t)
+	if got := redisCLI(t, h, p, "MGET", "likes", "counter:__rand_int__"); got != "1\n2000" {
+		t.Fatalf("after a restart, MGET: %q, want 1 and 2000", got)
+	}
+}
+
+// TestServeRESPAuth checks that --auth-token-file guards the RESP port
+// too, and that SIGHUP's new tokens apply to it.
+func TestServeRESPAuth(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("old-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := StartServer(t, dir, "--resp-listen", "127.0.0.1:0", "--auth-token-file", tokens)
+	h, p := s.respAddr(t)
+	if got := redisCLI(t, h, p, "INCR", "a"); got != "NOAUTH Authentication required." {
+		t.Fatalf("INCR without AUTH: %q", got)
+	}
+	if got := redisCLI(t, h, p, "-a", "old-token", "INCR", "a"); got != "1" {
+		t.Fatalf("INCR with the token: %q", got)
+	}
+	if err := os.WriteFile(tokens, []byte("new-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	s.waitLog(t, "auth tokens reloaded")
+	if got := redisCLI(t, h, p, "-a", "new-token", "INCR", "a"); got != "2" {
+		t.Fatalf("INCR with the new token: %q", got)
+	}
+	if got := redisCLI(t, h, p, "-a", "old-token", "INCR", "a"); !strings.Contains(got, "NOAUTH") {
+		t.Fatalf("INCR with the old token after SIGHUP: %q, want NOAUTH", got)
+	}
+}
+
+// TestServeRESPListenError checks that an address serve cannot listen on
+// fails at start, exit 1, naming the flag.
+func TestServeRESPListenError(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	msg := Run(t, dir, nil, "serve", "--listen", "127.0.0.1:0", "--store", "bolt:"+filepath.Join(dir, "c.db"),
+		"--resp-listen", ln.Addr().String()).MustFail(t, 1)
+	if !strings.Contains(msg, "--resp-listen") {
+		t.Fatalf("message %q does not name the flag", msg)
+	}
+}

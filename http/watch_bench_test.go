@@ -1,0 +1,281 @@
+//go:build linux
+
+package http_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/bolt"
+	"github.com/shardcounter/shardcounter/engine"
+	shttp "github.com/shardcounter/shardcounter/http"
+)
+
+// The watch benchmark's clients run in a process of their own (this test
+// binary, started again with watchClientsEnv set), so that the server's
+// memory and CPU are measured alone.
+const watchClientsEnv = "SHARDCOUNTER_WATCH_BENCH_CLIENTS"
+
+func init() {
+	if spec := os.Getenv(watchClientsEnv); spec != "" {
+		os.Exit(runWatchClients(spec))
+	}
+}
+
+// BenchmarkWatchers measures N watchers of one hot counter on one server:
+// the server's CPU and memory next to the same hot counter with no
+// watcher, measured in the same run, and the store reads the watchers
+// cost. Each iteration is one window of -watch-window. Run it with
+//
+//	go test -run '^$' -bench BenchmarkWatchers -benchtime 1x ./http/
+//
+// Metrics: store-reads/interval (the claim: 1), cpu-cores (server CPU
+// seconds per second), idle-cpu-cores (the same without watchers),
+// events/s delivered, KB/watcher (the server's resident memory, and its
+// Go heap and stacks, over the watcherless baseline).
+func BenchmarkWatchers(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("watchers=%d", n), func(b *testing.B) { benchWatchers(b, n) })
+	}
+}
+
+const (
+	benchInterval = time.Second
+	benchWindow   = 10 * time.Second
+	benchWriters  = 64
+	// benchWriteRate is the hot counter's writes per second: steady, and
+	// well within what the engine takes on bolt on a shared machine.
+	benchWriteRate = 1000
+)
+
+func benchWatchers(b *testing.B, n int) {
+	st, err := bolt.Open(context.Background(), filepath.Join(b.TempDir(), "shardcounter.db"), bolt.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	store := &countingStore{CounterStore: st}
+	eng, err := engine.New(store, engine.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close(context.Background())
+	srv := shttp.NewServer(eng, shttp.ServerOptions{Watch: shttp.WatchOptions{MaxWatchers: n}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv}
+	go hs.Serve(ln)
+	defer hs.Close()
+	defer srv.EndWatches()
+	ctx := context.Background()
+	if _, _, err := eng.CreateCounter(ctx, "hot", shardcounter.CreateOptions{Shards: 16}); err != nil {
+		b.Fatal(err)
+	}
+
+	// The hot counter: writes through the engine at a steady rate all
+	// along, so that the windows with and without watchers do the same
+	// write work and differ by the watchers alone.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var writes atomic.Int64
+	for range benchWriters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(benchWriters * time.Second / benchWriteRate)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				if _, err := eng.WriteCounter(ctx, shardcounter.Write{Counter: "hot", Delta: 1}); err != nil {
+					b.Error(err)
+					return
+				}
+				writes.Add(1)
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+
+	idle := measureServer(benchWindow, &writes)
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		clients := exec.Command(os.Args[0], "-test.run=^$")
+		clients.Env = append(os.Environ(), fmt.Sprintf("%s=http://%s/v1/counters/hot/watch?interval=%v,%d", watchClientsEnv, ln.Addr(), benchInterval, n))
+		clients.Stderr = os.Stderr
+		out, err := clients.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		connectStart := time.Now()
+		if err := clients.Start(); err != nil {
+			b.Fatal(err)
+		}
+		lines := bufio.NewScanner(out)
+		if !lines.Scan() || lines.Text() != "ready" {
+			b.Fatalf("clients: %q, want ready", lines.Text())
+		}
+		connected := time.Since(connectStart)
+		b.StartTimer()
+
+		reads0 := store.reads.Load()
+		busy := measureServer(benchWindow, &writes)
+		reads := store.reads.Load() - reads0
+
+		b.StopTimer()
+		clients.Process.Signal(syscall.SIGTERM)
+		var events int64
+		for lines.Scan() {
+			if v, ok := strings.CutPrefix(lines.Text(), "events "); ok {
+				events, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		clients.Wait()
+
+		intervals := float64(benchWindow) / float64(benchInterval)
+		b.ReportMetric(float64(reads)/intervals, "store-reads/interval")
+		b.ReportMetric(busy.cores, "cpu-cores")
+		b.ReportMetric(idle.cores, "idle-cpu-cores")
+		b.ReportMetric(float64(events)/benchWindow.Seconds(), "events/s")
+		b.ReportMetric(float64(busy.rss-idle.rss)/float64(n)/1024, "rss-KB/watcher")
+		b.ReportMetric(float64(busy.goMem-idle.goMem)/float64(n)/1024, "go-KB/watcher")
+		b.ReportMetric(busy.writesPerSec, "writes/s")
+		b.ReportMetric(idle.writesPerSec, "idle-writes/s")
+		b.Logf("%d watchers connected in %v; window %v: %d store reads, %d events received, %.0f writes/s (%.0f without watchers); server CPU %.2f cores (%.2f without watchers); RSS %d MB (%d MB without)",
+			n, connected.Round(time.Millisecond), benchWindow, reads, events, busy.writesPerSec, idle.writesPerSec, busy.cores, idle.cores, busy.rss>>20, idle.rss>>20)
+	}
+}
+
+// serverUse is what the server process used over a window.
+type serverUse struct {
+	cores        float64 // CPU seconds per second
+	rss          int64   // resident bytes at the end
+	goMem        int64   // Go heap in use and goroutine stacks at the end
+	writesPerSec float64 // to the hot counter
+}
+
+// measureServer watches this process for d, and the writes counted in
+// writes.
+func measureServer(d time.Duration, writes *atomic.Int64) serverUse {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	c0, w0, t0 := cpu(), writes.Load(), time.Now()
+	time.Sleep(d)
+	c1, w1, t1 := cpu(), writes.Load(), time.Now()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return serverUse{
+		cores:        float64(c1-c0) / float64(t1.Sub(t0)),
+		rss:          residentBytes(),
+		goMem:        int64(ms.HeapInuse + ms.StackInuse),
+		writesPerSec: float64(w1-w0) / t1.Sub(t0).Seconds(),
+	}
+}
+
+// residentBytes reads this process's resident set size.
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// runWatchClients is the client process: spec is "URL,N". It opens N
+// watch streams, prints "ready" once each has had its first event, counts
+// the events that follow, and prints "events K" on SIGTERM.
+func runWatchClients(spec string) int {
+	u, ns, _ := strings.Cut(spec, ",")
+	n, err := strconv.Atoi(ns)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bad spec", spec)
+		return 2
+	}
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	var raw strings.Builder
+	fmt.Fprintf(&raw, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", req.URL.RequestURI(), req.URL.Host)
+	var ready sync.WaitGroup
+	var events atomic.Int64
+	var failed atomic.Int64
+	for range n {
+		ready.Add(1)
+		go func() {
+			first := true
+			done := func() {
+				if first {
+					first = false
+					ready.Done()
+				}
+			}
+			defer done()
+			conn, err := net.Dial("tcp", req.URL.Host)
+			if err != nil {
+				failed.Add(1)
+				fmt.Fprintln(os.Stderr, err)
+				return
+			}
+			defer conn.Close()
+			if _, err := conn.Write([]byte(raw.String())); err != nil {
+				failed.Add(1)
+				return
+			}
+			sc := bufio.NewScanner(conn)
+			for sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "data:") {
+					if first {
+						done()
+					} else {
+						events.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	ready.Wait()
+	if f := failed.Load(); f > 0 {
+		fmt.Fprintf(os.Stderr, "%d of %d watchers failed to connect\n", f, n)
+		return 1
+	}
+	fmt.Println("ready")
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	<-term
+	fmt.Printf("events %d\n", events.Load())
+	return 0
+}

@@ -1,0 +1,385 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// The cases in this file check DESIGN invariant 7: a strong read is
+// linearizable, on every store, while writes and reshards go on. Times
+// are the monotonic clock's, taken before a call and after its reply, so
+// each operation's interval contains the moment it took effect.
+
+// monotonic returns nanoseconds since start on the monotonic clock.
+type monotonic struct{ start time.Time }
+
+func (c monotonic) now() int64 { return time.Since(c.start).Nanoseconds() }
+
+// pause paces a reader: a few reads per write on a store whose writes
+// wait for fsync, so that the reads cover the writes without flooding the
+// check (or, on bolt, the file's lock) with millions of them.
+func pause() { time.Sleep(300 * time.Microsecond) }
+
+// readOnce reads one counter by ReadCounter or, half the time, by a
+// ReadCounters of it alone, so both paths are checked.
+func readOnce(ctx context.Context, s shardcounter.CounterStore, id string, rng *rand.Rand) (int64, error) {
+	if rng.IntN(2) == 0 {
+		r, err := s.ReadCounter(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		return r.Value, nil
+	}
+	rs, err := s.ReadCounters(ctx, []string{id})
+	if err != nil {
+		return 0, err
+	}
+	if rs[0] == nil {
+		return 0, fmt.Errorf("ReadCounters: no reading of %s", id)
+	}
+	return rs[0].Value, nil
+}
+
+// writeOnce adds delta to one counter by Add or by a one-item Apply.
+func writeOnce(ctx context.Context, s shardcounter.CounterStore, id string, delta int64, rng *rand.Rand) error {
+	if rng.IntN(2) == 0 {
+		return s.Add(ctx, id, delta, rng.Uint64())
+	}
+	out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: delta, Pick: rng.Uint64()}})
+	if err != nil {
+		return err
+	}
+	return out[0].Err
+}
+
+// reshardUntil reshards the counters to random shard counts, up and down,
+// until done is closed. The pause makes a reshard every few writes rather
+// than between each pair.
+func reshardUntil(t *testing.T, s shardcounter.CounterStore, ids []string, done <-chan struct{}) {
+	rng := rand.New(rand.NewPCG(11, uint64(time.Now().UnixNano())))
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(3 * time.Millisecond):
+		}
+		n := 1 + rng.IntN(16)
+		if _, err := s.ReshardCounter(context.Background(), ids[rng.IntN(len(ids))], n); err != nil {
+			t.Errorf("ReshardCounter(%d): %v", n, err)
+			return
+		}
+	}
+}
+
+// readUntil starts readers goroutines in wg that read id (readOnce) until
+// done is closed, pausing between reads, and pass check each value with
+// the call's interval on clk. check runs on the readers' goroutines.
+func readUntil(t *testing.T, wg *sync.WaitGroup, s shardcounter.CounterStore, id string, readers int, done <-chan struct{}, clk monotonic, check func(call, ret, v int64)) {
+	for r := range readers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(100+r), uint64(time.Now().UnixNano())))
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				call := clk.now()
+				v, err := readOnce(context.Background(), s, id, rng)
+				if err != nil {
+					t.Errorf("read %s: %v", id, err)
+					return
+				}
+				check(call, clk.now(), v)
+				pause()
+			}
+		})
+	}
+}
+
+// testTransfer is the transfer property of issue 17: each client i owns
+// the amount 2^i and writes +2^i, waits for the acknowledgement, then
+// −2^i, over and over, so the counter only ever holds a sum of distinct
+// powers of two, one per client holding its amount. Readers check every
+// strong read: it is never negative nor above the sum of every amount,
+// and a client with no write in flight during the read either holds its
+// amount (bit i set) or does not, as its last acknowledged write says. A
+// read assembled from shards read at different moments (the −2^i of one
+// shard without the +2^i of another) fails it.
+func testTransfer(t *testing.T, s shardcounter.CounterStore) {
+	ctx := context.Background()
+	id := prefix(t) + "c"
+	MustCreate(t, s, id, 8)
+	const clients = 8
+	rounds := scale(8, 25)
+	clk := monotonic{time.Now()}
+
+	type op struct{ call, ret int64 }
+	ops := make([][]op, clients) // each client's writes, in order: +, −, +, −, ...
+	type read struct {
+		call, ret, value int64
+	}
+	var (
+		mu    sync.Mutex
+		reads []read
+	)
+	done := make(chan struct{})
+	var writers, others sync.WaitGroup
+	for i := range clients {
+		writers.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
+			for r := range 2 * rounds {
+				delta := int64(1) << i
+				if r%2 == 1 {
+					delta = -delta
+				}
+				call := clk.now()
+				if err := writeOnce(ctx, s, id, delta, rng); err != nil {
+					t.Errorf("client %d write %+d: %v", i, delta, err)
+					return
+				}
+				ops[i] = append(ops[i], op{call, clk.now()})
+			}
+		})
+	}
+	readUntil(t, &others, s, id, 3, done, clk, func(call, ret, v int64) {
+		mu.Lock()
+		reads = append(reads, read{call, ret, v})
+		mu.Unlock()
+	})
+	others.Go(func() { reshardUntil(t, s, []string{id}, done) })
+	writers.Wait()
+	close(done)
+	others.Wait()
+	if t.Failed() {
+		return
+	}
+
+	bad := 0
+	for _, rd := range reads {
+		if rd.value < 0 || rd.value >= 1<<clients {
+			t.Errorf("a strong read returned %d: the counter only ever holds a sum of distinct amounts 2^0..2^%d", rd.value, clients-1)
+			bad++
+		}
+		for i := range clients {
+			done := 0 // writes of client i acknowledged before the read began
+			inFlight := false
+			for _, o := range ops[i] {
+				switch {
+				case o.ret < rd.call:
+					done++
+				case o.call <= rd.ret:
+					inFlight = true
+				}
+			}
+			if inFlight {
+				continue
+			}
+			if held := done%2 == 1; held != (rd.value>>i&1 == 1) {
+				t.Errorf("a strong read returned %d (%b): client %d had no write in flight and held %v", rd.value, rd.value, i, held)
+				bad++
+			}
+		}
+		if bad > 5 {
+			t.Fatal("too many bad reads; stopping")
+		}
+	}
+	if got := MustRead(t, s, id); got != 0 {
+		t.Errorf("value after every client took its amount back = %d, want 0", got)
+	}
+	t.Logf("%d strong reads checked against %d writes", len(reads), clients*2*rounds)
+}
+
+// counterOp is an operation of a linearizability history on one counter:
+// a write of Delta, or a read that returned Value.
+type counterOp struct {
+	Counter string
+	Read    bool
+	Delta   int64
+}
+
+// counterModel is the sequential specification of counters, partitioned
+// by counter: linearizability is local, so each counter's history is
+// checked on its own.
+var counterModel = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		by := make(map[string][]porcupine.Operation)
+		var order []string
+		for _, op := range history {
+			c := op.Input.(counterOp).Counter
+			if _, ok := by[c]; !ok {
+				order = append(order, c)
+			}
+			by[c] = append(by[c], op)
+		}
+		var out [][]porcupine.Operation
+		for _, c := range order {
+			out = append(out, by[c])
+		}
+		return out
+	},
+	Init: func() any { return int64(0) },
+	Step: func(state, input, output any) (bool, any) {
+		v, in := state.(int64), input.(counterOp)
+		if in.Read {
+			return output.(int64) == v, v
+		}
+		return true, v + in.Delta
+	},
+	DescribeOperation: func(input, output any) string {
+		in := input.(counterOp)
+		if in.Read {
+			return fmt.Sprintf("read %s → %d", in.Counter, output)
+		}
+		return fmt.Sprintf("add %s %+d", in.Counter, in.Delta)
+	},
+}
+
+// checkTimeout bounds the linearizability check. The histories are sized
+// to be decided in well under a second; Unknown is a failure, since an
+// unchecked history proves nothing.
+const checkTimeout = time.Minute
+
+// testLinearizable records a history of writes (Add, one-item and
+// two-counter Apply) and strong reads (ReadCounter, ReadCounters of one
+// counter and of both) on two counters from several clients, while a
+// resharder changes their shard counts, and checks it with porcupine: a
+// read must return a value the counter held at some moment between the
+// call and the reply, in an order consistent with every write's. A batch
+// read or write of both counters is checked as one operation per counter
+// with the batch's interval, which holds whether or not the store makes
+// the batch one snapshot.
+func testLinearizable(t *testing.T, s shardcounter.CounterStore) {
+	ctx := context.Background()
+	ids := []string{prefix(t) + "a", prefix(t) + "b"}
+	MustCreate(t, s, ids[0], 4)
+	MustCreate(t, s, ids[1], 1)
+	const clients = 6
+	n := scale(25, 60)
+	clk := monotonic{time.Now()}
+
+	var (
+		mu      sync.Mutex
+		history []porcupine.Operation
+	)
+	record := func(client int, call, ret int64, in counterOp, out any) {
+		mu.Lock()
+		history = append(history, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
+		mu.Unlock()
+	}
+	var failed atomic.Bool
+	fail := func(format string, args ...any) {
+		failed.Store(true)
+		t.Errorf(format, args...)
+	}
+	done := make(chan struct{})
+	var clientsWG, resharder sync.WaitGroup
+	resharder.Go(func() { reshardUntil(t, s, ids, done) })
+	for c := range clients {
+		clientsWG.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(c), uint64(time.Now().UnixNano())))
+			for range n {
+				if failed.Load() {
+					return
+				}
+				id := ids[rng.IntN(2)]
+				delta := 1 + rng.Int64N(999)
+				if rng.IntN(3) == 0 {
+					delta = -delta
+				}
+				call := clk.now()
+				switch rng.IntN(6) {
+				case 0, 1: // one write
+					if err := writeOnce(ctx, s, id, delta, rng); err != nil {
+						fail("write: %v", err)
+						return
+					}
+					record(c, call, clk.now(), counterOp{Counter: id, Delta: delta}, nil)
+				case 2: // one batch writing both counters
+					other := -delta / 2
+					if other == 0 {
+						other = 1
+					}
+					out, err := s.Apply(ctx, []shardcounter.Increment{
+						{Counter: ids[0], Delta: delta, Pick: rng.Uint64()},
+						{Counter: ids[1], Delta: other, Pick: rng.Uint64()},
+					})
+					if err == nil && (out[0].Err != nil || out[1].Err != nil) {
+						err = fmt.Errorf("%v; %v", out[0].Err, out[1].Err)
+					}
+					if err != nil {
+						fail("Apply of both counters: %v", err)
+						return
+					}
+					ret := clk.now()
+					record(c, call, ret, counterOp{Counter: ids[0], Delta: delta}, nil)
+					record(c, call, ret, counterOp{Counter: ids[1], Delta: other}, nil)
+				case 3: // one batch reading both counters
+					rs, err := s.ReadCounters(ctx, ids)
+					if err == nil && (rs[0] == nil || rs[1] == nil) {
+						err = fmt.Errorf("missing reading: %v", rs)
+					}
+					if err != nil {
+						fail("ReadCounters: %v", err)
+						return
+					}
+					ret := clk.now()
+					record(c, call, ret, counterOp{Counter: ids[0], Read: true}, rs[0].Value)
+					record(c, call, ret, counterOp{Counter: ids[1], Read: true}, rs[1].Value)
+				default: // one read
+					v, err := readOnce(ctx, s, id, rng)
+					if err != nil {
+						fail("read: %v", err)
+						return
+					}
+					record(c, call, clk.now(), counterOp{Counter: id, Read: true}, v)
+				}
+			}
+		})
+	}
+	clientsWG.Wait()
+	close(done)
+	resharder.Wait()
+	if t.Failed() {
+		return
+	}
+
+	start := time.Now()
+	res, info := porcupine.CheckOperationsVerbose(counterModel, history, checkTimeout)
+	switch res {
+	case porcupine.Ok:
+		t.Logf("%d operations linearizable (checked in %v)", len(history), time.Since(start).Round(time.Millisecond))
+	case porcupine.Illegal:
+		msg := fmt.Sprintf("the history of %d operations is not linearizable: a strong read returned a value the counter never held during the call", len(history))
+		if f, err := writeVisualization(info); err == nil {
+			msg += "; the history and its longest linearizable prefix are drawn in " + f
+		}
+		t.Fatal(msg)
+	default:
+		t.Fatalf("the linearizability check of %d operations did not finish within %v: the history is too large for this machine", len(history), checkTimeout)
+	}
+}
+
+// writeVisualization draws a history that failed the check into an HTML
+// file that outlives the test, and returns its path.
+func writeVisualization(info porcupine.LinearizationInfo) (string, error) {
+	f, err := os.CreateTemp("", "shardcounter-linearizability-*.html")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if err := porcupine.Visualize(counterModel, info, f); err != nil {
+		return "", err
+	}
+	return f.Name(), nil
+}

@@ -1,0 +1,73 @@
+// ioredis.mjs drives shardcounter's RESP front end with ioredis, as a
+// Node.js application would: INCR, GET and MGET one at a time and
+// pipelined. resp/server's TestIoredis runs it as
+//
+//	node tests/node/ioredis.mjs HOST PORT
+//
+// It prints "ok" and exits 0 when every reply is as expected, and says
+// what differed and exits 1 otherwise.
+import Redis from "ioredis";
+
+const [host, port] = process.argv.slice(2);
+const redis = new Redis({ host, port: Number(port), maxRetriesPerRequest: 0, enableOfflineQueue: true });
+const failures = [];
+
+function expect(what, got, want) {
+  if (JSON.stringify(got) !== JSON.stringify(want)) {
+    failures.push(`${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+  }
+}
+
+try {
+  // One command at a time.
+  expect("INCR", await redis.incr("likes"), 1);
+  expect("INCRBY", await redis.incrby("likes", 41), 42);
+  expect("DECR", await redis.decr("likes"), 41);
+  expect("GET", await redis.get("likes"), "41");
+  expect("GET missing", await redis.get("missing"), null);
+  expect("MGET", await redis.mget("likes", "missing"), ["41", null]);
+  try {
+    await redis.incrby("likes", "x");
+    failures.push("INCRBY x: no error");
+  } catch (err) {
+    expect("INCRBY x", err.message, "ERR value is not an integer or out of range");
+  }
+
+  // Pipelined: the INCRs commit together, and the reads after them see
+  // them all.
+  const n = 50;
+  const p = redis.pipeline();
+  for (let i = 0; i < n; i++) p.incr("hot");
+  p.get("hot");
+  p.mget("hot", "likes", "missing");
+  const results = await p.exec();
+  let prev = 0;
+  results.slice(0, n).forEach(([err, v], i) => {
+    if (err) failures.push(`pipelined INCR ${i}: ${err.message}`);
+    else if (v < prev || v > n) failures.push(`pipelined INCR ${i}: ${v} after ${prev}`);
+    else prev = v;
+  });
+  expect("last pipelined INCR", prev, n);
+  expect("pipelined GET", results[n], [null, String(n)]);
+  expect("pipelined MGET", results[n + 1], [null, [String(n), "41", null]]);
+
+  // Many connections at once, each pipelining.
+  const clients = Array.from({ length: 8 }, () => new Redis({ host, port: Number(port), maxRetriesPerRequest: 0 }));
+  await Promise.all(clients.map((c) => {
+    const q = c.pipeline();
+    for (let i = 0; i < 25; i++) q.incr("shared");
+    return q.exec();
+  }));
+  expect("GET after 8 pipelines of 25", await redis.get("shared"), "200");
+  await Promise.all(clients.map((c) => c.quit()));
+} catch (err) {
+  failures.push(`unexpected error: ${err.stack || err}`);
+} finally {
+  redis.disconnect();
+}
+
+if (failures.length > 0) {
+  console.error(failures.join("\n"));
+  process.exit(1);
+}
+console.log("ok");
