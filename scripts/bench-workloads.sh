@@ -8,6 +8,7 @@
 #   scripts/bench-workloads.sh                   # 10s a run, 1,000,000 counters: an hour or more
 #   COUNTERS=100000 scripts/bench-workloads.sh 2s   # a quick look
 #   ONLY=timeline scripts/bench-workloads.sh     # one workload (million, timeline, likes, bounds, resp)
+#   STORES=bolt scripts/bench-workloads.sh       # some of the stores (postgres bolt redis)
 #
 # The workloads (issues 12 to 15):
 #   million   COUNTERS counters, Zipf s=1.1, every one written once before
@@ -28,12 +29,13 @@
 # local PostgreSQL with databases of its own (dropped at the end), and a
 # bolt file per workload in a temporary directory. Runs keep their counters
 # (--keep-counters): the stores are thrown away after. Environment:
-# CLIENTS (64), COUNTERS (1000000), ONLY, SHARDCOUNTER_TEST_POSTGRES.
+# CLIENTS (64), COUNTERS (1000000), ONLY, STORES, SHARDCOUNTER_TEST_POSTGRES.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-10s}
 counters=${COUNTERS:-1000000}
 only=${ONLY:-}
+stores=${STORES:-postgres bolt redis}
 source scripts/bench-lib.sh
 
 bench_redis always always
@@ -41,6 +43,7 @@ bench_redis everysec everysec
 bench_redis always redis_store
 
 want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
+has() { [[ " $stores " == *" $1 "* ]]; }
 
 # store NAME sets dsn (and shown, the doc's placeholder) to a fresh store
 # of that kind: a new PostgreSQL database or bolt file per workload; the
@@ -74,6 +77,7 @@ run() {
 
 n=$(python3 -c 'import sys; print(f"{int(sys.argv[1]):,}")' "$counters")
 for kind in postgres bolt redis; do
+  has "$kind" || continue
   want million && run million "$n counters, Zipf s=1.1, all written once before: +1 writes" "$kind" \
     --path engine --path http --path resp --shards 1 --counters "$counters" --zipf 1.1 --prefill --keep-counters \
     --peer redis-incr --peer postgres-update
@@ -88,14 +92,15 @@ for kind in postgres bolt redis; do
     --peer redis-incr --peer postgres-update
 done
 for kind in bolt postgres; do
+  has "$kind" || continue
   for p in 1 16; do
     want resp && run "resp-p$p" "One hot counter over RESP, $p command(s) a round trip" "$kind" \
       --path resp --shards 1,16 --pipeline "$p" --keep-counters --peer redis-incr
   done
 done
 
-if [ -z "$only" ]; then
+if [ -z "$only" ] && [ -z "${STORES:-}" ]; then
   bench_doc bench-workloads scripts/bench-workloads.sh
 else
-  echo "$0: ONLY=$only: docs/BENCHMARKS.md left as it is: the tables are above" >&2
+  echo "$0: ONLY or STORES given: docs/BENCHMARKS.md left as it is: the tables are above" >&2
 fi
