@@ -123,13 +123,13 @@ func runDashboard(t *testing.T, bin, token, shots string) {
 		}
 	}()
 
-	// Until every branch has landed, a server may lack the placement
-	// route; the page must then say so where the table would be.
-	placement := "served"
+	// Until every branch has landed, a server may lack the placement and
+	// batch read routes; the page must then say so, or do without.
+	round2 := "served"
 	if _, err := client.Placement(ctx, counter); shardcounter.ErrorCode(err) == shardcounter.EINTERNAL &&
 		strings.Contains(shardcounter.ErrorMessage(err), "not implemented") {
-		placement = "absent"
-		t.Log("the client and server have no placement route yet: checking the page's note instead of the shard table")
+		round2 = "absent"
+		t.Log("the client has no placement route yet: checking the page's note instead of the shard table")
 	}
 
 	sctx, scancel := context.WithTimeout(ctx, 3*time.Minute)
@@ -137,7 +137,7 @@ func runDashboard(t *testing.T, bin, token, shots string) {
 	cmd := exec.CommandContext(sctx, "node", "dashboard.mjs")
 	cmd.Env = append(os.Environ(),
 		"SC_URL="+url, "SC_TOKEN="+token, "SC_PREFIX="+prefix, "SC_COUNTER="+counter,
-		fmt.Sprintf("SC_SHARDS=%d", shards), "SC_PLACEMENT="+placement, "SC_COLLECTION=trades", "SC_INDEX=exchange", "SC_INDEX_VALUE=XLON",
+		fmt.Sprintf("SC_SHARDS=%d", shards), "SC_ROUND2_ROUTES="+round2, "SC_COLLECTION=trades", "SC_INDEX=exchange", "SC_INDEX_VALUE=XLON",
 		"SC_PROFILE="+filepath.Join(dir, "chromium-profile"), "SC_SCREENSHOTS="+shots)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

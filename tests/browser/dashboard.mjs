@@ -10,7 +10,8 @@
 //   SC_PREFIX       a prefix that PAGE_SIZE+ counters share (paging)
 //   SC_COUNTER      the counter being written to (under SC_PREFIX)
 //   SC_SHARDS       its shard count
-//   SC_PLACEMENT    'served' when the server has GET /v1/counters/{id}/shards
+//   SC_ROUND2_ROUTES  'served' when the server has GET /v1/counters/{id}/shards
+//                   and POST /v1/reads, which the page uses when they are there
 //   SC_COLLECTION   a collection with documents and an index SC_INDEX
 //   SC_INDEX, SC_INDEX_VALUE   a filter that matches some documents
 //   SC_PROFILE      a fresh directory for Chromium's profile
@@ -31,7 +32,7 @@ const TOKEN = env('SC_TOKEN', '');
 const PREFIX = env('SC_PREFIX');
 const COUNTER = env('SC_COUNTER');
 const SHARDS = Number(env('SC_SHARDS'));
-const PLACEMENT = env('SC_PLACEMENT') === 'served';
+const ROUND2 = env('SC_ROUND2_ROUTES') === 'served';
 const COLLECTION = env('SC_COLLECTION');
 const INDEX = env('SC_INDEX');
 const INDEX_VALUE = env('SC_INDEX_VALUE');
@@ -41,7 +42,6 @@ const TIMEOUT = 20000;
 
 const seen = { values: [] };
 const problems = [];
-let placementProbed = false;
 
 function check(cond, what) {
   if (!cond) throw new Error(what);
@@ -65,11 +65,8 @@ try {
     if (m.type() !== 'error') return;
     // Chromium logs every 401 as a failed load; the login flow causes them.
     if (TOKEN && /status of 401/.test(m.text())) return;
-    // So is the one probe of a placement route the server lacks.
-    if (!PLACEMENT && /status of 404/.test(m.text()) && !placementProbed) {
-      placementProbed = true;
-      return;
-    }
+    // So are the probes of round-2 routes the server lacks.
+    if (!ROUND2 && /status of 404/.test(m.text()) && /\/v1\/(reads|counters\/[^/]+\/shards)$/.test(m.location().url)) return;
     problems.push(`console error: ${m.text()}`);
   });
   page.on('request', (r) => {
@@ -99,6 +96,12 @@ try {
   await page.click('form[role=search] button');
   await page.waitForSelector('[data-testid=counters] tbody tr');
   const firstPage = await page.$$eval('[data-testid=counters] tbody tr td.id', (tds) => tds.map((td) => td.textContent));
+  if (ROUND2) {
+    // Each row's value, from one batch read: the unwritten ones are 0.
+    const values = await page.$$eval('[data-testid=counters] tbody tr td:nth-child(2)', (tds) => tds.map((td) => td.textContent));
+    check(values.length === firstPage.length && values.every((v) => /^[\d,]+$/.test(v)), `value column ${values}`);
+    seen.listValues = values.filter((v) => v !== '0').length;
+  }
   check(firstPage.length === 50, `first page has ${firstPage.length} counters, want 50`);
   check(firstPage.every((id) => id.startsWith(PREFIX)), `a counter on the page does not start with ${PREFIX}: ${firstPage}`);
   await page.screenshot({ path: join(SHOTS, 'dashboard-counters.png') });
@@ -132,8 +135,8 @@ try {
 
   // Its shards: one row each, on the bolt file, adding up. A server
   // without the placement route (GET /v1/counters/{id}/shards) must say
-  // so in place of the table; SC_PLACEMENT tells which to expect.
-  if (PLACEMENT) {
+  // so in place of the table; SC_ROUND2_ROUTES tells which to expect.
+  if (ROUND2) {
     await page.waitForSelector('[data-testid=shards] tbody tr');
     const shards = await page.$$eval('[data-testid=shards] tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
     check(shards.length === SHARDS, `shard table has ${shards.length} rows, want ${SHARDS}`);

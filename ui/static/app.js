@@ -285,8 +285,22 @@ async function countersScreen(params, signal) {
     body.replaceChildren(h('p', { class: 'note', text: prefix ? `No counter id starts with “${prefix}”.` : 'No counters yet: create one with shardcounter create ID, or write to one.' }));
     return;
   }
+  // The page's values in one batch read, cached (cheap: the rollups), when
+  // the server has POST /v1/reads.
+  let values = null;
+  try {
+    const r = await api('POST', '/v1/reads', { counters: list.counters.map((c) => c.id), consistency: 'cached' }, signal);
+    values = new Map(r.readings.map((x) => [x.id, x]));
+  } catch (e) {
+    if (signal.aborted) return;
+  }
+  const valueCell = (id) => {
+    const x = values.get(id);
+    return h('td', { class: 'num', title: x && x.as_of ? `as of ${fmtTime(x.as_of)}` : undefined, text: x && x.error ? x.error.code : x ? fmtInt(x.value) : '' });
+  };
   const rows = list.counters.map((c) => h('tr', {},
     h('td', { class: 'id' }, h('a', { href: '#/counter/' + encodeURIComponent(c.id), text: c.id })),
+    values ? valueCell(c.id) : null,
     h('td', { text: c.kind || 'sum' }),
     h('td', { class: 'num', text: fmtInt(c.shards) }),
     h('td', { text: fmtDate(c.created_at) })));
@@ -297,10 +311,13 @@ async function countersScreen(params, signal) {
     if (prefix) next.set('prefix', prefix);
     pager.append(h('a', { href: '#/counters?' + next, rel: 'next', text: 'Next page →' }));
   }
-  pager.append(h('span', { class: 'note', text: `${list.counters.length} counters on this page` }));
+  let stale = 0;
+  for (const x of (values || new Map()).values()) stale = Math.max(stale, x.max_staleness_ms || 0);
+  pager.append(h('span', { class: 'note', text: `${list.counters.length} counters on this page` + (values ? `; values are cached reads, at most ${fmtInt(stale)} ms old` : '') }));
   body.replaceChildren(
     h('table', { 'data-testid': 'counters' },
-      h('thead', {}, h('tr', {}, h('th', { text: 'Counter' }), h('th', { text: 'Kind' }), h('th', { class: 'num', text: 'Shards' }), h('th', { text: 'Created' }))),
+      h('thead', {}, h('tr', {}, h('th', { text: 'Counter' }), values ? h('th', { class: 'num', title: 'cached reads', text: 'Value' }) : null,
+        h('th', { text: 'Kind' }), h('th', { class: 'num', text: 'Shards' }), h('th', { text: 'Created' }))),
       h('tbody', {}, rows)),
     pager);
 }
