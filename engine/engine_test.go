@@ -109,7 +109,7 @@ func TestExactness(t *testing.T) {
 // run in parallel: batches that lock shard rows of several counters at
 // once, with request ids, must neither deadlock nor lose a write.
 func TestExactnessPostgres(t *testing.T) {
-	s, err := postgres.Open(context.Background(), pgtest.MustDatabase(t))
+	s, err := postgres.Open(context.Background(), pgtest.MustDatabase(t), postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

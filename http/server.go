@@ -163,6 +163,8 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 
 	s.routeCounters()
 	s.routeWrites()
+	s.routeReads()
+	s.routeMembers()
 	if opts.Collections != nil {
 		s.routeCollections()
 	}

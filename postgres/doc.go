@@ -8,7 +8,7 @@
 // connects to (it needs the CREATE privilege there the first time):
 //
 //	shardcounter.counters (id, shards, created_at)           one row per counter
-//	shardcounter.shards   (counter, shard, value, shards)    one row per shard, created eagerly
+//	shardcounter.shards   (counter, shard, value, shards, wide) one row per shard, created eagerly
 //	shardcounter.requests (counter, request_id, created_at)  request ids already applied
 //	shardcounter.schema_migrations (version, applied_at)
 //
@@ -35,7 +35,22 @@
 // proportional to recent writes, and an idle store does nothing. An
 // expired id not yet deleted counts as new; recording it again takes its
 // row over in the same atomic step as the duplicate check. Ages are
-// measured on the database's clock unless CounterStore.Now is set.
+// measured on the database's clock unless Options.Now is set.
+//
+// # Overflow
+//
+// A write that would take a shard or the counter's total out of int64 is
+// refused with ErrOutOfRange, as in every store, so no acknowledged write
+// is followed by reads that fail. Checking the total needs it exact, which
+// would mean reading and locking every shard on every write; instead a
+// write checks only its own shard against the zone ±MaxInt64/n (n shards):
+// while every shard of a counter is in it, no total of them can leave
+// int64. A write that would take its shard out of the zone, and every
+// write to a counter already out ("wide": every shard row carries the
+// mark), locks all of the counter's shards in order and checks the total;
+// it marks the rows wide, or clears the marks, as the shards then stand. A
+// reshard marks the rows for the new zone. So a counter pays for the total
+// only within 1/n of the int64 limits.
 //
 // # Resharding under writes
 //

@@ -47,11 +47,22 @@ type CounterStore struct {
 	// expireRescan batches. applies counts batches for that.
 	expiredTo, applies atomic.Int64
 
-	// Now returns the time at which a batch records its request ids and
-	// against which it ages them. Nil (the default) uses the database's
-	// clock, which every process sharing the database agrees on; tests set
-	// it to age ids without waiting. Set it before the first write.
+	now func() time.Time // Options.Now: nil for the database's clock
+}
+
+// Options configure a CounterStore. The zero value uses the defaults.
+type Options struct {
+	// Now is the store's clock: a counter's creation time, the time at
+	// which a batch records its request ids and against which it ages
+	// them, and the window bucket a write lands in all follow it. Default
+	// nil: the database's clock (the transaction's start), which every
+	// process sharing the database agrees on. Tests inject a clock they
+	// control.
 	Now func() time.Time
+	// DedupeWindow is how long a request id is remembered after its write.
+	// Default (0 or less) DefaultDedupeWindow; SetDedupeWindow changes it
+	// later.
+	DedupeWindow time.Duration
 }
 
 var (
@@ -60,7 +71,7 @@ var (
 )
 
 // DefaultDedupeWindow is how long a request id is remembered unless
-// SetDedupeWindow says otherwise.
+// Options.DedupeWindow or SetDedupeWindow says otherwise.
 const DefaultDedupeWindow = 24 * time.Hour
 
 // SetDedupeWindow sets how long a request id is remembered after its write
@@ -83,7 +94,7 @@ func (s *CounterStore) SetDedupeWindow(d time.Duration) {
 // It returns an ErrInvalid error for a DSN it cannot parse and an
 // ErrUnavailable error when the server cannot be reached, each saying what
 // to check.
-func Open(ctx context.Context, dsn string) (*CounterStore, error) {
+func Open(ctx context.Context, dsn string, opts Options) (*CounterStore, error) {
 	cfg, err := parseConfig(dsn)
 	if err != nil {
 		return nil, err
@@ -99,7 +110,7 @@ func Open(ctx context.Context, dsn string) (*CounterStore, error) {
 			"postgres: cannot connect to %s:%d (database %q, user %q): %v: check that PostgreSQL runs there and that the DSN's host, port, user, password and database are right",
 			cc.Host, cc.Port, cc.Database, cc.User, unwrapConnect(err))
 	}
-	s, err := New(ctx, pool)
+	s, err := New(ctx, pool, opts)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -111,8 +122,11 @@ func Open(ctx context.Context, dsn string) (*CounterStore, error) {
 // New returns a CounterStore on a pool the caller made and keeps, for
 // applications that already have one and want to use AddTx in their own
 // transactions. It creates or migrates the schema. Close does not close
-// the pool.
-func New(ctx context.Context, pool *pgxpool.Pool) (*CounterStore, error) {
+// the pool. A nil pool is an ErrInvalid error.
+func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*CounterStore, error) {
+	if pool == nil {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "postgres: New needs a pool: give the *pgxpool.Pool of the database, or use Open with a DSN")
+	}
 	if err := migrate(ctx, pool); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "42501" { // insufficient_privilege
@@ -121,9 +135,19 @@ func New(ctx context.Context, pool *pgxpool.Pool) (*CounterStore, error) {
 		}
 		return nil, mapError("postgres: create the shardcounter schema", err, beforeCommit)
 	}
-	s := &CounterStore{pool: pool}
-	s.window.Store(int64(DefaultDedupeWindow))
+	s := &CounterStore{pool: pool, now: opts.Now}
+	s.SetDedupeWindow(opts.DedupeWindow)
 	return s, nil
+}
+
+// nowArg is the time argument of a statement: Options.Now's time, or nil
+// for the database's clock.
+func (s *CounterStore) nowArg() *time.Time {
+	if s.now == nil {
+		return nil
+	}
+	t := s.now()
+	return &t
 }
 
 // parseConfig parses a DSN and applies the package's defaults where the
@@ -194,14 +218,14 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 	var created time.Time
 	err := s.pool.QueryRow(ctx, `
 WITH c AS (
-	INSERT INTO shardcounter.counters (id, shards) VALUES ($1, $2)
+	INSERT INTO shardcounter.counters (id, shards, created_at) VALUES ($1, $2, coalesce($3, now()))
 	ON CONFLICT (id) DO NOTHING
 	RETURNING id, shards, created_at
 ), s AS (
 	INSERT INTO shardcounter.shards (counter, shard, shards)
 	SELECT c.id, g, c.shards FROM c, generate_series(0, c.shards - 1) AS g
 )
-SELECT created_at FROM c`, id, shards).Scan(&created)
+SELECT created_at FROM c`, id, shards, s.nowArg()).Scan(&created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists", id)
 	}

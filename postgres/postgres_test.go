@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -38,12 +39,18 @@ func TestMain(m *testing.M) {
 // test ends.
 func MustOpen(tb testing.TB) *postgres.CounterStore {
 	tb.Helper()
-	return mustOpenDSN(tb, pgtest.MustDatabase(tb))
+	return mustOpenDSN(tb, pgtest.MustDatabase(tb), postgres.Options{})
 }
 
-func mustOpenDSN(tb testing.TB, dsn string) *postgres.CounterStore {
+// MustOpenWith is MustOpen with options, such as a clock.
+func MustOpenWith(tb testing.TB, opts postgres.Options) *postgres.CounterStore {
 	tb.Helper()
-	s, err := postgres.Open(context.Background(), dsn)
+	return mustOpenDSN(tb, pgtest.MustDatabase(tb), opts)
+}
+
+func mustOpenDSN(tb testing.TB, dsn string, opts postgres.Options) *postgres.CounterStore {
+	tb.Helper()
+	s, err := postgres.Open(context.Background(), dsn, opts)
 	if err != nil {
 		tb.Fatalf("Open: %v", err)
 	}
@@ -59,12 +66,12 @@ func TestCounterStore(t *testing.T) {
 func TestOpen(t *testing.T) {
 	t.Run("Idempotent", func(t *testing.T) {
 		dsn := pgtest.MustDatabase(t)
-		a := mustOpenDSN(t, dsn)
+		a := mustOpenDSN(t, dsn, postgres.Options{})
 		storetest.MustCreate(t, a, "c", 4)
 		if err := a.Add(context.Background(), "c", 5, 1); err != nil {
 			t.Fatal(err)
 		}
-		b := mustOpenDSN(t, dsn) // the schema exists: nothing to migrate, nothing lost
+		b := mustOpenDSN(t, dsn, postgres.Options{}) // the schema exists: nothing to migrate, nothing lost
 		if got := storetest.MustRead(t, b, "c"); got != 5 {
 			t.Fatalf("value after a second Open = %d, want 5", got)
 		}
@@ -80,7 +87,7 @@ func TestOpen(t *testing.T) {
 		errs := make([]error, len(stores))
 		var wg sync.WaitGroup
 		for i := range stores {
-			wg.Go(func() { stores[i], errs[i] = postgres.Open(context.Background(), dsn) })
+			wg.Go(func() { stores[i], errs[i] = postgres.Open(context.Background(), dsn, postgres.Options{}) })
 		}
 		wg.Wait()
 		for i, err := range errs {
@@ -95,18 +102,35 @@ func TestOpen(t *testing.T) {
 	})
 	t.Run("NewerSchema", func(t *testing.T) {
 		dsn := pgtest.MustDatabase(t)
-		s := mustOpenDSN(t, dsn)
+		s := mustOpenDSN(t, dsn, postgres.Options{})
 		if _, err := s.Pool().Exec(context.Background(), "INSERT INTO shardcounter.schema_migrations (version) VALUES ($1)", postgres.SchemaVersion+1); err != nil {
 			t.Fatal(err)
 		}
-		_, err := postgres.Open(context.Background(), dsn)
+		_, err := postgres.Open(context.Background(), dsn, postgres.Options{})
 		if err == nil || !strings.Contains(err.Error(), "upgrade shardcounter") {
 			t.Fatalf("Open of a newer schema: %v, want an error saying to upgrade", err)
 		}
 	})
+	t.Run("Options", func(t *testing.T) {
+		at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		s := MustOpenWith(t, postgres.Options{Now: func() time.Time { return at }})
+		c := storetest.MustCreate(t, s, "c", 1)
+		if !c.CreatedAt.Equal(at) {
+			t.Fatalf("created_at = %v, want the injected clock's %v", c.CreatedAt, at)
+		}
+		if got, err := s.GetCounter(context.Background(), "c"); err != nil || !got.CreatedAt.Equal(at) {
+			t.Fatalf("GetCounter = %+v, %v, want created_at %v", got, err, at)
+		}
+	})
+	t.Run("NewWithoutPool", func(t *testing.T) {
+		_, err := postgres.New(context.Background(), nil, postgres.Options{})
+		if !errors.Is(err, shardcounter.ErrInvalid) {
+			t.Fatalf("New(nil pool) = %v, want ErrInvalid", err)
+		}
+	})
 	t.Run("ErrInvalid", func(t *testing.T) {
 		for _, dsn := range []string{"", "postgres://a:b@host:notaport/db", "mysql://x"} {
-			_, err := postgres.Open(context.Background(), dsn)
+			_, err := postgres.Open(context.Background(), dsn, postgres.Options{})
 			if !errors.Is(err, shardcounter.ErrInvalid) {
 				t.Errorf("Open(%q) = %v, want ErrInvalid", dsn, err)
 			}
@@ -114,7 +138,7 @@ func TestOpen(t *testing.T) {
 	})
 	t.Run("ErrUnavailable", func(t *testing.T) {
 		// Port 1 on the loopback refuses connections at once.
-		_, err := postgres.Open(context.Background(), "postgres://postgres:secret@127.0.0.1:1/app?sslmode=disable")
+		_, err := postgres.Open(context.Background(), "postgres://postgres:secret@127.0.0.1:1/app?sslmode=disable", postgres.Options{})
 		if !errors.Is(err, shardcounter.ErrUnavailable) {
 			t.Fatalf("Open of an unreachable server = %v, want ErrUnavailable", err)
 		}

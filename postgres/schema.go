@@ -95,10 +95,24 @@ CREATE TABLE shardcounter.document_index (
 );
 CREATE INDEX document_index_document ON shardcounter.document_index (collection, id);
 `,
+	// 3: shards.wide marks every shard row of a counter some shard of
+	// which holds more than MaxInt64/shards either way, so that the total
+	// may leave int64. While no row is marked, a write that keeps its own
+	// shard within that zone cannot take the total out of int64, and needs
+	// no sum (see doc.go, "Overflow"). Counters already past it are marked.
+	`
+ALTER TABLE shardcounter.shards ADD COLUMN wide boolean NOT NULL DEFAULT false;
+UPDATE shardcounter.shards s SET wide = true
+FROM shardcounter.counters c
+WHERE s.counter = c.id AND EXISTS (
+	SELECT 1 FROM shardcounter.shards o
+	WHERE o.counter = c.id AND abs(o.value::numeric) > 9223372036854775807 / c.shards
+);
+`,
 }
 
 // SchemaVersion is the schema version this package creates and expects.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrate brings the database's schema to SchemaVersion. It runs in one
 // transaction under an advisory lock: concurrent callers wait for each

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/overflow"
@@ -15,41 +14,48 @@ import (
 // of counter $1, where n is read from the counter's metadata in the same
 // statement. The pick is numeric because it is a uint64.
 //
-// The last condition makes it safe under resharding. PostgreSQL's READ
+// The shards condition makes it safe under resharding. PostgreSQL's READ
 // COMMITTED re-checks an updated row's conditions against the row's newest
 // version when it had to wait for the row's lock, but keeps the metadata
 // row it read at the start. A reshard rewrites the shards column of every
 // row it keeps and deletes the rows it removes, so a statement that read
-// the old count updates nothing, and Add runs it again to read the new one.
+// the old count updates nothing.
+//
+// The last two conditions keep it exact without a sum: it updates only a
+// shard of a counter that is not wide and that stays within the zone
+// ±MaxInt64/n (see zone), where no total can leave int64. The sum is
+// numeric, so it cannot fail on the way.
+//
+// A write that updates nothing (a missing counter, a shard moved by a
+// reshard, a wide counter, a shard leaving the zone) is decided by a batch
+// of one that locks every shard of the counter (addSlow).
 const addSQL = `
 UPDATE shardcounter.shards s SET value = s.value + $2
 FROM shardcounter.counters c
 WHERE c.id = $1 AND s.counter = $1
 	AND s.shard = mod($3::numeric, c.shards)::integer
-	AND s.shards = c.shards`
-
-// maxAddAttempts bounds how many times Add re-reads the shard count after
-// reshards moved its shard. Each attempt waits for the reshard in its way
-// to commit, so more than a few means a damaged shard row, not bad luck.
-const maxAddAttempts = 64
-
-// querier is what Add needs of a pool or a transaction.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+	AND s.shards = c.shards
+	AND NOT s.wide
+	AND s.value::numeric + $2 BETWEEN -(9223372036854775807 / c.shards) AND 9223372036854775807 / c.shards`
 
 // Add adds delta to shard pick mod n of the counter with one UPDATE
 // statement that commits on its own: one round trip. It returns
 // ErrNotFound for an unknown counter and ErrOutOfRange, with nothing
-// applied, when the shard would leave int64. ErrUnavailable means nothing
-// was applied; an error with OutcomeUnknown set means the statement was
-// sent and its success was not reported.
+// applied, when the shard or the counter's total would leave int64.
+// ErrUnavailable means nothing was applied; an error with OutcomeUnknown
+// set means the statement was sent and its success was not reported.
 func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uint64) error {
 	if err := shardcounter.ValidateIncrement(shardcounter.Increment{Counter: id, Delta: delta}); err != nil {
 		return err
 	}
-	return add(ctx, s.pool, id, delta, pick, atCommit)
+	tag, err := s.pool.Exec(ctx, addSQL, id, delta, pick)
+	if err != nil {
+		return mapError("add", err, atCommit)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	return s.addSlow(ctx, nil, id, delta, pick)
 }
 
 // AddTx adds delta to shard pick mod n of the counter inside the caller's
@@ -57,7 +63,8 @@ func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uin
 // caller's own writes. tx must be on the store's database (Pool, or a pool
 // of the same database). It holds the shard row's lock until tx ends, so
 // keep such transactions short: other writes that pick the same shard
-// wait for it.
+// wait for it. (A write that must check the counter's total, near the
+// int64 range, locks every shard.)
 //
 // Under READ COMMITTED (PostgreSQL's default) AddTx retries on its own
 // when a concurrent reshard moves its shard. Under REPEATABLE READ or
@@ -68,31 +75,38 @@ func (s *CounterStore) AddTx(ctx context.Context, tx pgx.Tx, id string, delta in
 	if err := shardcounter.ValidateIncrement(shardcounter.Increment{Counter: id, Delta: delta}); err != nil {
 		return err
 	}
-	return add(ctx, tx, id, delta, pick, beforeCommit)
+	tag, err := tx.Exec(ctx, addSQL, id, delta, pick)
+	if err != nil {
+		return mapError("add", err, beforeCommit)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	return s.addSlow(ctx, tx, id, delta, pick)
 }
 
-func add(ctx context.Context, q querier, id string, delta int64, pick uint64, commit sent) error {
-	for range maxAddAttempts {
-		tag, err := q.Exec(ctx, addSQL, id, delta, pick)
-		if err != nil {
-			return mapError("add", err, commit)
+// addSlow decides a write that addSQL did not apply as a batch of one that
+// locks every shard of the counter and checks its total: in a transaction
+// of its own, or in tx when it is not nil.
+func (s *CounterStore) addSlow(ctx context.Context, tx pgx.Tx, id string, delta int64, pick uint64) error {
+	incs := []shardcounter.Increment{{Counter: id, Delta: delta, Pick: pick}}
+	out := make([]shardcounter.Outcome, 1)
+	full := []string{id}
+	if tx != nil {
+		if err := s.apply(ctx, tx.Conn(), false, incs, out, full); err != nil {
+			return err
 		}
-		if tag.RowsAffected() == 1 {
-			return nil
-		}
-		// Nothing updated: the counter does not exist, or a reshard
-		// rewrote the shard row after the statement read the shard count.
-		var exists bool
-		err = q.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM shardcounter.counters WHERE id = $1)", id).Scan(&exists)
-		if err != nil {
-			return mapError("add", err, beforeCommit)
-		}
-		if !exists {
-			return notFound(id)
-		}
+		return out[0].Err
 	}
-	return shardcounter.Errorf(shardcounter.EINTERNAL,
-		"add to counter %q: its shard row was not found after %d attempts: the shard rows do not match the counter's shard count", id, maxAddAttempts)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return mapError("add", err, beforeCommit)
+	}
+	defer conn.Release()
+	if err := s.apply(ctx, conn.Conn(), true, incs, out, full); err != nil {
+		return err
+	}
+	return out[0].Err
 }
 
 // ReshardCounter changes the shard count in one transaction. It locks the
@@ -152,15 +166,21 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 			}
 			values[i%shards] = sum
 		}
+		// The zone narrows as the count grows: mark the rows wide if a
+		// shard is outside the new one.
+		wide := false
+		for _, v := range values[:shards] {
+			wide = wide || !zone(v, shards)
+		}
 		_, err = tx.Exec(ctx, `
 WITH removed AS (
 	DELETE FROM shardcounter.shards WHERE counter = $1 AND shard >= $2
 ), kept AS (
-	INSERT INTO shardcounter.shards (counter, shard, value, shards)
-	SELECT $1, v.ord - 1, v.value, $2 FROM unnest($3::bigint[]) WITH ORDINALITY AS v(value, ord)
-	ON CONFLICT (counter, shard) DO UPDATE SET value = excluded.value, shards = excluded.shards
+	INSERT INTO shardcounter.shards (counter, shard, value, shards, wide)
+	SELECT $1, v.ord - 1, v.value, $2, $4 FROM unnest($3::bigint[]) WITH ORDINALITY AS v(value, ord)
+	ON CONFLICT (counter, shard) DO UPDATE SET value = excluded.value, shards = excluded.shards, wide = excluded.wide
 )
-UPDATE shardcounter.counters SET shards = $2 WHERE id = $1`, id, shards, values[:shards])
+UPDATE shardcounter.counters SET shards = $2 WHERE id = $1`, id, shards, values[:shards], wide)
 		return err
 	})
 	if err != nil {

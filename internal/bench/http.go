@@ -205,15 +205,19 @@ func (s *httpService) create(ctx context.Context, id string) error {
 	return err
 }
 
-func (s *httpService) value(ctx context.Context, id string) (int64, error) {
+func (s *httpService) sum(ctx context.Context, ids []string) (int64, error) {
 	if s.store != nil {
-		return naiveService{s.store, s.spec}.value(ctx, id)
+		return naiveService{s.store, s.spec}.sum(ctx, ids)
 	}
-	r, err := s.client.ReadCounter(ctx, id, shardcounter.Strong)
-	if err != nil {
-		return 0, err
+	var total int64
+	for _, id := range ids {
+		r, err := s.client.ReadCounter(ctx, id, shardcounter.Strong)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", id, err)
+		}
+		total += r.Value
 	}
-	return r.Value, nil
+	return total, nil
 }
 
 func (s *httpService) window(ctx context.Context, id string) (int64, error) {

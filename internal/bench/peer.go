@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/shardcounter/shardcounter"
 )
@@ -121,27 +120,6 @@ func settingsName(settings map[string]string, keys ...string) string {
 		}
 	}
 	return strings.Join(parts, ",")
-}
-
-// forChunks calls fn with the indexes i where set[i] is true, up to n at a
-// time.
-func forChunks(set []atomic.Bool, n int, fn func(idx []int) error) error {
-	var idx []int
-	for i := range set {
-		if !set[i].Load() {
-			continue
-		}
-		if idx = append(idx, i); len(idx) == n {
-			if err := fn(idx); err != nil {
-				return err
-			}
-			idx = idx[:0]
-		}
-	}
-	if len(idx) > 0 {
-		return fn(idx)
-	}
-	return nil
 }
 
 // barePeer serves the bare handler on a loopback port of this process and

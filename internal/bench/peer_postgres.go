@@ -57,15 +57,7 @@ func (p *postgresPeer) cleanup(ctx context.Context) error {
 	return err
 }
 
-func (p *postgresPeer) touched() int64 {
-	var n int64
-	for i := range p.written {
-		if p.written[i].Load() {
-			n++
-		}
-	}
-	return n
-}
+func (p *postgresPeer) touched() int64 { return countSet(p.written) }
 
 // sum returns the result of a query for one bigint.
 func (p *postgresPeer) sum(ctx context.Context, sql string) (int64, error) {
