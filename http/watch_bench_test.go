@@ -45,10 +45,11 @@ func init() {
 //
 //	go test -run '^$' -bench BenchmarkWatchers -benchtime 1x ./http/
 //
-// Metrics: store-reads/interval (the claim: 1), cpu-cores (server CPU
-// seconds per second), idle-cpu-cores (the same without watchers),
-// events/s delivered, KB/watcher (the server's resident memory, and its
-// Go heap and stacks, over the watcherless baseline).
+// Metrics: store-reads/interval (the claim: at most 1), cpu-cores (server
+// CPU seconds per second), idle-cpu-cores (the same without watchers),
+// events/s received by the clients, KB/watcher (the server's resident
+// memory, and its Go heap and stacks, over the watcherless baseline),
+// writes/s to the hot counter with and without the watchers.
 func BenchmarkWatchers(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("watchers=%d", n), func(b *testing.B) { benchWatchers(b, n) })
@@ -118,7 +119,8 @@ func benchWatchers(b *testing.B, n int) {
 	}
 	defer func() { close(stop); wg.Wait() }()
 
-	idle := measureServer(benchWindow, &writes)
+	noEvents := func() int64 { return 0 }
+	idle := measureServer(benchWindow, &writes, &store.reads, noEvents)
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
@@ -138,63 +140,70 @@ func benchWatchers(b *testing.B, n int) {
 			b.Fatalf("clients: %q, want ready", lines.Text())
 		}
 		connected := time.Since(connectStart)
-		b.StartTimer()
-
-		reads0 := store.reads.Load()
-		busy := measureServer(benchWindow, &writes)
-		reads := store.reads.Load() - reads0
-
-		b.StopTimer()
-		clients.Process.Signal(syscall.SIGTERM)
-		var events int64
-		for lines.Scan() {
-			if v, ok := strings.CutPrefix(lines.Text(), "events "); ok {
-				events, _ = strconv.ParseInt(v, 10, 64)
+		// The clients' count of events so far, asked for with SIGUSR1.
+		events := func() int64 {
+			clients.Process.Signal(syscall.SIGUSR1)
+			if !lines.Scan() {
+				b.Fatal("the clients ended")
 			}
+			v, _ := strconv.ParseInt(strings.TrimPrefix(lines.Text(), "events "), 10, 64)
+			return v
 		}
+		b.StartTimer()
+		busy := measureServer(benchWindow, &writes, &store.reads, events)
+		b.StopTimer()
+		clients.Process.Kill()
 		clients.Wait()
 
-		intervals := float64(benchWindow) / float64(benchInterval)
-		b.ReportMetric(float64(reads)/intervals, "store-reads/interval")
+		b.ReportMetric(busy.readsPerSec*benchInterval.Seconds(), "store-reads/interval")
 		b.ReportMetric(busy.cores, "cpu-cores")
 		b.ReportMetric(idle.cores, "idle-cpu-cores")
-		b.ReportMetric(float64(events)/benchWindow.Seconds(), "events/s")
+		b.ReportMetric(busy.eventsPerSec, "events/s")
 		b.ReportMetric(float64(busy.rss-idle.rss)/float64(n)/1024, "rss-KB/watcher")
 		b.ReportMetric(float64(busy.goMem-idle.goMem)/float64(n)/1024, "go-KB/watcher")
 		b.ReportMetric(busy.writesPerSec, "writes/s")
 		b.ReportMetric(idle.writesPerSec, "idle-writes/s")
-		b.Logf("%d watchers connected in %v; window %v: %d store reads, %d events received, %.0f writes/s (%.0f without watchers); server CPU %.2f cores (%.2f without watchers); RSS %d MB (%d MB without)",
-			n, connected.Round(time.Millisecond), benchWindow, reads, events, busy.writesPerSec, idle.writesPerSec, busy.cores, idle.cores, busy.rss>>20, idle.rss>>20)
+		b.Logf("%d watchers connected in %v; over %v: %.2f store reads/s (%.2f without watchers), %.0f events/s received, %.0f writes/s (%.0f without watchers); server CPU %.3f cores (%.3f without watchers); RSS %d MB (%d MB without), Go heap and stacks %d MB (%d MB without)",
+			n, connected.Round(time.Millisecond), busy.elapsed.Round(time.Millisecond), busy.readsPerSec, idle.readsPerSec, busy.eventsPerSec,
+			busy.writesPerSec, idle.writesPerSec, busy.cores, idle.cores, busy.rss>>20, idle.rss>>20, busy.goMem>>20, idle.goMem>>20)
 	}
 }
 
 // serverUse is what the server process used over a window.
 type serverUse struct {
+	elapsed      time.Duration
 	cores        float64 // CPU seconds per second
+	readsPerSec  float64 // the store's strong reads
+	writesPerSec float64 // to the hot counter
+	eventsPerSec float64 // received by the clients
 	rss          int64   // resident bytes at the end
 	goMem        int64   // Go heap in use and goroutine stacks at the end
-	writesPerSec float64 // to the hot counter
 }
 
-// measureServer watches this process for d, and the writes counted in
-// writes.
-func measureServer(d time.Duration, writes *atomic.Int64) serverUse {
+// measureServer watches this process for d: its CPU, the store's reads,
+// the writes and the clients' events, then (outside the window, since a
+// collection stops the world) its memory.
+func measureServer(d time.Duration, writes, reads *atomic.Int64, events func() int64) serverUse {
 	cpu := func() time.Duration {
 		var ru syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	c0, w0, t0 := cpu(), writes.Load(), time.Now()
+	e0, c0, r0, w0, t0 := events(), cpu(), reads.Load(), writes.Load(), time.Now()
 	time.Sleep(d)
-	c1, w1, t1 := cpu(), writes.Load(), time.Now()
+	c1, r1, w1, t1, e1 := cpu(), reads.Load(), writes.Load(), time.Now(), events()
+	secs := t1.Sub(t0).Seconds()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return serverUse{
-		cores:        float64(c1-c0) / float64(t1.Sub(t0)),
+		elapsed:      t1.Sub(t0),
+		cores:        (c1 - c0).Seconds() / secs,
+		readsPerSec:  float64(r1-r0) / secs,
+		writesPerSec: float64(w1-w0) / secs,
+		eventsPerSec: float64(e1-e0) / secs,
 		rss:          residentBytes(),
 		goMem:        int64(ms.HeapInuse + ms.StackInuse),
-		writesPerSec: float64(w1-w0) / t1.Sub(t0).Seconds(),
 	}
 }
 
@@ -215,7 +224,8 @@ func residentBytes() int64 {
 
 // runWatchClients is the client process: spec is "URL,N". It opens N
 // watch streams, prints "ready" once each has had its first event, counts
-// the events that follow, and prints "events K" on SIGTERM.
+// the events that follow, and prints "events K" at each SIGUSR1, until
+// it is killed.
 func runWatchClients(spec string) int {
 	u, ns, _ := strings.Cut(spec, ",")
 	n, err := strconv.Atoi(ns)
@@ -273,9 +283,10 @@ func runWatchClients(spec string) int {
 		return 1
 	}
 	fmt.Println("ready")
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM)
-	<-term
-	fmt.Printf("events %d\n", events.Load())
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	for range usr1 {
+		fmt.Printf("events %d\n", events.Load())
+	}
 	return 0
 }
