@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -50,10 +51,15 @@ func init() {
 // events/s received by the clients, KB/watcher (the server's resident
 // memory, and its Go heap and stacks, over the watcherless baseline),
 // writes/s to the hot counter with and without the watchers.
+//
+// The peer, pollers=1000, is what watching replaces: each client reads the
+// counter (GET, strong) once per interval on a kept-alive connection, as
+// fresh as a watcher and with the same clients' process.
 func BenchmarkWatchers(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("watchers=%d", n), func(b *testing.B) { benchWatchers(b, n) })
+		b.Run(fmt.Sprintf("watchers=%d", n), func(b *testing.B) { benchWatchers(b, "watch", n) })
 	}
+	b.Run("pollers=1000", func(b *testing.B) { benchWatchers(b, "poll", 1000) })
 }
 
 const (
@@ -65,7 +71,7 @@ const (
 	benchWriteRate = 1000
 )
 
-func benchWatchers(b *testing.B, n int) {
+func benchWatchers(b *testing.B, mode string, n int) {
 	st, err := bolt.Open(context.Background(), filepath.Join(b.TempDir(), "shardcounter.db"), bolt.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -125,7 +131,11 @@ func benchWatchers(b *testing.B, n int) {
 	for range b.N {
 		b.StopTimer()
 		clients := exec.Command(os.Args[0], "-test.run=^$")
-		clients.Env = append(os.Environ(), fmt.Sprintf("%s=http://%s/v1/counters/hot/watch?interval=%v,%d", watchClientsEnv, ln.Addr(), benchInterval, n))
+		url := fmt.Sprintf("http://%s/v1/counters/hot/watch?interval=%v", ln.Addr(), benchInterval)
+		if mode == "poll" {
+			url = fmt.Sprintf("http://%s/v1/counters/hot", ln.Addr())
+		}
+		clients.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%d", watchClientsEnv, mode, url, n))
 		clients.Stderr = os.Stderr
 		out, err := clients.StdoutPipe()
 		if err != nil {
@@ -163,8 +173,8 @@ func benchWatchers(b *testing.B, n int) {
 		b.ReportMetric(float64(busy.goMem-idle.goMem)/float64(n)/1024, "go-KB/watcher")
 		b.ReportMetric(busy.writesPerSec, "writes/s")
 		b.ReportMetric(idle.writesPerSec, "idle-writes/s")
-		b.Logf("%d watchers connected in %v; over %v: %.2f store reads/s (%.2f without watchers), %.0f events/s received, %.0f writes/s (%.0f without watchers); server CPU %.3f cores (%.3f without watchers); RSS %d MB (%d MB without), Go heap and stacks %d MB (%d MB without)",
-			n, connected.Round(time.Millisecond), busy.elapsed.Round(time.Millisecond), busy.readsPerSec, idle.readsPerSec, busy.eventsPerSec,
+		b.Logf("%d %s clients connected in %v; over %v: %.2f store reads/s (%.2f without watchers), %.0f events/s received, %.0f writes/s (%.0f without watchers); server CPU %.3f cores (%.3f without watchers); RSS %d MB (%d MB without), Go heap and stacks %d MB (%d MB without)",
+			n, mode, connected.Round(time.Millisecond), busy.elapsed.Round(time.Millisecond), busy.readsPerSec, idle.readsPerSec, busy.eventsPerSec,
 			busy.writesPerSec, idle.writesPerSec, busy.cores, idle.cores, busy.rss>>20, idle.rss>>20, busy.goMem>>20, idle.goMem>>20)
 	}
 }
@@ -222,13 +232,19 @@ func residentBytes() int64 {
 	return 0
 }
 
-// runWatchClients is the client process: spec is "URL,N". It opens N
-// watch streams, prints "ready" once each has had its first event, counts
-// the events that follow, and prints "events K" at each SIGUSR1, until
-// it is killed.
+// runWatchClients is the client process: spec is "MODE,URL,N". It opens N
+// connections, each watching URL (MODE watch) or getting it once per
+// benchInterval (MODE poll), prints "ready" once each has had its first
+// reading, counts the readings that follow, and prints "events K" at each
+// SIGUSR1, until it is killed.
 func runWatchClients(spec string) int {
-	u, ns, _ := strings.Cut(spec, ",")
-	n, err := strconv.Atoi(ns)
+	parts := strings.Split(spec, ",")
+	if len(parts) != 3 {
+		fmt.Fprintln(os.Stderr, "bad spec", spec)
+		return 2
+	}
+	mode, u := parts[0], parts[1]
+	n, err := strconv.Atoi(parts[2])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bad spec", spec)
 		return 2
@@ -238,22 +254,30 @@ func runWatchClients(spec string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	var raw strings.Builder
-	fmt.Fprintf(&raw, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", req.URL.RequestURI(), req.URL.Host)
+	accept := "text/event-stream"
+	if mode == "poll" {
+		accept = "application/json"
+	}
+	raw := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nAccept: %s\r\n\r\n", req.URL.RequestURI(), req.URL.Host, accept)
 	var ready sync.WaitGroup
-	var events atomic.Int64
-	var failed atomic.Int64
-	for range n {
+	var events, failed atomic.Int64
+	for i := range n {
 		ready.Add(1)
 		go func() {
 			first := true
-			done := func() {
+			got := func() {
 				if first {
 					first = false
 					ready.Done()
+				} else {
+					events.Add(1)
 				}
 			}
-			defer done()
+			defer func() {
+				if first {
+					ready.Done()
+				}
+			}()
 			conn, err := net.Dial("tcp", req.URL.Host)
 			if err != nil {
 				failed.Add(1)
@@ -261,25 +285,48 @@ func runWatchClients(spec string) int {
 				return
 			}
 			defer conn.Close()
-			if _, err := conn.Write([]byte(raw.String())); err != nil {
-				failed.Add(1)
-				return
-			}
-			sc := bufio.NewScanner(conn)
-			for sc.Scan() {
-				if strings.HasPrefix(sc.Text(), "data:") {
-					if first {
-						done()
-					} else {
-						events.Add(1)
+			if mode == "watch" {
+				if _, err := conn.Write([]byte(raw)); err != nil {
+					failed.Add(1)
+					return
+				}
+				sc := bufio.NewScanner(conn)
+				for sc.Scan() {
+					if strings.HasPrefix(sc.Text(), "data:") {
+						got()
 					}
 				}
+				return
+			}
+			// Poll: one GET per interval, spread over the interval.
+			br := bufio.NewReader(conn)
+			time.Sleep(benchInterval * time.Duration(i) / time.Duration(n))
+			tick := time.NewTicker(benchInterval)
+			defer tick.Stop()
+			for {
+				if _, err := conn.Write([]byte(raw)); err != nil {
+					failed.Add(1)
+					return
+				}
+				resp, err := http.ReadResponse(br, req)
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK {
+					failed.Add(1)
+					return
+				}
+				got()
+				<-tick.C
 			}
 		}()
 	}
 	ready.Wait()
 	if f := failed.Load(); f > 0 {
-		fmt.Fprintf(os.Stderr, "%d of %d watchers failed to connect\n", f, n)
+		fmt.Fprintf(os.Stderr, "%d of %d clients failed\n", f, n)
 		return 1
 	}
 	fmt.Println("ready")
