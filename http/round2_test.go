@@ -246,6 +246,9 @@ func testBoundsAndWindow(t *testing.T, env EnvOptions) {
 	}
 	// The same create again is a retry.
 	e.Do(t, "PUT", path("stock"), `{"shards":3,"min":0,"max":10,"window":{"bucket":"1m","retention":"60m"}}`).MustOK(t, http.StatusOK, nil)
+	// Other bounds or another window: a conflict, not a retry.
+	e.Do(t, "PUT", path("stock"), `{"shards":3,"min":0,"max":11,"window":{"bucket":"1m","retention":"1h"}}`).MustError(t, http.StatusConflict, shardcounter.EEXISTS)
+	e.Do(t, "PUT", path("stock"), `{"shards":3,"min":0,"max":10}`).MustError(t, http.StatusConflict, shardcounter.EEXISTS)
 	e.Do(t, "POST", path("stock")+"/decrement", "").MustError(t, http.StatusBadRequest, shardcounter.EOUTOFRANGE)
 	e.Do(t, "POST", path("stock")+"/increment", `{"by":7}`).MustOK(t, http.StatusOK, nil)
 	e.Do(t, "POST", path("stock")+"/increment", `{"by":4}`).MustError(t, http.StatusBadRequest, shardcounter.EOUTOFRANGE)
