@@ -329,9 +329,11 @@ func runWatchClients(spec string) int {
 		fmt.Fprintf(os.Stderr, "%d of %d clients failed\n", f, n)
 		return 1
 	}
-	fmt.Println("ready")
+	// Notify before "ready": the first SIGUSR1 follows it at once, and
+	// one that came before would be caught and dropped by the runtime.
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
+	fmt.Println("ready")
 	for range usr1 {
 		fmt.Printf("events %d\n", events.Load())
 	}
