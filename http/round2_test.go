@@ -271,7 +271,7 @@ func TestBoundsAndWindow(t *testing.T) {
 		t.Fatalf("series of all retained: %d buckets, %v; want 60", len(all.Buckets), err)
 	}
 	e.Do(t, "GET", path("stock")+"/series?bucket=1h", "").MustOK(t, http.StatusOK, &s)
-	e.Do(t, "GET", path("stock")+"/series?bucket=7m", "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
+	e.Do(t, "GET", path("stock")+"/series?bucket=90s", "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
 	e.MustCreate(t, "plain", 1)
 	e.Do(t, "GET", path("plain")+"?last=1h", "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
 
