@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,7 +204,9 @@ func measureServer(d time.Duration, writes, reads *atomic.Int64, events func() i
 	time.Sleep(d)
 	c1, r1, w1, t1, e1 := cpu(), reads.Load(), writes.Load(), time.Now(), events()
 	secs := t1.Sub(t0).Seconds()
-	runtime.GC()
+	// Collect and give freed memory back to the system, so that the
+	// resident size is what is in use now, not what an earlier run left.
+	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return serverUse{
@@ -329,9 +332,11 @@ func runWatchClients(spec string) int {
 		fmt.Fprintf(os.Stderr, "%d of %d clients failed\n", f, n)
 		return 1
 	}
-	fmt.Println("ready")
+	// Notify before "ready": the first SIGUSR1 follows it at once, and
+	// one that came before would be caught and dropped by the runtime.
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
+	fmt.Println("ready")
 	for range usr1 {
 		fmt.Printf("events %d\n", events.Load())
 	}
