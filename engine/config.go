@@ -84,12 +84,12 @@ type Config struct {
 	// second flush starts beside a running one only when the last flush
 	// was broad (many counters): concurrent commits of batches over many
 	// counters overlap on a store whose commits of different rows run in
-	// parallel (PostgreSQL, Redis), while on one hot counter they would
+	// parallel (PostgreSQL), while on one hot counter they would
 	// only queue for its row. While all are running, writes gather for the
 	// next. On bolt, whose writes are serialised, keep 1. Async mode
 	// always runs one flush at a time, so that writes commit in the order
 	// they were answered. Default DefaultMaxInFlight, 1; 2 suits
-	// PostgreSQL and Redis (docs/ENGINE.md).
+	// PostgreSQL (docs/ENGINE.md).
 	MaxInFlight int
 	// MaxStaleness bounds how old a cached reading may be. Default 1s.
 	MaxStaleness time.Duration

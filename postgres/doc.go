@@ -7,9 +7,15 @@
 // Open creates and migrates the schema "shardcounter" in the database it
 // connects to (it needs the CREATE privilege there the first time):
 //
-//	shardcounter.counters (id, shards, created_at)           one row per counter
-//	shardcounter.shards   (counter, shard, value, shards, wide) one row per shard, created eagerly
-//	shardcounter.requests (counter, request_id, created_at)  request ids already applied
+//	shardcounter.counters (id, shards, kind, min, max, bucket, retention, created_at)
+//	                                                one row per counter: its spec
+//	shardcounter.shards   (counter, shard, value, shards, wide)
+//	                                                one row per shard, created with the counter
+//	shardcounter.members  (counter, member, hash)   the members of distinct counters
+//	shardcounter.buckets  (counter, start, shard, value)
+//	                                                window buckets, per shard
+//	shardcounter.requests (counter, request_id, created_at)
+//	                                                request ids already applied
 //	shardcounter.schema_migrations (version, applied_at)
 //
 // Migrations are versioned and run in one transaction under an advisory
@@ -22,9 +28,34 @@
 // transaction, so a count commits or rolls back with the caller's own
 // write. Apply applies a batch in one transaction with two round trips,
 // locking shard rows in (counter, shard) order so that concurrent batches
-// cannot deadlock. A write is acknowledged once PostgreSQL has committed
-// it; with synchronous_commit on (the default) that means its WAL record
-// was flushed to disk.
+// cannot deadlock. The first round trip creates the counters that items
+// would create (Increment.Create), locks, and records request ids; the
+// items are then decided in Go, in batch order, on the locked values; the
+// second writes the shard values, applies every member item in one
+// statement, and commits. A write is acknowledged once PostgreSQL has
+// committed it; with synchronous_commit on (the default) that means its WAL
+// record was flushed to disk.
+//
+// # Distinct counters
+//
+// A member lives on shard ForMember(member) mod n, and its row keeps that
+// hash, so a reshard counts the members per shard again in SQL. A batch
+// locks the shard row of each member it writes before the statement that
+// reads and changes membership, so membership and the shard's count change
+// together and two batches never decide one member at once.
+//
+// # Windows
+//
+// A batch adds what it applied to a windowed counter to the bucket of its
+// commit time on the shard it wrote, and in the same statement deletes
+// that counter's buckets past retention: each once, by a write, so the
+// work is proportional to writes.
+//
+// # Reads
+//
+// ReadCounter and ReadCounters sum shards in one statement: one snapshot
+// and one round trip for any number of counters. Placement names the
+// database, host:port/db, as the node of every shard.
 //
 // # Dedupe window
 //

@@ -48,6 +48,8 @@ type CounterStore struct {
 	expiredTo, applies atomic.Int64
 
 	now func() time.Time // Options.Now: nil for the database's clock
+
+	general generalSet // counters whose batches skip the plain path
 }
 
 // Options configure a CounterStore. The zero value uses the defaults.
@@ -173,6 +175,13 @@ func parseConfig(dsn string) (*pgxpool.Config, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
+	// JIT compiles a statement whose estimated cost passes
+	// jit_above_cost, which costs tens of milliseconds and pays off only
+	// for long analytic queries: never for this store's, which touch a few
+	// rows each and whose estimates can pass it (see lockSQL).
+	if _, ok := set.RuntimeParams["jit"]; !ok {
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	return cfg, nil
 }
 
@@ -211,28 +220,39 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 	if err := shardcounter.ValidateSpec(spec); err != nil {
 		return nil, err
 	}
-	if err := unsupported(spec); err != nil {
-		return nil, err
-	}
-	shards := spec.Shards
-	var created time.Time
+	r := rowOf(spec)
+	c := &shardcounter.Counter{ID: id, Spec: r.spec()}
 	err := s.pool.QueryRow(ctx, `
 WITH c AS (
-	INSERT INTO shardcounter.counters (id, shards, created_at) VALUES ($1, $2, coalesce($3, now()))
+	INSERT INTO shardcounter.counters (id, shards, kind, min, max, bucket, retention, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8, now()))
 	ON CONFLICT (id) DO NOTHING
 	RETURNING id, shards, created_at
 ), s AS (
 	INSERT INTO shardcounter.shards (counter, shard, shards)
 	SELECT c.id, g, c.shards FROM c, generate_series(0, c.shards - 1) AS g
 )
-SELECT created_at FROM c`, id, shards, s.nowArg()).Scan(&created)
+SELECT created_at FROM c`, id, r.shards, r.kind, r.min, r.max, r.bucket, r.retention, s.nowArg()).Scan(&c.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists", id)
 	}
 	if err != nil {
 		return nil, mapError("create counter", err, atCommit)
 	}
-	return &shardcounter.Counter{ID: id, Spec: shardcounter.Spec{Shards: shards, Kind: shardcounter.KindSum}, CreatedAt: created.UTC()}, nil
+	c.CreatedAt = c.CreatedAt.UTC()
+	return c, nil
+}
+
+// scanCounter returns the destinations of a counter's id, specColumns and
+// created_at, and a func that completes the counter once they are scanned.
+func scanCounter() (*shardcounter.Counter, []any, func()) {
+	c := new(shardcounter.Counter)
+	var r specRow
+	dest := append(append([]any{&c.ID}, r.dest()...), &c.CreatedAt)
+	return c, dest, func() {
+		c.Spec = r.spec()
+		c.CreatedAt = c.CreatedAt.UTC()
+	}
 }
 
 // GetCounter returns the counter's metadata.
@@ -240,16 +260,15 @@ func (s *CounterStore) GetCounter(ctx context.Context, id string) (*shardcounter
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
 	}
-	c := &shardcounter.Counter{ID: id, Spec: shardcounter.Spec{Kind: shardcounter.KindSum}}
-	err := s.pool.QueryRow(ctx, "SELECT shards, created_at FROM shardcounter.counters WHERE id = $1", id).
-		Scan(&c.Shards, &c.CreatedAt)
+	c, dest, done := scanCounter()
+	err := s.pool.QueryRow(ctx, "SELECT c.id, "+specColumns("c")+", c.created_at FROM shardcounter.counters c WHERE c.id = $1", id).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFound(id)
 	}
 	if err != nil {
 		return nil, mapError("get counter", err, beforeCommit)
 	}
-	c.CreatedAt = c.CreatedAt.UTC()
+	done()
 	return c, nil
 }
 
@@ -268,16 +287,16 @@ func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, l
 	// ASCII character, stops at the first id past every id that starts
 	// with it; starts_with keeps the match exact whatever the prefix holds.
 	sql := `
-SELECT id, shards, created_at FROM shardcounter.counters
-WHERE id >= $1 AND starts_with(id, $1) AND id > $2
-ORDER BY id
+SELECT c.id, ` + specColumns("c") + `, c.created_at FROM shardcounter.counters c
+WHERE c.id >= $1 AND starts_with(c.id, $1) AND c.id > $2
+ORDER BY c.id
 LIMIT $3`
 	args := []any{prefix, after, limit}
 	if n := len(prefix); n > 0 && prefix[n-1] < 0x7f {
 		sql = `
-SELECT id, shards, created_at FROM shardcounter.counters
-WHERE id >= $1 AND id < $4 AND starts_with(id, $1) AND id > $2
-ORDER BY id
+SELECT c.id, ` + specColumns("c") + `, c.created_at FROM shardcounter.counters c
+WHERE c.id >= $1 AND c.id < $4 AND starts_with(c.id, $1) AND c.id > $2
+ORDER BY c.id
 LIMIT $3`
 		args = append(args, prefix[:n-1]+string(prefix[n-1]+1))
 	}
@@ -286,9 +305,9 @@ LIMIT $3`
 		return nil, mapError("list counters", err, beforeCommit)
 	}
 	cs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*shardcounter.Counter, error) {
-		c := new(shardcounter.Counter)
-		err := row.Scan(&c.ID, &c.Shards, &c.CreatedAt)
-		c.CreatedAt = c.CreatedAt.UTC()
+		c, dest, done := scanCounter()
+		err := row.Scan(dest...)
+		done()
 		return c, err
 	})
 	if err != nil {
@@ -317,65 +336,6 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 		}
 		return nil
 	})
-}
-
-// ReadCounter sums the counter's shards in one statement, so in one
-// snapshot. PostgreSQL sums bigints as numeric, so a sum that leaves int64
-// is detected, not wrapped.
-func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounter.Reading, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, err
-	}
-	r := &shardcounter.Reading{ID: id, Consistency: shardcounter.Strong}
-	var value *int64
-	err := s.pool.QueryRow(ctx, `
-SELECT c.shards,
-	CASE WHEN t.total BETWEEN -9223372036854775808 AND 9223372036854775807 THEN t.total::bigint END,
-	statement_timestamp()
-FROM shardcounter.counters c
-CROSS JOIN LATERAL (
-	SELECT coalesce(sum(s.value), 0) AS total FROM shardcounter.shards s WHERE s.counter = c.id
-) t
-WHERE c.id = $1`, id).Scan(&r.Shards, &value, &r.AsOf)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound(id)
-	}
-	if err != nil {
-		return nil, mapError("read counter", err, beforeCommit)
-	}
-	if value == nil {
-		return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: the sum of its shards does not fit in int64", id)
-	}
-	r.Value = *value
-	r.AsOf = r.AsOf.UTC()
-	return r, nil
-}
-
-// ReadShards returns the counter and its shard values from one statement.
-// A missing shard row reads as 0.
-func (s *CounterStore) ReadShards(ctx context.Context, id string) (*shardcounter.Counter, []int64, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, nil, err
-	}
-	c := &shardcounter.Counter{ID: id, Spec: shardcounter.Spec{Kind: shardcounter.KindSum}}
-	var values []int64
-	err := s.pool.QueryRow(ctx, `
-SELECT c.shards, c.created_at, array(
-	SELECT coalesce(s.value, 0)
-	FROM generate_series(0, c.shards - 1) AS g
-	LEFT JOIN shardcounter.shards s ON s.counter = c.id AND s.shard = g
-	ORDER BY g
-)
-FROM shardcounter.counters c
-WHERE c.id = $1`, id).Scan(&c.Shards, &c.CreatedAt, &values)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, notFound(id)
-	}
-	if err != nil {
-		return nil, nil, mapError("read shards", err, beforeCommit)
-	}
-	c.CreatedAt = c.CreatedAt.UTC()
-	return c, values, nil
 }
 
 // inTx runs fn in a transaction and commits it, classifying a failed

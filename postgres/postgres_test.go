@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -48,9 +49,22 @@ func MustOpenWith(tb testing.TB, opts postgres.Options) *postgres.CounterStore {
 	return mustOpenDSN(tb, pgtest.MustDatabase(tb), opts)
 }
 
+// testPoolSize bounds each test store's pool: the shared test server
+// allows 100 connections (PostgreSQL's default) to every package testing
+// at once, and a test's writers beyond it queue in the pool.
+const testPoolSize = "16"
+
 func mustOpenDSN(tb testing.TB, dsn string, opts postgres.Options) *postgres.CounterStore {
 	tb.Helper()
-	s, err := postgres.Open(context.Background(), dsn, opts)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if q := u.Query(); q.Get("pool_max_conns") == "" {
+		q.Set("pool_max_conns", testPoolSize)
+		u.RawQuery = q.Encode()
+	}
+	s, err := postgres.Open(context.Background(), u.String(), opts)
 	if err != nil {
 		tb.Fatalf("Open: %v", err)
 	}
@@ -59,8 +73,13 @@ func mustOpenDSN(tb testing.TB, dsn string, opts postgres.Options) *postgres.Cou
 }
 
 func TestCounterStore(t *testing.T) {
-	s := MustOpen(t)
-	storetest.RunCounterStore(t, func(testing.TB) shardcounter.CounterStore { return s }, storetest.Options{})
+	dsn := pgtest.MustDatabase(t)
+	s := mustOpenDSN(t, dsn, postgres.Options{})
+	storetest.RunCounterStore(t, func(testing.TB) shardcounter.CounterStore { return s }, storetest.Options{
+		OpenWithClock: func(tb testing.TB, now func() time.Time) shardcounter.CounterStore {
+			return mustOpenDSN(tb, dsn, postgres.Options{Now: now})
+		},
+	})
 }
 
 func TestOpen(t *testing.T) {
@@ -120,6 +139,22 @@ func TestOpen(t *testing.T) {
 		}
 		if got, err := s.GetCounter(context.Background(), "c"); err != nil || !got.CreatedAt.Equal(at) {
 			t.Fatalf("GetCounter = %+v, %v, want created_at %v", got, err, at)
+		}
+	})
+	t.Run("NoJIT", func(t *testing.T) {
+		// JIT compiled a batch's lock statement (its estimate passed
+		// jit_above_cost) for 27 ms; the store turns it off unless the DSN
+		// sets it.
+		dsn := pgtest.MustDatabase(t)
+		for _, c := range []struct{ dsn, want string }{{dsn, "off"}, {dsn + "&jit=on", "on"}} {
+			s := mustOpenDSN(t, c.dsn, postgres.Options{})
+			var jit string
+			if err := s.Pool().QueryRow(context.Background(), "SHOW jit").Scan(&jit); err != nil {
+				t.Fatal(err)
+			}
+			if jit != c.want {
+				t.Errorf("jit = %s on a store opened with %s, want %s", jit, c.dsn, c.want)
+			}
 		}
 	})
 	t.Run("NewWithoutPool", func(t *testing.T) {
