@@ -27,17 +27,19 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 	if err := shardcounter.ValidateSpec(spec); err != nil {
 		return nil, err
 	}
-	if err := unsupported(spec); err != nil {
-		return nil, err
-	}
 	shards := spec.Shards
 	for range maxAttempts {
 		l := s.newLayout(id, spec)
-		rooms := allowances(make([]int64, shards), nil)
-		err := s.eachOf(ctx, seq(0, shards), func(p goredis.Pipeliner, i int) *goredis.Cmd {
-			return newShardScript.EvalSha(ctx, p, []string{l.keys.shard(i)}, l.ep(), rooms[i].up, rooms[i].dn)
-		}, func(c *goredis.Cmd) error { return c.Err() })
-		if err != nil {
+		nr := newNodeRuns(s)
+		s.createShards(ctx, nr, l)
+		if nr.err != nil {
+			return nil, storeErr("create counter shards", nr.err, false)
+		}
+		s.runOnNodes(ctx, nr.runs)
+		if err := nr.firstErr(ctx); err != nil {
+			if retryable(err) {
+				continue // not run (a script not loaded, a slot that moved): nothing reachable was made
+			}
 			return nil, storeErr("create counter shards", err, true)
 		}
 		ok, err := s.runScript(ctx, createCounterScript, []string{metaKey(s.prefix, id), bucketKey(s.prefix, bucketOf(id))}, s.metaFields(l)...).Int()
@@ -66,14 +68,18 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 // newLayout returns the layout of a new counter: a new incarnation,
 // epoch 1.
 func (s *CounterStore) newLayout(id string, spec shardcounter.Spec) *layout {
-	return &layout{id: id, n: spec.Shards, epoch: 1, created: s.now().UTC(), max: spec.Shards, keys: newKeys(s.prefix, id, newIncarnation())}
+	if spec.Kind == shardcounter.KindSum {
+		spec.Kind = ""
+	}
+	return &layout{id: id, n: spec.Shards, epoch: 1, created: s.now().UTC(), max: spec.Shards, spec: spec, memberGen: 1,
+		keys: newKeys(s.prefix, id, newIncarnation(), spec.Bounded())}
 }
 
 // metaFields returns the arguments of createCounterScript for l: the id,
 // then the metadata's fields and values.
 func (s *CounterStore) metaFields(l *layout) []any {
-	return []any{l.id, fieldID, l.id, fieldShards, l.n, fieldCreated, l.created.Format(time.RFC3339Nano),
-		fieldIncarnation, l.keys.incarnation, fieldEpoch, l.ep(), fieldMax, l.max}
+	return append([]any{l.id, fieldID, l.id, fieldShards, l.n, fieldCreated, l.created.Format(time.RFC3339Nano),
+		fieldIncarnation, l.keys.incarnation, fieldEpoch, l.ep(), fieldMax, l.max}, specFields(l.spec)...)
 }
 
 // GetCounter returns the counter's metadata, after finishing a reshard
@@ -106,7 +112,7 @@ func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, l
 	if prefix != "" {
 		hi = "[" + prefix + "\xff" // no UTF-8 id holds 0xff
 	}
-	m := newMerge(s.prefix, lo, hi, max(8, 2*limit/indexBuckets))
+	m := newMerge(indexKeys(s.prefix), lo, hi, max(8, 2*limit/indexBuckets))
 	var out []*shardcounter.Counter
 	for len(out) < limit {
 		ids, err := m.next(ctx, s.client, limit-len(out))
@@ -177,12 +183,23 @@ func (s *CounterStore) finishDelete(ctx context.Context, l *layout) error {
 	return s.sync(ctx, append(l.keys.shards(n), metaKey(s.prefix, l.id))...)
 }
 
-// deleteKeys deletes the shard and request-id keys of shards [0, n).
+// deleteKeys deletes the keys of shards [0, n): the shard, its request
+// ids, members and buckets; and a bounded counter's bounds key.
 func (s *CounterStore) deleteKeys(ctx context.Context, l *layout, n int) error {
 	_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i := range n {
 			p.Del(ctx, l.keys.shard(i))
 			p.Del(ctx, l.keys.ids(i))
+			if l.distinct() {
+				p.Del(ctx, l.keys.members(i, l.memberGen))
+			}
+			if l.spec.Window != nil {
+				p.Del(ctx, l.keys.buckets(i))
+				p.Del(ctx, l.keys.bucketIndex(i))
+			}
+		}
+		if l.spec.Bounded() {
+			p.Del(ctx, l.keys.bounds())
 		}
 		return nil
 	})

@@ -40,4 +40,6 @@ func SetSingleCollect(s *CounterStore, on bool) { s.singleCollect = on }
 func MetaSlot(s *CounterStore, id string) int { return KeySlot(metaKey(s.prefix, id)) }
 
 // ShardSlot returns the slot of shard i of a counter.
-func ShardSlot(s *CounterStore, id string, i int) int { return newKeys(s.prefix, id, "").slot(i) }
+func ShardSlot(s *CounterStore, id string, i int) int {
+	return newKeys(s.prefix, id, "", false).slot(i)
+}

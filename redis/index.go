@@ -12,9 +12,11 @@ import (
 // created, and no key takes every create. Listing merges the buckets the
 // way a collection query merges its shards.
 
-// merge reads the ids of every index bucket between two ZRANGEBYLEX bounds
-// in byte order: a k-way merge that fetches a chunk of each bucket at a
-// time, and more of a bucket only when its next id is needed.
+// merge reads the members of several sorted sets (all scores 0) between
+// two ZRANGEBYLEX bounds in byte order: a k-way merge that fetches a chunk
+// of each set at a time, and more of a set only when its next member is
+// needed. It merges the index buckets for ListCounters and a distinct
+// counter's shards for ListMembers.
 type merge struct {
 	hi    string
 	chunk int64
@@ -28,12 +30,21 @@ type bucketCursor struct {
 	done bool     // the bucket has nothing past buf
 }
 
-func newMerge(prefix, lo, hi string, chunk int) *merge {
+func newMerge(keys []string, lo, hi string, chunk int) *merge {
 	m := &merge{hi: hi, chunk: int64(chunk)}
-	for b := range indexBuckets {
-		m.heads = append(m.heads, &bucketCursor{key: bucketKey(prefix, b), lo: lo})
+	for _, k := range keys {
+		m.heads = append(m.heads, &bucketCursor{key: k, lo: lo})
 	}
 	return m
+}
+
+// indexKeys returns the keys of every index bucket.
+func indexKeys(prefix string) []string {
+	out := make([]string, indexBuckets)
+	for b := range out {
+		out[b] = bucketKey(prefix, b)
+	}
+	return out
 }
 
 // next returns up to n more ids in order, none when every bucket is done.

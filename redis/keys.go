@@ -89,14 +89,18 @@ type keys struct {
 	prefix      string
 	incarnation string // random per CreateCounter, so a re-created counter shares no keys with the old one
 	base        int    // slot of shard 0
+	oneSlot     bool   // every shard in slot base: a bounded counter, whose total one script checks
 }
 
-func newKeys(prefix, id, incarnation string) keys {
-	return keys{prefix: prefix, incarnation: incarnation, base: int(hashID(id) % NumSlots)}
+func newKeys(prefix, id, incarnation string, oneSlot bool) keys {
+	return keys{prefix: prefix, incarnation: incarnation, base: int(hashID(id) % NumSlots), oneSlot: oneSlot}
 }
 
 // slot returns the slot that shard i of the counter lives in.
 func (k keys) slot(i int) int {
+	if k.oneSlot {
+		return k.base
+	}
 	return (k.base + i*slotStride) % NumSlots
 }
 
@@ -120,6 +124,28 @@ func (k keys) shards(n int) []string {
 // i, scored by the Unix millisecond at which each id expires.
 func (k keys) ids(i int) string {
 	return k.shard(i) + ":ids"
+}
+
+// members returns the key of the sorted set (all scores 0, in byte order)
+// of the members of a distinct counter on shard i in member generation
+// gen: the epoch at which its shard count began (see finishReshard).
+func (k keys) members(i int, gen int64) string {
+	return k.shard(i) + ":m" + strconv.FormatInt(gen, 10)
+}
+
+// buckets returns the key of the hash of a windowed counter's time buckets
+// on shard i: bucket start (Unix seconds) -> the sum of its writes there.
+func (k keys) buckets(i int) string { return k.shard(i) + ":wb" }
+
+// bucketIndex returns the key of the sorted set of the bucket starts of
+// shard i, scored by start, so that old buckets are found without reading
+// the others.
+func (k keys) bucketIndex(i int) string { return k.shard(i) + ":wi" }
+
+// bounds returns the key of a bounded counter's total and bounds (fields
+// t, lo, hi), in the slot of all its shards.
+func (k keys) bounds() string {
+	return k.prefix + "{" + slotTags()[k.base] + "}" + k.incarnation + ":b"
 }
 
 // hashID hashes a counter id: FNV-1a, whose high bits barely change

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/overflow"
+	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 // errMoved says that the reshard being finished is over: another client
@@ -117,7 +118,7 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 		res := make([]int, len(is))
 		j := 0
 		if err := s.eachOf(ctx, is, func(p goredis.Pipeliner, i int) *goredis.Cmd {
-			return initScript.EvalSha(ctx, p, []string{l.keys.shard(i)}, newEp)
+			return initScript.EvalSha(ctx, p, []string{l.keys.shard(i), l.keys.buckets(i), l.keys.bucketIndex(i)}, newEp)
 		}, func(c *goredis.Cmd) error {
 			r, err := c.Int()
 			res[j], j = r, j+1
@@ -135,7 +136,12 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 		}
 	}
 
-	if m < n {
+	moving := l.distinct() && m != n
+	if moving {
+		if err := s.moveMembers(ctx, l, newEp); err != nil {
+			return err
+		}
+	} else if m < n {
 		err := s.fold(ctx, l, newEp)
 		if errors.Is(err, shardcounter.ErrOutOfRange) {
 			// Keep n shards: no fold has run (all are checked first),
@@ -154,7 +160,7 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 		}
 	}
 
-	if m != n || l.need != nil {
+	if l.rooms() && (m != n || l.need != nil) {
 		// A plain freeze leaves the values, and so the allowances, as they are.
 		if err := s.allow(ctx, l, newEp); err != nil {
 			return err
@@ -171,13 +177,25 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 		return err
 	}
 	hist := s.nextHistory(l, m, s.now().UnixMilli())
-	ok, err := s.runScript(ctx, commitScript, []string{metaKey(s.prefix, l.id)}, oldEp, m, newEp, hist, max(l.max, m)).Int()
+	gen := ""
+	if moving {
+		gen = newEp
+	}
+	ok, err := s.runScript(ctx, commitScript, []string{metaKey(s.prefix, l.id)}, oldEp, m, newEp, hist, max(l.max, m), gen).Int()
 	if err != nil {
 		return storeErr("reshard: commit", err, true)
 	}
 	s.forget(l.id)
 	if ok == 0 {
 		return errMoved
+	}
+	if moving { // the old generation's sets: every copy from them is done
+		s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for i := range n {
+				p.Del(ctx, l.keys.members(i, l.memberGen))
+			}
+			return nil
+		})
 	}
 	if err := s.sync(ctx, metaKey(s.prefix, l.id)); err != nil {
 		return err
@@ -335,6 +353,67 @@ func (s *CounterStore) joinFreeze(ctx context.Context, l *layout) ([]int64, erro
 	return cur.frozen, nil
 }
 
+// moveMembers runs step 3 of finishReshard for a distinct counter, whose
+// members must be on shard ForMember(m) mod the new count: in a new member
+// generation, named by the new epoch, it starts every new shard at 0
+// (resetMembersScript, once each), then copies every member of every old
+// shard's set, frozen since the fence, into the set of its new shard,
+// counting those added (copyMembersScript, which refuses to run once a
+// writer wrote the shard: the reshard is then over). Copies are
+// idempotent, so helpers may run them together or again. It costs a read
+// and a write of every member: a distinct counter's reshard is
+// proportional to its members.
+func (s *CounterStore) moveMembers(ctx context.Context, l *layout, newEp string) error {
+	n, m := l.n, l.to
+	gen := l.epoch + 1
+	moved := func(c *goredis.Cmd) error {
+		switch r, err := c.Int(); {
+		case err != nil:
+			return storeErr("reshard: move members", err, true)
+		case r == -1:
+			return errMoved
+		}
+		return nil
+	}
+	if err := s.eachOf(ctx, seq(0, m), func(p goredis.Pipeliner, i int) *goredis.Cmd {
+		return resetMembersScript.EvalSha(ctx, p, []string{l.keys.shard(i)}, newEp, gen)
+	}, moved); err != nil {
+		return err
+	}
+	const chunk = 1000
+	for i := range n {
+		lo := "-"
+		for {
+			ms, err := s.client.ZRangeByLex(ctx, l.keys.members(i, l.memberGen), &goredis.ZRangeBy{Min: lo, Max: "+", Count: chunk}).Result()
+			if err != nil {
+				return storeErr("reshard: read members", err, false)
+			}
+			if len(ms) == 0 {
+				break
+			}
+			to := make(map[int][]any)
+			var targets []int
+			for _, x := range ms {
+				t := shard.Of(shard.ForMember(x), m)
+				if to[t] == nil {
+					targets = append(targets, t)
+				}
+				to[t] = append(to[t], x)
+			}
+			if err := s.eachOf(ctx, targets, func(p goredis.Pipeliner, t int) *goredis.Cmd {
+				return copyMembersScript.EvalSha(ctx, p, []string{l.keys.shard(t), l.keys.members(t, gen)}, append([]any{newEp, gen}, to[t]...)...)
+			}, moved); err != nil {
+				return err
+			}
+			if len(ms) < chunk {
+				break
+			}
+			lo = "(" + ms[len(ms)-1]
+		}
+	}
+	return s.step("move")
+}
+
 // fold runs step 3 of finishReshard.
 func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error {
 	n, m := l.n, l.to
@@ -374,8 +453,31 @@ func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error 
 		}
 		final[t] = sum
 	}
+	// A windowed counter's removed shards fold their buckets too.
+	buckets := make(map[int][]any)
+	if l.spec.Window != nil {
+		bcmds := make(map[int]*goredis.MapStringStringCmd)
+		if _, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, k := range todo {
+				bcmds[k] = p.HGetAll(ctx, l.keys.buckets(k))
+			}
+			return nil
+		}); err != nil {
+			return storeErr("reshard: read buckets", err, false)
+		}
+		for k, c := range bcmds {
+			for start, v := range c.Val() {
+				buckets[k] = append(buckets[k], start, v)
+			}
+		}
+	}
+	args := func(k int) []any { return append([]any{newEp, k, vals[k]}, buckets[k]...) }
+	foldKeys := func(k int) []string {
+		t := k % m
+		return []string{l.keys.shard(t), l.keys.buckets(t), l.keys.bucketIndex(t)}
+	}
 	run := func(p goredis.Pipeliner, k int) *goredis.Cmd {
-		return foldScript.EvalSha(ctx, p, []string{l.keys.shard(k % m)}, newEp, k, vals[k])
+		return foldScript.EvalSha(ctx, p, foldKeys(k), args(k)...)
 	}
 	check := func(c *goredis.Cmd) error {
 		switch r, err := c.Int(); {
@@ -390,7 +492,7 @@ func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error 
 	}
 	if s.hook != nil { // one at a time, so a test can stop between two folds
 		for _, k := range todo {
-			if err := check(s.runScript(ctx, foldScript, []string{l.keys.shard(k % m)}, newEp, k, vals[k])); err != nil {
+			if err := check(s.runScript(ctx, foldScript, foldKeys(k), args(k)...)); err != nil {
 				return err
 			}
 			if err := s.step("fold"); err != nil {

@@ -154,19 +154,19 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 				out[i].Err = notFound(inc.Counter)
 				continue
 			}
-			if err := unsupported(*inc.Create); err != nil {
-				out[i].Err = err
+			if err := kindMatches(inc, *inc.Create); err != nil {
+				out[i].Err = err // creates nothing
 				continue
 			}
 			l = s.newLayout(inc.Counter, *inc.Create)
 			ls[inc.Counter] = l
 			fresh = append(fresh, l)
 		}
-		pick := inc.Pick
-		if inc.RequestID != "" {
-			pick = shard.PickFor(inc.Counter, inc.RequestID)
+		if err := kindMatches(inc, l.spec); err != nil {
+			out[i].Err = err
+			continue
 		}
-		items = append(items, pending{i: i, l: l, shard: shard.Of(pick, l.n)})
+		items = append(items, pending{i: i, l: l, shard: shard.Of(pickOf(inc), l.n)})
 	}
 	if items, err = s.seenBefore(ctx, incs, out, items); err != nil {
 		return nil, err
@@ -188,6 +188,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	if s.waitReplicas > 0 {
 		syncDup = "1"
 	}
+	now := s.now()
 	for _, it := range items {
 		slot := 0
 		if s.cluster != nil {
@@ -206,8 +207,20 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 			g.counters[inc.Counter] = c
 		}
 		g.items = append(g.items, it)
-		g.keys = append(g.keys, it.l.keys.shard(it.shard), it.l.keys.ids(it.shard))
-		g.args = append(g.args, it.l.ep(), inc.Delta, negate(inc.Delta), inc.RequestID, c)
+		k, sk := it.l.keys, it.l.keys.shard(it.shard)
+		mode, aux, wb, wi, ws, cut := modeSum, sk, sk, sk, "", ""
+		switch {
+		case it.l.distinct():
+			mode, aux = modeDistinct, k.members(it.shard, it.l.memberGen)
+		case it.l.spec.Bounded():
+			mode, aux = modeBounded, k.bounds()
+		}
+		if w := it.l.spec.Window; w != nil {
+			wb, wi = k.buckets(it.shard), k.bucketIndex(it.shard)
+			ws, cut = bucketStart(now, w.Bucket), bucketStart(now.Add(-time.Duration(w.Retention)), w.Bucket)
+		}
+		g.keys = append(g.keys, sk, k.ids(it.shard), aux, wb, wi)
+		g.args = append(g.args, it.l.ep(), inc.Delta, negate(inc.Delta), inc.RequestID, c, mode, inc.Member, ws, cut)
 	}
 
 	// One pipeline per master (one on a single server), with a WAIT at
@@ -215,13 +228,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	// counters are created first: a master runs its pipeline in order.
 	nr := newNodeRuns(s)
 	for _, l := range fresh {
-		rooms := allowances(make([]int64, l.n), nil)
-		for i := range l.n {
-			key := l.keys.shard(i)
-			nr.add(ctx, key, func(p goredis.Pipeliner) *goredis.Cmd {
-				return newShardScript.EvalSha(ctx, p, []string{key}, l.ep(), rooms[i].up, rooms[i].dn)
-			})
-		}
+		s.createShards(ctx, nr, l)
 	}
 	for _, g := range groups {
 		g.run, g.at = nr.add(ctx, g.keys[0], func(p goredis.Pipeliner) *goredis.Cmd { return addScript.EvalSha(ctx, p, g.keys, g.args...) })
@@ -287,8 +294,17 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 					crampedOrder = append(crampedOrder, it.l.id)
 				}
 				cramped[it.l.id] = append(cramped[it.l.id], it)
+			case resUnchanged:
+				if g.run.waitErr != nil {
+					out[it.i].Err = g.run.waitErr
+					continue
+				}
+				out[it.i].Unchanged = true
+				applied[it.i] = true
 			case resOverflow:
-				out[it.i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d to shard %d would leave the int64 range", it.l.id, incs[it.i].Delta, it.shard)
+				out[it.i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", it.l.id, incs[it.i].Delta)
+			case resBounds:
+				out[it.i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside its bounds %s", it.l.id, incs[it.i].Delta, boundsString(it.l.spec))
 			default:
 				out[it.i].Err = outcomeUnknown("apply", fmt.Errorf("the add script returned %d", res[j]))
 			}
@@ -319,6 +335,76 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	}
 	slices.Sort(retry) // in batch order, as items of one counter apply
 	return retry, nil
+}
+
+// createShards queues on nr what makes the shards of a new counter (and a
+// bounded counter's bounds key), each unless its key exists.
+func (s *CounterStore) createShards(ctx context.Context, nr *nodeRuns, l *layout) {
+	rooms := allowances(make([]int64, l.n), nil)
+	for i := range l.n {
+		key := l.keys.shard(i)
+		nr.add(ctx, key, func(p goredis.Pipeliner) *goredis.Cmd {
+			return newShardScript.EvalSha(ctx, p, []string{key}, l.ep(), rooms[i].up, rooms[i].dn)
+		})
+	}
+	if l.spec.Bounded() {
+		key, lo, hi := l.keys.bounds(), "", ""
+		if l.spec.Min != nil {
+			lo = strconv.FormatInt(*l.spec.Min, 10)
+		}
+		if l.spec.Max != nil {
+			hi = strconv.FormatInt(*l.spec.Max, 10)
+		}
+		nr.add(ctx, key, func(p goredis.Pipeliner) *goredis.Cmd {
+			return newBoundsScript.EvalSha(ctx, p, []string{key}, lo, hi)
+		})
+	}
+}
+
+// kindMatches refuses a member item on a sum counter and a delta item on
+// a distinct one.
+func kindMatches(inc shardcounter.Increment, spec shardcounter.Spec) error {
+	switch distinct := spec.Kind == shardcounter.KindDistinct; {
+	case distinct && inc.Member == "":
+		return shardcounter.Errorf(shardcounter.EINVALID, "counter %q counts distinct members: add or remove a member, not a delta", inc.Counter)
+	case !distinct && inc.Member != "":
+		return shardcounter.Errorf(shardcounter.EINVALID, "counter %q is a sum counter: write a delta, not a member", inc.Counter)
+	}
+	return nil
+}
+
+// pickOf returns the pick that decides an item's shard: a member's hash
+// on a distinct counter, so a member is always on one shard; the request
+// id's pick, so retries look where the first try recorded it; else the
+// caller's.
+func pickOf(inc shardcounter.Increment) uint64 {
+	switch {
+	case inc.Member != "":
+		return shard.ForMember(inc.Member)
+	case inc.RequestID != "":
+		return shard.PickFor(inc.Counter, inc.RequestID)
+	}
+	return inc.Pick
+}
+
+// bucketStart returns the start, in Unix seconds, of the bucket of width w
+// that holds t. Buckets are aligned to the Unix epoch, so day buckets
+// start at midnight UTC.
+func bucketStart(t time.Time, w shardcounter.Duration) string {
+	sec := int64(time.Duration(w) / time.Second)
+	u := t.Unix()
+	return strconv.FormatInt(u-((u%sec)+sec)%sec, 10)
+}
+
+func boundsString(spec shardcounter.Spec) string {
+	lo, hi := "-inf", "+inf"
+	if spec.Min != nil {
+		lo = strconv.FormatInt(*spec.Min, 10)
+	}
+	if spec.Max != nil {
+		hi = strconv.FormatInt(*spec.Max, 10)
+	}
+	return "[" + lo + ", " + hi + "]"
 }
 
 // publish creates the counters of fresh whose first writes applied (see
@@ -421,6 +507,25 @@ func (nr *nodeRuns) add(ctx context.Context, key string, b func(p goredis.Pipeli
 	return r, len(r.build) - 1
 }
 
+// firstErr returns the first error of the runs' commands or WAITs,
+// after loading the scripts where a node did not have them.
+func (nr *nodeRuns) firstErr(ctx context.Context) error {
+	if err := nr.loadScripts(ctx); err != nil {
+		return err
+	}
+	for _, r := range nr.runs {
+		for _, c := range r.cmds {
+			if err := c.Err(); err != nil {
+				return err
+			}
+		}
+		if r.waitErr != nil {
+			return r.waitErr
+		}
+	}
+	return nil
+}
+
 // loadScripts loads the scripts on every node that answered NOSCRIPT, for
 // the next attempt.
 func (nr *nodeRuns) loadScripts(ctx context.Context) error {
@@ -455,7 +560,7 @@ func (s *CounterStore) seenBefore(ctx context.Context, incs []shardcounter.Incre
 		if inc.RequestID == "" || len(it.l.hist) == 0 {
 			continue
 		}
-		pick := shard.PickFor(inc.Counter, inc.RequestID)
+		pick := pickOf(inc)
 		for _, p := range it.l.hist {
 			if sh := shard.Of(pick, p.n); sh != it.shard {
 				key := it.l.keys.ids(sh)
