@@ -43,3 +43,7 @@ func MetaSlot(s *CounterStore, id string) int { return KeySlot(metaKey(s.prefix,
 func ShardSlot(s *CounterStore, id string, i int) int {
 	return newKeys(s.prefix, id, "", false).slot(i)
 }
+
+// LessScript returns 1 when ARGV[1] < ARGV[2] by the scripts' exact
+// comparison of decimal int64 strings, else 0.
+var LessScript = goredis.NewScript(luaLess + `return lt(ARGV[1], ARGV[2]) and 1 or 0`)

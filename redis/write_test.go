@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -259,4 +261,28 @@ func commandCalls(tb testing.TB, addr string) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// TestLuaLess checks the scripts' comparison of int64 values as text
+// (bounded counters compare their total with their bounds that way, where
+// Lua's doubles would round) against Go's, at the edges and at random.
+func TestLuaLess(t *testing.T) {
+	ctx := context.Background()
+	c := redis.Client(MustOpen(t, serverDSN(sharedServer(t))))
+	vals := []int64{0, 1, -1, 9, 10, -9, -10, 99, 100, math.MaxInt64, math.MaxInt64 - 1, math.MinInt64, math.MinInt64 + 1, 1 << 53, 1<<53 + 1, -(1 << 53) - 1}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		vals = append(vals, int64(rng.Uint64()), rng.Int64N(1000)-500)
+	}
+	for i, a := range vals {
+		for _, b := range []int64{vals[(i+1)%len(vals)], vals[(i*7+3)%len(vals)], a, a + 1, a - 1} {
+			got, err := redis.LessScript.Run(ctx, c, nil, strconv.FormatInt(a, 10), strconv.FormatInt(b, 10)).Int()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := a < b; (got == 1) != want {
+				t.Fatalf("lt(%d, %d) = %d, want %v", a, b, got, want)
+			}
+		}
+	}
 }
