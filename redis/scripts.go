@@ -53,8 +53,9 @@ end
 // counter's bounds key, a distinct counter's member set, else the shard
 // again) and the shard's bucket hash and bucket index (or the shard again,
 // without a window). ARGV[1] is the request-id time to live in
-// milliseconds, ARGV[2] "1" when a duplicate must write too (so that a
-// WAIT that follows covers the write it duplicates, see wait.go), and item
+// milliseconds, ARGV[2] "1" when a duplicate or an unchanged member
+// write must write too (so that a WAIT that follows covers the writes
+// whose state it reports, see wait.go), and item
 // j's nine arguments from ARGV[9j-6] are: the epoch the writer read, the
 // delta, its negation, the request id ("" for none), a name of the item's
 // counter within the call, the mode (modeSum, modeBounded, modeDistinct),
@@ -151,6 +152,7 @@ for j = 1, #KEYS / 5 do
         out[j] = 1
       else
         out[j] = 7
+        if ARGV[2] == '1' then redis.call('HINCRBY', sk, 'w', 0) end
       end
       record(rk, rid)
     else
