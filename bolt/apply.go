@@ -14,8 +14,8 @@ import (
 // Add adds delta to shard pick mod n in its own synced transaction: the
 // seed algorithm, one store write per increment.
 func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uint64) error {
-	out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: delta, Pick: pick}})
-	if err != nil {
+	var out [1]shardcounter.Outcome
+	if err := s.apply(ctx, []shardcounter.Increment{{Counter: id, Delta: delta, Pick: pick}}, out[:]); err != nil {
 		return err
 	}
 	return out[0].Err
@@ -27,11 +27,19 @@ func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uin
 // a batch's work is proportional to its items and counters.
 func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
 	out := make([]shardcounter.Outcome, len(incs))
+	if err := s.apply(ctx, incs, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// apply applies incs in one transaction and sets their outcomes in out.
+func (s *CounterStore) apply(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome) error {
 	if len(incs) == 0 {
-		return out, nil
+		return nil
 	}
 	now := s.now()
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
+	return s.update(ctx, func(tx *bbolt.Tx) error {
 		clear(out) // bbolt never retries fn, but keep the result tied to this run
 		b := &batch{
 			tx:       tx,
@@ -51,10 +59,6 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 		}
 		return expire(b.requests, b.byTime, b.cutoff, expireBatch+b.recorded)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // batch is one Apply's transaction and what it has learnt of the counters

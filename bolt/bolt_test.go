@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +17,14 @@ import (
 // of the test.
 func MustOpen(tb testing.TB) *bolt.CounterStore {
 	tb.Helper()
-	s, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "data", "shardcounter.db"), bolt.Options{})
+	return MustOpenOptions(tb, bolt.Options{})
+}
+
+// MustOpenOptions opens a store with opts in a fresh temporary directory,
+// closed at the end of the test.
+func MustOpenOptions(tb testing.TB, opts bolt.Options) *bolt.CounterStore {
+	tb.Helper()
+	s, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "data", "shardcounter.db"), opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -27,7 +33,11 @@ func MustOpen(tb testing.TB) *bolt.CounterStore {
 }
 
 func TestCounterStore(t *testing.T) {
-	storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return MustOpen(tb) }, storetest.Options{})
+	storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return MustOpen(tb) }, storetest.Options{
+		OpenWithClock: func(tb testing.TB, now func() time.Time) shardcounter.CounterStore {
+			return MustOpenOptions(tb, bolt.Options{Now: now})
+		},
+	})
 }
 
 func TestReopen(t *testing.T) {
@@ -93,27 +103,9 @@ func TestCollectionStore(t *testing.T) {
 	storetest.RunCollectionStore(t, func(tb testing.TB) shardcounter.CollectionStore { return MustOpenCollections(tb) })
 }
 
-// clock is a settable time for the store's Options.Now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 func TestDedupeWindow(t *testing.T) {
 	ctx := context.Background()
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clk := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	s, err := bolt.Open(ctx, filepath.Join(t.TempDir(), "c.db"), bolt.Options{Now: clk.Now, DedupeWindow: time.Hour})
 	if err != nil {
 		t.Fatal(err)

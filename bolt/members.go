@@ -58,8 +58,9 @@ func (s *CounterStore) ListMembers(ctx context.Context, id, after string, limit 
 		}
 		p := prefixKey(id)
 		c := tx.Bucket(bucketMembers).Cursor()
-		k, _ := c.Seek(memberKey(id, after))
-		if k != nil && after != "" && string(k[len(p):]) == after {
+		from := memberKey(id, after)
+		k, _ := c.Seek(from)
+		if after != "" && bytes.Equal(k, from) {
 			k, _ = c.Next()
 		}
 		for ; k != nil && len(out) < limit && bytes.HasPrefix(k, p); k, _ = c.Next() {

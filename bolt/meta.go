@@ -33,9 +33,23 @@ const (
 	flagWindow = 1 << 2
 )
 
+// newMeta returns the record of a new counter. It copies what spec points
+// to, so that the counters it returns share nothing with the caller's.
 func newMeta(spec shardcounter.Spec, createdAt int64) meta {
 	if spec.Kind == "" {
 		spec.Kind = shardcounter.KindSum
+	}
+	if spec.Min != nil {
+		v := *spec.Min
+		spec.Min = &v
+	}
+	if spec.Max != nil {
+		v := *spec.Max
+		spec.Max = &v
+	}
+	if spec.Window != nil {
+		w := *spec.Window
+		spec.Window = &w
 	}
 	return meta{spec: spec, createdAt: createdAt}
 }
@@ -75,6 +89,9 @@ func decodeMeta(b []byte) (meta, error) {
 		createdAt: int64(binary.BigEndian.Uint64(b[2:])),
 	}
 	if len(b) == 10 {
+		if shardcounter.ValidateShards(m.spec.Shards) != nil {
+			return corrupt()
+		}
 		return m, nil
 	}
 	switch b[10] {
@@ -113,6 +130,9 @@ func decodeMeta(b []byte) (meta, error) {
 	}
 	if flags&flagWindow != 0 {
 		m.spec.Window = &shardcounter.Window{Bucket: shardcounter.Duration(next()), Retention: shardcounter.Duration(next())}
+	}
+	if shardcounter.ValidateSpec(m.spec) != nil {
+		return corrupt() // say, 0 shards: every write would divide by it
 	}
 	return m, nil
 }

@@ -65,7 +65,7 @@ func Open(ctx context.Context, dsn string) (shardcounter.CounterStore, error) {
 	case Bolt:
 		return bolt.Open(ctx, dsn[len("bolt:"):], bolt.Options{})
 	case Postgres:
-		return postgres.Open(ctx, dsn)
+		return postgres.Open(ctx, dsn, postgres.Options{})
 	case Redis, RedisCluster:
 		return redis.Open(ctx, dsn, redis.Options{})
 	}

@@ -17,9 +17,9 @@ const (
 	// docs/ENGINE.md for the measurements behind it.
 	DefaultMaxInFlight  = 1
 	DefaultMaxStaleness = time.Second
-	// DefaultCacheSize is Config.CacheSize's default: a rollup takes about
-	// 200 bytes, so the cache stays near 20 MB however many counters are
-	// read.
+	// DefaultCacheSize is Config.CacheSize's default: enough rollups for
+	// every counter a busy page of timelines reads within MaxStaleness,
+	// few enough that memory stays bounded however many counters exist.
 	DefaultCacheSize = 100_000
 	DefaultListLimit = 100
 	MaxListLimit     = 1000
@@ -81,14 +81,15 @@ type Config struct {
 	// waits for room (or its context). Default 262144.
 	MaxQueued int
 	// MaxInFlight bounds, in durable mode, how many flushes run at once. A
-	// flush starts as soon as fewer than MaxInFlight are running, taking
-	// every write queued by then; while all are running, writes gather for
-	// the next. More than one lets a commit's round trips and the next
-	// batch's overlap, and, on a store whose commits of different rows run
-	// in parallel (PostgreSQL, Redis), lets batches on different shards
-	// commit together. Async mode always runs one flush at a time, so that
-	// writes commit in the order they were answered. Default
-	// DefaultMaxInFlight.
+	// second flush starts beside a running one only when the last flush
+	// was broad (many counters): concurrent commits of batches over many
+	// counters overlap on a store whose commits of different rows run in
+	// parallel (PostgreSQL), while on one hot counter they would
+	// only queue for its row. While all are running, writes gather for the
+	// next. On bolt, whose writes are serialised, keep 1. Async mode
+	// always runs one flush at a time, so that writes commit in the order
+	// they were answered. Default DefaultMaxInFlight, 1; 2 suits
+	// PostgreSQL (docs/ENGINE.md).
 	MaxInFlight int
 	// MaxStaleness bounds how old a cached reading may be. Default 1s.
 	MaxStaleness time.Duration

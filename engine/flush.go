@@ -22,10 +22,14 @@ import (
 // order the writes came, so that only the writes that do not fit are
 // refused; so is a single write refused as out of range when a later item
 // of the same commit moved its counter (a decrease under a ceiling).
-func (e *Engine) flush(b *batch) {
+//
+// It returns the number of increments its first commit sent: how broad
+// the batch was, after folding.
+func (e *Engine) flush(b *batch) int {
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.FlushTimeout)
 	defer cancel()
 	groups := increasesFirst(foldSums(fold(b.calls, e.create), b.sums, e.create))
+	items := len(groups)
 	for len(groups) > 0 {
 		out := e.apply(ctx, groups)
 		moved := make(map[string]int) // counter → index of its last applied item
@@ -37,13 +41,15 @@ func (e *Engine) flush(b *batch) {
 		var retry []*group
 		var singles []*group
 		var missing []*group // one per counter to create
+		seen := make(map[string]bool)
 		for i, g := range groups {
 			o := out[i]
 			switch {
 			case o.Err == nil:
 				e.finish(g, o, nil)
 			case g.inc.Create != nil && !g.created && errors.Is(o.Err, shardcounter.ErrNotFound):
-				if !slices.ContainsFunc(missing, func(m *group) bool { return m.inc.Counter == g.inc.Counter }) {
+				if !seen[g.inc.Counter] {
+					seen[g.inc.Counter] = true
 					missing = append(missing, g)
 				}
 				g.created = true
@@ -69,6 +75,7 @@ func (e *Engine) flush(b *batch) {
 		slices.SortFunc(singles, func(a, b *group) int { return a.calls[0].seq - b.calls[0].seq })
 		groups = append(groups, singles...)
 	}
+	return items
 }
 
 // apply sends groups' increments to the store in one store.Apply and

@@ -12,19 +12,19 @@ import (
 
 // queue is the group-commit queue, the engine's counterpart of bbolt's
 // DB.Batch: writers add their writes to the pending batch, and one loop
-// cuts batches and hands each to flush, at most maxInFlight at a time. It
+// cuts batches and hands each to flush, at most limit() at a time. It
 // decides when a batch is cut and how many run; what a batch holds
 // (batch.go) and how it is applied (flush.go) are not its business.
 type queue struct {
 	maxBatch    int // increments a batch may send before it is cut
 	maxQueued   int // writes that may wait; past it, add waits for room
-	maxInFlight int // batches flushing at once
+	maxInFlight int // batches flushing at once, after a broad flush
 	// gatherFor is how long a batch gathers before it is cut: the flush
 	// interval in async mode, 0 in durable mode, where instead the loop
 	// yields while the queue grows.
 	gatherFor time.Duration
-	flush     func(*batch)  // applies a batch and gives every call its result
-	queued    *atomic.Int64 // writes waiting (Stats.Queued)
+	flush     func(*batch) int // applies a batch, gives every call its result, returns the increments it sent
+	queued    *atomic.Int64    // writes waiting (Stats.Queued)
 
 	mu      sync.Mutex
 	pending *batch    // collecting writes
@@ -34,12 +34,13 @@ type queue struct {
 	room    chan struct{} // closed, and replaced, when queued writes drop or the queue closes
 
 	lastFlush atomic.Int64 // nanoseconds the last flush took
+	lastItems atomic.Int64 // increments the last flush sent
 
 	wake chan struct{} // cap 1: there is work for the loop
 	done chan struct{} // closed when the loop has exited
 }
 
-func newQueue(cfg Config, queued *atomic.Int64, flush func(*batch)) *queue {
+func newQueue(cfg Config, queued *atomic.Int64, flush func(*batch) int) *queue {
 	q := &queue{
 		maxBatch:    cfg.MaxBatch,
 		maxQueued:   cfg.MaxQueued,
@@ -213,34 +214,36 @@ func (q *queue) next() *batch {
 	return b
 }
 
-// loop takes batches and flushes them, at most maxInFlight at a time. It
-// takes a flush slot before it gathers or takes a batch, so that while
-// every slot is busy the pending batch keeps growing, and with one slot a
-// flush starts only once the previous one has committed.
+// loop takes batches and flushes them, at most limit() at a time. It
+// waits for a free flush slot before it gathers or takes a batch, so that
+// while every slot is busy the pending batch keeps growing, and with one
+// slot a flush starts only once the previous one has committed.
 func (q *queue) loop() {
-	var running sync.WaitGroup
 	defer close(q.done)
-	defer running.Wait()
-	slots := make(chan struct{}, q.maxInFlight)
+	finished := make(chan struct{}, q.maxInFlight)
+	inFlight := 0
 	for {
-		slots <- struct{}{}
+		for inFlight >= q.limit() {
+			<-finished
+			inFlight--
+		}
 		q.yieldWhileGrowing()
 		q.waitToGather()
 		if b := q.next(); b != nil {
-			running.Go(func() {
-				defer func() { <-slots }()
+			inFlight++
+			go func() {
 				start := time.Now()
-				q.flush(b)
+				q.lastItems.Store(int64(q.flush(b)))
 				q.lastFlush.Store(int64(time.Since(start)))
 				q.mu.Lock()
 				q.queued.Add(-int64(b.writes))
 				q.makeRoom()
 				q.mu.Unlock()
 				close(b.done)
-			})
+				finished <- struct{}{}
+			}()
 			continue
 		}
-		<-slots
 		q.mu.Lock()
 		closed, empty := q.closed, q.pending.writes == 0 && len(q.full) == 0
 		q.mu.Unlock()
@@ -248,11 +251,36 @@ func (q *queue) loop() {
 		case closed && empty:
 			// Writers add only while !closed, under q.mu, so once closed
 			// is seen with nothing queued, nothing more comes.
+			for ; inFlight > 0; inFlight-- {
+				<-finished
+			}
 			return
 		case closed || !empty:
 			// A write came after next looked: take it now.
 			continue
 		}
-		<-q.wake
+		select {
+		case <-q.wake:
+		case <-finished:
+			inFlight--
+		}
 	}
+}
+
+// broadFlush is the number of increments from which a flush counts as
+// broad: one whose cost is its rows (many counters) rather than the commit
+// of one hot row.
+const broadFlush = 16
+
+// limit is how many flushes may run at once: maxInFlight while the last
+// flush was broad, else one. Concurrent commits pay off when each commit's
+// cost grows with the distinct rows in it and two batches rarely share a
+// row (many counters); on one hot counter the second commit only queues
+// for the first one's row lock, carrying fewer writes (docs/ENGINE.md,
+// "Flushes in flight").
+func (q *queue) limit() int {
+	if q.lastItems.Load() >= broadFlush {
+		return q.maxInFlight
+	}
+	return 1
 }

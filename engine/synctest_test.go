@@ -311,12 +311,14 @@ func TestParseDurability(t *testing.T) {
 	}
 }
 
-// holding wraps a store and holds every Apply until release is closed,
-// counting the calls in progress. Make it inside the synctest bubble, so
-// that an Apply waiting on release is durably blocked.
+// holding wraps a store and holds every Apply until release is closed
+// (while open is unset), counting the calls in progress. Make it inside
+// the synctest bubble, so that an Apply waiting on release is durably
+// blocked. Replace release only while no Apply runs.
 type holding struct {
 	shardcounter.CounterStore
 	release           chan struct{}
+	open              atomic.Bool
 	inFlight, maxSeen atomic.Int64
 }
 
@@ -329,13 +331,17 @@ func (h *holding) Apply(ctx context.Context, incs []shardcounter.Increment) ([]s
 		}
 	}
 	defer h.inFlight.Add(-1)
-	<-h.release
+	if !h.open.Load() {
+		<-h.release
+	}
 	return h.CounterStore.Apply(ctx, incs)
 }
 
-// TestMaxInFlight checks that up to MaxInFlight flushes run at once, each
-// started as soon as a write finds a free slot, and that writes arriving
-// while every slot is busy gather into one batch for the next free slot.
+// TestMaxInFlight checks that, once a flush has been broad (many
+// counters), up to MaxInFlight flushes run at once, each started as soon
+// as a write finds a free slot; that writes arriving while every slot is
+// busy gather into one batch for the next free slot; and that after
+// narrow flushes (one hot counter) they run one at a time again.
 func TestMaxInFlight(t *testing.T) {
 	const writes = 10
 	for _, k := range []int{1, 3} {
@@ -346,6 +352,16 @@ func TestMaxInFlight(t *testing.T) {
 				h := &holding{CounterStore: store, release: make(chan struct{})}
 				e := MustStart(t, h, engine.Config{MaxInFlight: k})
 				defer e.Close(context.Background())
+				h.open.Store(true)
+				broad := make([]shardcounter.Write, 20)
+				for i := range broad {
+					broad[i] = shardcounter.Write{Counter: fmt.Sprint("b", i), Delta: 1}
+				}
+				if _, err := e.WriteBatch(context.Background(), broad); err != nil {
+					t.Fatal(err)
+				}
+				flushes := e.Stats().Flushes.Load()
+				h.open.Store(false)
 				var wg sync.WaitGroup
 				for i := range writes {
 					wg.Go(func() { mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1}) })
@@ -360,7 +376,7 @@ func TestMaxInFlight(t *testing.T) {
 				close(h.release)
 				wg.Wait()
 				// k flushes of one write each, then one of the rest.
-				if got, want := e.Stats().Flushes.Load(), int64(k+1); got != want {
+				if got, want := e.Stats().Flushes.Load()-flushes, int64(k+1); got != want {
 					t.Errorf("flushes = %d, want %d", got, want)
 				}
 				if got := h.maxSeen.Load(); got != int64(k) {
@@ -369,6 +385,19 @@ func TestMaxInFlight(t *testing.T) {
 				if got := storetest.MustRead(t, store, "c"); got != writes {
 					t.Errorf("c = %d, want %d", got, writes)
 				}
+
+				// The last flushes were narrow: one at a time now.
+				h.release = make(chan struct{})
+				h.maxSeen.Store(0)
+				for range writes {
+					wg.Go(func() { mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1}) })
+					synctest.Wait()
+					if got := h.inFlight.Load(); got != 1 {
+						t.Fatalf("%d flushes of one hot counter in flight, want 1", got)
+					}
+				}
+				close(h.release)
+				wg.Wait()
 			})
 		})
 	}

@@ -54,7 +54,7 @@ type ListResponse struct {
 // Field lists quoted in "unknown field" messages, so the message says what
 // the caller may send instead.
 const (
-	createFields  = `"shards", or "followers_count" and "visibility"`
+	createFields  = `"shards" (or "followers_count" and "visibility"), "kind", "min", "max" and "window"`
 	reshardFields = `"shards"`
 )
 
@@ -75,7 +75,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 		w.Header().Set("Location", "/v1/counters/"+EscapeID(c.ID))
 	}
-	s.reply(w, r, status, c, err)
+	s.reply(w, r, status, withKind(c), err)
 }
 
 // decodeCreate decodes the body of PUT /v1/counters/{id}. An empty body
@@ -109,36 +109,70 @@ func decodeCreate(body []byte) (shardcounter.CreateOptions, error) {
 	opts.FollowersCount = req.FollowersCount
 	opts.Visibility = req.Visibility
 	opts.Kind, opts.Min, opts.Max, opts.Window = req.Kind, req.Min, req.Max, req.Window
+	// The rest of the spec as the service will check it, so that a bad
+	// one is a 400 that never reaches it; the shard count is checked
+	// above or chosen by the service.
+	spec := shardcounter.Spec{Shards: shardcounter.MinShards, Kind: opts.Kind, Min: opts.Min, Max: opts.Max, Window: opts.Window}
+	if err := shardcounter.ValidateSpec(spec); err != nil {
+		return opts, err
+	}
 	return opts, nil
 }
 
-// GET /v1/counters/{id}?consistency=strong|cached
+// withKind returns c with its kind spelled out: a store may record the
+// default, sum, as "".
+func withKind(c *shardcounter.Counter) *shardcounter.Counter {
+	if c != nil && c.Kind == "" {
+		c.Kind = shardcounter.KindSum
+	}
+	return c
+}
+
+// GET /v1/counters/{id}?consistency=strong|cached and ?last=DURATION
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	id, err := counterID(r)
 	var q url.Values
 	if err == nil {
-		q, err = query(r, "consistency")
+		q, err = query(r, "consistency", "last")
 	}
 	c := shardcounter.Consistency(q.Get("consistency"))
 	if err == nil && c != "" && c != shardcounter.Strong && c != shardcounter.Cached {
 		err = shardcounter.Errorf(shardcounter.EINVALID, "consistency is %q: give strong or cached", c)
 	}
+	var last shardcounter.Duration
+	if err == nil && q.Has("last") {
+		last, err = parseSpan("last", q.Get("last"))
+		if err == nil && c == shardcounter.Cached {
+			err = shardcounter.Errorf(shardcounter.EINVALID, "a read of the last span of time is strong: leave out consistency=cached")
+		}
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if c == "" {
-		c = shardcounter.Strong
+	var reading *shardcounter.Reading
+	switch {
+	case last != 0:
+		reading, err = s.svc.ReadWindow(r.Context(), id, time.Duration(last))
+	case c == shardcounter.Cached:
+		reading, err = s.svc.ReadCounter(r.Context(), id, c)
+		if err == nil {
+			s.metrics.ObserveCachedRead(time.Since(reading.AsOf))
+		}
+	default:
+		reading, err = s.svc.ReadCounter(r.Context(), id, shardcounter.Strong)
 	}
-	reading, err := s.svc.ReadCounter(r.Context(), id, c)
+	s.reply(w, r, http.StatusOK, reading, err)
+}
+
+// parseSpan parses the query parameter name, a span of time such as 24h
+// or 7d (shardcounter.ParseDuration).
+func parseSpan(name, v string) (shardcounter.Duration, error) {
+	d, err := shardcounter.ParseDuration(v)
 	if err != nil {
-		s.error(w, r, err)
-		return
+		return 0, shardcounter.Errorf(shardcounter.EINVALID, "%s: %s", name, shardcounter.ErrorMessage(err))
 	}
-	if reading.Consistency == shardcounter.Cached {
-		s.metrics.ObserveCachedRead(time.Since(reading.AsOf))
-	}
-	s.writeJSON(w, http.StatusOK, reading)
+	return d, nil
 }
 
 // PATCH /v1/counters/{id}
@@ -152,7 +186,7 @@ func (s *Server) handleReshard(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		c, err = s.svc.ReshardCounter(r.Context(), id, shards)
 	}
-	s.reply(w, r, http.StatusOK, c, err)
+	s.reply(w, r, http.StatusOK, withKind(c), err)
 }
 
 // decodeReshard decodes the body of PATCH /v1/counters/{id}, where the
@@ -193,6 +227,9 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
+	for _, c := range list.Counters {
+		withKind(c)
+	}
 	resp := ListResponse{Counters: list.Counters}
 	if resp.Counters == nil {
 		resp.Counters = []*shardcounter.Counter{} // "counters":[], never null
@@ -201,6 +238,16 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		resp.NextPageToken = encodePageToken(opts.Prefix, list.Next)
 	}
 	s.writeJSON(w, http.StatusOK, resp)
+}
+
+// parseLimit parses a listing's limit parameter.
+func parseLimit(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxListLimit {
+		return 0, shardcounter.Errorf(shardcounter.EINVALID,
+			"limit is %q: give a whole number from 1 to %d", v, MaxListLimit)
+	}
+	return n, nil
 }
 
 // listOptions validates the query of a list request.
@@ -216,12 +263,9 @@ func listOptions(r *http.Request) (shardcounter.ListOptions, error) {
 		}
 	}
 	if q.Has("limit") {
-		n, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || n < 1 || n > MaxListLimit {
-			return opts, shardcounter.Errorf(shardcounter.EINVALID,
-				"limit is %q: give a whole number from 1 to %d", q.Get("limit"), MaxListLimit)
+		if opts.Limit, err = parseLimit(q.Get("limit")); err != nil {
+			return opts, err
 		}
-		opts.Limit = n
 	}
 	if t := q.Get("page_token"); t != "" {
 		if opts.After, err = decodePageToken(t, opts.Prefix); err != nil {
@@ -302,6 +346,41 @@ func (c *Client) ReadCounter(ctx context.Context, id string, consistency shardco
 		return nil, err
 	}
 	return &reading, nil
+}
+
+// ReadWindow implements shardcounter.CounterService with
+// GET /v1/counters/{id}?last=DURATION.
+func (c *Client) ReadWindow(ctx context.Context, id string, last time.Duration) (*shardcounter.Reading, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	if last <= 0 {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "last %v is not positive: give the span to read, such as 24h", last)
+	}
+	var reading shardcounter.Reading
+	q := url.Values{"last": {shardcounter.Duration(last).String()}}
+	if err := c.do(ctx, http.MethodGet, counterPath(id), q, nil, &reading, false); err != nil {
+		return nil, err
+	}
+	return &reading, nil
+}
+
+// GetCounter implements shardcounter.CounterService. The API has no
+// route of its own for a counter's metadata: the first counter of the
+// listing with the id as its prefix is the counter itself when it exists,
+// since no other id with that prefix sorts before it.
+func (c *Client) GetCounter(ctx context.Context, id string) (*shardcounter.Counter, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	list, err := c.ListCounters(ctx, shardcounter.ListOptions{Prefix: id, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.Counters) == 0 || list.Counters[0].ID != id {
+		return nil, shardcounter.Errorf(shardcounter.ENOTFOUND, "counter %q not found", id)
+	}
+	return list.Counters[0], nil
 }
 
 // ReshardCounter implements shardcounter.CounterService.

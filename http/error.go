@@ -112,9 +112,13 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request, status int, v any
 	s.writeJSON(w, status, v)
 }
 
+// jsonContentType is the Content-Type of every JSON reply, shared so
+// that setting it allocates nothing. net/http only reads it.
+var jsonContentType = []string{"application/json"}
+
 // writeJSON writes v as the JSON reply with the given status.
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
 	if err := json.NewEncoder(w).Encode(v); err != nil {
 		s.opts.Logger.Debug("writing reply", "error", err)

@@ -23,3 +23,11 @@ var (
 func DecodeStrict(body []byte, v any) error {
 	return decodeObject(body, v, true, "the fields of the target", "{}")
 }
+
+// Exports for the round-2 decoders' fuzz targets.
+var (
+	DecodeReads       = decodeReads
+	ParseSpan         = parseSpan
+	EncodeMemberToken = encodeMemberToken
+	DecodeMemberToken = decodeMemberToken
+)

@@ -36,6 +36,12 @@ var bodySeeds = []string{
 	`{"writes":[{"counter":"a","delta":1},{"counter":"b","delta":-2,"request_id":"x"}]}`,
 	`{"writes":[{"counter":"a","delta":0}]}`, `{"writes":[]}`, `{"x":1}`, `{}{}`, `{"by":1} x`,
 	"{\"by\":1,\"request_id\":\"\xff\"}", `{"by":`, `{"shards":1e3}`, `{"writes":[null]}`,
+	`{"kind":"distinct"}`, `{"kind":"set"}`, `{"min":0,"max":10}`, `{"min":1}`, `{"max":-1}`,
+	`{"kind":"distinct","min":0}`, `{"window":{"bucket":"1m","retention":"7d"}}`, `{"window":{"bucket":"90s","retention":"1h"}}`,
+	`{"window":{"bucket":"1h","retention":"90m"}}`, `{"window":{"bucket":"1m"}}`, `{"window":{"Bucket":"1m","retention":"1h"}}`,
+	`{"counters":["a","b"],"consistency":"cached"}`, `{"counters":[]}`, `{"counters":["a",""]}`, `{"counters":"a"}`,
+	`{"writes":[{"counter":"a","member":"m","present":true}]}`, `{"writes":[{"counter":"a","member":"m"}]}`,
+	`{"writes":[{"counter":"a","member":"m","present":false,"delta":1}]}`,
 }
 
 func FuzzDecodeCreate(f *testing.F) {
@@ -61,6 +67,10 @@ func FuzzDecodeCreate(f *testing.F) {
 		}
 		if v := opts.Visibility; v != "" && v != "public" && v != "protected" {
 			t.Fatalf("accepted visibility %q", v)
+		}
+		spec := shardcounter.Spec{Shards: 1, Kind: opts.Kind, Min: opts.Min, Max: opts.Max, Window: opts.Window}
+		if err := shardcounter.ValidateSpec(spec); err != nil {
+			t.Fatalf("accepted %q, whose spec is invalid: %v", body, err)
 		}
 	})
 }
@@ -180,6 +190,87 @@ func FuzzParseTokens(f *testing.F) {
 			if !strings.Contains(string(data), tok) {
 				t.Fatalf("token %q is not in %q", tok, data)
 			}
+		}
+	})
+}
+
+func FuzzDecodeReads(f *testing.F) {
+	for _, s := range bodySeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := shttp.DecodeReads(body)
+		if err != nil {
+			mustInvalid(t, err, shardcounter.EINVALID, shardcounter.ETOOLARGE)
+			return
+		}
+		if n := len(req.Counters); n == 0 || n > shardcounter.MaxReadBatch {
+			t.Fatalf("accepted %d ids from %q", n, body)
+		}
+		for _, id := range req.Counters {
+			if err := shardcounter.ValidateID("id", id); err != nil {
+				t.Fatalf("accepted id %q from %q: %v", id, body, err)
+			}
+		}
+		if c := req.Consistency; c != shardcounter.Strong && c != shardcounter.Cached {
+			t.Fatalf("accepted consistency %q from %q", c, body)
+		}
+	})
+}
+
+// FuzzParseSpan drives the parser of the last and bucket query values.
+func FuzzParseSpan(f *testing.F) {
+	for _, s := range []string{"24h", "7d", "1h30m", "90m", "0s", "-1h", "1x", "", "d", "36500d", "36501d", "1e9h", "9223372036854775807ns", "1.5h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		d, err := shttp.ParseSpan("last", v)
+		if err != nil {
+			mustInvalid(t, err, shardcounter.EINVALID)
+			if !strings.HasPrefix(shardcounter.ErrorMessage(err), "last: ") {
+				t.Fatalf("message %q does not name the parameter", shardcounter.ErrorMessage(err))
+			}
+			return
+		}
+		if d <= 0 {
+			t.Fatalf("accepted %q as %v", v, d)
+		}
+		// What the client sends for a span reads back the same.
+		if back, err := shttp.ParseSpan("last", d.String()); err != nil || back != d {
+			t.Fatalf("%q: %v wrote %q, read back %v, %v", v, d, d.String(), back, err)
+		}
+	})
+}
+
+func FuzzMemberToken(f *testing.F) {
+	f.Add("post:1:likes", "alice", "")
+	f.Add("c", "é☃", "AgFjYg")
+	f.Add("", "m", "AQBh")
+	f.Add("c", "", "!!!")
+	f.Fuzz(func(t *testing.T, counter, after, token string) {
+		if shardcounter.ValidateID("id", counter) == nil && shardcounter.ValidateID("member", after) == nil {
+			tok := shttp.EncodeMemberToken(counter, after)
+			got, err := shttp.DecodeMemberToken(tok, counter)
+			if err != nil || got != after {
+				t.Fatalf("round trip of (%q, %q): %q, %v", counter, after, got, err)
+			}
+			if _, err := shttp.DecodeMemberToken(tok, counter+"x"); err == nil {
+				t.Fatalf("token for counter %q accepted for %q", counter, counter+"x")
+			}
+			if _, err := shttp.DecodePageToken(tok, counter); err == nil {
+				t.Fatalf("member token %q accepted as a counter list's", tok)
+			}
+		}
+		got, err := shttp.DecodeMemberToken(token, counter)
+		if err != nil {
+			mustInvalid(t, err, shardcounter.EINVALID)
+			return
+		}
+		if shttp.EncodeMemberToken(counter, got) != token {
+			t.Fatalf("accepted non-canonical token %q", token)
+		}
+		if err := shardcounter.ValidateID("member", got); err != nil {
+			t.Fatalf("token %q gave member %q: %v", token, got, err)
 		}
 	})
 }

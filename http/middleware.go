@@ -21,6 +21,7 @@ import (
 // handler runs: the id it is logged with and, on the API, its body, read
 // in full.
 type request struct {
+	w    statusWriter // one allocation for the state and the writer
 	id   string
 	body []byte
 }
@@ -50,7 +51,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.id = newRequestID()
 	}
 	id := req.id
-	w.Header().Set("X-Request-Id", id)
+	w.Header()["X-Request-Id"] = []string{id} // canonical already: no Set
+
 	api := r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/")
 	short := api && !isWatch(r) // a watch stream is bounded by WatchOptions instead
 	// One context and one copy of the request for the id and, on the API,
@@ -62,7 +64,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	r = r.WithContext(ctx)
-	sw := &statusWriter{ResponseWriter: w}
+	req.w.ResponseWriter = w
+	sw := &req.w
 	start := time.Now()
 	defer func() {
 		if v := recover(); v != nil {
@@ -108,6 +111,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.error(sw, r, err)
 			return
 		}
+		defer putBody(req.body) // decoders copy what they keep
 	}
 	if short {
 		if !s.acquire(r.Context()) {
@@ -243,8 +247,10 @@ func saneRequestID(id string) bool {
 // generator, which needs no system call per request, will do.
 func newRequestID() string {
 	var b [8]byte
+	var x [16]byte
 	binary.LittleEndian.PutUint64(b[:], rand.Uint64())
-	return hex.EncodeToString(b[:])
+	hex.Encode(x[:], b[:])
+	return string(x[:])
 }
 
 // statusWriter remembers the status of a reply, for the request log and

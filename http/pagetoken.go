@@ -10,62 +10,105 @@ import (
 
 // Page tokens: base64url (no padding) of
 //
-//	version byte (1) | uvarint len(prefix) | prefix | last id
+//	version byte | uvarint len(scope) | scope | last id
 //
-// The prefix binds a token to its listing, so paging with a changed
-// prefix is refused instead of silently skipping or repeating ids.
+// Version 1 lists counters and its scope is the listing's prefix; version
+// 2 lists a distinct counter's members and its scope is the counter's id.
+// The scope binds a token to its listing, so paging with a changed prefix
+// or another counter is refused instead of silently skipping or repeating
+// ids.
 const (
-	pageTokenVersion = 1
-	maxPageTokenLen  = 1024 // 2×MaxIDLen plus framing, base64 encoded, with room
+	pageTokenVersion   = 1
+	memberTokenVersion = 2
+	maxPageTokenLen    = 1024 // 2×MaxIDLen plus framing, base64 encoded, with room
 )
 
-// encodePageToken returns the token for the page after id after in a
-// listing of prefix.
-func encodePageToken(prefix, after string) string {
-	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(prefix)+len(after))
-	b = append(b, pageTokenVersion)
-	b = binary.AppendUvarint(b, uint64(len(prefix)))
-	b = append(b, prefix...)
+// encodeToken returns the token of a listing's page after id after.
+func encodeToken(version byte, scope, after string) string {
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(scope)+len(after))
+	b = append(b, version)
+	b = binary.AppendUvarint(b, uint64(len(scope)))
+	b = append(b, scope...)
 	b = append(b, after...)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// decodePageToken returns the id a page token continues after, checking
-// that it was issued for prefix. Only tokens encodePageToken can produce
-// are accepted.
-func decodePageToken(token, prefix string) (string, error) {
-	bad := func(why string) error {
-		return shardcounter.Errorf(shardcounter.EINVALID,
-			"page_token is not valid (%s): pass the previous page's next_page_token unchanged, or omit it to start at the beginning", why)
-	}
+// badToken is the error for a page token that cannot be used.
+func badToken(why string) error {
+	return shardcounter.Errorf(shardcounter.EINVALID,
+		"page_token is not valid (%s): pass the previous page's next_page_token unchanged, or omit it to start at the beginning", why)
+}
+
+// decodeToken returns the scope and the id of a token of the given
+// version. Only tokens encodeToken can produce are accepted.
+func decodeToken(token string, version byte) (scope, after string, err error) {
 	if len(token) > maxPageTokenLen {
-		return "", bad("too long")
+		return "", "", badToken("too long")
 	}
 	b, err := base64.RawURLEncoding.Strict().DecodeString(token)
 	if err != nil {
-		return "", bad("not base64url")
+		return "", "", badToken("not base64url")
 	}
-	if len(b) == 0 || b[0] != pageTokenVersion {
-		return "", bad("unknown version")
+	if len(b) == 0 || b[0] != version {
+		return "", "", badToken("unknown version")
 	}
 	n, k := binary.Uvarint(b[1:])
 	if k <= 0 || n > uint64(len(b)-1-k) {
-		return "", bad("truncated")
+		return "", "", badToken("truncated")
 	}
-	tokPrefix := string(b[1+k : 1+k+int(n)])
-	after := string(b[1+k+int(n):])
-	if encodePageToken(tokPrefix, after) != token {
-		return "", bad("not in canonical form")
+	scope = string(b[1+k : 1+k+int(n)])
+	after = string(b[1+k+int(n):])
+	if encodeToken(version, scope, after) != token {
+		return "", "", badToken("not in canonical form")
 	}
 	if err := shardcounter.ValidateID("page_token id", after); err != nil {
-		return "", bad("bad id")
+		return "", "", badToken("bad id")
+	}
+	return scope, after, nil
+}
+
+// encodePageToken returns the token for the page after id after in a
+// listing of counters with prefix.
+func encodePageToken(prefix, after string) string {
+	return encodeToken(pageTokenVersion, prefix, after)
+}
+
+// decodePageToken returns the counter id a page token continues after,
+// checking that it was issued for prefix.
+func decodePageToken(token, prefix string) (string, error) {
+	tokPrefix, after, err := decodeToken(token, pageTokenVersion)
+	if err != nil {
+		return "", err
 	}
 	if !strings.HasPrefix(after, tokPrefix) {
-		return "", bad("id outside its prefix")
+		return "", badToken("id outside its prefix")
 	}
 	if tokPrefix != prefix {
 		return "", shardcounter.Errorf(shardcounter.EINVALID,
 			"page_token was issued for prefix %q, not %q: repeat the first request's prefix, or omit page_token to start again", tokPrefix, prefix)
+	}
+	return after, nil
+}
+
+// encodeMemberToken returns the token for the page after member after in
+// a listing of counter's members.
+func encodeMemberToken(counter, after string) string {
+	return encodeToken(memberTokenVersion, counter, after)
+}
+
+// decodeMemberToken returns the member a page token continues after,
+// checking that it was issued for counter's members.
+func decodeMemberToken(token, counter string) (string, error) {
+	tokCounter, after, err := decodeToken(token, memberTokenVersion)
+	if err != nil {
+		return "", err
+	}
+	if err := shardcounter.ValidateID("counter id", tokCounter); err != nil {
+		return "", badToken("bad counter id")
+	}
+	if tokCounter != counter {
+		return "", shardcounter.Errorf(shardcounter.EINVALID,
+			"page_token was issued for the members of counter %q, not %q: omit page_token to start again", tokCounter, counter)
 	}
 	return after, nil
 }

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -82,7 +83,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	var body []byte
 	var err error
 	if n := r.ContentLength; n >= 0 && n <= smallBody {
-		body = make([]byte, n)
+		body = getBody(int(n))
 		_, err = io.ReadFull(r.Body, body)
 	} else {
 		body, err = readAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), smallBody)
@@ -126,6 +127,24 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 func tooLarge(limit int64) error {
 	return shardcounter.Errorf(shardcounter.ETOOLARGE,
 		"request body is over the limit of %d bytes: send less, or split a batch into smaller ones", limit)
+}
+
+// bodies recycles the buffers of small bodies: a request's body is
+// garbage once its handler returns, since decoders copy what they keep.
+var bodies = sync.Pool{New: func() any { b := make([]byte, 0, smallBody); return &b }}
+
+// getBody returns a buffer of n ≤ smallBody bytes.
+func getBody(n int) []byte {
+	return (*bodies.Get().(*[]byte))[:n]
+}
+
+// putBody gives back a buffer from getBody; any other is left to the
+// garbage collector.
+func putBody(b []byte) {
+	if cap(b) == smallBody {
+		b = b[:0]
+		bodies.Put(&b)
+	}
 }
 
 // readAll is io.ReadAll starting from a buffer of size bytes.
@@ -177,17 +196,14 @@ func decodeObject(body []byte, v any, emptyOK bool, fields, example string) erro
 	if trimmed[0] != '{' {
 		return shardcounter.Errorf(shardcounter.EINVALID, "request body is not a JSON object: send one such as %s", example)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	// Unmarshal, not a Decoder with DisallowUnknownFields: checkKeys
+	// refuses unknown fields itself, and more strictly, and Unmarshal
+	// allocates no reader and buffer of its own.
+	if err := json.Unmarshal(body, v); err != nil {
 		return jsonError(err, fields, example)
 	}
-	if rest := bytes.Trim(body[dec.InputOffset():], jsonSpace); len(rest) > 0 {
-		return shardcounter.Errorf(shardcounter.EINVALID,
-			"request body has data after the JSON object at byte %d: send exactly one object such as %s", dec.InputOffset(), example)
-	}
 	if err := checkKeys(body, v); err != nil {
-		return strictError(err)
+		return strictError(err, fields)
 	}
 	return nil
 }
@@ -198,6 +214,9 @@ func jsonError(err error, fields, example string) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
+	case errors.As(err, &syntax) && strings.HasSuffix(syntax.Error(), "after top-level value"):
+		return shardcounter.Errorf(shardcounter.EINVALID,
+			"request body has data after the JSON object at byte %d: send exactly one object such as %s", syntax.Offset-1, example)
 	case errors.As(err, &syntax):
 		return shardcounter.Errorf(shardcounter.EINVALID,
 			"request body is not valid JSON at byte %d (%s): send an object such as %s",

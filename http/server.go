@@ -163,10 +163,13 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 
 	s.routeCounters()
 	s.routeWrites()
+	s.routeReads()
+	s.routeMembers()
 	if opts.Collections != nil {
 		s.routeCollections()
 	}
 	s.routeWatch()
+	s.routeDashboard()
 	s.routeOps()
 	return s
 }

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"fmt"
@@ -210,42 +211,42 @@ func (sc *keyScanner) object(s *schema) error {
 			sc.skipSpace()
 		}
 		raw := sc.str()
-		key := string(raw) // the compiler avoids the copy in map lookups below
-		if strings.IndexByte(key, '\\') >= 0 {
+		kb := raw[1 : len(raw)-1]
+		if bytes.IndexByte(kb, '\\') >= 0 {
+			var key string
 			json.Unmarshal(raw, &key) // valid: encoding/json accepted it
-		} else {
-			key = key[1 : len(key)-1]
+			kb = []byte(key)
 		}
 		sc.skipSpace()
 		sc.i++ // the colon
 		kid := s.elemOrFree()
 		if s.fields != nil {
-			idx, ok := s.fields[key]
+			idx, ok := s.fields[string(kb)] // no copy for a lookup
 			if !ok {
-				return unknownKey(key, s)
+				return unknownKey(string(kb), s)
 			}
 			kid = s.kids[idx]
 			if idx < 64 {
 				if seen&(1<<idx) != 0 {
-					return duplicateKey(key)
+					return duplicateKey(string(kb))
 				}
 				seen |= 1 << idx
 				idx = -1
 			}
 			if idx >= 0 {
-				if slices.Contains(seenKeys, key) {
-					return duplicateKey(key)
+				if slices.Contains(seenKeys, string(kb)) {
+					return duplicateKey(string(kb))
 				}
-				seenKeys = append(seenKeys, key)
+				seenKeys = append(seenKeys, string(kb))
 			}
 		} else {
-			if slices.Contains(seenKeys, key) {
-				return duplicateKey(key)
+			if slices.Contains(seenKeys, string(kb)) {
+				return duplicateKey(string(kb))
 			}
-			seenKeys = append(seenKeys, key)
+			seenKeys = append(seenKeys, string(kb))
 		}
 		if err := sc.value(kid); err != nil {
-			return prefixed(strconv.Quote(key), err)
+			return prefixed(strconv.Quote(string(kb)), err)
 		}
 	}
 }
@@ -267,8 +268,10 @@ func (sc *keyScanner) str() []byte {
 // keyError is a strict-key error on its way up from a nested object,
 // gathering the path to it.
 type keyError struct {
-	path string // as in writes[1], "window"
-	msg  string
+	path    string // as in writes[1], "window"
+	msg     string
+	unknown string // the unknown key, if that is the error
+	hint    string // for an unknown key: the name it differs from in case only
 }
 
 func (e *keyError) Error() string { return e.msg }
@@ -281,28 +284,34 @@ func prefixed(seg string, err error) error {
 			seg += "."
 		}
 	}
-	return &keyError{path: seg + ke.path, msg: ke.msg}
+	return &keyError{path: seg + ke.path, msg: ke.msg, unknown: ke.unknown, hint: ke.hint}
 }
 
 func unknownKey(key string, s *schema) error {
-	msg := fmt.Sprintf("unknown field %q", key)
+	ke := &keyError{unknown: key}
 	for name := range s.fields {
 		if strings.EqualFold(name, key) {
-			msg += fmt.Sprintf(" (field names are case-sensitive: did you mean %q?)", name)
+			ke.hint = fmt.Sprintf(" (field names are case-sensitive: did you mean %q?)", name)
 			break
 		}
 	}
-	return &keyError{msg: msg + ": the fields here are " + s.names}
+	ke.msg = fmt.Sprintf("unknown field %q%s: the fields here are %s", key, ke.hint, s.names)
+	return ke
 }
 
 func duplicateKey(key string) error {
 	return &keyError{msg: fmt.Sprintf("field %q is given twice: give each field once", key)}
 }
 
-// strictError turns checkKeys' error into the API's.
-func strictError(err error) error {
+// strictError turns checkKeys' error into the API's. An unknown field of
+// the body's own object is described with fields, the route's words for
+// what it takes.
+func strictError(err error, fields string) error {
 	ke := err.(*keyError)
-	if ke.path == "" {
+	switch {
+	case ke.path == "" && ke.unknown != "":
+		return shardcounter.Errorf(shardcounter.EINVALID, "unknown field %q%s: the fields are %s", ke.unknown, ke.hint, fields)
+	case ke.path == "":
 		return shardcounter.Errorf(shardcounter.EINVALID, "%s", ke.msg)
 	}
 	return shardcounter.Errorf(shardcounter.EINVALID, "in %s: %s", ke.path, ke.msg)

@@ -43,7 +43,7 @@ type WritesResponse struct {
 // Field lists quoted in "unknown field" messages.
 const (
 	writeFields  = `"by" and "request_id"`
-	writesFields = `"writes", whose items have "counter", "delta" and "request_id"`
+	writesFields = `"writes", whose items have "counter", "delta" (or "member" and "present") and "request_id"`
 )
 
 // POST /v1/counters/{id}/increment and .../decrement
@@ -152,15 +152,21 @@ func decodeWrites(body []byte, maxBatch int) ([]shardcounter.Write, error) {
 }
 
 // WriteCounter implements shardcounter.CounterService with the increment
-// or decrement route. A failure after the request may have reached the
-// server is returned with OutcomeUnknown set: retry with the same request
-// id to be sure the write counts once.
+// or decrement route, or for a member write the member route (the batch
+// route when it has a request id). A failure after the request may have
+// reached the server is returned with OutcomeUnknown set: retry with the
+// same request id to be sure the write counts once. The API does not
+// return a counter's value after a write: Write.WantValue is ignored.
 func (c *Client) WriteCounter(ctx context.Context, w shardcounter.Write) (*shardcounter.WriteResult, error) {
 	if err := shardcounter.ValidateWrite(w); err != nil {
 		return nil, err
 	}
-	if w.Delta == math.MinInt64 {
-		// -Delta does not fit in "by"; the batch route takes deltas as is.
+	if w.Member != "" && w.RequestID == "" {
+		return c.writeMember(ctx, w)
+	}
+	if w.Member != "" || w.Delta == math.MinInt64 {
+		// The member route takes no request id, and -MinInt64 does not
+		// fit in "by": the batch route takes both as they are.
 		results, err := c.WriteBatch(ctx, []shardcounter.Write{w})
 		if err != nil {
 			return nil, err

@@ -3,169 +3,115 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/overflow"
-	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
-// lockSQL reads the shard count of the batch's counters ($1 lists each
-// item's counter, $2 its pick) and locks the shard row of every item, in
-// (counter, shard) order so that concurrent batches cannot deadlock. It
-// returns one row per (counter, shard) that the items pick, with the
-// row's current value, or a NULL value when a reshard rewrote or removed
-// the row after this statement read the count (see addSQL); the batch then
-// starts again. A counter that does not exist has no rows.
-//
-// The locking CTE is MATERIALIZED so that its lock order is its own ORDER
-// BY, whatever the plan of the outer query.
-const lockSQL = `
+// createSQL creates the batch's missing counters that an item would create
+// (Increment.Create), with their shard rows, and returns the ids it
+// created. It inserts in id order, so two batches creating the same
+// counters cannot deadlock: the second waits for the first to commit and
+// then finds them, and its lock statement (next in the same round trip,
+// with a snapshot of its own) locks them. An id inserted here may be
+// dropped again (dropSQL) when no item that would create it applies.
+const createSQL = `
 WITH c AS (
-	SELECT id, shards FROM shardcounter.counters WHERE id = ANY($1::text[])
-), want AS (
-	SELECT DISTINCT c.id AS counter, mod(i.pick, c.shards)::integer AS shard, c.shards
+	INSERT INTO shardcounter.counters AS c (id, shards, kind, min, max, bucket, retention, created_at)
+	SELECT i.id, i.shards, i.kind, i.min, i.max, i.bucket, i.retention, coalesce($8, now())
+	FROM unnest($1::text[], $2::integer[], $3::text[], $4::bigint[], $5::bigint[], $6::interval[], $7::interval[])
+		AS i(id, shards, kind, min, max, bucket, retention)
+	WHERE NOT EXISTS (SELECT 1 FROM shardcounter.counters o WHERE o.id = i.id)
+	ORDER BY i.id
+	ON CONFLICT (id) DO NOTHING
+	RETURNING c.id, c.shards
+), s AS (
+	INSERT INTO shardcounter.shards (counter, shard, shards)
+	SELECT c.id, g, c.shards FROM c, generate_series(0, c.shards - 1) AS g
+)
+SELECT id FROM c`
+
+// dropSQL removes counters that this batch created and then did not use.
+const dropSQL = `DELETE FROM shardcounter.counters WHERE id = ANY ($1::text[])`
+
+// lockSQL locks the shard rows a batch needs, in (counter, shard) order so
+// that concurrent batches cannot deadlock, and returns each counter's spec
+// with the rows: their values and wide flags. $1 lists each item's counter
+// and $2 its pick. A "full" counter, whose total the batch must check (a
+// bounded one, or one listed in $3), has every shard row locked; another
+// has the rows its items pick. A wanted row that a reshard rewrote or
+// removed after this statement read the count (see addSQL) comes back
+// NULL (or, of a full counter, missing): the batch then starts again. A
+// counter that does not exist has no rows.
+//
+// w is MATERIALIZED and sorted, and the rows are locked by lateral
+// subqueries as w is read in order, so the lock order is w's whatever the
+// plan; and the result pairs each wanted row with its lock without a join.
+// Nothing in it is estimated at more rows than the batch has: a
+// generate_series of every shard was, which made PostgreSQL plan a batch
+// of 32 items as 32,032 rows and compile it with JIT (27 ms).
+var lockSQL = `
+WITH w AS MATERIALIZED (
+	SELECT DISTINCT ON (c.id, 2) c.id AS counter,
+		CASE WHEN NOT f.full THEN mod(i.pick, c.shards)::integer END AS shard,
+		f.full, ` + specColumns("c") + `
 	FROM unnest($1::text[], $2::numeric[]) AS i(counter, pick)
-	JOIN c ON c.id = i.counter
-), locked AS MATERIALIZED (
-	SELECT s.counter, s.shard, s.value
-	FROM shardcounter.shards s
-	JOIN want w ON s.counter = w.counter AND s.shard = w.shard AND s.shards = w.shards
-	ORDER BY s.counter, s.shard
-	FOR UPDATE OF s
+	JOIN shardcounter.counters c ON c.id = i.counter
+	CROSS JOIN LATERAL (SELECT c.id = ANY ($3::text[]) OR c.min IS NOT NULL OR c.max IS NOT NULL AS full) AS f
+	ORDER BY c.id, 2
 )
-SELECT w.counter, w.shard, w.shards, l.value
-FROM want w LEFT JOIN locked l ON l.counter = w.counter AND l.shard = w.shard`
+SELECT w.counter, coalesce(w.shard, a.shard), w.full, ` + specColumns("w") + `, coalesce(o.value, a.value), coalesce(o.wide, a.wide)
+FROM w
+LEFT JOIN LATERAL (
+	SELECT s.value, s.wide FROM shardcounter.shards s
+	WHERE NOT w.full AND s.counter = w.counter AND s.shard = w.shard AND s.shards = w.shards
+	FOR UPDATE
+) AS o ON true
+LEFT JOIN LATERAL (
+	SELECT s.shard, s.value, s.wide FROM shardcounter.shards s
+	WHERE w.full AND s.counter = w.counter AND s.shards = w.shards
+	ORDER BY s.shard
+	FOR UPDATE
+) AS a ON true`
 
-// recordSQL records the batch's request ids ($1 counters, $2 ids, each
-// pair once), in a fixed order so that two batches recording the same ids
-// cannot deadlock, and returns those that were new. A pair that another
-// transaction is recording waits for it to end: then it is new if that
-// transaction rolled back, and a duplicate if it committed.
-//
-// A pair recorded at or before the cutoff ($3 and $4, see cutoffExpr) has
-// expired: it counts as new, and the insert takes it over with the new
-// time. The conflict check and the takeover are one atomic step, so of
-// concurrent batches reviving one expired id exactly one records it.
-var recordSQL = `
-INSERT INTO shardcounter.requests AS r (counter, request_id, created_at)
-SELECT i.counter, i.request_id, ` + nowExpr(3) + `
-FROM unnest($1::text[], $2::text[]) AS i(counter, request_id)
-WHERE EXISTS (SELECT 1 FROM shardcounter.counters c WHERE c.id = i.counter)
-ORDER BY i.counter, i.request_id
-ON CONFLICT (counter, request_id) DO UPDATE SET created_at = EXCLUDED.created_at
-	WHERE r.created_at <= ` + cutoffExpr(3) + `
-RETURNING counter, request_id`
-
-// nowExpr is the time a batch records its request ids at: the store's
-// Now when set (parameter $p), else the database's clock at the start of
-// the transaction, so that processes sharing a database share one clock.
-func nowExpr(p int) string {
-	return fmt.Sprintf("coalesce($%d::timestamptz, now())", p)
-}
-
-// cutoffExpr is the time at or before which a request id has expired: the
-// dedupe window (parameter $p+1, in microseconds) before nowExpr(p).
-func cutoffExpr(p int) string {
-	return fmt.Sprintf("(%s - $%d::bigint * interval '1 microsecond')", nowExpr(p), p+1)
-}
-
-// expireExpr deletes up to $p+2 expired request ids (now and window in
-// $p and $p+1), oldest first, through the index on created_at, and
-// returns the created_at of each: it reads only the ids it deletes, or,
-// when none has expired, one index entry. SKIP LOCKED lets concurrent
-// batches expire different ids instead of queueing behind each other.
-//
-// The scan starts at $p+3 when it is not null: deleted ids stay in the
-// index, as dead entries at its low end, until VACUUM removes them, and
-// every scan from the start steps over all of them: with 100,000 dead
-// entries it read 275 index pages and took 0.67 ms, from where the last
-// scan stopped 2 pages and 0.07 ms (EXPLAIN ANALYZE). See
-// CounterStore.expiredTo.
-func expireExpr(p int) string {
-	return fmt.Sprintf(`
-DELETE FROM shardcounter.requests WHERE ctid = ANY (ARRAY (
-	SELECT ctid FROM shardcounter.requests
-	WHERE created_at <= %s AND created_at >= coalesce($%d, '-infinity'::timestamptz)
-	ORDER BY created_at
-	LIMIT $%d
-	FOR UPDATE SKIP LOCKED
-))
-RETURNING created_at`, cutoffExpr(p), p+3, p+2)
-}
-
-// expireSQL is expireExpr as a statement of its own, returning what
-// CounterStore.expired needs: how many ids it deleted, the newest
-// created_at among them and the cutoff.
-var expireSQL = `WITH expired AS (` + expireExpr(1) + `
-)
-SELECT count(*), max(created_at), ` + cutoffExpr(1) + ` FROM expired`
-
-// expireRescan is how often (in batches) expiry scans from the start of
-// the index rather than from CounterStore.expiredTo, to delete ids that a
-// scan skipped (locked by a batch that then rolled back) or that another
-// process recorded with an older time.
-var expireRescan int64 = 1024 // a variable for tests
-
-// expireBatch is how many expired request ids a batch deletes beyond the
-// number it records: enough to work off a backlog (after the window was
-// shortened, say) within a few batches, few enough that a batch's cost
-// stays bounded.
-const expireBatch = 64
-
-// writeSQL sets the shard rows the batch changed to their new values. The
-// batch holds their locks and computed the values from what it locked, so
-// setting is exact; it also lets the batch refuse, item by item, a delta
-// that would leave int64.
+// writeSQL sets the shard rows of sum counters that the batch changed to
+// their new values and wide flags. The batch holds their locks and
+// computed the values from what it locked, so setting is exact; it also
+// lets the batch refuse, item by item, a delta that would leave int64 or
+// the counter's bounds.
 const writeSQL = `
-UPDATE shardcounter.shards s SET value = u.value
-FROM unnest($1::text[], $2::integer[], $3::bigint[]) AS u(counter, shard, value)
+UPDATE shardcounter.shards s SET value = u.value, wide = u.wide
+FROM unnest($1::text[], $2::integer[], $3::bigint[], $4::boolean[]) AS u(counter, shard, value, wide)
 WHERE s.counter = u.counter AND s.shard = u.shard`
 
-// unrecordSQL forgets request ids that the batch recorded for items it then
-// refused, so a retry of such an item is not taken for a duplicate.
-const unrecordSQL = `
-DELETE FROM shardcounter.requests r
-USING unnest($1::text[], $2::text[]) AS u(counter, request_id)
-WHERE r.counter = u.counter AND r.request_id = u.request_id`
-
 // maxApplyAttempts bounds how many times Apply starts a batch again because
-// a reshard moved one of its shards or PostgreSQL chose it as a deadlock
-// victim. Each attempt waits for the reshard in its way to commit.
+// a reshard moved one of its shards, PostgreSQL chose it as a deadlock
+// victim, or a counter turned out to need its total checked. Each attempt
+// waits for the reshard in its way to commit.
 const maxApplyAttempts = 16
 
-type shardKey struct {
-	counter string
-	shard   int
-}
-
-type requestKey struct {
-	counter, id string
-}
+// genericPlans makes PostgreSQL run the batch's statements on their
+// generic plans. Left to choose, it plans them afresh on many runs, each
+// time for the actual arrays: 0.2 to 0.9 ms a statement on a busy machine
+// (pg_stat_statements), more than executing them; the generic plans are
+// the same nested loops over the batch, estimated at a few rows.
+const genericPlans = "SET LOCAL plan_cache_mode = force_generic_plan"
 
 // errRetry says that a batch attempt was rolled back and may start again.
 var errRetry = errors.New("batch must start again")
 
 // Apply applies a batch of increments in one transaction with two round
-// trips: the first begins, locks the shard rows in (counter, shard) order
-// and records the request ids; the second writes the new values, expires
-// old request ids and commits. Items on missing counters fail with
-// ErrNotFound and items that would take a shard out of int64 with
-// ErrOutOfRange, while the others apply. An invalid item fails the whole
-// batch with ErrInvalid, nothing applied.
+// trips. The first begins, creates missing counters that items would
+// create, locks the shard rows in (counter, shard) order and records the
+// request ids; the second writes the shard values and members the items
+// decided, expires old request ids and commits. Items are decided in batch
+// order on the locked values, as one write at a time would be (see
+// decide): an item that fails on its own (ErrInvalid, ErrNotFound,
+// ErrOutOfRange) changes nothing, and the others apply.
 func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
-	for i, inc := range incs {
-		if err := shardcounter.ValidateIncrement(inc); err != nil {
-			return nil, shardcounter.Errorf(shardcounter.EINVALID, "batch item %d: %s", i, shardcounter.ErrorMessage(err))
-		}
-	}
 	out := make([]shardcounter.Outcome, len(incs))
 	if len(incs) == 0 {
 		return out, nil
@@ -177,255 +123,213 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 	// A connection left inside a transaction by a failure is closed, not
 	// reused, by the pool.
 	defer conn.Release()
+	if err := s.apply(ctx, conn.Conn(), true, newBatch(incs, nil), out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// apply runs attempts of a batch on conn until one completes, filling
+// out. With own set it runs each attempt in a transaction of its own;
+// otherwise conn is in the caller's transaction, which it neither begins
+// nor ends.
+func (s *CounterStore) apply(ctx context.Context, conn *pgx.Conn, own bool, b *batch, out []shardcounter.Outcome) error {
 	clk := s.clock()
+	if own {
+		if done, err := s.applyPlain(ctx, conn, b, out, clk); done || err != nil {
+			return err
+		}
+	}
 	for range maxApplyAttempts {
 		clear(out)
-		err := s.applyOnce(ctx, conn, incs, out, clk)
-		if errors.Is(err, errRetry) {
+		err := s.applyOnce(ctx, conn, own, b, out, clk)
+		var r *restart
+		switch {
+		case errors.As(err, &r):
+			b.learn(r)
+			continue
+		case errors.Is(err, errRetry):
 			continue
 		}
-		if err != nil {
-			return nil, err
-		}
-		return out, nil
+		return err
 	}
-	return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE,
+	return shardcounter.Errorf(shardcounter.EUNAVAILABLE,
 		"apply: the batch was interrupted by reshards or deadlocks %d times: retry", maxApplyAttempts)
 }
 
-// clock is the time arguments of a batch's statements: the store's Now,
-// or nil for the database's clock; the dedupe window in microseconds; and
-// where expiry starts its scan, nil for the start of the index.
-type clock struct {
-	now      *time.Time
-	windowUS int64
-	from     *time.Time
-}
-
-func (s *CounterStore) clock() clock {
-	c := clock{windowUS: s.window.Load() / int64(time.Microsecond)}
-	if s.Now != nil {
-		t := s.Now()
-		c.now = &t
-	}
-	if us := s.expiredTo.Load(); us != 0 && s.applies.Add(1)%expireRescan != 0 {
-		t := time.UnixMicro(us)
-		c.from = &t
-	}
-	return c
-}
-
-// expiry is what a batch's expiry did: how many ids it deleted, the
-// newest created_at among them, and the cutoff it deleted up to.
-type expiry struct {
-	deleted int
-	newest  *time.Time
-	cutoff  time.Time
-}
-
-// expired moves expiredTo forward (never back) past what a batch with
-// limit limit deleted. A scan that deleted fewer than its limit found no
-// more expired ids up to the cutoff: the next scan can start there, as
-// ids recorded from now on are younger than the cutoff. One that deleted
-// its limit may have left some: the next starts at the newest it deleted.
-func (s *CounterStore) expired(x expiry, limit int) {
-	to := x.cutoff
-	if x.deleted >= limit {
-		if x.newest == nil {
-			return
-		}
-		to = *x.newest
-	}
-	us := to.UnixMicro()
-	for {
-		old := s.expiredTo.Load()
-		if us <= old || s.expiredTo.CompareAndSwap(old, us) {
-			return
-		}
-	}
-}
-
 // applyOnce runs one attempt of a batch on conn, filling out. It returns
-// errRetry after rolling back when the batch may start again.
-func (s *CounterStore) applyOnce(ctx context.Context, conn *pgxpool.Conn, incs []shardcounter.Increment, out []shardcounter.Outcome, clk clock) error {
-	counters := make([]string, len(incs))
-	picks := make([]uint64, len(incs))
-	var reqs []requestKey
-	for i, inc := range incs {
-		counters[i], picks[i] = inc.Counter, inc.Pick
-		if inc.RequestID != "" {
-			reqs = append(reqs, requestKey{inc.Counter, inc.RequestID})
-		}
+// errRetry or a *restart, after rolling back (when it owns the
+// transaction), when the batch may start again.
+func (s *CounterStore) applyOnce(ctx context.Context, conn *pgx.Conn, own bool, b *batch, out []shardcounter.Outcome, clk clock) error {
+	// Round trip 1: begin, create, lock, record request ids.
+	a := &attempt{counters: make(map[string]*counter), created: make(map[string]bool), recorded: make(map[requestKey]bool)}
+	q := &pgx.Batch{}
+	if own {
+		q.Queue("BEGIN")
+		q.Queue(genericPlans)
 	}
-	slices.SortFunc(reqs, func(a, b requestKey) int {
-		if c := strings.Compare(a.counter, b.counter); c != 0 {
-			return c
-		}
-		return strings.Compare(a.id, b.id)
-	})
-	reqs = slices.Compact(reqs)
-
-	// Round trip 1: begin, lock, record request ids.
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(lockSQL, counters, picks)
-	if len(reqs) > 0 {
-		rc, ri := splitRequests(reqs)
-		b.Queue(recordSQL, rc, ri, clk.now, clk.windowUS)
-	}
-	br := conn.SendBatch(ctx, b)
-	shards, values, stale, err := readLocks(br)
-	if err != nil {
-		br.Close()
-		return abort(ctx, conn, err)
-	}
-	recorded := make(map[requestKey]bool)
-	if len(reqs) > 0 {
-		rows, err := br.Query()
-		if err == nil {
-			var k requestKey
-			_, err = pgx.ForEachRow(rows, []any{&k.counter, &k.id}, func() error {
-				recorded[k] = true
+	if c := b.creates(); len(c.ids) > 0 {
+		q.Queue(createSQL, c.ids, c.shards, c.kinds, c.mins, c.maxs, c.buckets, c.retentions, clk.now).Query(func(rows pgx.Rows) error {
+			var id string
+			_, err := pgx.ForEachRow(rows, []any{&id}, func() error {
+				a.created[id] = true
 				return nil
 			})
-		}
-		// A stale lock read means a reshard or a delete committed under
-		// this attempt, and recording may have failed because of it
-		// (its counter gone); the attempt is discarded either way.
-		if err != nil && !stale {
-			br.Close()
-			return abort(ctx, conn, err)
-		}
+			return err
+		})
 	}
-	if err := br.Close(); err != nil && !stale {
-		return abort(ctx, conn, err)
+	counters, picks := b.locks()
+	q.Queue(lockSQL, counters, picks, b.fullList()).Query(a.readLocks)
+	reqs := b.requests()
+	if len(reqs) > 0 {
+		rc, ri := splitRequests(reqs)
+		q.Queue(recordSQL, rc, ri, clk.now, clk.windowUS).Query(func(rows pgx.Rows) error {
+			var k requestKey
+			_, err := pgx.ForEachRow(rows, []any{&k.counter, &k.id}, func() error {
+				a.recorded[k] = true
+				return nil
+			})
+			return err
+		})
 	}
-	if stale {
-		return abort(ctx, conn, errRetry)
-	}
-
-	// Decide each item in batch order, on the values just locked.
-	dirty := make(map[shardKey]bool)
-	used := make(map[requestKey]bool)
-	for i, inc := range incs {
-		n, ok := shards[inc.Counter]
-		if !ok {
-			out[i].Err = notFound(inc.Counter)
-			continue
+	// A stale lock read means a reshard or a delete committed under this
+	// attempt, and recording may have failed because of it (its counter
+	// gone); the attempt is discarded either way.
+	if err := conn.SendBatch(ctx, q).Close(); err != nil || a.stale {
+		if a.stale {
+			err = errRetry
 		}
-		rk := requestKey{inc.Counter, inc.RequestID}
-		if inc.RequestID != "" && (!recorded[rk] || used[rk]) {
-			out[i].Duplicate = true
-			continue
-		}
-		k := shardKey{inc.Counter, shard.Of(inc.Pick, n)}
-		v, ok := overflow.Add(values[k], inc.Delta)
-		if !ok {
-			out[i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE,
-				"counter %q: adding %d to shard %d would leave the int64 range", inc.Counter, inc.Delta, k.shard)
-			continue
-		}
-		values[k] = v
-		dirty[k] = true
-		if inc.RequestID != "" {
-			used[rk] = true
-		}
+		return abort(ctx, conn, own, err)
 	}
 
-	// Round trip 2: write, forget refused request ids, expire old ones,
-	// commit.
-	b = &pgx.Batch{}
-	if len(dirty) > 0 {
-		wc := make([]string, 0, len(dirty))
-		ws := make([]int, 0, len(dirty))
-		wv := make([]int64, 0, len(dirty))
-		for k := range dirty {
-			wc, ws, wv = append(wc, k.counter), append(ws, k.shard), append(wv, values[k])
-		}
-		b.Queue(writeSQL, wc, ws, wv)
-	}
-	var refused []requestKey
-	for k := range recorded {
-		if !used[k] {
-			refused = append(refused, k)
+	for id, c := range a.counters {
+		if c.spec.Kind != shardcounter.KindSum || c.spec.Bounded() || c.spec.Window != nil || c.wides > 0 {
+			s.general.add(id)
 		}
 	}
-	if len(refused) > 0 {
-		rc, ri := splitRequests(refused)
-		b.Queue(unrecordSQL, rc, ri)
+	p, err := a.decide(b, out)
+	if err != nil {
+		return abort(ctx, conn, own, err)
 	}
+
+	// Round trip 2: drop counters created for nothing, write shard values,
+	// members and window buckets, forget refused request ids, expire old
+	// ones, commit.
+	q = &pgx.Batch{}
+	if len(p.drop) > 0 {
+		q.Queue(dropSQL, p.drop)
+	}
+	if len(p.rows.counters) > 0 {
+		q.Queue(writeSQL, p.rows.counters, p.rows.shards, p.rows.values, p.rows.wide)
+	}
+	if len(p.members.items) > 0 {
+		m := p.members
+		q.Queue(membersSQL, m.ords, m.counters, m.members, m.adds, m.hashes, m.shards).Query(func(rows pgx.Rows) error {
+			var ord int
+			_, err := pgx.ForEachRow(rows, []any{&ord}, func() error {
+				out[m.items[ord]].Unchanged = true
+				return nil
+			})
+			return err
+		})
+	}
+	if len(p.buckets.counters) > 0 {
+		q.Queue(bucketsSQL, p.buckets.counters, p.buckets.shards, p.buckets.deltas, clk.now)
+	}
+	if len(p.refused) > 0 {
+		rc, ri := splitRequests(p.refused)
+		q.Queue(unrecordSQL, rc, ri)
+	}
+	// Expiry is left out of a caller's transaction (AddTx), which has no
+	// request ids to make up for.
 	var x expiry
-	limit := expireBatch + len(recorded)
-	b.Queue(expireSQL, clk.now, clk.windowUS, limit, clk.from).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&x.deleted, &x.newest, &x.cutoff)
-	})
-	b.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		if conn.Conn().PgConn().TxStatus() == 'I' || conn.Conn().IsClosed() {
+	limit := expireBatch + len(a.recorded)
+	if own {
+		q.Queue(expireSQL, clk.now, clk.windowUS, limit, clk.from).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&x.deleted, &x.newest, &x.cutoff)
+		})
+		q.Queue("COMMIT")
+	}
+	if q.Len() == 0 {
+		return nil
+	}
+	if err := conn.SendBatch(ctx, q).Close(); err != nil {
+		if own && (conn.PgConn().TxStatus() == 'I' || conn.IsClosed()) {
 			// The connection broke or the commit itself answered an error.
 			return mapError("apply", err, atCommit)
 		}
 		// A statement before COMMIT failed, so COMMIT never ran.
-		return abort(ctx, conn, err)
+		return abort(ctx, conn, own, err)
 	}
-	s.expired(x, limit)
+	if own {
+		s.expired(x, limit)
+	}
 	return nil
 }
 
-// readLocks reads the BEGIN and lock results of a batch: each existing
-// counter's shard count, the locked shard values, and whether any of them
-// was stale.
-func readLocks(br pgx.BatchResults) (shards map[string]int, values map[shardKey]int64, stale bool, err error) {
-	if _, err := br.Exec(); err != nil {
-		return nil, nil, false, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return nil, nil, false, err
-	}
-	shards = make(map[string]int)
-	values = make(map[shardKey]int64)
-	var k shardKey
-	var n int
-	var v *int64
-	_, err = pgx.ForEachRow(rows, []any{&k.counter, &k.shard, &n, &v}, func() error {
-		shards[k.counter] = n
+// readLocks reads lockSQL's rows into the attempt: each existing counter's
+// spec and locked shard values, and whether any wanted row was stale.
+func (a *attempt) readLocks(rows pgx.Rows) error {
+	var (
+		id    string
+		shard *int
+		full  bool
+		spec  specRow
+		v     *int64
+		wide  *bool
+	)
+	_, err := pgx.ForEachRow(rows, append(append([]any{&id, &shard, &full}, spec.dest()...), &v, &wide), func() error {
+		c := a.counters[id]
+		if c == nil {
+			c = &counter{spec: spec.spec(), full: full, values: make(map[int]int64)}
+			a.counters[id] = c
+		}
 		if v == nil {
-			stale = true
-		} else {
-			values[k] = *v
+			a.stale = true
+			return nil
+		}
+		c.values[*shard] = *v
+		if *wide {
+			c.wides++
 		}
 		return nil
 	})
-	return shards, values, stale, err
-}
-
-// abort rolls back the attempt's transaction and returns err classified,
-// or errRetry when the attempt may start again: after a stale read, a
-// deadlock or a serialization failure, nothing was applied. When the
-// rollback cannot be sent the connection is closed, and the pool discards
-// it.
-func abort(ctx context.Context, conn *pgxpool.Conn, err error) error {
-	if !conn.Conn().IsClosed() && conn.Conn().PgConn().TxStatus() != 'I' {
-		if _, rerr := conn.Exec(ctx, "ROLLBACK"); rerr != nil {
-			conn.Conn().Close(ctx) //nolint:errcheck // already failing
+	for _, c := range a.counters {
+		if c.full && len(c.values) != c.spec.Shards {
+			a.stale = true // a reshard removed or added rows after the count was read
 		}
 	}
-	if errors.Is(err, errRetry) {
+	return err
+}
+
+// abort ends the attempt and returns err classified, or err itself
+// (errRetry, *restart) when the attempt may start again: after a stale
+// read, a deadlock or a serialization failure, nothing was applied. When
+// it owns the transaction it rolls it back, and when the rollback cannot
+// be sent it closes the connection, which the pool then discards. In the
+// caller's transaction a deadlock or serialization failure has aborted
+// it, and is returned as ErrUnavailable.
+func abort(ctx context.Context, conn *pgx.Conn, own bool, err error) error {
+	if own && !conn.IsClosed() && conn.PgConn().TxStatus() != 'I' {
+		if _, rerr := conn.Exec(ctx, "ROLLBACK"); rerr != nil {
+			conn.Close(ctx) //nolint:errcheck // already failing
+		}
+	}
+	var r *restart
+	if errors.Is(err, errRetry) || errors.As(err, &r) {
 		return err
 	}
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == sqlDeadlock || pe.Code == sqlSerialization) && !conn.Conn().IsClosed() {
+	if own && errors.As(err, &pe) && (pe.Code == sqlDeadlock || pe.Code == sqlSerialization) && !conn.IsClosed() {
 		return errRetry
 	}
 	return mapError("apply", err, beforeCommit)
 }
 
-func splitRequests(reqs []requestKey) (counters, ids []string) {
-	counters = make([]string, len(reqs))
-	ids = make([]string, len(reqs))
-	for i, r := range reqs {
-		counters[i], ids[i] = r.counter, r.id
+// fullList is b.full as lockSQL's $3, never NULL.
+func (b *batch) fullList() []string {
+	if b.full == nil {
+		return []string{}
 	}
-	return counters, ids
+	return slices.Clone(b.full)
 }

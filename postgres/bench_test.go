@@ -63,7 +63,7 @@ func TestBenchNaive(t *testing.T) {
 	q := u.Query()
 	q.Set("pool_max_conns", strconv.Itoa(cfg.Clients))
 	u.RawQuery = q.Encode()
-	s, err := postgres.Open(context.Background(), u.String())
+	s, err := postgres.Open(context.Background(), u.String(), postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,9 +105,10 @@ func TestBenchNaive(t *testing.T) {
 func BenchmarkAdd(b *testing.B) {
 	s := MustOpen(b)
 	for _, shards := range []int{1, 64} {
+		// Created once: b.Run calls its function more than once.
+		id := fmt.Sprintf("bench-add-%d", shards)
+		storetest.MustCreate(b, s, id, shards)
 		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
-			id := fmt.Sprintf("bench-add-%d", shards)
-			storetest.MustCreate(b, s, id, shards)
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {

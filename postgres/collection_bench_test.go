@@ -26,7 +26,7 @@ func TestBenchCollections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := postgres.Open(context.Background(), pgtest.MustDatabase(t))
+	s, err := postgres.Open(context.Background(), pgtest.MustDatabase(t), postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,10 +44,8 @@ func requestIDs(tb testing.TB, s *postgres.CounterStore) int {
 
 func TestDedupeWindow(t *testing.T) {
 	ctx := context.Background()
-	s := MustOpen(t)
 	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	s.Now = clk.Now
-	s.SetDedupeWindow(time.Hour)
+	s := MustOpenWith(t, postgres.Options{Now: clk.Now, DedupeWindow: time.Hour})
 	storetest.MustCreate(t, s, "c", 4)
 	storetest.RunDedupeWindow(t, s, time.Hour, clk.Advance)
 	t.Run("Expiry", func(t *testing.T) {
@@ -152,10 +150,8 @@ func TestExpiryScansFromWhereItStopped(t *testing.T) {
 	const rescan = 4
 	defer postgres.SetExpireRescan(rescan)()
 	ctx := context.Background()
-	s := MustOpen(t)
 	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	s.Now = clk.Now
-	s.SetDedupeWindow(time.Hour)
+	s := MustOpenWith(t, postgres.Options{Now: clk.Now, DedupeWindow: time.Hour})
 	storetest.MustCreate(t, s, "c", 1)
 	apply := func(inc shardcounter.Increment) {
 		t.Helper()

@@ -7,9 +7,15 @@
 // Open creates and migrates the schema "shardcounter" in the database it
 // connects to (it needs the CREATE privilege there the first time):
 //
-//	shardcounter.counters (id, shards, created_at)           one row per counter
-//	shardcounter.shards   (counter, shard, value, shards)    one row per shard, created eagerly
-//	shardcounter.requests (counter, request_id, created_at)  request ids already applied
+//	shardcounter.counters (id, shards, kind, min, max, bucket, retention, created_at)
+//	                                                one row per counter: its spec
+//	shardcounter.shards   (counter, shard, value, shards, wide)
+//	                                                one row per shard, created with the counter
+//	shardcounter.members  (counter, member, hash)   the members of distinct counters
+//	shardcounter.buckets  (counter, start, shard, value)
+//	                                                window buckets, per shard
+//	shardcounter.requests (counter, request_id, created_at)
+//	                                                request ids already applied
 //	shardcounter.schema_migrations (version, applied_at)
 //
 // Migrations are versioned and run in one transaction under an advisory
@@ -22,9 +28,34 @@
 // transaction, so a count commits or rolls back with the caller's own
 // write. Apply applies a batch in one transaction with two round trips,
 // locking shard rows in (counter, shard) order so that concurrent batches
-// cannot deadlock. A write is acknowledged once PostgreSQL has committed
-// it; with synchronous_commit on (the default) that means its WAL record
-// was flushed to disk.
+// cannot deadlock. The first round trip creates the counters that items
+// would create (Increment.Create), locks, and records request ids; the
+// items are then decided in Go, in batch order, on the locked values; the
+// second writes the shard values, applies every member item in one
+// statement, and commits. A write is acknowledged once PostgreSQL has
+// committed it; with synchronous_commit on (the default) that means its WAL
+// record was flushed to disk.
+//
+// # Distinct counters
+//
+// A member lives on shard ForMember(member) mod n, and its row keeps that
+// hash, so a reshard counts the members per shard again in SQL. A batch
+// locks the shard row of each member it writes before the statement that
+// reads and changes membership, so membership and the shard's count change
+// together and two batches never decide one member at once.
+//
+// # Windows
+//
+// A batch adds what it applied to a windowed counter to the bucket of its
+// commit time on the shard it wrote, and in the same statement deletes
+// that counter's buckets past retention: each once, by a write, so the
+// work is proportional to writes.
+//
+// # Reads
+//
+// ReadCounter and ReadCounters sum shards in one statement: one snapshot
+// and one round trip for any number of counters. Placement names the
+// database, host:port/db, as the node of every shard.
 //
 // # Dedupe window
 //
@@ -35,7 +66,22 @@
 // proportional to recent writes, and an idle store does nothing. An
 // expired id not yet deleted counts as new; recording it again takes its
 // row over in the same atomic step as the duplicate check. Ages are
-// measured on the database's clock unless CounterStore.Now is set.
+// measured on the database's clock unless Options.Now is set.
+//
+// # Overflow
+//
+// A write that would take a shard or the counter's total out of int64 is
+// refused with ErrOutOfRange, as in every store, so no acknowledged write
+// is followed by reads that fail. Checking the total needs it exact, which
+// would mean reading and locking every shard on every write; instead a
+// write checks only its own shard against the zone ±MaxInt64/n (n shards):
+// while every shard of a counter is in it, no total of them can leave
+// int64. A write that would take its shard out of the zone, and every
+// write to a counter already out ("wide": every shard row carries the
+// mark), locks all of the counter's shards in order and checks the total;
+// it marks the rows wide, or clears the marks, as the shards then stand. A
+// reshard marks the rows for the new zone. So a counter pays for the total
+// only within 1/n of the int64 limits.
 //
 // # Resharding under writes
 //

@@ -20,7 +20,7 @@ import (
 // when its row commits, and a repeated like rolls back its count with it.
 func ExampleCounterStore_AddTx() {
 	ctx := context.Background()
-	store, err := postgres.Open(ctx, os.Getenv("DATABASE_URL"))
+	store, err := postgres.Open(ctx, os.Getenv("DATABASE_URL"), postgres.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

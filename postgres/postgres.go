@@ -47,11 +47,24 @@ type CounterStore struct {
 	// expireRescan batches. applies counts batches for that.
 	expiredTo, applies atomic.Int64
 
-	// Now returns the time at which a batch records its request ids and
-	// against which it ages them. Nil (the default) uses the database's
-	// clock, which every process sharing the database agrees on; tests set
-	// it to age ids without waiting. Set it before the first write.
+	now func() time.Time // Options.Now: nil for the database's clock
+
+	general generalSet // counters whose batches skip the plain path
+}
+
+// Options configure a CounterStore. The zero value uses the defaults.
+type Options struct {
+	// Now is the store's clock: a counter's creation time, the time at
+	// which a batch records its request ids and against which it ages
+	// them, and the window bucket a write lands in all follow it. Default
+	// nil: the database's clock (the transaction's start), which every
+	// process sharing the database agrees on. Tests inject a clock they
+	// control.
 	Now func() time.Time
+	// DedupeWindow is how long a request id is remembered after its write.
+	// Default (0 or less) DefaultDedupeWindow; SetDedupeWindow changes it
+	// later.
+	DedupeWindow time.Duration
 }
 
 var (
@@ -60,7 +73,7 @@ var (
 )
 
 // DefaultDedupeWindow is how long a request id is remembered unless
-// SetDedupeWindow says otherwise.
+// Options.DedupeWindow or SetDedupeWindow says otherwise.
 const DefaultDedupeWindow = 24 * time.Hour
 
 // SetDedupeWindow sets how long a request id is remembered after its write
@@ -83,7 +96,7 @@ func (s *CounterStore) SetDedupeWindow(d time.Duration) {
 // It returns an ErrInvalid error for a DSN it cannot parse and an
 // ErrUnavailable error when the server cannot be reached, each saying what
 // to check.
-func Open(ctx context.Context, dsn string) (*CounterStore, error) {
+func Open(ctx context.Context, dsn string, opts Options) (*CounterStore, error) {
 	cfg, err := parseConfig(dsn)
 	if err != nil {
 		return nil, err
@@ -99,7 +112,7 @@ func Open(ctx context.Context, dsn string) (*CounterStore, error) {
 			"postgres: cannot connect to %s:%d (database %q, user %q): %v: check that PostgreSQL runs there and that the DSN's host, port, user, password and database are right",
 			cc.Host, cc.Port, cc.Database, cc.User, unwrapConnect(err))
 	}
-	s, err := New(ctx, pool)
+	s, err := New(ctx, pool, opts)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -111,8 +124,11 @@ func Open(ctx context.Context, dsn string) (*CounterStore, error) {
 // New returns a CounterStore on a pool the caller made and keeps, for
 // applications that already have one and want to use AddTx in their own
 // transactions. It creates or migrates the schema. Close does not close
-// the pool.
-func New(ctx context.Context, pool *pgxpool.Pool) (*CounterStore, error) {
+// the pool. A nil pool is an ErrInvalid error.
+func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*CounterStore, error) {
+	if pool == nil {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "postgres: New needs a pool: give the *pgxpool.Pool of the database, or use Open with a DSN")
+	}
 	if err := migrate(ctx, pool); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "42501" { // insufficient_privilege
@@ -121,9 +137,19 @@ func New(ctx context.Context, pool *pgxpool.Pool) (*CounterStore, error) {
 		}
 		return nil, mapError("postgres: create the shardcounter schema", err, beforeCommit)
 	}
-	s := &CounterStore{pool: pool}
-	s.window.Store(int64(DefaultDedupeWindow))
+	s := &CounterStore{pool: pool, now: opts.Now}
+	s.SetDedupeWindow(opts.DedupeWindow)
 	return s, nil
+}
+
+// nowArg is the time argument of a statement: Options.Now's time, or nil
+// for the database's clock.
+func (s *CounterStore) nowArg() *time.Time {
+	if s.now == nil {
+		return nil
+	}
+	t := s.now()
+	return &t
 }
 
 // parseConfig parses a DSN and applies the package's defaults where the
@@ -148,6 +174,13 @@ func parseConfig(dsn string) (*pgxpool.Config, error) {
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	// JIT compiles a statement whose estimated cost passes
+	// jit_above_cost, which costs tens of milliseconds and pays off only
+	// for long analytic queries: never for this store's, which touch a few
+	// rows each and whose estimates can pass it (see lockSQL).
+	if _, ok := set.RuntimeParams["jit"]; !ok {
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
 	}
 	return cfg, nil
 }
@@ -187,28 +220,39 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 	if err := shardcounter.ValidateSpec(spec); err != nil {
 		return nil, err
 	}
-	if err := unsupported(spec); err != nil {
-		return nil, err
-	}
-	shards := spec.Shards
-	var created time.Time
+	r := rowOf(spec)
+	c := &shardcounter.Counter{ID: id, Spec: r.spec()}
 	err := s.pool.QueryRow(ctx, `
 WITH c AS (
-	INSERT INTO shardcounter.counters (id, shards) VALUES ($1, $2)
+	INSERT INTO shardcounter.counters (id, shards, kind, min, max, bucket, retention, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8, now()))
 	ON CONFLICT (id) DO NOTHING
 	RETURNING id, shards, created_at
 ), s AS (
 	INSERT INTO shardcounter.shards (counter, shard, shards)
 	SELECT c.id, g, c.shards FROM c, generate_series(0, c.shards - 1) AS g
 )
-SELECT created_at FROM c`, id, shards).Scan(&created)
+SELECT created_at FROM c`, id, r.shards, r.kind, r.min, r.max, r.bucket, r.retention, s.nowArg()).Scan(&c.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists", id)
 	}
 	if err != nil {
 		return nil, mapError("create counter", err, atCommit)
 	}
-	return &shardcounter.Counter{ID: id, Spec: shardcounter.Spec{Shards: shards, Kind: shardcounter.KindSum}, CreatedAt: created.UTC()}, nil
+	c.CreatedAt = c.CreatedAt.UTC()
+	return c, nil
+}
+
+// scanCounter returns the destinations of a counter's id, specColumns and
+// created_at, and a func that completes the counter once they are scanned.
+func scanCounter() (*shardcounter.Counter, []any, func()) {
+	c := new(shardcounter.Counter)
+	var r specRow
+	dest := append(append([]any{&c.ID}, r.dest()...), &c.CreatedAt)
+	return c, dest, func() {
+		c.Spec = r.spec()
+		c.CreatedAt = c.CreatedAt.UTC()
+	}
 }
 
 // GetCounter returns the counter's metadata.
@@ -216,16 +260,15 @@ func (s *CounterStore) GetCounter(ctx context.Context, id string) (*shardcounter
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
 	}
-	c := &shardcounter.Counter{ID: id, Spec: shardcounter.Spec{Kind: shardcounter.KindSum}}
-	err := s.pool.QueryRow(ctx, "SELECT shards, created_at FROM shardcounter.counters WHERE id = $1", id).
-		Scan(&c.Shards, &c.CreatedAt)
+	c, dest, done := scanCounter()
+	err := s.pool.QueryRow(ctx, "SELECT c.id, "+specColumns("c")+", c.created_at FROM shardcounter.counters c WHERE c.id = $1", id).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFound(id)
 	}
 	if err != nil {
 		return nil, mapError("get counter", err, beforeCommit)
 	}
-	c.CreatedAt = c.CreatedAt.UTC()
+	done()
 	return c, nil
 }
 
@@ -244,16 +287,16 @@ func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, l
 	// ASCII character, stops at the first id past every id that starts
 	// with it; starts_with keeps the match exact whatever the prefix holds.
 	sql := `
-SELECT id, shards, created_at FROM shardcounter.counters
-WHERE id >= $1 AND starts_with(id, $1) AND id > $2
-ORDER BY id
+SELECT c.id, ` + specColumns("c") + `, c.created_at FROM shardcounter.counters c
+WHERE c.id >= $1 AND starts_with(c.id, $1) AND c.id > $2
+ORDER BY c.id
 LIMIT $3`
 	args := []any{prefix, after, limit}
 	if n := len(prefix); n > 0 && prefix[n-1] < 0x7f {
 		sql = `
-SELECT id, shards, created_at FROM shardcounter.counters
-WHERE id >= $1 AND id < $4 AND starts_with(id, $1) AND id > $2
-ORDER BY id
+SELECT c.id, ` + specColumns("c") + `, c.created_at FROM shardcounter.counters c
+WHERE c.id >= $1 AND c.id < $4 AND starts_with(c.id, $1) AND c.id > $2
+ORDER BY c.id
 LIMIT $3`
 		args = append(args, prefix[:n-1]+string(prefix[n-1]+1))
 	}
@@ -262,9 +305,9 @@ LIMIT $3`
 		return nil, mapError("list counters", err, beforeCommit)
 	}
 	cs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*shardcounter.Counter, error) {
-		c := new(shardcounter.Counter)
-		err := row.Scan(&c.ID, &c.Shards, &c.CreatedAt)
-		c.CreatedAt = c.CreatedAt.UTC()
+		c, dest, done := scanCounter()
+		err := row.Scan(dest...)
+		done()
 		return c, err
 	})
 	if err != nil {
@@ -293,65 +336,6 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 		}
 		return nil
 	})
-}
-
-// ReadCounter sums the counter's shards in one statement, so in one
-// snapshot. PostgreSQL sums bigints as numeric, so a sum that leaves int64
-// is detected, not wrapped.
-func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounter.Reading, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, err
-	}
-	r := &shardcounter.Reading{ID: id, Consistency: shardcounter.Strong}
-	var value *int64
-	err := s.pool.QueryRow(ctx, `
-SELECT c.shards,
-	CASE WHEN t.total BETWEEN -9223372036854775808 AND 9223372036854775807 THEN t.total::bigint END,
-	statement_timestamp()
-FROM shardcounter.counters c
-CROSS JOIN LATERAL (
-	SELECT coalesce(sum(s.value), 0) AS total FROM shardcounter.shards s WHERE s.counter = c.id
-) t
-WHERE c.id = $1`, id).Scan(&r.Shards, &value, &r.AsOf)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound(id)
-	}
-	if err != nil {
-		return nil, mapError("read counter", err, beforeCommit)
-	}
-	if value == nil {
-		return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: the sum of its shards does not fit in int64", id)
-	}
-	r.Value = *value
-	r.AsOf = r.AsOf.UTC()
-	return r, nil
-}
-
-// ReadShards returns the counter and its shard values from one statement.
-// A missing shard row reads as 0.
-func (s *CounterStore) ReadShards(ctx context.Context, id string) (*shardcounter.Counter, []int64, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, nil, err
-	}
-	c := &shardcounter.Counter{ID: id, Spec: shardcounter.Spec{Kind: shardcounter.KindSum}}
-	var values []int64
-	err := s.pool.QueryRow(ctx, `
-SELECT c.shards, c.created_at, array(
-	SELECT coalesce(s.value, 0)
-	FROM generate_series(0, c.shards - 1) AS g
-	LEFT JOIN shardcounter.shards s ON s.counter = c.id AND s.shard = g
-	ORDER BY g
-)
-FROM shardcounter.counters c
-WHERE c.id = $1`, id).Scan(&c.Shards, &c.CreatedAt, &values)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, notFound(id)
-	}
-	if err != nil {
-		return nil, nil, mapError("read shards", err, beforeCommit)
-	}
-	c.CreatedAt = c.CreatedAt.UTC()
-	return c, values, nil
 }
 
 // inTx runs fn in a transaction and commits it, classifying a failed

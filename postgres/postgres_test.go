@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -38,12 +40,31 @@ func TestMain(m *testing.M) {
 // test ends.
 func MustOpen(tb testing.TB) *postgres.CounterStore {
 	tb.Helper()
-	return mustOpenDSN(tb, pgtest.MustDatabase(tb))
+	return mustOpenDSN(tb, pgtest.MustDatabase(tb), postgres.Options{})
 }
 
-func mustOpenDSN(tb testing.TB, dsn string) *postgres.CounterStore {
+// MustOpenWith is MustOpen with options, such as a clock.
+func MustOpenWith(tb testing.TB, opts postgres.Options) *postgres.CounterStore {
 	tb.Helper()
-	s, err := postgres.Open(context.Background(), dsn)
+	return mustOpenDSN(tb, pgtest.MustDatabase(tb), opts)
+}
+
+// testPoolSize bounds each test store's pool: the shared test server
+// allows 100 connections (PostgreSQL's default) to every package testing
+// at once, and a test's writers beyond it queue in the pool.
+const testPoolSize = "16"
+
+func mustOpenDSN(tb testing.TB, dsn string, opts postgres.Options) *postgres.CounterStore {
+	tb.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if q := u.Query(); q.Get("pool_max_conns") == "" {
+		q.Set("pool_max_conns", testPoolSize)
+		u.RawQuery = q.Encode()
+	}
+	s, err := postgres.Open(context.Background(), u.String(), opts)
 	if err != nil {
 		tb.Fatalf("Open: %v", err)
 	}
@@ -52,19 +73,24 @@ func mustOpenDSN(tb testing.TB, dsn string) *postgres.CounterStore {
 }
 
 func TestCounterStore(t *testing.T) {
-	s := MustOpen(t)
-	storetest.RunCounterStore(t, func(testing.TB) shardcounter.CounterStore { return s }, storetest.Options{})
+	dsn := pgtest.MustDatabase(t)
+	s := mustOpenDSN(t, dsn, postgres.Options{})
+	storetest.RunCounterStore(t, func(testing.TB) shardcounter.CounterStore { return s }, storetest.Options{
+		OpenWithClock: func(tb testing.TB, now func() time.Time) shardcounter.CounterStore {
+			return mustOpenDSN(tb, dsn, postgres.Options{Now: now})
+		},
+	})
 }
 
 func TestOpen(t *testing.T) {
 	t.Run("Idempotent", func(t *testing.T) {
 		dsn := pgtest.MustDatabase(t)
-		a := mustOpenDSN(t, dsn)
+		a := mustOpenDSN(t, dsn, postgres.Options{})
 		storetest.MustCreate(t, a, "c", 4)
 		if err := a.Add(context.Background(), "c", 5, 1); err != nil {
 			t.Fatal(err)
 		}
-		b := mustOpenDSN(t, dsn) // the schema exists: nothing to migrate, nothing lost
+		b := mustOpenDSN(t, dsn, postgres.Options{}) // the schema exists: nothing to migrate, nothing lost
 		if got := storetest.MustRead(t, b, "c"); got != 5 {
 			t.Fatalf("value after a second Open = %d, want 5", got)
 		}
@@ -80,7 +106,7 @@ func TestOpen(t *testing.T) {
 		errs := make([]error, len(stores))
 		var wg sync.WaitGroup
 		for i := range stores {
-			wg.Go(func() { stores[i], errs[i] = postgres.Open(context.Background(), dsn) })
+			wg.Go(func() { stores[i], errs[i] = postgres.Open(context.Background(), dsn, postgres.Options{}) })
 		}
 		wg.Wait()
 		for i, err := range errs {
@@ -95,18 +121,51 @@ func TestOpen(t *testing.T) {
 	})
 	t.Run("NewerSchema", func(t *testing.T) {
 		dsn := pgtest.MustDatabase(t)
-		s := mustOpenDSN(t, dsn)
+		s := mustOpenDSN(t, dsn, postgres.Options{})
 		if _, err := s.Pool().Exec(context.Background(), "INSERT INTO shardcounter.schema_migrations (version) VALUES ($1)", postgres.SchemaVersion+1); err != nil {
 			t.Fatal(err)
 		}
-		_, err := postgres.Open(context.Background(), dsn)
+		_, err := postgres.Open(context.Background(), dsn, postgres.Options{})
 		if err == nil || !strings.Contains(err.Error(), "upgrade shardcounter") {
 			t.Fatalf("Open of a newer schema: %v, want an error saying to upgrade", err)
 		}
 	})
+	t.Run("Options", func(t *testing.T) {
+		at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		s := MustOpenWith(t, postgres.Options{Now: func() time.Time { return at }})
+		c := storetest.MustCreate(t, s, "c", 1)
+		if !c.CreatedAt.Equal(at) {
+			t.Fatalf("created_at = %v, want the injected clock's %v", c.CreatedAt, at)
+		}
+		if got, err := s.GetCounter(context.Background(), "c"); err != nil || !got.CreatedAt.Equal(at) {
+			t.Fatalf("GetCounter = %+v, %v, want created_at %v", got, err, at)
+		}
+	})
+	t.Run("NoJIT", func(t *testing.T) {
+		// JIT compiled a batch's lock statement (its estimate passed
+		// jit_above_cost) for 27 ms; the store turns it off unless the DSN
+		// sets it.
+		dsn := pgtest.MustDatabase(t)
+		for _, c := range []struct{ dsn, want string }{{dsn, "off"}, {dsn + "&jit=on", "on"}} {
+			s := mustOpenDSN(t, c.dsn, postgres.Options{})
+			var jit string
+			if err := s.Pool().QueryRow(context.Background(), "SHOW jit").Scan(&jit); err != nil {
+				t.Fatal(err)
+			}
+			if jit != c.want {
+				t.Errorf("jit = %s on a store opened with %s, want %s", jit, c.dsn, c.want)
+			}
+		}
+	})
+	t.Run("NewWithoutPool", func(t *testing.T) {
+		_, err := postgres.New(context.Background(), nil, postgres.Options{})
+		if !errors.Is(err, shardcounter.ErrInvalid) {
+			t.Fatalf("New(nil pool) = %v, want ErrInvalid", err)
+		}
+	})
 	t.Run("ErrInvalid", func(t *testing.T) {
 		for _, dsn := range []string{"", "postgres://a:b@host:notaport/db", "mysql://x"} {
-			_, err := postgres.Open(context.Background(), dsn)
+			_, err := postgres.Open(context.Background(), dsn, postgres.Options{})
 			if !errors.Is(err, shardcounter.ErrInvalid) {
 				t.Errorf("Open(%q) = %v, want ErrInvalid", dsn, err)
 			}
@@ -114,7 +173,7 @@ func TestOpen(t *testing.T) {
 	})
 	t.Run("ErrUnavailable", func(t *testing.T) {
 		// Port 1 on the loopback refuses connections at once.
-		_, err := postgres.Open(context.Background(), "postgres://postgres:secret@127.0.0.1:1/app?sslmode=disable")
+		_, err := postgres.Open(context.Background(), "postgres://postgres:secret@127.0.0.1:1/app?sslmode=disable", postgres.Options{})
 		if !errors.Is(err, shardcounter.ErrUnavailable) {
 			t.Fatalf("Open of an unreachable server = %v, want ErrUnavailable", err)
 		}

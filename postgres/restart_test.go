@@ -20,7 +20,7 @@ import (
 func TestRestart(t *testing.T) {
 	srv := pgtest.StartServer(t)
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, srv.URL())
+	s, err := postgres.Open(ctx, srv.URL(), postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,10 +95,72 @@ CREATE TABLE shardcounter.document_index (
 );
 CREATE INDEX document_index_document ON shardcounter.document_index (collection, id);
 `,
+	// 3: shards.wide marks every shard row of a counter some shard of
+	// which holds more than MaxInt64/shards either way, so that the total
+	// may leave int64. While no row is marked, a write that keeps its own
+	// shard within that zone cannot take the total out of int64, and needs
+	// no sum (see doc.go, "Overflow"). Counters already past it are marked.
+	`
+ALTER TABLE shardcounter.shards ADD COLUMN wide boolean NOT NULL DEFAULT false;
+UPDATE shardcounter.shards s SET wide = true
+FROM shardcounter.counters c
+WHERE s.counter = c.id AND EXISTS (
+	SELECT 1 FROM shardcounter.shards o
+	WHERE o.counter = c.id AND abs(o.value::numeric) > 9223372036854775807 / c.shards
+);
+`,
+	// 4: the rest of a counter's spec, and the members of distinct
+	// counters.
+	//
+	// A member's row keeps hash, shard.ForMember(member) as a signed
+	// bigint: its shard is hash mod shards read unsigned (see memberShard),
+	// so a reshard recounts the members per shard without hashing them
+	// again. The shard's value is the number of its members.
+	`
+ALTER TABLE shardcounter.counters
+	ADD COLUMN kind text NOT NULL DEFAULT 'sum' CHECK (kind IN ('sum', 'distinct')),
+	ADD COLUMN min bigint CHECK (min <= 0),
+	ADD COLUMN max bigint CHECK (max >= 0),
+	ADD COLUMN bucket interval,
+	ADD COLUMN retention interval,
+	ADD CHECK ((bucket IS NULL) = (retention IS NULL));
+CREATE TABLE shardcounter.members (
+	counter text COLLATE "C" NOT NULL REFERENCES shardcounter.counters (id) ON DELETE CASCADE,
+	member  text COLLATE "C" NOT NULL,
+	hash    bigint NOT NULL,
+	PRIMARY KEY (counter, member)
+);
+`,
+	// 5: the time buckets of windowed counters, one row per bucket and
+	// shard, so a window takes writes as a counter does: a batch writes
+	// the bucket rows of the shard rows it holds.
+	`
+CREATE TABLE shardcounter.buckets (
+	counter text COLLATE "C" NOT NULL REFERENCES shardcounter.counters (id) ON DELETE CASCADE,
+	start   timestamptz NOT NULL,
+	shard   integer NOT NULL,
+	value   bigint NOT NULL,
+	PRIMARY KEY (counter, start, shard)
+);
+`,
+	// 6: restart_batch fails the statement that calls it with SQLSTATE
+	// SC001, so that a statement that finds items it does not decide
+	// rolls its transaction back within the round trip that carries its
+	// COMMIT (see plainSQL). Shard rows keep room for a new version of
+	// each row on its page (fillfactor 90), so that updating a counter is
+	// a HOT update, which writes no index entry.
+	`
+CREATE FUNCTION shardcounter.restart_batch(reason text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'restart the batch: %', reason USING ERRCODE = 'SC001';
+END
+$$;
+ALTER TABLE shardcounter.shards SET (fillfactor = 90);
+`,
 }
 
 // SchemaVersion is the schema version this package creates and expects.
-const SchemaVersion = 2
+const SchemaVersion = 6
 
 // migrate brings the database's schema to SchemaVersion. It runs in one
 // transaction under an advisory lock: concurrent callers wait for each

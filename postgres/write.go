@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/overflow"
@@ -15,41 +14,54 @@ import (
 // of counter $1, where n is read from the counter's metadata in the same
 // statement. The pick is numeric because it is a uint64.
 //
-// The last condition makes it safe under resharding. PostgreSQL's READ
+// The shards condition makes it safe under resharding. PostgreSQL's READ
 // COMMITTED re-checks an updated row's conditions against the row's newest
 // version when it had to wait for the row's lock, but keeps the metadata
 // row it read at the start. A reshard rewrites the shards column of every
 // row it keeps and deletes the rows it removes, so a statement that read
-// the old count updates nothing, and Add runs it again to read the new one.
+// the old count updates nothing.
+//
+// The last two conditions keep it exact without a sum: it updates only a
+// shard of a counter that is not wide and that stays within the zone
+// ±MaxInt64/n (see zone), where no total can leave int64. The sum is
+// numeric, so it cannot fail on the way.
+//
+// The last condition leaves to a batch what a plain sum counter does not
+// have: members, bounds (which need the total) and window buckets.
+//
+// A write that updates nothing (a missing counter, a shard moved by a
+// reshard, a wide counter, a shard leaving the zone, a counter of another
+// kind, with bounds or a window) is decided by a batch of one that locks
+// every shard of the counter (addSlow).
 const addSQL = `
 UPDATE shardcounter.shards s SET value = s.value + $2
 FROM shardcounter.counters c
 WHERE c.id = $1 AND s.counter = $1
 	AND s.shard = mod($3::numeric, c.shards)::integer
-	AND s.shards = c.shards`
-
-// maxAddAttempts bounds how many times Add re-reads the shard count after
-// reshards moved its shard. Each attempt waits for the reshard in its way
-// to commit, so more than a few means a damaged shard row, not bad luck.
-const maxAddAttempts = 64
-
-// querier is what Add needs of a pool or a transaction.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+	AND s.shards = c.shards
+	AND NOT s.wide
+	AND s.value::numeric + $2 BETWEEN -(9223372036854775807 / c.shards) AND 9223372036854775807 / c.shards
+	AND c.kind = 'sum' AND c.min IS NULL AND c.max IS NULL AND c.bucket IS NULL`
 
 // Add adds delta to shard pick mod n of the counter with one UPDATE
 // statement that commits on its own: one round trip. It returns
-// ErrNotFound for an unknown counter and ErrOutOfRange, with nothing
-// applied, when the shard would leave int64. ErrUnavailable means nothing
-// was applied; an error with OutcomeUnknown set means the statement was
-// sent and its success was not reported.
+// ErrNotFound for an unknown counter, ErrInvalid for a distinct one, and
+// ErrOutOfRange, with nothing applied, when the shard or the counter's
+// total would leave int64 or its bounds.
+// ErrUnavailable means nothing was applied; an error with OutcomeUnknown
+// set means the statement was sent and its success was not reported.
 func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uint64) error {
 	if err := shardcounter.ValidateIncrement(shardcounter.Increment{Counter: id, Delta: delta}); err != nil {
 		return err
 	}
-	return add(ctx, s.pool, id, delta, pick, atCommit)
+	tag, err := s.pool.Exec(ctx, addSQL, id, delta, pick)
+	if err != nil {
+		return mapError("add", err, atCommit)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	return s.addSlow(ctx, nil, id, delta, pick)
 }
 
 // AddTx adds delta to shard pick mod n of the counter inside the caller's
@@ -57,7 +69,8 @@ func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uin
 // caller's own writes. tx must be on the store's database (Pool, or a pool
 // of the same database). It holds the shard row's lock until tx ends, so
 // keep such transactions short: other writes that pick the same shard
-// wait for it.
+// wait for it. (A write that must check the counter's total, near the
+// int64 range, locks every shard.)
 //
 // Under READ COMMITTED (PostgreSQL's default) AddTx retries on its own
 // when a concurrent reshard moves its shard. Under REPEATABLE READ or
@@ -68,31 +81,37 @@ func (s *CounterStore) AddTx(ctx context.Context, tx pgx.Tx, id string, delta in
 	if err := shardcounter.ValidateIncrement(shardcounter.Increment{Counter: id, Delta: delta}); err != nil {
 		return err
 	}
-	return add(ctx, tx, id, delta, pick, beforeCommit)
+	tag, err := tx.Exec(ctx, addSQL, id, delta, pick)
+	if err != nil {
+		return mapError("add", err, beforeCommit)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	return s.addSlow(ctx, tx, id, delta, pick)
 }
 
-func add(ctx context.Context, q querier, id string, delta int64, pick uint64, commit sent) error {
-	for range maxAddAttempts {
-		tag, err := q.Exec(ctx, addSQL, id, delta, pick)
-		if err != nil {
-			return mapError("add", err, commit)
+// addSlow decides a write that addSQL did not apply as a batch of one that
+// locks every shard of the counter and checks its total: in a transaction
+// of its own, or in tx when it is not nil.
+func (s *CounterStore) addSlow(ctx context.Context, tx pgx.Tx, id string, delta int64, pick uint64) error {
+	b := newBatch([]shardcounter.Increment{{Counter: id, Delta: delta, Pick: pick}}, []string{id})
+	out := make([]shardcounter.Outcome, 1)
+	if tx != nil {
+		if err := s.apply(ctx, tx.Conn(), false, b, out); err != nil {
+			return err
 		}
-		if tag.RowsAffected() == 1 {
-			return nil
-		}
-		// Nothing updated: the counter does not exist, or a reshard
-		// rewrote the shard row after the statement read the shard count.
-		var exists bool
-		err = q.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM shardcounter.counters WHERE id = $1)", id).Scan(&exists)
-		if err != nil {
-			return mapError("add", err, beforeCommit)
-		}
-		if !exists {
-			return notFound(id)
-		}
+		return out[0].Err
 	}
-	return shardcounter.Errorf(shardcounter.EINTERNAL,
-		"add to counter %q: its shard row was not found after %d attempts: the shard rows do not match the counter's shard count", id, maxAddAttempts)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return mapError("add", err, beforeCommit)
+	}
+	defer conn.Release()
+	if err := s.apply(ctx, conn.Conn(), true, b, out); err != nil {
+		return err
+	}
+	return out[0].Err
 }
 
 // ReshardCounter changes the shard count in one transaction. It locks the
@@ -100,8 +119,10 @@ func add(ctx context.Context, q querier, id string, delta int64, pick uint64, co
 // flight, whose deltas it then includes), folds each removed shard i into
 // shard i mod shards, adds zero-valued rows when growing, and marks every
 // kept row with the new count, which sends writers that read the old count
-// back to read the new one. It returns ErrOutOfRange, changing nothing,
-// when folding would take a shard out of int64.
+// back to read the new one. A distinct counter's shards are counted again
+// from its members, each on shard ForMember(member) mod shards; a windowed
+// counter's buckets fold as its shards do. It returns ErrOutOfRange,
+// changing nothing, when folding would take a shard out of int64.
 func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
@@ -109,24 +130,25 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 	if err := shardcounter.ValidateShards(shards); err != nil {
 		return nil, err
 	}
-	c := &shardcounter.Counter{ID: id, Spec: shardcounter.Spec{Shards: shards, Kind: shardcounter.KindSum}}
+	c, dest, done := scanCounter()
 	err := s.inTx(ctx, "reshard counter", func(tx pgx.Tx) error {
 		// FOR NO KEY UPDATE, not FOR UPDATE: batches that record request
 		// ids take KEY SHARE locks on the counter row (the foreign key)
 		// while holding shard rows, and must not wait for this lock.
-		var old int
-		err := tx.QueryRow(ctx, "SELECT shards, created_at FROM shardcounter.counters WHERE id = $1 FOR NO KEY UPDATE", id).
-			Scan(&old, &c.CreatedAt)
+		err := tx.QueryRow(ctx, "SELECT c.id, "+specColumns("c")+", c.created_at FROM shardcounter.counters c WHERE c.id = $1 FOR NO KEY UPDATE", id).
+			Scan(dest...)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound(id)
 		}
 		if err != nil {
 			return err
 		}
-		c.CreatedAt = c.CreatedAt.UTC()
+		done()
+		old := c.Shards
 		if old == shards {
 			return nil
 		}
+		c.Shards = shards
 		rows, err := tx.Query(ctx, "SELECT shard, value FROM shardcounter.shards WHERE counter = $1 ORDER BY shard FOR UPDATE", id)
 		if err != nil {
 			return err
@@ -144,27 +166,90 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 		if err != nil {
 			return err
 		}
-		for i := shards; i < old; i++ {
-			sum, ok := overflow.Add(values[i%shards], values[i])
-			if !ok {
-				return shardcounter.Errorf(shardcounter.EOUTOFRANGE,
-					"reshard counter %q to %d shards: folding shard %d into shard %d would leave the int64 range", id, shards, i, i%shards)
+		if c.Kind == shardcounter.KindDistinct {
+			values, err = countMembers(ctx, tx, id, shards)
+		} else {
+			values, err = fold(id, values, shards)
+		}
+		if err != nil {
+			return err
+		}
+		if c.Window != nil && shards < old {
+			if err := foldBuckets(ctx, tx, id, shards); err != nil {
+				return err
 			}
-			values[i%shards] = sum
+		}
+		// The zone narrows as the count grows: mark the rows wide if a
+		// shard is outside the new one.
+		wide := false
+		for _, v := range values {
+			wide = wide || !zone(v, shards)
 		}
 		_, err = tx.Exec(ctx, `
 WITH removed AS (
 	DELETE FROM shardcounter.shards WHERE counter = $1 AND shard >= $2
 ), kept AS (
-	INSERT INTO shardcounter.shards (counter, shard, value, shards)
-	SELECT $1, v.ord - 1, v.value, $2 FROM unnest($3::bigint[]) WITH ORDINALITY AS v(value, ord)
-	ON CONFLICT (counter, shard) DO UPDATE SET value = excluded.value, shards = excluded.shards
+	INSERT INTO shardcounter.shards (counter, shard, value, shards, wide)
+	SELECT $1, v.ord - 1, v.value, $2, $4 FROM unnest($3::bigint[]) WITH ORDINALITY AS v(value, ord)
+	ON CONFLICT (counter, shard) DO UPDATE SET value = excluded.value, shards = excluded.shards, wide = excluded.wide
 )
-UPDATE shardcounter.counters SET shards = $2 WHERE id = $1`, id, shards, values[:shards])
+UPDATE shardcounter.counters SET shards = $2 WHERE id = $1`, id, shards, values, wide)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// fold returns the values of shards shards that hold values: shard j
+// takes every shard i ≡ j (mod shards). A group may leave int64 even when
+// the total fits: then the reshard is refused.
+func fold(id string, values []int64, shards int) ([]int64, error) {
+	out := make([]int64, shards)
+	for j := range shards {
+		var group []int64
+		for i := j; i < len(values); i += shards {
+			group = append(group, values[i])
+		}
+		v, ok := overflow.Sum(group)
+		if !ok {
+			return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE,
+				"reshard counter %q to %d shards: folding into shard %d would leave the int64 range: choose another count", id, shards, j)
+		}
+		out[j] = v
+	}
+	return out, nil
+}
+
+// foldBuckets folds the window buckets of each removed shard i into
+// shard i mod shards. A bucket that would leave int64 fails the reshard
+// (SQLSTATE 22003: out_of_range).
+func foldBuckets(ctx context.Context, tx pgx.Tx, id string, shards int) error {
+	_, err := tx.Exec(ctx, `
+WITH removed AS (
+	DELETE FROM shardcounter.buckets WHERE counter = $1 AND shard >= $2
+	RETURNING start, shard, value
+)
+INSERT INTO shardcounter.buckets AS b (counter, start, shard, value)
+SELECT $1, start, shard % $2, sum(value) FROM removed GROUP BY start, shard % $2
+ON CONFLICT (counter, start, shard) DO UPDATE SET value = b.value + excluded.value`, id, shards)
+	return err
+}
+
+// countMembers counts a distinct counter's members on each of shards
+// shards.
+func countMembers(ctx context.Context, tx pgx.Tx, id string, shards int) ([]int64, error) {
+	rows, err := tx.Query(ctx, "SELECT "+memberShard("hash", "$2")+", count(*) FROM shardcounter.members WHERE counter = $1 GROUP BY 1", id, shards)
+	if err != nil {
+		return nil, err
+	}
+	values := make([]int64, shards)
+	var shard int
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&shard, &n}, func() error {
+		values[shard] = n
+		return nil
+	})
+	return values, err
 }

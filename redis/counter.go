@@ -3,13 +3,11 @@ package redis
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/overflow"
 )
 
 // errStale says that a shard refused the epoch of a cached layout: the
@@ -18,9 +16,10 @@ import (
 var errStale = errors.New("redis: stale layout")
 
 // CreateCounter records a counter with shards zero-valued shards. The
-// shard keys are written first and the metadata last, in one script that
-// fails when the id is taken, so a counter is never visible without its
-// shards; a crash in between leaves only unreachable keys behind.
+// shard keys are written first, then the metadata and the index entry, in
+// one script that fails when the id is taken, so a counter is never
+// visible without its shards; a crash in between leaves only unreachable
+// keys behind.
 func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
@@ -32,11 +31,6 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		return nil, err
 	}
 	shards := spec.Shards
-	// The index entry first: an entry without metadata is skipped by
-	// ListCounters, while metadata without an entry would hide a counter.
-	if err := s.client.ZAddNX(ctx, indexKey(s.prefix), goredis.Z{Member: id}).Err(); err != nil {
-		return nil, storeErr("create counter", err, true)
-	}
 	for range maxAttempts {
 		l := &layout{id: id, n: shards, epoch: 1, created: s.now().UTC(), max: shards, keys: newKeys(s.prefix, id, newIncarnation())}
 		rooms := allowances(make([]int64, shards), nil)
@@ -49,7 +43,7 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		if err != nil {
 			return nil, storeErr("create counter shards", err, true)
 		}
-		ok, err := s.runScript(ctx, createScript, []string{metaKey(s.prefix, id)},
+		ok, err := s.runScript(ctx, createCounterScript, []string{metaKey(s.prefix, id), bucketKey(s.prefix, bucketOf(id))}, id,
 			fieldID, id, fieldShards, shards, fieldCreated, l.created.Format(time.RFC3339Nano),
 			fieldIncarnation, l.keys.incarnation, fieldEpoch, l.ep(), fieldMax, shards).Int()
 		if err != nil {
@@ -85,8 +79,11 @@ func (s *CounterStore) GetCounter(ctx context.Context, id string) (*shardcounter
 }
 
 // ListCounters returns up to limit counters whose ids start with prefix
-// and sort after after, in byte order, from the index sorted set (all
-// scores 0, so ZRANGEBYLEX orders by bytes and prefixes match literally).
+// and sort after after, in byte order. The index is spread over
+// indexBuckets sorted sets (all scores 0, so ZRANGEBYLEX orders by bytes
+// and prefixes match literally); this merges them, reading each from
+// where the page has got to, a chunk at a time, one round trip per master
+// for each round of chunks.
 func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, limit int) ([]*shardcounter.Counter, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -98,10 +95,10 @@ func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, l
 	if prefix != "" {
 		hi = "[" + prefix + "\xff" // no UTF-8 id holds 0xff
 	}
+	m := newMerge(s.prefix, lo, hi, max(8, 2*limit/indexBuckets))
 	var out []*shardcounter.Counter
 	for len(out) < limit {
-		want := limit - len(out)
-		ids, err := s.client.ZRangeByLex(ctx, indexKey(s.prefix), &goredis.ZRangeBy{Min: lo, Max: hi, Count: int64(want)}).Result()
+		ids, err := m.next(ctx, s.client, limit-len(out))
 		if err != nil {
 			return nil, storeErr("list counters", err, false)
 		}
@@ -122,14 +119,10 @@ func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, l
 			if err != nil {
 				return nil, err
 			}
-			if l != nil && l.state != stateDelete { // else: a create or delete cut short
+			if l != nil && l.state != stateDelete { // else: a delete under way
 				out = append(out, l.counter())
 			}
 		}
-		if len(ids) < want {
-			break
-		}
-		lo = "(" + ids[len(ids)-1]
 	}
 	return out, nil
 }
@@ -163,10 +156,7 @@ func (s *CounterStore) finishDelete(ctx context.Context, l *layout) error {
 	if err := s.deleteKeys(ctx, l, max(l.max, l.n, l.to)); err != nil {
 		return err
 	}
-	if err := s.client.ZRem(ctx, indexKey(s.prefix), l.id).Err(); err != nil {
-		return storeErr("delete counter", err, true)
-	}
-	if err := s.runScript(ctx, deleteMetaScript, []string{metaKey(s.prefix, l.id)}).Err(); err != nil {
+	if err := s.runScript(ctx, deleteCounterScript, []string{metaKey(s.prefix, l.id), bucketKey(s.prefix, bucketOf(l.id))}, l.id).Err(); err != nil {
 		return storeErr("delete counter", err, true)
 	}
 	return nil
@@ -184,98 +174,12 @@ func (s *CounterStore) deleteKeys(ctx context.Context, l *layout, n int) error {
 	return storeErr("delete counter keys", err, true)
 }
 
-// ReadCounter returns the exact sum of the counter's shards: one pipelined
-// HMGET per shard, which the cluster client sends as one round trip per
-// master. On one server the reads run in MULTI/EXEC, an atomic snapshot. On
-// a cluster no snapshot spans masters: each shard is read once, atomically,
-// and the sum counts every write acknowledged before the read began plus
-// some of those running concurrently — never a write twice, never a
-// reshard half done (the shards' epochs must all match).
-func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounter.Reading, error) {
-	l, vals, err := s.readShards(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	sum, ok := overflow.Sum(vals)
-	if !ok {
-		return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: the sum of its shards leaves the int64 range", id)
-	}
-	return &shardcounter.Reading{ID: id, Value: sum, Shards: l.n, Consistency: shardcounter.Strong, AsOf: time.Now().UTC()}, nil
-}
-
-// ReadShards returns the counter and its shard values, read as ReadCounter
-// reads them.
-func (s *CounterStore) ReadShards(ctx context.Context, id string) (*shardcounter.Counter, []int64, error) {
-	l, vals, err := s.readShards(ctx, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	return l.counter(), vals, nil
-}
-
-func (s *CounterStore) readShards(ctx context.Context, id string) (*layout, []int64, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, nil, err
-	}
-	for attempt := range maxAttempts {
-		l, err := s.layout(ctx, id, attempt > 0)
-		if err != nil {
-			return nil, nil, err
-		}
-		vals, err := s.readValues(ctx, l)
-		if err == errStale || retryable(err) {
-			s.forget(id)
-			continue
-		}
-		if err != nil {
-			return nil, nil, storeErr("read counter", err, false)
-		}
-		return l, vals, nil
-	}
-	return nil, nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q keeps changing: try again", id)
-}
-
-// readValues reads shards [0, l.n) and checks that each is at l's epoch.
-func (s *CounterStore) readValues(ctx context.Context, l *layout) ([]int64, error) {
-	cmds := make([]*goredis.SliceCmd, l.n)
-	fill := func(p goredis.Pipeliner) error {
-		for i := range l.n {
-			cmds[i] = p.HMGet(ctx, l.keys.shard(i), "v", "e")
-		}
-		return nil
-	}
-	var err error
-	if s.cluster == nil {
-		_, err = s.client.TxPipelined(ctx, fill)
-	} else {
-		_, err = s.client.Pipelined(ctx, fill)
-	}
-	if err != nil {
-		return nil, err
-	}
-	ep := l.ep()
-	vals := make([]int64, l.n)
-	for i, c := range cmds {
-		r := c.Val()
-		if e, _ := r[1].(string); e != ep {
-			return nil, errStale
-		}
-		v, _ := r[0].(string)
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, shardcounter.Errorf(shardcounter.EINTERNAL, "redis: shard %d of counter %q holds %q, not an integer", i, l.id, v)
-		}
-		vals[i] = n
-	}
-	return vals, nil
-}
-
 // runScript runs a script with EVALSHA, loading it on NOSCRIPT (a new or
 // restarted server) and trying once more.
 func (s *CounterStore) runScript(ctx context.Context, sc *goredis.Script, keys []string, args ...any) *goredis.Cmd {
 	c := sc.EvalSha(ctx, s.client, keys, args...)
 	if err := c.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
-		if err := s.loadScripts(ctx); err != nil {
+		if err := s.loadScripts(ctx, keys[0]); err != nil {
 			return c
 		}
 		c = sc.EvalSha(ctx, s.client, keys, args...)
@@ -283,13 +187,32 @@ func (s *CounterStore) runScript(ctx context.Context, sc *goredis.Script, keys [
 	return c
 }
 
-// loadScripts loads every script of the store, on every master of a
-// cluster.
-func (s *CounterStore) loadScripts(ctx context.Context) error {
+// loadScripts loads every script of the store on the server, or the
+// master of the cluster, that serves key: the one that answered NOSCRIPT.
+// Loading on every master instead would wait on a dead one.
+func (s *CounterStore) loadScripts(ctx context.Context, key string) error {
+	var c goredis.Scripter = s.client
+	if s.cluster != nil {
+		m, err := s.cluster.MasterForKey(ctx, key)
+		if err != nil {
+			return err
+		}
+		c = m
+	}
 	for _, sc := range allScripts {
-		if err := sc.Load(ctx, s.client).Err(); err != nil {
+		if err := sc.Load(ctx, c).Err(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// scriptKey returns the first key of an EVALSHA command, which names the
+// node that ran it.
+func scriptKey(c *goredis.Cmd) string {
+	if a := c.Args(); len(a) > 3 {
+		k, _ := a[3].(string)
+		return k
+	}
+	return ""
 }

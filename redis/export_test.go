@@ -30,3 +30,14 @@ func ShardKey(tb interface{ Fatal(...any) }, s *CounterStore, id string, i int) 
 	}
 	return l.keys.shard(i)
 }
+
+// SetSingleCollect makes strong reads on a cluster take one collect, as
+// they did before they were made linearizable, for benchmarks that
+// measure what the second collect costs.
+func SetSingleCollect(s *CounterStore, on bool) { s.singleCollect = on }
+
+// MetaSlot returns the slot of a counter's metadata and index entry.
+func MetaSlot(s *CounterStore, id string) int { return KeySlot(metaKey(s.prefix, id)) }
+
+// ShardSlot returns the slot of shard i of a counter.
+func ShardSlot(s *CounterStore, id string, i int) int { return newKeys(s.prefix, id, "").slot(i) }

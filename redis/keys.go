@@ -81,9 +81,10 @@ var slotTags = sync.OnceValue(func() *[NumSlots]string {
 const slotStride = 10127
 
 // keys names the Redis keys of one counter incarnation. Every key starts
-// with the store's prefix. The metadata key hashes on the counter id; each
-// shard key and its request-id set share a hash tag chosen for the shard's
-// slot, so the two live in the same slot and one script can update both.
+// with the store's prefix. Each shard key and its request-id set share a
+// hash tag chosen for the shard's slot, so the two live in the same slot
+// and one script can update both. The slots depend on the counter id
+// alone, so which masters hold a counter is known before it is created.
 type keys struct {
 	prefix      string
 	incarnation string // random per CreateCounter, so a re-created counter shares no keys with the old one
@@ -91,11 +92,7 @@ type keys struct {
 }
 
 func newKeys(prefix, id, incarnation string) keys {
-	h := fnv.New64a()
-	h.Write([]byte(id))
-	h.Write([]byte{0})
-	h.Write([]byte(incarnation))
-	return keys{prefix: prefix, incarnation: incarnation, base: int(h.Sum64() % NumSlots)}
+	return keys{prefix: prefix, incarnation: incarnation, base: int(hashID(id) % NumSlots)}
 }
 
 // slot returns the slot that shard i of the counter lives in.
@@ -116,5 +113,42 @@ func (k keys) ids(i int) string {
 	return k.shard(i) + ":ids"
 }
 
-func metaKey(prefix, id string) string { return prefix + "c:" + id }
-func indexKey(prefix string) string    { return prefix + "index" }
+// hashID hashes a counter id: FNV-1a, whose high bits barely change
+// between ids that differ in their last byte, then the splitmix64
+// finalizer, which spreads every bit of it over all bits.
+func hashID(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	x := h.Sum64()
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// indexBuckets is how many sorted sets the index of counter ids is spread
+// over. ListCounters merges them, so more buckets cost each page more
+// round trips' worth of entries; fewer make each a hotter, bigger key and
+// put more counters behind each master. With 16, spread evenly over the
+// slot space, a master of three holds five or six.
+const indexBuckets = 16
+
+// bucketOf returns the index bucket of a counter id.
+func bucketOf(id string) int { return int((hashID(id) >> 32) % indexBuckets) }
+
+// bucketSlot returns the slot of index bucket b: the middle of the b-th
+// sixteenth of the slot space.
+func bucketSlot(b int) int { return b*NumSlots/indexBuckets + NumSlots/indexBuckets/2 }
+
+// bucketKey returns the key of index bucket b: a sorted set of counter ids,
+// all scores 0, so ZRANGEBYLEX reads them in byte order.
+func bucketKey(prefix string, b int) string {
+	return prefix + "{" + slotTags()[bucketSlot(b)] + "}ids"
+}
+
+// metaKey returns the key of a counter's metadata. It shares the slot of
+// the counter's index bucket, so a counter's metadata and its index entry
+// are created and removed in one script: the index never names a counter
+// that does not exist, nor misses one that does.
+func metaKey(prefix, id string) string {
+	return prefix + "{" + slotTags()[bucketSlot(bucketOf(id))] + "}c:" + id
+}

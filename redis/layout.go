@@ -65,10 +65,9 @@ type layout struct {
 	max     int
 	need    *need // the write a recorded rebalance was asked for
 
-	// final holds, after finishReshard committed the reshard itself, the
-	// shards' values while they were frozen at the new epoch: the
-	// counter's exact value at a moment during the reshard.
-	final []int64
+	// frozen holds, after finishReshard's fence step, the old shards'
+	// values while they were frozen (see fence), or nil.
+	frozen []int64
 }
 
 func (l *layout) ep() string { return strconv.FormatInt(l.epoch, 10) }

@@ -65,7 +65,10 @@ type CounterStore struct {
 	mu      sync.RWMutex
 	layouts map[string]*layout // cached metadata; a stale entry is detected by the shards' epochs
 
-	hook func(step string) error // tests: fail a reshard after the named step
+	stats stats
+
+	hook          func(step string) error // tests: fail a protocol after the named step
+	singleCollect bool                    // benchmarks: read a cluster in one collect, as before reads were linearizable
 }
 
 // New returns a store on a client the caller made: a *goredis.Client for
@@ -115,6 +118,23 @@ func New(client goredis.UniversalClient, opts Options) (*CounterStore, error) {
 		return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: client type %T is not supported: use *redis.Client or *redis.ClusterClient", client)
 	}
 	return s, nil
+}
+
+// Stats counts what the store's protocols did: how often strong reads on
+// a cluster needed more than two collects, or froze their counter, and how
+// often writes asked for room. Each is a count since the store was made.
+type Stats struct {
+	Reads      int64 // counters read strongly (each counter of ReadCounters counts)
+	Collects   int64 // collects of one counter's shards (one on a single server)
+	Freezes    int64 // strong reads that froze their counter (see read.go)
+	Rebalances int64 // writes that asked for room (see allowance.go)
+}
+
+type stats struct{ reads, collects, freezes, rebalances atomic.Int64 }
+
+// Stats returns the store's counts so far. It is safe for concurrent use.
+func (s *CounterStore) Stats() Stats {
+	return Stats{Reads: s.stats.reads.Load(), Collects: s.stats.collects.Load(), Freezes: s.stats.freezes.Load(), Rebalances: s.stats.rebalances.Load()}
 }
 
 var _ shardcounter.RequestIDExpirer = (*CounterStore)(nil)

@@ -2,6 +2,8 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -134,6 +136,46 @@ func TestRequestIDSetsExpire(t *testing.T) {
 		}
 		if ttl, err = redis.Client(s).PTTL(ctx, key).Result(); err != nil || ttl < 50*time.Minute {
 			t.Fatalf("PTTL after a shorter window = %v, %v; want the hour of r1 kept", ttl, err)
+		}
+	})
+}
+
+// TestListMerge pages through 100 counters spread over the index's
+// buckets with several page sizes: each comes once, in byte order.
+func TestListMerge(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := MustOpen(t, dsn)
+		p := t.Name() + runID() + "/"
+		var want []string
+		for i := range 100 {
+			id := fmt.Sprintf("%s%x", p, i*7919%1000)
+			storetest.MustCreate(t, s, id, 1)
+			want = append(want, id)
+		}
+		slices.Sort(want)
+		for _, limit := range []int{1, 7, 50, 1000} {
+			var got []string
+			after := ""
+			for {
+				cs, err := s.ListCounters(ctx, p, after, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(cs) > limit {
+					t.Fatalf("page of %d for limit %d", len(cs), limit)
+				}
+				if len(cs) == 0 {
+					break
+				}
+				for _, c := range cs {
+					got = append(got, c.ID)
+				}
+				after = cs[len(cs)-1].ID
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("limit %d: listed %d counters %v, want %d", limit, len(got), got, len(want))
+			}
 		}
 	})
 }

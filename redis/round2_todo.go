@@ -23,11 +23,6 @@ func unsupported(spec shardcounter.Spec) error {
 	return nil
 }
 
-// ReadCounters is not implemented yet.
-func (s *CounterStore) ReadCounters(ctx context.Context, ids []string) ([]*shardcounter.Reading, error) {
-	return nil, notYet("ReadCounters")
-}
-
 // Placement is not implemented yet.
 func (s *CounterStore) Placement(ctx context.Context, id string) (*shardcounter.Placement, error) {
 	return nil, notYet("Placement")

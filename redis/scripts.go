@@ -14,22 +14,29 @@ const (
 	resStale     = 3 // the shard does not accept writes for this epoch: reload the layout
 	resOverflow  = 4
 	resNoRoom    = 5 // the shard's allowance is spent: rebalance (see allowance.go)
+	resDeferred  = 6 // an earlier item of the same counter was stale or had no room: try after it
 )
 
 // addScript applies writes to shards. For item j, KEYS[2j-1] is the shard,
 // KEYS[2j] its request-id set; ARGV[1] is the request-id time to live in
-// milliseconds and ARGV[4j-2..4j+1] the epoch the writer read, the delta,
-// its negation and the request id ("" for none). An item applies only
+// milliseconds and ARGV[5j-3..5j+1] the epoch the writer read, the delta,
+// its negation, the request id ("" for none) and a name of the item's
+// counter within the call. Items of one counter apply in order: after one
+// that must be tried again (stale, or short of room) the later ones are
+// deferred, unapplied, to be tried after it. An item applies only
 // when the shard's epoch is the writer's and the delta fits the shard's
 // allowance (fields up and dn, see allowance.go): the epoch check, the
 // duplicate check, the allowance, HINCRBY and the id's record are one
-// atomic step. The id set expires with its newest id, so that a shard
+// atomic step, which also bumps the shard's version w, so that a reader
+// can tell whether the shard changed between two of its reads (see
+// read.go). The id set expires with its newest id, so that a shard
 // that stops getting ids does not keep them for ever. Rooms are spent with HINCRBY and a check of the result's
 // sign, which Lua's doubles get right where they would round the values.
 var addScript = goredis.NewScript(`
 local ttl = tonumber(ARGV[1])
 local now
 local out = {}
+local blocked = {}
 local function widen(sk, f, by)
   local r = redis.pcall('HINCRBY', sk, f, by)
   if type(r) == 'table' and r.err then redis.call('HSET', sk, f, '9223372036854775807') end
@@ -55,9 +62,12 @@ local function unspend(sk, d, nd)
 end
 for j = 1, #KEYS / 2 do
   local sk, rk = KEYS[2*j-1], KEYS[2*j]
-  local ep, d, nd, rid = ARGV[4*j-2], ARGV[4*j-1], ARGV[4*j], ARGV[4*j+1]
-  if redis.call('HGET', sk, 'e') ~= ep then
+  local ep, d, nd, rid, c = ARGV[5*j-3], ARGV[5*j-2], ARGV[5*j-1], ARGV[5*j], ARGV[5*j+1]
+  if blocked[c] then
+    out[j] = 6
+  elseif redis.call('HGET', sk, 'e') ~= ep then
     out[j] = 3
+    blocked[c] = true
   else
     if rid ~= '' and not now then
       local t = redis.call('TIME')
@@ -68,6 +78,7 @@ for j = 1, #KEYS / 2 do
       out[j] = 2
     elseif not spend(sk, d, nd) then
       out[j] = 5
+      blocked[c] = true
     else
       local r = redis.pcall('HINCRBY', sk, 'v', d)
       if type(r) == 'table' and r.err then
@@ -76,6 +87,7 @@ for j = 1, #KEYS / 2 do
         out[j] = 4
       else
         if string.sub(d, 1, 1) ~= '-' then widen(sk, 'dn', d) else widen(sk, 'up', nd) end
+        redis.call('HINCRBY', sk, 'w', 1)
         out[j] = 1
         if rid ~= '' then
           redis.call('ZREMRANGEBYSCORE', rk, '-inf', now)
@@ -95,6 +107,25 @@ var createScript = goredis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1
+`)
+
+// createCounterScript records a counter's metadata (KEYS[1]) and its
+// entry in its index bucket (KEYS[2]) unless the metadata exists. ARGV[1]
+// is the counter id, the rest field, value pairs. It returns 1 when
+// created, 0 when taken.
+var createCounterScript = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+return 1
+`)
+
+// deleteCounterScript removes a counter's metadata (KEYS[1]) and its index
+// entry ARGV[1] in bucket KEYS[2], when the metadata records a delete.
+var deleteCounterScript = goredis.NewScript(`
+if redis.call('HGET', KEYS[1], 'st') ~= 'delete' then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+return redis.call('DEL', KEYS[1])
 `)
 
 // intentScript records a reshard intent in the metadata KEYS[1]: the
@@ -136,16 +167,22 @@ return 1
 `)
 
 // fenceScript moves shard KEYS[1] from epoch ARGV[1] to ARGV[2], so that
-// writers holding the old layout are refused, and drops the fold markers
-// of the reshard before. A shard at any other epoch is left alone, which
-// makes the step idempotent and harmless when run late.
+// writers holding the old layout are refused, records its version w as fw
+// (so a reader can tell that no write came since), and drops the fold
+// markers of the reshard before. A shard at any other epoch is left
+// alone, which makes the step idempotent and harmless when run late. It
+// returns {1, v, w, fw} when it fenced the shard, {0, v, w, fw} when the
+// shard was at ARGV[2] already, {-1} otherwise.
 var fenceScript = goredis.NewScript(`
-if redis.call('HGET', KEYS[1], 'e') ~= ARGV[1] then return 0 end
+local m = redis.call('HMGET', KEYS[1], 'e', 'v', 'w', 'fw')
+if m[1] == ARGV[2] then return {0, m[2], m[3] or '0', m[4] or ''} end
+if m[1] ~= ARGV[1] then return {-1} end
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
   if string.sub(f, 1, 2) == 'f:' then redis.call('HDEL', KEYS[1], f) end
 end
-redis.call('HSET', KEYS[1], 'e', ARGV[2])
-return 1
+local w = m[3] or '0'
+redis.call('HSET', KEYS[1], 'e', ARGV[2], 'fw', w)
+return {1, m[2], w, w}
 `)
 
 // prepareScript makes KEYS[1] a placeholder shard (epoch 0, which no
@@ -216,4 +253,4 @@ if redis.call('HGET', KEYS[1], 'st') ~= 'delete' then return 0 end
 return redis.call('DEL', KEYS[1])
 `)
 
-var allScripts = []*goredis.Script{addScript, createScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, markDeleteScript, deleteMetaScript}
+var allScripts = []*goredis.Script{addScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, markDeleteScript, deleteMetaScript}

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -151,10 +152,11 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 
 	// Group by slot, keeping batch order within a group.
 	type group struct {
-		items []pending
-		keys  []string
-		args  []any
-		cmd   *goredis.Cmd
+		items    []pending
+		keys     []string
+		args     []any
+		cmd      *goredis.Cmd
+		counters map[string]string // counter id -> its name in the script's arguments
 	}
 	var groups []*group
 	bySlot := make(map[int]*group)
@@ -166,14 +168,19 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		}
 		g := bySlot[slot]
 		if g == nil {
-			g = &group{args: []any{ttl}}
+			g = &group{args: []any{ttl}, counters: make(map[string]string)}
 			bySlot[slot] = g
 			groups = append(groups, g)
 		}
 		inc := incs[it.i]
+		c, ok := g.counters[inc.Counter]
+		if !ok {
+			c = strconv.Itoa(len(g.counters))
+			g.counters[inc.Counter] = c
+		}
 		g.items = append(g.items, it)
 		g.keys = append(g.keys, it.l.keys.shard(it.shard), it.l.keys.ids(it.shard))
-		g.args = append(g.args, it.l.ep(), inc.Delta, negate(inc.Delta), inc.RequestID)
+		g.args = append(g.args, it.l.ep(), inc.Delta, negate(inc.Delta), inc.RequestID, c)
 	}
 	if len(groups) == 1 {
 		groups[0].cmd = s.runScript(ctx, addScript, groups[0].keys, groups[0].args...)
@@ -197,7 +204,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		if err != nil {
 			if retryable(err) {
 				if goredis.HasErrorPrefix(err, "NOSCRIPT") {
-					if err := s.loadScripts(ctx); err != nil {
+					if err := s.loadScripts(ctx, g.keys[0]); err != nil {
 						return nil, storeErr("load scripts", err, false)
 					}
 				}
@@ -222,6 +229,8 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 			case resStale:
 				s.forget(it.l.id)
 				retry = append(retry, it.i)
+			case resDeferred:
+				retry = append(retry, it.i)
 			case resNoRoom:
 				if cramped[it.l.id] == nil {
 					crampedOrder = append(crampedOrder, it.l.id)
@@ -237,7 +246,8 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	for _, id := range crampedOrder {
 		its := cramped[id]
 		first := its[0]
-		vals, err := s.rebalance(ctx, first.l, need{shard: first.shard, delta: incs[first.i].Delta})
+		s.stats.rebalances.Add(1)
+		vals, err := s.freeze(ctx, first.l, &need{shard: first.shard, delta: incs[first.i].Delta})
 		s.forget(id)
 		for _, it := range its {
 			d := incs[it.i].Delta
@@ -253,6 +263,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 			}
 		}
 	}
+	slices.Sort(retry) // in batch order, as items of one counter apply
 	return retry, nil
 }
 

@@ -167,27 +167,11 @@ func testBoundsConcurrent(t *testing.T, s shardcounter.CounterStore, reshard boo
 			}
 		})
 	}
-	for r := range 2 {
-		others.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(100+r), uint64(time.Now().UnixNano())))
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				v, err := readOnce(ctx, s, id, rng)
-				if err != nil {
-					t.Errorf("read: %v", err)
-					return
-				}
-				if v < lo || v > hi {
-					t.Errorf("a strong read of a counter bounded to [%d, %d] returned %d", lo, hi, v)
-				}
-				pause()
-			}
-		})
-	}
+	readUntil(t, &others, s, id, 2, done, monotonic{time.Now()}, func(_, _, v int64) {
+		if v < lo || v > hi {
+			t.Errorf("a strong read of a counter bounded to [%d, %d] returned %d", lo, hi, v)
+		}
+	})
 	if reshard {
 		others.Go(func() { reshardUntil(t, s, []string{id}, done) })
 	}

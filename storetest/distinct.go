@@ -66,10 +66,12 @@ func listMembers(tb testing.TB, s shardcounter.CounterStore, id string, limit in
 	}
 }
 
-// checkMembers fails the test unless the distinct counter's value, its
-// listed members, IsMember and its shards all agree with want (nil: with
-// what is listed), and returns the members.
-func checkMembers(tb testing.TB, s shardcounter.CounterStore, id string, want []string) []string {
+// CheckMembers fails the test unless the distinct counter's value, its
+// listed members, IsMember and its shards (each the count of its members
+// by shard.ForMember(m) mod n) all agree with want (nil: with what is
+// listed), and returns the members. Stores use it in their own tests, after
+// a crash say.
+func CheckMembers(tb testing.TB, s shardcounter.CounterStore, id string, want []string) []string {
 	tb.Helper()
 	got := listMembers(tb, s, id, 7)
 	if want != nil {
@@ -126,7 +128,7 @@ func testDistinct(t *testing.T, s shardcounter.CounterStore) {
 	wantOutcomes(apply(member(id, "alice", true)), true) // present: nothing changes
 	wantOutcomes(apply(member(id, "bob", true), member(id, "carol", true), member(id, "alice", false)), false, false, false)
 	wantOutcomes(apply(member(id, "alice", false)), true) // absent: nothing changes
-	checkMembers(t, s, id, []string{"bob", "carol"})
+	CheckMembers(t, s, id, []string{"bob", "carol"})
 	if ok, err := s.IsMember(ctx, id, "alice"); err != nil || ok {
 		t.Fatalf("IsMember(alice) after removing her = %v, %v", ok, err)
 	}
@@ -137,7 +139,7 @@ func testDistinct(t *testing.T, s shardcounter.CounterStore) {
 		member(id, "dave", false), member(id, "dave", false),
 		member(id, "erin", true),
 	), false, true, false, true, false)
-	checkMembers(t, s, id, []string{"bob", "carol", "erin"})
+	CheckMembers(t, s, id, []string{"bob", "carol", "erin"})
 
 	t.Run("RequestID", func(t *testing.T) {
 		withID := func(inc shardcounter.Increment, rid string) shardcounter.Increment {
@@ -154,7 +156,7 @@ func testDistinct(t *testing.T, s shardcounter.CounterStore) {
 		if o := apply(withID(member(id, "bob", false), "r3"))[0]; !o.Duplicate {
 			t.Fatalf("a removal reusing an unchanged add's request id: %+v, want duplicate", o)
 		}
-		checkMembers(t, s, id, []string{"bob", "carol", "erin"})
+		CheckMembers(t, s, id, []string{"bob", "carol", "erin"})
 	})
 
 	t.Run("Errors", func(t *testing.T) {
@@ -179,7 +181,7 @@ func testDistinct(t *testing.T, s shardcounter.CounterStore) {
 		if out[3].Err != nil {
 			t.Fatalf("valid item beside invalid ones: %v", out[3].Err)
 		}
-		checkMembers(t, s, id, []string{"bob", "carol", "erin", "zoe"})
+		CheckMembers(t, s, id, []string{"bob", "carol", "erin", "zoe"})
 	})
 
 	t.Run("Reshard", func(t *testing.T) {
@@ -187,7 +189,7 @@ func testDistinct(t *testing.T, s shardcounter.CounterStore) {
 			if _, err := s.ReshardCounter(ctx, id, n); err != nil {
 				t.Fatal(err)
 			}
-			checkMembers(t, s, id, []string{"bob", "carol", "erin", "zoe"})
+			CheckMembers(t, s, id, []string{"bob", "carol", "erin", "zoe"})
 		}
 	})
 
@@ -196,7 +198,7 @@ func testDistinct(t *testing.T, s shardcounter.CounterStore) {
 			t.Fatal(err)
 		}
 		MustCreateDistinct(t, s, id, 2)
-		checkMembers(t, s, id, []string{})
+		CheckMembers(t, s, id, []string{})
 		if ok, err := s.IsMember(ctx, id, "bob"); err != nil || ok {
 			t.Fatalf("IsMember(bob) after the counter was deleted and re-created = %v, %v", ok, err)
 		}
@@ -211,7 +213,7 @@ func testDistinct(t *testing.T, s shardcounter.CounterStore) {
 // of at most limit, after a value that is not a member too.
 func testListMembers(t *testing.T, s shardcounter.CounterStore) {
 	ctx := context.Background()
-	id := prefix(t) + "c"
+	id := prefix(t) + "c-a-longer-id"
 	MustCreateDistinct(t, s, id, 3)
 	members := []string{"b", "a", "A", "é", "a b", "z/1", "ü", "aa", "😀", "B", "a%", "a_", "~", "0"}
 	var incs []shardcounter.Increment
@@ -236,7 +238,20 @@ func testListMembers(t *testing.T, s shardcounter.CounterStore) {
 	if !slices.Equal(page, want[i:i+3]) {
 		t.Fatalf("ListMembers after %q = %q, want %q", "ab", page, want[i:i+3])
 	}
-	checkMembers(t, s, id, members)
+	CheckMembers(t, s, id, members)
+
+	// After the last member, the next members in the store belong to
+	// other counters, here one whose id is short and sorts after: nothing.
+	next := prefix(t) + "d"
+	MustCreateDistinct(t, s, next, 1)
+	if _, err := s.Apply(ctx, []shardcounter.Increment{member(next, "x", true)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []string{"😀", "😀😀", "\U0010FFFF"} {
+		if page, err := s.ListMembers(ctx, id, after, 3); err != nil || len(page) != 0 {
+			t.Fatalf("ListMembers after the last member (%q) = %q, %v; want none", after, page, err)
+		}
+	}
 }
 
 // testMembersConcurrent adds and removes the same members from many
@@ -294,22 +309,9 @@ func testMembersConcurrent(t *testing.T, s shardcounter.CounterStore, reshard bo
 			}
 		})
 	}
-	others.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			r, err := s.ReadCounter(ctx, id)
-			if err != nil {
-				t.Errorf("ReadCounter: %v", err)
-				return
-			}
-			if r.Value < 0 || r.Value > pool+writers*4 {
-				t.Errorf("a strong read of the member count = %d, outside [0, %d]", r.Value, pool+writers*4)
-			}
-			pause()
+	readUntil(t, &others, s, id, 1, done, monotonic{time.Now()}, func(_, _, v int64) {
+		if v < 0 || v > pool+writers*4 {
+			t.Errorf("a strong read of the member count = %d, outside [0, %d]", v, pool+writers*4)
 		}
 	})
 	if reshard {
@@ -322,7 +324,7 @@ func testMembersConcurrent(t *testing.T, s shardcounter.CounterStore, reshard bo
 		return
 	}
 
-	got := checkMembers(t, s, id, nil)
+	got := CheckMembers(t, s, id, nil)
 	if v := int64(len(got)); v != net.Load() {
 		t.Fatalf("%d members, but the outcomes added %d net: a change was lost or doubled", v, net.Load())
 	}
@@ -353,5 +355,5 @@ func testMembersConcurrent(t *testing.T, s shardcounter.CounterStore, reshard bo
 	if changed.Load() != 1 {
 		t.Fatalf("50 concurrent adds of one member: %d changed it, want 1", changed.Load())
 	}
-	checkMembers(t, s, id, append(got, "same"))
+	CheckMembers(t, s, id, append(got, "same"))
 }

@@ -81,6 +81,32 @@ func reshardUntil(t *testing.T, s shardcounter.CounterStore, ids []string, done 
 	}
 }
 
+// readUntil starts readers goroutines in wg that read id (readOnce) until
+// done is closed, pausing between reads, and pass check each value with
+// the call's interval on clk. check runs on the readers' goroutines.
+func readUntil(t *testing.T, wg *sync.WaitGroup, s shardcounter.CounterStore, id string, readers int, done <-chan struct{}, clk monotonic, check func(call, ret, v int64)) {
+	for r := range readers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(100+r), uint64(time.Now().UnixNano())))
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				call := clk.now()
+				v, err := readOnce(context.Background(), s, id, rng)
+				if err != nil {
+					t.Errorf("read %s: %v", id, err)
+					return
+				}
+				check(call, clk.now(), v)
+				pause()
+			}
+		})
+	}
+}
+
 // testTransfer is the transfer property of issue 17: each client i owns
 // the amount 2^i and writes +2^i, waits for the acknowledgement, then
 // −2^i, over and over, so the counter only ever holds a sum of distinct
@@ -126,28 +152,11 @@ func testTransfer(t *testing.T, s shardcounter.CounterStore) {
 			}
 		})
 	}
-	for r := range 3 {
-		others.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(100+r), uint64(time.Now().UnixNano())))
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				call := clk.now()
-				v, err := readOnce(ctx, s, id, rng)
-				if err != nil {
-					t.Errorf("read: %v", err)
-					return
-				}
-				mu.Lock()
-				reads = append(reads, read{call, clk.now(), v})
-				mu.Unlock()
-				pause()
-			}
-		})
-	}
+	readUntil(t, &others, s, id, 3, done, clk, func(call, ret, v int64) {
+		mu.Lock()
+		reads = append(reads, read{call, ret, v})
+		mu.Unlock()
+	})
 	others.Go(func() { reshardUntil(t, s, []string{id}, done) })
 	writers.Wait()
 	close(done)

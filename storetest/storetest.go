@@ -3,8 +3,12 @@
 //
 //	func TestCounterStore(t *testing.T) {
 //		storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore {
-//			return MustOpen(tb)
-//		}, storetest.Options{})
+//			return MustOpen(tb, Options{})
+//		}, storetest.Options{
+//			OpenWithClock: func(tb testing.TB, now func() time.Time) shardcounter.CounterStore {
+//				return MustOpen(tb, Options{Now: now})
+//			},
+//		})
 //	}
 //
 // A store is done when it passes under -race. The suite may share one store
@@ -63,6 +67,12 @@ type Options struct {
 	// of a batch is linearizable on its own, instead of that the batch is
 	// one snapshot.
 	NoBatchSnapshot bool
+
+	// OpenWithClock returns a store whose clock is now: the time a write
+	// commits at (which window bucket it lands in, which buckets are past
+	// retention) follows it. It may share Open's database. The window
+	// cases need it and fail without it.
+	OpenWithClock func(tb testing.TB, now func() time.Time) shardcounter.CounterStore
 }
 
 // RunCounterStore runs every test of the contract.
@@ -97,6 +107,9 @@ func RunCounterStore(t *testing.T, open OpenFunc, opts Options) {
 	t.Run("Bounds", func(t *testing.T) { testBounds(t, open(t)) })
 	t.Run("BoundsConcurrent", func(t *testing.T) { testBoundsConcurrent(t, open(t), false) })
 	t.Run("BoundsReshard", func(t *testing.T) { testBoundsConcurrent(t, open(t), true) })
+	t.Run("Window", func(t *testing.T) { testWindow(t, opts) })
+	t.Run("WindowRetention", func(t *testing.T) { testWindowRetention(t, opts) })
+	t.Run("WindowUnderWrites", func(t *testing.T) { testWindowUnderWrites(t, opts) })
 }
 
 // MustCreate creates a counter or fails the test.

@@ -64,6 +64,7 @@ type benchCommand struct {
 	min, max     optionalInt
 	window       string
 	prefill      bool
+	keep         bool
 	pipeline     int
 	duration     time.Duration
 	jsonFile     string
@@ -137,6 +138,7 @@ func (c *benchCommand) flags(fs *flag.FlagSet) {
 	fs.Var(&c.max, "max", "also run each path on counters with this ceiling `V` (≥ 0), next to the plain counters")
 	fs.StringVar(&c.window, "window", "", "also run each path on counters with this window, `BUCKET:RETENTION` such as 1m:1d, next to the plain counters")
 	fs.BoolVar(&c.prefill, "prefill", false, "before each run, write once to every counter in batches of 1000, creating them, so the run and its memory figures cover all --counters")
+	fs.BoolVar(&c.keep, "keep-counters", false, "leave each run's counters in the store instead of deleting them one by one after it: for a store thrown away after the benchmark (a million deletes take minutes)")
 	fs.IntVar(&c.pipeline, "pipeline", 1, "for the resp path and the Redis peers: commands sent per round trip, 1 to 1000")
 	fs.DurationVar(&c.duration, "duration", bench.DefaultDuration, "length of each run")
 	fs.StringVar(&c.jsonFile, "json", "", "also write the report as JSON to this `FILE`")
@@ -299,7 +301,7 @@ func (c *benchCommand) plan(args []string) (*benchPlan, error) {
 		MaxInFlight: inFlight, Zipf: c.zipf,
 		Workload: c.workload, ReadRatio: c.readRatio, ReadBatch: c.readBatch, ReadConsistency: shardcounter.Consistency(c.readCons),
 		Kind: c.kindList()[0], Members: c.members, DecrRatio: c.decrRatio, Variants: variants,
-		Prefill: c.prefill, Pipeline: c.pipeline,
+		Prefill: c.prefill, Pipeline: c.pipeline, KeepCounters: c.keep,
 	}
 	if c.server != "" {
 		p.cfg.StoreName = "server"

@@ -4,14 +4,19 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/shardcounter/shardcounter"
 )
 
-// createCommand is `shardcounter create ID [--shards N]`.
+// createCommand is `shardcounter create ID [--shards N] [--kind sum|distinct]
+// [--min V] [--max V] [--window BUCKET:RETENTION]`.
 type createCommand struct {
 	clientFlags
-	shards int
+	shards   int
+	kind     kindFlag
+	min, max int64Flag
+	window   windowFlag
 }
 
 func newCreateCommand(m *Main) command { return &createCommand{clientFlags: clientFlags{m: m}} }
@@ -19,6 +24,10 @@ func newCreateCommand(m *Main) command { return &createCommand{clientFlags: clie
 func (c *createCommand) flags(fs *flag.FlagSet) {
 	c.register(fs)
 	fs.IntVar(&c.shards, "shards", 0, "`N` shards, 1 to 1024 (default: the server's --default-shards)")
+	fs.Var(&c.kind, "kind", "`KIND` sum (add deltas, the default) or distinct (count members, each once)")
+	fs.Var(&c.min, "min", "refuse writes that would take the total below `V` (sum counters; V ≤ 0)")
+	fs.Var(&c.max, "max", "refuse writes that would take the total above `V` (sum counters; V ≥ 0)")
+	fs.Var(&c.window, "window", "also count writes in time buckets: `BUCKET:RETENTION`, BUCKET 1m, 1h or 1d, e.g. 1h:7d")
 }
 
 func (c *createCommand) run(ctx context.Context, args []string) error {
@@ -31,21 +40,48 @@ func (c *createCommand) run(ctx context.Context, args []string) error {
 			return usagef("--shards: %s", shardcounter.ErrorMessage(err))
 		}
 	}
+	opts := shardcounter.CreateOptions{Shards: c.shards, Kind: c.kind.k, Min: c.min.v, Max: c.max.v, Window: c.window.w}
+	spec := shardcounter.Spec{Shards: shardcounter.MinShards, Kind: opts.Kind, Min: opts.Min, Max: opts.Max, Window: opts.Window}
+	if err := shardcounter.ValidateSpec(spec); err != nil {
+		return usagef("%s", shardcounter.ErrorMessage(err))
+	}
 	client, err := c.client()
 	if err != nil {
 		return err
 	}
-	counter, created, err := client.CreateCounter(ctx, id, shardcounter.CreateOptions{Shards: c.shards})
+	counter, created, err := client.CreateCounter(ctx, id, opts)
 	if err != nil {
 		return err
 	}
 	if c.json {
 		return c.printJSON(counter)
 	}
-	verb := "created %s with %d shards\n"
+	verb := "created %s with %d shards%s\n"
 	if !created {
-		verb = "%s already exists with %d shards\n"
+		verb = "%s already exists with %d shards%s\n"
 	}
-	_, err = fmt.Fprintf(c.m.Stdout, verb, counter.ID, counter.Shards)
+	_, err = fmt.Fprintf(c.m.Stdout, verb, counter.ID, counter.Shards, describeSpec(counter.Spec))
 	return err
+}
+
+// describeSpec says what a counter was created with beyond its shards:
+// nothing for a plain sum counter.
+func describeSpec(s shardcounter.Spec) string {
+	var parts []string
+	if s.Kind == shardcounter.KindDistinct {
+		parts = append(parts, "distinct")
+	}
+	if s.Min != nil {
+		parts = append(parts, fmt.Sprintf("min %d", *s.Min))
+	}
+	if s.Max != nil {
+		parts = append(parts, fmt.Sprintf("max %d", *s.Max))
+	}
+	if s.Window != nil {
+		parts = append(parts, fmt.Sprintf("window %s:%s", s.Window.Bucket, s.Window.Retention))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }

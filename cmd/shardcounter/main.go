@@ -21,11 +21,16 @@ import (
 // file that defines its command type.
 var subcommands = []subcommand{
 	{"serve", "[flags]", "run the HTTP server", newServeCommand},
-	{"create", "ID [--shards N]", "create a counter", newCreateCommand},
+	{"create", "ID [--shards N] [--kind sum|distinct] [--min V] [--max V] [--window BUCKET:RETENTION]", "create a counter", newCreateCommand},
 	{"incr", "ID [--by N] [--request-id S]", "add to a counter", newIncrCommand},
 	{"decr", "ID [--by N] [--request-id S]", "subtract from a counter", newDecrCommand},
-	{"get", "ID [--cached]", "print a counter's value", newGetCommand},
+	{"get", "ID... [--cached] [--last DURATION]", "print counters' values", newGetCommand},
 	{"watch", "ID [--interval D]", "print a counter's value and each change of it, live", newWatchCommand},
+	{"series", "ID [--last DURATION] [--bucket B]", "print a windowed counter's sums per time bucket", newSeriesCommand},
+	{"shards", "ID", "print each shard's value and the node that holds it", newShardsCommand},
+	{"add", "ID MEMBER", "add a member to a distinct counter", newAddCommand},
+	{"remove", "ID MEMBER", "remove a member from a distinct counter", newRemoveCommand},
+	{"members", "ID [--limit N]", "list a distinct counter's members", newMembersCommand},
 	{"reshard", "ID --shards N", "change a counter's shard count, keeping its value", newReshardCommand},
 	{"delete", "ID", "delete a counter", newDeleteCommand},
 	{"list", "[--prefix P] [--limit N]", "list counters in id order", newListCommand},

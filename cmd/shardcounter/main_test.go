@@ -349,6 +349,35 @@ func TestUsageErrors(t *testing.T) {
 		{"serve", "--max-body", "0"},
 		{"serve", "--auto-create", "maybe"},
 		{"serve", "extra"},
+		{"serve", "--body-timeout", "0s"},
+		{"create", "a", "--kind", "set"},
+		{"create", "a", "--min", "1"},
+		{"create", "a", "--max", "-1"},
+		{"create", "a", "--min", "x"},
+		{"create", "a", "--max", "9223372036854775808"},
+		{"create", "a", "--window", "1h"},
+		{"create", "a", "--window", "90s:1h"},
+		{"create", "a", "--window", "1h:90m"},
+		{"create", "a", "--window", "1m:365d"},
+		{"create", "a", "--kind", "distinct", "--min", "0"},
+		{"create", "a", "--kind", "distinct", "--window", "1h:1d"},
+		{"get", "a", "--last", "0s"},
+		{"get", "a", "--last", "yesterday"},
+		{"get", "a", "--last", "24h", "--cached"},
+		{"get", "a", "b\x01"},
+		{"series"},
+		{"series", "a", "b"},
+		{"series", "a", "--bucket", "-1h"},
+		{"series", "a", "--last", "1x"},
+		{"shards"},
+		{"shards", "a", "--cached"},
+		{"add", "a"},
+		{"add", "a", "m", "extra"},
+		{"add", "a", ""},
+		{"remove", "a", "m\n"},
+		{"members"},
+		{"members", "a", "--limit", "-1"},
+		{"members", "a", "--limit", "many"},
 	} {
 		t.Run(strings.Join(args, "_"), func(t *testing.T) {
 			Run(t, dir, nil, args...).MustFail(t, 2)
@@ -358,7 +387,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	dir := t.TempDir()
-	for _, sub := range []string{"serve", "create", "incr", "decr", "get", "reshard", "delete", "list", "version"} {
+	for _, sub := range []string{"serve", "create", "incr", "decr", "get", "series", "shards", "add", "remove", "members", "reshard", "delete", "list", "version"} {
 		for _, flag := range []string{"--help", "-h"} {
 			out := Run(t, dir, nil, sub, flag).MustOK(t)
 			if !strings.HasPrefix(out, "usage: shardcounter "+sub) {

@@ -150,6 +150,12 @@ type Config struct {
 	// commands per round trip (default 1: one command at a time).
 	Pipeline int
 
+	// KeepCounters leaves the paths' counters in the store after each
+	// run instead of deleting them one by one: for a store thrown away
+	// after the benchmark, where a million deletes would take minutes.
+	// Peers always clean up (a dropped table, DEL of 1000 keys at once).
+	KeepCounters bool
+
 	// Progress, when set, is called about twice a second during a run
 	// with what it has done so far, for a progress line.
 	Progress func(Progress)
@@ -389,7 +395,7 @@ func runPath(ctx context.Context, cfg Config, path string, v Variant, shards, in
 	if store == "" {
 		name = fmt.Sprintf("%s/shards=%d", path, shards)
 	}
-	if !v.plain() {
+	if v.Name != VariantPlain {
 		name += "/" + v.Name
 	}
 	if inFlight > 0 {
@@ -430,7 +436,7 @@ func runPath(ctx context.Context, cfg Config, path string, v Variant, shards, in
 			return Run{}, err
 		}
 		// The target's clean-up closes the client and stops the server.
-		t, mem = respTarget(cfg, r, runPrefix(path, v, shards)), r
+		t, mem = respTarget(cfg, r, runPrefix(path, v, shards), cfg.KeepCounters), r
 		run.Pipeline = cfg.Pipeline
 		if r.eng != nil {
 			commits = (&engineService{eng: r.eng}).writesPerCommit

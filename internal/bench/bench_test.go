@@ -22,7 +22,7 @@ import (
 // mustStore opens a real store: PostgreSQL on a fresh test database.
 func mustStore(tb testing.TB) shardcounter.CounterStore {
 	tb.Helper()
-	s, err := postgres.Open(context.Background(), pgtest.MustDatabase(tb))
+	s, err := postgres.Open(context.Background(), pgtest.MustDatabase(tb), postgres.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -205,15 +205,22 @@ func (s *httpService) create(ctx context.Context, id string) error {
 	return err
 }
 
-func (s *httpService) value(ctx context.Context, id string) (int64, error) {
+func (s *httpService) sum(ctx context.Context, ids []string) (int64, error) {
 	if s.store != nil {
-		return naiveService{s.store, s.spec}.value(ctx, id)
+		return naiveService{s.store, s.spec}.sum(ctx, ids)
 	}
-	r, err := s.client.ReadCounter(ctx, id, shardcounter.Strong)
+	rs, err := s.client.ReadCounters(ctx, ids, shardcounter.Strong)
 	if err != nil {
 		return 0, err
 	}
-	return r.Value, nil
+	var total int64
+	for i, r := range rs {
+		if r.Err != nil {
+			return 0, fmt.Errorf("%s: %w", ids[i], r.Err)
+		}
+		total += r.Reading.Value
+	}
+	return total, nil
 }
 
 func (s *httpService) window(ctx context.Context, id string) (int64, error) {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/shardcounter/shardcounter"
 )
@@ -123,27 +122,6 @@ func settingsName(settings map[string]string, keys ...string) string {
 	return strings.Join(parts, ",")
 }
 
-// forChunks calls fn with the indexes i where set[i] is true, up to n at a
-// time.
-func forChunks(set []atomic.Bool, n int, fn func(idx []int) error) error {
-	var idx []int
-	for i := range set {
-		if !set[i].Load() {
-			continue
-		}
-		if idx = append(idx, i); len(idx) == n {
-			if err := fn(idx); err != nil {
-				return err
-			}
-			idx = idx[:0]
-		}
-	}
-	if len(idx) > 0 {
-		return fn(idx)
-	}
-	return nil
-}
-
 // barePeer serves the bare handler on a loopback port of this process and
 // drives it with the http path's load generator and requests.
 func barePeer(cfg Config, run *Run) (target, error) {
@@ -158,22 +136,20 @@ func barePeer(cfg Config, run *Run) (target, error) {
 	svc := &httpService{lg: newLoadgen(url, "", cfg.Clients)}
 	id := func(i int) string { return strconv.Itoa(i) }
 	return target{
-		do: func(ctx context.Context, ops []operation) {
-			for i := range ops {
-				op := &ops[i]
-				switch op.kind {
-				case opWrite:
-					op.changed, op.err = svc.write(ctx, writeOf(id(op.counter), op, cfg.Kind))
-				case opRead:
-					op.err = svc.read(ctx, id(op.counter), shardcounter.Strong)
-				case opReadBatch:
-					// The handler answers no readings: send the request
-					// and take any 200.
-					body, _ := json.Marshal(readsRequest{make([]string, len(op.counters)), shardcounter.Strong})
-					op.err = svc.lg.do(ctx, http.MethodPost, "/v1/reads", body, nil)
-				}
-			}
-		},
+		do: oneByOne(
+			func(ctx context.Context, op *operation) (err error) {
+				op.changed, err = svc.write(ctx, writeOf(id(op.counter), op, cfg.Kind))
+				return err
+			},
+			func(ctx context.Context, op *operation) error {
+				return svc.read(ctx, id(op.counter), shardcounter.Strong)
+			},
+			func(ctx context.Context, op *operation) error {
+				// The handler answers no readings: send the request and
+				// take any 200.
+				body, _ := json.Marshal(readsRequest{make([]string, len(op.counters)), shardcounter.Strong})
+				return svc.lg.do(ctx, http.MethodPost, "/v1/reads", body, nil)
+			}),
 		// Nothing to create: every counter is the one atomic.
 		prefill: func(context.Context, []int) (int64, error) { return 0, nil },
 		total:   func(context.Context) (int64, error) { return h.n.Load(), nil },

@@ -42,7 +42,7 @@ func redisPeer(ctx context.Context, cfg Config, p Peer, run *Run) (target, memor
 	}
 	s := &respService{c: c, spec: shardcounter.Spec{Kind: cfg.Kind}}
 	prefix := fmt.Sprintf("shardcounter-bench/%x/", time.Now().UnixNano())
-	return respTarget(cfg, s, prefix), redisMemory{c}, nil
+	return respTarget(cfg, s, prefix, false), redisMemory{c}, nil
 }
 
 // redisMemory is a Redis server's resident memory, from INFO.

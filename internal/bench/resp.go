@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -74,6 +75,9 @@ func startRESP(ctx context.Context, cfg Config, spec shardcounter.Spec) (*respSe
 		Password: cfg.Token,
 		// One connection per client, made before the clock starts.
 		PoolSize: cfg.Clients, MinIdleConns: cfg.Clients,
+		// As the HTTP load generator's: a DEL of many counters deletes
+		// them one by one.
+		ReadTimeout: respTimeout, WriteTimeout: respTimeout,
 	})
 	if err := s.c.Ping(ctx).Err(); err != nil {
 		s.close(ctx) //nolint:errcheck // the ping's error says more
@@ -308,14 +312,22 @@ func sumStrings(vals []any) (int64, error) {
 	return total, nil
 }
 
+// keysPerCall is how many keys one MGET, DEL or pipeline of SCARDs of the
+// read-back and clean-up carries: shardcounter deletes counters one by
+// one, so a DEL of this many must answer within respTimeout.
+const keysPerCall = 100
+
+// respTimeout bounds a RESP command's round trip.
+const respTimeout = 30 * time.Second
+
 // respTarget drives a RESP server (the resp path, and the Redis peers,
 // which are the same commands against Redis itself) on cfg.Counters
-// keys named prefix+i.
-func respTarget(cfg Config, s *respService, prefix string) target {
+// keys named prefix+i. keep leaves the keys in place after the run.
+func respTarget(cfg Config, s *respService, prefix string, keep bool) target {
 	id := func(i int) string { return prefix + strconv.Itoa(i) }
 	written := make([]atomic.Bool, cfg.Counters)
 	chunks := func(ctx context.Context, fn func(ctx context.Context, keys []string) error) error {
-		return forChunks(written, 1000, func(idx []int) error {
+		return forChunks(ctx, written, keysPerCall, cfg.Clients, func(ctx context.Context, idx []int) error {
 			keys := make([]string, len(idx))
 			for j, i := range idx {
 				keys[j] = id(i)
@@ -352,30 +364,25 @@ func respTarget(cfg Config, s *respService, prefix string) target {
 			return n, nil
 		},
 		total: func(ctx context.Context) (int64, error) {
-			var total int64
+			var total atomic.Int64
 			err := chunks(ctx, func(ctx context.Context, keys []string) error {
 				n, err := s.values(ctx, keys)
-				total += n
+				total.Add(n)
 				return err
 			})
-			return total, err
+			return total.Load(), err
 		},
-		touched: func() int64 {
-			var n int64
-			for i := range written {
-				if written[i].Load() {
-					n++
-				}
-			}
-			return n
-		},
+		touched: func() int64 { return countSet(written) },
 		// Read back and clean up through the server, which runs until
 		// clean-up: GET and MGET are strong reads, so every acknowledged
 		// write is in them.
 		cleanup: func(ctx context.Context) error {
-			err := chunks(ctx, func(ctx context.Context, keys []string) error {
-				return s.c.Del(ctx, keys...).Err()
-			})
+			var err error
+			if !keep {
+				err = chunks(ctx, func(ctx context.Context, keys []string) error {
+					return s.c.Del(ctx, keys...).Err()
+				})
+			}
 			if cerr := s.close(ctx); err == nil {
 				err = cerr
 			}

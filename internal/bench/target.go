@@ -29,7 +29,9 @@ type counterService interface {
 	// returns how many changed a value.
 	writeBatch(ctx context.Context, ws []shardcounter.Write) (int64, error)
 	create(ctx context.Context, id string) error
-	value(ctx context.Context, id string) (int64, error)
+	// sum returns the sum of the counters' values, strong; a counter
+	// that does not exist is an error, since the run wrote it.
+	sum(ctx context.Context, ids []string) (int64, error)
 	// window returns the sum of the counter's window over its retention.
 	window(ctx context.Context, id string) (int64, error)
 	remove(ctx context.Context, id string) error
@@ -123,12 +125,19 @@ func (s naiveService) create(ctx context.Context, id string) error {
 	return err
 }
 
-func (s naiveService) value(ctx context.Context, id string) (int64, error) {
-	r, err := s.store.ReadCounter(ctx, id)
+func (s naiveService) sum(ctx context.Context, ids []string) (int64, error) {
+	rs, err := s.store.ReadCounters(ctx, ids)
 	if err != nil {
 		return 0, err
 	}
-	return r.Value, nil
+	var total int64
+	for i, r := range rs {
+		if r == nil {
+			return 0, shardcounter.Errorf(shardcounter.ENOTFOUND, "counter %q was written and is gone", ids[i])
+		}
+		total += r.Value
+	}
+	return total, nil
 }
 
 // window reads the buckets from the start of the retention to a bucket
@@ -159,13 +168,12 @@ func counterTarget(cfg Config, svc counterService, path string, v Variant, shard
 	// weigh on the memory figures of the paths served in this process.
 	id := func(i int) string { return prefix + strconv.Itoa(i) }
 	created := make([]atomic.Bool, cfg.Counters)
-	write := func(ctx context.Context, op *operation) {
+	write := func(ctx context.Context, op *operation) error {
 		w := writeOf(id(op.counter), op, cfg.Kind)
 		changed, err := svc.write(ctx, w)
 		if errors.Is(err, shardcounter.ErrNotFound) {
 			if cerr := svc.create(ctx, w.Counter); cerr != nil && !errors.Is(cerr, shardcounter.ErrExists) {
-				op.err = cerr
-				return
+				return cerr
 			}
 			created[op.counter].Store(true)
 			changed, err = svc.write(ctx, w)
@@ -175,75 +183,124 @@ func counterTarget(cfg Config, svc counterService, path string, v Variant, shard
 		if (err == nil || shardcounter.IsOutcomeUnknown(err)) && !created[op.counter].Load() {
 			created[op.counter].Store(true)
 		}
-		op.changed, op.err = changed, err
+		op.changed = changed
+		return err
 	}
-	values := func(ctx context.Context, value func(context.Context, string) (int64, error)) (int64, error) {
+	t := target{touched: func() int64 { return countSet(created) }}
+	t.total = func(ctx context.Context) (int64, error) {
 		var total atomic.Int64
-		err := forCreated(ctx, created, cfg.Clients, func(ctx context.Context, i int) error {
-			v, err := value(ctx, id(i))
-			total.Add(v)
+		err := forChunks(ctx, created, shardcounter.MaxReadBatch, cfg.Clients, func(ctx context.Context, is []int) error {
+			ids := make([]string, len(is))
+			for j, i := range is {
+				ids[j] = id(i)
+			}
+			n, err := svc.sum(ctx, ids)
+			total.Add(n)
 			return err
 		})
 		return total.Load(), err
 	}
-	t := target{
-		do: func(ctx context.Context, ops []operation) {
-			for i := range ops {
-				op := &ops[i]
-				switch op.kind {
-				case opWrite:
-					write(ctx, op)
-				case opRead:
-					if err := svc.read(ctx, id(op.counter), cfg.ReadConsistency); err != nil && !errors.Is(err, shardcounter.ErrNotFound) {
-						op.err = err
-					}
-				case opReadBatch:
-					ids := make([]string, len(op.counters))
-					for j, c := range op.counters {
-						ids[j] = id(c)
-					}
-					op.err = svc.readMany(ctx, ids, cfg.ReadConsistency)
-				}
-			}
-		},
-		prefill: func(ctx context.Context, is []int) (int64, error) {
-			ws := make([]shardcounter.Write, len(is))
-			for j, i := range is {
-				ws[j] = prefillWrite(id(i), cfg.Kind)
-				created[i].Store(true)
-			}
-			return svc.writeBatch(ctx, ws)
-		},
-		total: func(ctx context.Context) (int64, error) { return values(ctx, svc.value) },
-		touched: func() int64 {
-			var n int64
-			for i := range created {
-				if created[i].Load() {
-					n++
-				}
-			}
-			return n
-		},
-		cleanup: func(ctx context.Context) error {
-			return forCreated(ctx, created, cfg.Clients, func(ctx context.Context, i int) error {
-				return svc.remove(ctx, id(i))
-			})
-		},
-	}
 	if v.Window != nil {
-		t.windowTotal = func(ctx context.Context) (int64, error) { return values(ctx, svc.window) }
+		t.windowTotal = func(ctx context.Context) (int64, error) {
+			var total atomic.Int64
+			err := forCreated(ctx, created, cfg.Clients, func(ctx context.Context, i int) error {
+				n, err := svc.window(ctx, id(i))
+				total.Add(n)
+				return err
+			})
+			return total.Load(), err
+		}
+	}
+	t.do = oneByOne(write,
+		func(ctx context.Context, op *operation) error {
+			if err := svc.read(ctx, id(op.counter), cfg.ReadConsistency); !errors.Is(err, shardcounter.ErrNotFound) {
+				return err
+			}
+			return nil
+		},
+		func(ctx context.Context, op *operation) error {
+			ids := make([]string, len(op.counters))
+			for j, c := range op.counters {
+				ids[j] = id(c)
+			}
+			return svc.readMany(ctx, ids, cfg.ReadConsistency)
+		})
+	t.prefill = func(ctx context.Context, is []int) (int64, error) {
+		ws := make([]shardcounter.Write, len(is))
+		for j, i := range is {
+			ws[j] = prefillWrite(id(i), cfg.Kind)
+			created[i].Store(true)
+		}
+		return svc.writeBatch(ctx, ws)
+	}
+	t.cleanup = func(ctx context.Context) error {
+		if cfg.KeepCounters {
+			return nil
+		}
+		return forCreated(ctx, created, cfg.Clients, func(ctx context.Context, i int) error {
+			return svc.remove(ctx, id(i))
+		})
 	}
 	return t
+}
+
+// oneByOne returns a target's do that performs each operation in turn:
+// write (which sets op.changed), read of one counter, or readMany of a
+// timeline's.
+func oneByOne(write, read, readMany func(ctx context.Context, op *operation) error) func(ctx context.Context, ops []operation) {
+	return func(ctx context.Context, ops []operation) {
+		for i := range ops {
+			op := &ops[i]
+			switch op.kind {
+			case opWrite:
+				op.err = write(ctx, op)
+			case opRead:
+				op.err = read(ctx, op)
+			case opReadBatch:
+				op.err = readMany(ctx, op)
+			}
+		}
+	}
+}
+
+// countSet is how many of set are true.
+func countSet(set []atomic.Bool) int64 {
+	var n int64
+	for i := range set {
+		if set[i].Load() {
+			n++
+		}
+	}
+	return n
 }
 
 // runPrefix is the prefix of a run's counter ids: "bench/", a time that
 // keeps runs apart, and the path, shard count and variant, so that a
 // counter left behind says where it came from.
 func runPrefix(path string, v Variant, shards int) string {
-	if v.plain() {
+	if v.Name == VariantPlain {
 		return fmt.Sprintf("bench/%x/%s-%d-shards/", time.Now().UnixNano(), path, shards)
 	}
 	return fmt.Sprintf("bench/%x/%s-%d-shards-%s/", time.Now().UnixNano(), path, shards, v.Name)
+}
+
+// forChunks calls fn with the indexes i where set[i] is true, up to n at
+// a time, from up to workers goroutines, and returns the first error.
+func forChunks(ctx context.Context, set []atomic.Bool, n, workers int, fn func(ctx context.Context, idx []int) error) error {
+	var chunks [][]int
+	var idx []int
+	for i := range set {
+		if !set[i].Load() {
+			continue
+		}
+		if idx = append(idx, i); len(idx) == n {
+			chunks, idx = append(chunks, idx), nil
+		}
+	}
+	if len(idx) > 0 {
+		chunks = append(chunks, idx)
+	}
+	return forEach(ctx, len(chunks), workers, func(ctx context.Context, c int) error { return fn(ctx, chunks[c]) })
 }
 
 // forCreated calls fn for every i with created[i] set, from up to

@@ -75,10 +75,6 @@ func Windowed(w shardcounter.Window) Variant {
 	return Variant{Name: fmt.Sprintf("window=%s:%s", w.Bucket, w.Retention), Window: &w}
 }
 
-// plain reports whether v has no bounds and no window: auto-create makes
-// such counters, of either kind.
-func (v Variant) plain() bool { return v.Min == nil && v.Max == nil && v.Window == nil }
-
 // kind is the variant's counter kind.
 func (v Variant) kind() shardcounter.Kind {
 	if v.Kind == "" {

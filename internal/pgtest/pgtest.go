@@ -164,22 +164,33 @@ func redact(dsn string) string {
 // needs the PostgreSQL server binaries (initdb, pg_ctl); as root it runs
 // them as user postgres, since PostgreSQL refuses to run as root.
 type Server struct {
-	bin  string // directory of initdb and pg_ctl
-	dir  string // socket directory, log and data
-	port int
-	as   *user.User // nil: the current user
+	bin      string // directory of initdb and pg_ctl
+	dir      string // socket directory, log and data
+	port     int
+	as       *user.User // nil: the current user
+	settings []string   // name=value, after the defaults
 }
 
 // StartServer initialises and starts a private server on a free port of
 // 127.0.0.1 with trust authentication for user postgres. The test's
 // cleanup stops it and removes its files.
-func StartServer(tb testing.TB) *Server {
+//
+// Each of settings is a configuration parameter as name=value, applied
+// after the server's defaults (shared_buffers=16MB, max_connections=40),
+// so a benchmark can give it more memory or load
+// shared_preload_libraries=pg_stat_statements.
+func StartServer(tb testing.TB, settings ...string) *Server {
 	tb.Helper()
 	bin, err := binDir()
 	if err != nil {
 		tb.Fatalf("%v: install the PostgreSQL server (scripts/ensure-postgres.sh does) or set SHARDCOUNTER_PG_BINDIR", err)
 	}
-	s := &Server{bin: bin}
+	for _, kv := range settings {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" || strings.ContainsAny(kv, " '\\\"") {
+			tb.Fatalf("pgtest: setting %q is not name=value without spaces or quotes", kv)
+		}
+	}
+	s := &Server{bin: bin, settings: settings}
 	if os.Geteuid() == 0 {
 		if s.as, err = user.Lookup("postgres"); err != nil {
 			tb.Fatalf("running as root, a private PostgreSQL needs the user postgres to run as: %v: install the postgresql package, which creates it", err)
@@ -223,6 +234,9 @@ func (s *Server) URL() string {
 func (s *Server) Start(tb testing.TB) {
 	tb.Helper()
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c shared_buffers=16MB -c max_connections=40", s.port, s.dir)
+	for _, kv := range s.settings {
+		opts += " -c " + kv
+	}
 	if out, err := s.pgctl("start", "-w", "-t", "60", "-l", filepath.Join(s.dir, "log"), "-o", opts); err != nil {
 		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
 		tb.Fatalf("pg_ctl start: %v\n%s\n%s", err, out, log)

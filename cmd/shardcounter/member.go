@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/shardcounter/shardcounter"
+	shttp "github.com/shardcounter/shardcounter/http"
+)
+
+// memberCommand is `shardcounter add ID MEMBER` and, with remove set,
+// `shardcounter remove ID MEMBER`: a distinct counter's member.
+type memberCommand struct {
+	clientFlags
+	remove bool
+}
+
+func newAddCommand(m *Main) command { return &memberCommand{clientFlags: clientFlags{m: m}} }
+func newRemoveCommand(m *Main) command {
+	return &memberCommand{clientFlags: clientFlags{m: m}, remove: true}
+}
+
+func (c *memberCommand) flags(fs *flag.FlagSet) { c.register(fs) }
+
+func (c *memberCommand) run(ctx context.Context, args []string) error {
+	if len(args) != 2 {
+		return usagef("expected a counter ID and a MEMBER, got %d arguments", len(args))
+	}
+	id, member := args[0], args[1]
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return usagef("%s", shardcounter.ErrorMessage(err))
+	}
+	if err := shardcounter.ValidateID("member", member); err != nil {
+		return usagef("%s", shardcounter.ErrorMessage(err))
+	}
+	client, err := c.client()
+	if err != nil {
+		return err
+	}
+	w := shardcounter.AddMember(id, member)
+	if c.remove {
+		w = shardcounter.RemoveMember(id, member)
+	}
+	res, err := client.WriteCounter(ctx, w)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		resp := shttp.MemberResponse{Counter: id, Member: member, Added: res.Changed}
+		if c.remove {
+			resp.Added, resp.Removed = nil, res.Changed
+		}
+		return c.printJSON(resp)
+	}
+	var line string
+	switch {
+	case res.Changed == nil: // an async server answers before the commit
+		line = fmt.Sprintf("accepted: %s will be committed shortly", member)
+	case !c.remove && *res.Changed:
+		line = fmt.Sprintf("added %s to %s", member, id)
+	case !c.remove:
+		line = fmt.Sprintf("%s was already in %s", member, id)
+	case *res.Changed:
+		line = fmt.Sprintf("removed %s from %s", member, id)
+	default:
+		line = fmt.Sprintf("%s was not in %s", member, id)
+	}
+	_, err = fmt.Fprintln(c.m.Stdout, line)
+	return err
+}
+
+// membersCommand is `shardcounter members ID [--limit N]`: a distinct
+// counter's members in byte order, one a line. It follows page tokens
+// itself.
+type membersCommand struct {
+	clientFlags
+	limit int
+}
+
+func newMembersCommand(m *Main) command { return &membersCommand{clientFlags: clientFlags{m: m}} }
+
+func (c *membersCommand) flags(fs *flag.FlagSet) {
+	c.register(fs)
+	fs.IntVar(&c.limit, "limit", 0, "print at most `N` members (default: all)")
+}
+
+func (c *membersCommand) run(ctx context.Context, args []string) error {
+	id, err := idArg(args)
+	if err != nil {
+		return err
+	}
+	if c.limit < 0 {
+		return usagef("--limit is %d: give 1 or more, or leave it out for all", c.limit)
+	}
+	client, err := c.client()
+	if err != nil {
+		return err
+	}
+	members := []string{}
+	var opts shardcounter.ListOptions
+	for {
+		opts.Limit = shttp.MaxListLimit
+		if c.limit > 0 {
+			opts.Limit = min(opts.Limit, c.limit-len(members))
+		}
+		page, err := client.ListMembers(ctx, id, opts)
+		if err != nil {
+			return err
+		}
+		members = append(members, page.Members...)
+		if page.Next == "" || (c.limit > 0 && len(members) >= c.limit) {
+			break
+		}
+		opts.After = page.Next
+	}
+	if c.json {
+		return c.printJSON(shttp.MembersResponse{Members: members})
+	}
+	for _, m := range members {
+		if _, err := fmt.Fprintln(c.m.Stdout, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,346 @@
+package postgres
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/overflow"
+	"github.com/shardcounter/shardcounter/internal/shard"
+)
+
+// batch is a batch of increments as Apply prepares it once for all its
+// attempts, with what attempts have learnt.
+type batch struct {
+	incs  []shardcounter.Increment
+	errs  []error  // ValidateIncrement's verdict: such an item fails on its own
+	picks []uint64 // the pick each item's shard follows
+	// full lists counters whose every shard an attempt locks, to check
+	// their totals (besides bounded ones, which lockSQL knows).
+	full []string
+	// specs is the spec to create a missing counter with: the first
+	// Create among its items, unless an attempt found that another one is
+	// the first to apply.
+	specs map[string]shardcounter.Spec
+}
+
+// newBatch validates incs; full lists counters known to need their totals
+// checked.
+func newBatch(incs []shardcounter.Increment, full []string) *batch {
+	b := &batch{incs: incs, errs: make([]error, len(incs)), picks: make([]uint64, len(incs)), full: full, specs: make(map[string]shardcounter.Spec)}
+	for i, inc := range incs {
+		if err := shardcounter.ValidateIncrement(inc); err != nil {
+			b.errs[i] = err
+			continue
+		}
+		b.picks[i] = inc.Pick
+		if inc.Member != "" {
+			b.picks[i] = shard.ForMember(inc.Member)
+		}
+		if inc.Create != nil {
+			if _, ok := b.specs[inc.Counter]; !ok {
+				b.specs[inc.Counter] = *inc.Create
+			}
+		}
+	}
+	return b
+}
+
+// restart is the error of an attempt that rolled back because it locked
+// too little or created a counter with the wrong spec: the next attempt
+// knows better.
+type restart struct {
+	full  []string                     // counters whose totals must be checked (see zone)
+	specs map[string]shardcounter.Spec // counters to create with another spec
+}
+
+func (r *restart) Error() string {
+	return fmt.Sprintf("batch must start again: totals of %q, specs of %d counters", r.full, len(r.specs))
+}
+
+// learn takes in what an attempt found.
+func (b *batch) learn(r *restart) {
+	for _, id := range r.full {
+		if !slices.Contains(b.full, id) {
+			b.full = append(b.full, id)
+		}
+	}
+	for id, spec := range r.specs {
+		b.specs[id] = spec
+	}
+}
+
+// locks returns lockSQL's $1 and $2: each valid item's counter and pick.
+func (b *batch) locks() (counters []string, picks []uint64) {
+	for i, inc := range b.incs {
+		if b.errs[i] == nil {
+			counters, picks = append(counters, inc.Counter), append(picks, b.picks[i])
+		}
+	}
+	return counters, picks
+}
+
+// requests returns the (counter, request id) pairs of the valid items,
+// each once, sorted so that concurrent batches record them in one order.
+func (b *batch) requests() []requestKey {
+	var reqs []requestKey
+	for i, inc := range b.incs {
+		if b.errs[i] == nil && inc.RequestID != "" {
+			reqs = append(reqs, requestKey{inc.Counter, inc.RequestID})
+		}
+	}
+	slices.SortFunc(reqs, func(a, b requestKey) int {
+		if c := strings.Compare(a.counter, b.counter); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	return slices.Compact(reqs)
+}
+
+// creates returns createSQL's arguments: the counters items would create,
+// with their specs.
+func (b *batch) creates() (c createArgs) {
+	ids := make([]string, 0, len(b.specs))
+	for id := range b.specs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		r := rowOf(b.specs[id])
+		c.ids = append(c.ids, id)
+		c.shards, c.kinds = append(c.shards, r.shards), append(c.kinds, r.kind)
+		c.mins, c.maxs = append(c.mins, r.min), append(c.maxs, r.max)
+		c.buckets, c.retentions = append(c.buckets, r.bucket), append(c.retentions, r.retention)
+	}
+	return c
+}
+
+type createArgs struct {
+	ids, kinds          []string
+	shards              []int
+	mins, maxs          []*int64
+	buckets, retentions []*time.Duration
+}
+
+// attempt is what one attempt of a batch found in its first round trip.
+type attempt struct {
+	counters map[string]*counter // existing counters, with what was locked
+	created  map[string]bool     // counters this attempt's createSQL inserted
+	recorded map[requestKey]bool // request ids this attempt recorded
+	stale    bool                // a wanted shard row was moved by a reshard
+}
+
+// counter is what an attempt knows of one counter and what the items
+// decided so far do to it.
+type counter struct {
+	spec   shardcounter.Spec
+	values map[int]int64 // the locked shards' values, as the items change them
+	wides  int           // how many locked rows are marked wide
+	full   bool          // every shard is locked (lockSQL), and total is their sum
+	total  int64
+	// overflowed is set on a full counter whose shards already sum outside
+	// int64 (written before that was refused): it takes no writes.
+	overflowed bool
+	// born is set once an item that creates the counter applies, on a
+	// counter this attempt created; before, the counter does not exist for
+	// the items.
+	born bool
+}
+
+// plan is what the second round trip writes.
+type plan struct {
+	rows    writes       // shard rows of sum counters
+	members memberWrites // member items, for membersSQL
+	buckets bucketWrites // deltas of windowed counters, for bucketsSQL
+	drop    []string     // counters created by the attempt and not kept
+	refused []requestKey // recorded request ids of items not applied
+}
+
+// decide decides each item in batch order, as bolt applies them one at a
+// time: on a missing counter (one created by this attempt is missing
+// until an item that would create it applies), ErrNotFound; on a counter
+// of the other kind, ErrInvalid; a request id recorded before or by an
+// earlier item, Duplicate; a delta that would take its shard or the
+// counter's total out of int64, or the total out of [min, max],
+// ErrOutOfRange. Member items are decided in the second round trip
+// (membersSQL). It returns a *restart when the attempt locked too little or
+// created a counter with another spec than the first item to apply would.
+func (a *attempt) decide(b *batch, out []shardcounter.Outcome) (*plan, error) {
+	for _, c := range a.counters {
+		if c.full {
+			vals := make([]int64, 0, len(c.values))
+			for _, v := range c.values {
+				vals = append(vals, v)
+			}
+			var ok bool
+			c.total, ok = overflow.Sum(vals)
+			c.overflowed = !ok
+		}
+	}
+	p := &plan{}
+	dirty := make(map[shardKey]bool)
+	windowed := make(map[shardKey]int64) // the deltas of windowed counters' shards
+	used := make(map[requestKey]bool)
+	var r restart
+	for i, inc := range b.incs {
+		if out[i].Err = b.errs[i]; out[i].Err != nil {
+			continue
+		}
+		c := a.counters[inc.Counter]
+		if c != nil && a.created[inc.Counter] && !c.born {
+			if inc.Create == nil {
+				c = nil // not created yet
+			} else if !inc.Create.Equal(c.spec) {
+				if r.specs == nil {
+					r.specs = make(map[string]shardcounter.Spec)
+				}
+				r.specs[inc.Counter] = *inc.Create
+				continue
+			}
+		}
+		if c == nil {
+			out[i].Err = notFound(inc.Counter)
+			continue
+		}
+		distinct := c.spec.Kind == shardcounter.KindDistinct
+		switch {
+		case inc.Member != "" && !distinct:
+			out[i].Err = shardcounter.Errorf(shardcounter.EINVALID, "counter %q counts sums, not members: write a delta to it", inc.Counter)
+			continue
+		case inc.Member == "" && distinct:
+			out[i].Err = shardcounter.Errorf(shardcounter.EINVALID, "counter %q is distinct: add or remove members, not deltas", inc.Counter)
+			continue
+		}
+		rk := requestKey{inc.Counter, inc.RequestID}
+		if inc.RequestID != "" && (!a.recorded[rk] || used[rk]) {
+			out[i].Duplicate = true
+			continue
+		}
+		k := shardKey{inc.Counter, shard.Of(b.picks[i], c.spec.Shards)}
+		if distinct {
+			p.members.add(i, inc, b.picks[i], k.shard)
+		} else if err := c.add(k.shard, inc.Delta); err != nil {
+			out[i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: %s", inc.Counter, err)
+			continue
+		} else {
+			dirty[k] = true
+			if c.spec.Window != nil {
+				windowed[k] += inc.Delta
+			}
+		}
+		c.born = true
+		if inc.RequestID != "" {
+			used[rk] = true
+		}
+	}
+
+	// A counter locked shard by shard may take these writes only if it is
+	// not wide and its written shards stay in the zone; otherwise the
+	// attempt starts again, locking all of its shards.
+	for k := range dirty {
+		c := a.counters[k.counter]
+		if !c.full && (c.wides > 0 || !zone(c.values[k.shard], c.spec.Shards)) && !slices.Contains(r.full, k.counter) {
+			r.full = append(r.full, k.counter)
+		}
+	}
+	if len(r.full) > 0 || len(r.specs) > 0 {
+		return nil, &r
+	}
+
+	for k := range dirty {
+		if c := a.counters[k.counter]; !c.full {
+			p.rows.add(k, c.values[k.shard], false)
+		}
+	}
+	for id, c := range a.counters {
+		if c.full && c.spec.Kind != shardcounter.KindDistinct {
+			p.rows.addFull(id, c, dirty)
+		}
+		if a.created[id] && !c.born {
+			p.drop = append(p.drop, id)
+		}
+	}
+	for k, d := range windowed {
+		// A shard's items may cancel out; the bucket's row is written
+		// anyway, as the retention sweep comes with it.
+		p.buckets.counters, p.buckets.shards, p.buckets.deltas = append(p.buckets.counters, k.counter), append(p.buckets.shards, k.shard), append(p.buckets.deltas, d)
+	}
+	for k := range a.recorded {
+		if !used[k] {
+			p.refused = append(p.refused, k)
+		}
+	}
+	return p, nil
+}
+
+// add adds delta to shard k, or says why it may not: the shard or the
+// total would leave int64, or the total its bounds.
+func (c *counter) add(k int, delta int64) error {
+	v, ok := overflow.Add(c.values[k], delta)
+	if !ok {
+		return fmt.Errorf("adding %d would take it outside the int64 range", delta)
+	}
+	total := c.total
+	if c.full {
+		if total, ok = overflow.Add(c.total, delta); !ok || c.overflowed {
+			return fmt.Errorf("adding %d would take it outside the int64 range", delta)
+		}
+		if lo := c.spec.Min; lo != nil && total < *lo {
+			return fmt.Errorf("adding %d would take it to %d, below its min %d", delta, total, *lo)
+		}
+		if hi := c.spec.Max; hi != nil && total > *hi {
+			return fmt.Errorf("adding %d would take it to %d, above its max %d", delta, total, *hi)
+		}
+	}
+	c.values[k], c.total = v, total
+	return nil
+}
+
+type shardKey struct {
+	counter string
+	shard   int
+}
+
+// zone reports whether a shard value v of a counter with n shards is
+// within ±MaxInt64/n. While every shard of a counter is, no total of them
+// leaves int64, so a write that keeps its own shard in the zone needs no
+// sum. A counter with a shard outside has every shard row marked wide,
+// and its writes lock every shard and check the total.
+func zone(v int64, n int) bool {
+	lim := math.MaxInt64 / int64(n)
+	return -lim <= v && v <= lim
+}
+
+// writes collects the rows writeSQL sets.
+type writes struct {
+	counters []string
+	shards   []int
+	values   []int64
+	wide     []bool
+}
+
+func (w *writes) add(k shardKey, value int64, wide bool) {
+	w.counters, w.shards = append(w.counters, k.counter), append(w.shards, k.shard)
+	w.values, w.wide = append(w.values, value), append(w.wide, wide)
+}
+
+// addFull adds the rows of a full counter: those the batch changed, and,
+// when whether the counter is wide changes, every row, to mark them all.
+func (w *writes) addFull(id string, c *counter, dirty map[shardKey]bool) {
+	wide := false
+	for _, v := range c.values {
+		wide = wide || !zone(v, c.spec.Shards)
+	}
+	// Rewrite every row when the mark changes (or was not on all rows).
+	all := (wide && c.wides != len(c.values)) || (!wide && c.wides != 0)
+	for shard, v := range c.values {
+		k := shardKey{id, shard}
+		if dirty[k] || all {
+			w.add(k, v, wide)
+		}
+	}
+}
