@@ -140,7 +140,7 @@ type counter struct {
 	spec   shardcounter.Spec
 	values map[int]int64 // the locked shards' values, as the items change them
 	wides  int           // how many locked rows are marked wide
-	full   bool          // every shard is locked, and total is their sum
+	full   bool          // every shard is locked (lockSQL), and total is their sum
 	total  int64
 	// overflowed is set on a full counter whose shards already sum outside
 	// int64 (written before that was refused): it takes no writes.
@@ -170,8 +170,7 @@ type plan struct {
 // (membersSQL). It returns a *restart when the attempt locked too little or
 // created a counter with another spec than the first item to apply would.
 func (a *attempt) decide(b *batch, out []shardcounter.Outcome) (*plan, error) {
-	for id, c := range a.counters {
-		c.full = c.spec.Bounded() || slices.Contains(b.full, id)
+	for _, c := range a.counters {
 		if c.full {
 			vals := make([]int64, 0, len(c.values))
 			for _, v := range c.values {

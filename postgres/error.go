@@ -19,6 +19,10 @@ const (
 	sqlUniqueViolation   = "23505"
 	sqlSerialization     = "40001"
 	sqlDeadlock          = "40P01"
+	// sqlRestart is raised by shardcounter.restart_batch (migration 6):
+	// the statement found items it does not decide, and the batch takes
+	// the general path.
+	sqlRestart = "SC001"
 )
 
 // sent says whether a failed call had already asked the server to commit.

@@ -48,6 +48,8 @@ type CounterStore struct {
 	expiredTo, applies atomic.Int64
 
 	now func() time.Time // Options.Now: nil for the database's clock
+
+	general generalSet // counters whose batches skip the plain path
 }
 
 // Options configure a CounterStore. The zero value uses the defaults.
@@ -172,6 +174,13 @@ func parseConfig(dsn string) (*pgxpool.Config, error) {
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	// JIT compiles a statement whose estimated cost passes
+	// jit_above_cost, which costs tens of milliseconds and pays off only
+	// for long analytic queries: never for this store's, which touch a few
+	// rows each and whose estimates can pass it (see lockSQL).
+	if _, ok := set.RuntimeParams["jit"]; !ok {
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
 	}
 	return cfg, nil
 }

@@ -141,6 +141,22 @@ func TestOpen(t *testing.T) {
 			t.Fatalf("GetCounter = %+v, %v, want created_at %v", got, err, at)
 		}
 	})
+	t.Run("NoJIT", func(t *testing.T) {
+		// JIT compiled a batch's lock statement (its estimate passed
+		// jit_above_cost) for 27 ms; the store turns it off unless the DSN
+		// sets it.
+		dsn := pgtest.MustDatabase(t)
+		for _, c := range []struct{ dsn, want string }{{dsn, "off"}, {dsn + "&jit=on", "on"}} {
+			s := mustOpenDSN(t, c.dsn, postgres.Options{})
+			var jit string
+			if err := s.Pool().QueryRow(context.Background(), "SHOW jit").Scan(&jit); err != nil {
+				t.Fatal(err)
+			}
+			if jit != c.want {
+				t.Errorf("jit = %s on a store opened with %s, want %s", jit, c.dsn, c.want)
+			}
+		}
+	})
 	t.Run("NewWithoutPool", func(t *testing.T) {
 		_, err := postgres.New(context.Background(), nil, postgres.Options{})
 		if !errors.Is(err, shardcounter.ErrInvalid) {

@@ -143,10 +143,24 @@ CREATE TABLE shardcounter.buckets (
 	PRIMARY KEY (counter, start, shard)
 );
 `,
+	// 6: restart_batch fails the statement that calls it with SQLSTATE
+	// SC001, so that a statement that finds items it does not decide
+	// rolls its transaction back within the round trip that carries its
+	// COMMIT (see plainSQL). Shard rows keep room for a new version of
+	// each row on its page (fillfactor 90), so that updating a counter is
+	// a HOT update, which writes no index entry.
+	`
+CREATE FUNCTION shardcounter.restart_batch(reason text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'restart the batch: %', reason USING ERRCODE = 'SC001';
+END
+$$;
+ALTER TABLE shardcounter.shards SET (fillfactor = 90);
+`,
 }
 
 // SchemaVersion is the schema version this package creates and expects.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // migrate brings the database's schema to SchemaVersion. It runs in one
 // transaction under an advisory lock: concurrent callers wait for each

@@ -126,11 +126,14 @@ func (s naiveService) create(ctx context.Context, id string) error {
 }
 
 func (s naiveService) sum(ctx context.Context, ids []string) (int64, error) {
+	rs, err := s.store.ReadCounters(ctx, ids)
+	if err != nil {
+		return 0, err
+	}
 	var total int64
-	for _, id := range ids {
-		r, err := s.store.ReadCounter(ctx, id)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", id, err)
+	for i, r := range rs {
+		if r == nil {
+			return 0, shardcounter.Errorf(shardcounter.ENOTFOUND, "counter %q was written and is gone", ids[i])
 		}
 		total += r.Value
 	}

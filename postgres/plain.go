@@ -1,0 +1,123 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// plainSQL applies a plain batch in one statement: $1 lists each item's
+// counter, $2 its pick and $3 its delta, $4 the number of items. It adds
+// each shard row's deltas, under its row lock, only where that is exact
+// without deciding item by item: the counter exists and is a sum counter
+// without bounds or window, its shard row still has the shard count the
+// statement read (a reshard did not move it), the row is not wide, and
+// its value stays within the zone ±MaxInt64/n (see zone) after the
+// row's positive deltas and after its negative ones, so after every
+// prefix of them. When any item is left over, it calls
+// shardcounter.restart_batch, which fails the statement and with it the
+// transaction: nothing is applied, and the batch takes the general path.
+//
+// The UPDATE meets the rows in u's order, (counter, shard), as batches
+// that lock them do (PostgreSQL plans it as a nested loop over u with an
+// index scan of shards: u is estimated at a few rows), so concurrent
+// batches do not deadlock; if one ever did, PostgreSQL would pick a victim
+// and that batch would start again.
+const plainSQL = `
+WITH u AS (
+	SELECT c.id AS counter, mod(i.pick, c.shards)::integer AS shard, c.shards, count(*) AS items,
+		sum(i.delta) AS delta, sum(greatest(i.delta, 0)) AS up, sum(least(i.delta, 0)) AS down
+	FROM unnest($1::text[], $2::numeric[], $3::bigint[]) AS i(counter, pick, delta)
+	JOIN shardcounter.counters c ON c.id = i.counter
+	WHERE c.kind = 'sum' AND c.min IS NULL AND c.max IS NULL AND c.bucket IS NULL
+	GROUP BY 1, 2, 3
+	ORDER BY 1, 2
+), w AS (
+	UPDATE shardcounter.shards s SET value = s.value + u.delta
+	FROM u
+	WHERE s.counter = u.counter AND s.shard = u.shard AND s.shards = u.shards AND NOT s.wide
+		AND s.value::numeric + u.up <= 9223372036854775807 / u.shards
+		AND s.value::numeric + u.down >= -(9223372036854775807 / u.shards)
+	RETURNING 1
+)
+SELECT shardcounter.restart_batch('items left for the general path')
+WHERE (SELECT coalesce(sum(items), 0) FROM u) <> $4 OR (SELECT count(*) FROM u) <> (SELECT count(*) FROM w)`
+
+// applyPlain applies a plain batch, one whose items are all deltas
+// without request ids, on counters not known to need the general path, in
+// one round trip: BEGIN, plainSQL, expiry, COMMIT. It reports done false,
+// with nothing applied, when the batch is not plain or plainSQL left
+// items over; the general path (applyOnce) then decides it item by item.
+// The general path takes two round trips and locks each row before it
+// writes it (a WAL record more per row); a plain batch needs neither, as
+// no item of it can be refused.
+func (s *CounterStore) applyPlain(ctx context.Context, conn *pgx.Conn, b *batch, out []shardcounter.Outcome, clk clock) (done bool, err error) {
+	counters := make([]string, len(b.incs))
+	deltas := make([]int64, len(b.incs))
+	for i, inc := range b.incs {
+		if b.errs[i] != nil || inc.RequestID != "" || inc.Member != "" || s.general.has(inc.Counter) {
+			return false, nil
+		}
+		counters[i], deltas[i] = inc.Counter, inc.Delta
+	}
+	q := &pgx.Batch{}
+	q.Queue("BEGIN")
+	q.Queue(genericPlans)
+	q.Queue(plainSQL, counters, b.picks, deltas, len(b.incs))
+	var x expiry
+	q.Queue(expireSQL, clk.now, clk.windowUS, expireBatch, clk.from).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&x.deleted, &x.newest, &x.cutoff)
+	})
+	q.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, q).Close(); err != nil {
+		if conn.PgConn().TxStatus() == 'I' || conn.IsClosed() {
+			// The connection broke or the commit itself answered an error.
+			return false, mapError("apply", err, atCommit)
+		}
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == sqlRestart {
+			err = errRetry
+		}
+		if err := abort(ctx, conn, true, err); !errors.Is(err, errRetry) {
+			return false, err
+		}
+		return false, nil
+	}
+	clear(out)
+	s.expired(x, expireBatch)
+	return true, nil
+}
+
+// generalSet remembers counters that a plain batch cannot write (bounded,
+// windowed or wide), so that batches on them go straight to the general
+// path instead of trying plainSQL first every time. Specs never change, so
+// it is only ever stale for a counter deleted and made again, which then
+// takes the general path, correctly, until the set is cleared. It is safe
+// for concurrent use.
+type generalSet struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+// maxGeneral bounds the set: past it, it starts again empty.
+const maxGeneral = 10000
+
+func (g *generalSet) has(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ids[id]
+}
+
+func (g *generalSet) add(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ids == nil || len(g.ids) >= maxGeneral {
+		g.ids = make(map[string]bool)
+	}
+	g.ids[id] = true
+}
