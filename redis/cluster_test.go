@@ -41,25 +41,28 @@ func TestSpread(t *testing.T) {
 	for n := range 5 {
 		id := fmt.Sprintf("%s%s/%d", t.Name(), runID(), n)
 		storetest.MustCreate(t, s, id, 16)
-		ps, err := s.ShardKeys(ctx, id)
+		for i := range 16 {
+			if err := s.Add(ctx, id, int64(i+1), uint64(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, err := s.Placement(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		nodes := map[string]int{}
-		for i, p := range ps {
-			if p.Shard != i || redis.KeySlot(p.Key) != p.Slot || p.Node == "" {
-				t.Fatalf("placement %d = %+v", i, p)
+		for i, pl := range p.Places {
+			key := redis.ShardKey(t, s, id, i)
+			if pl.Shard != i || pl.Slot == nil || redis.KeySlot(key) != *pl.Slot || pl.Node == "" || pl.Value != int64(i+1) {
+				t.Fatalf("placement %d = %+v", i, pl)
 			}
-			nodes[p.Node]++
-			if err := s.Add(ctx, id, 1, uint64(i)); err != nil {
-				t.Fatal(err)
-			}
+			nodes[pl.Node]++
 			// The key is where the placement map says: that master has it.
-			m := goredis.NewClient(&goredis.Options{Addr: p.Node})
-			v, err := m.HGet(ctx, p.Key, "v").Result()
+			m := goredis.NewClient(&goredis.Options{Addr: pl.Node})
+			v, err := m.HGet(ctx, key, "v").Result()
 			m.Close()
-			if err != nil || v != "1" {
-				t.Fatalf("shard %d on %s: HGET = %q, %v; want 1", i, p.Node, v, err)
+			if err != nil || v != strconv.Itoa(i+1) {
+				t.Fatalf("shard %d on %s: HGET = %q, %v; want %d", i, pl.Node, v, err, i+1)
 			}
 		}
 		if len(nodes) != 3 {
@@ -86,16 +89,9 @@ func TestMasterDown(t *testing.T) {
 			if !in(redis.MetaSlot(s, id)) {
 				continue
 			}
-			storetest.MustCreate(t, s, id, 1)
-			ps, err := s.ShardKeys(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if in(ps[0].Slot) {
+			if in(redis.ShardSlot(s, id, 0)) {
+				storetest.MustCreate(t, s, id, 1)
 				return id
-			}
-			if err := s.DeleteCounter(ctx, id); err != nil {
-				t.Fatal(err)
 			}
 		}
 		t.Fatalf("no counter found on master %d", m)
@@ -112,10 +108,11 @@ func TestMasterDown(t *testing.T) {
 		}
 	}
 	storetest.MustCreate(t, s, wide, 16)
-	ps, err := s.ShardKeys(ctx, wide)
+	p, err := s.Placement(ctx, wide)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ps := p.Places
 	for _, id := range []string{dead, alive} {
 		if err := s.Add(ctx, id, 5, 0); err != nil {
 			t.Fatal(err)

@@ -32,24 +32,22 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 	}
 	shards := spec.Shards
 	for range maxAttempts {
-		l := &layout{id: id, n: shards, epoch: 1, created: s.now().UTC(), max: shards, keys: newKeys(s.prefix, id, newIncarnation())}
+		l := s.newLayout(id, spec)
 		rooms := allowances(make([]int64, shards), nil)
-		_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for i := range shards {
-				p.HSet(ctx, l.keys.shard(i), "v", 0, "e", l.ep(), "up", rooms[i].up, "dn", rooms[i].dn)
-			}
-			return nil
-		})
+		err := s.eachOf(ctx, seq(0, shards), func(p goredis.Pipeliner, i int) *goredis.Cmd {
+			return newShardScript.EvalSha(ctx, p, []string{l.keys.shard(i)}, l.ep(), rooms[i].up, rooms[i].dn)
+		}, func(c *goredis.Cmd) error { return c.Err() })
 		if err != nil {
 			return nil, storeErr("create counter shards", err, true)
 		}
-		ok, err := s.runScript(ctx, createCounterScript, []string{metaKey(s.prefix, id), bucketKey(s.prefix, bucketOf(id))}, id,
-			fieldID, id, fieldShards, shards, fieldCreated, l.created.Format(time.RFC3339Nano),
-			fieldIncarnation, l.keys.incarnation, fieldEpoch, l.ep(), fieldMax, shards).Int()
+		ok, err := s.runScript(ctx, createCounterScript, []string{metaKey(s.prefix, id), bucketKey(s.prefix, bucketOf(id))}, s.metaFields(l)...).Int()
 		if err != nil {
 			return nil, storeErr("create counter", err, true)
 		}
 		if ok == 1 {
+			if err := s.sync(ctx, append(l.keys.shards(shards), metaKey(s.prefix, id))...); err != nil {
+				return nil, err
+			}
 			s.remember(l)
 			return l.counter(), nil
 		}
@@ -63,6 +61,19 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		}
 	}
 	return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q keeps changing: try again", id)
+}
+
+// newLayout returns the layout of a new counter: a new incarnation,
+// epoch 1.
+func (s *CounterStore) newLayout(id string, spec shardcounter.Spec) *layout {
+	return &layout{id: id, n: spec.Shards, epoch: 1, created: s.now().UTC(), max: spec.Shards, keys: newKeys(s.prefix, id, newIncarnation())}
+}
+
+// metaFields returns the arguments of createCounterScript for l: the id,
+// then the metadata's fields and values.
+func (s *CounterStore) metaFields(l *layout) []any {
+	return []any{l.id, fieldID, l.id, fieldShards, l.n, fieldCreated, l.created.Format(time.RFC3339Nano),
+		fieldIncarnation, l.keys.incarnation, fieldEpoch, l.ep(), fieldMax, l.max}
 }
 
 // GetCounter returns the counter's metadata, after finishing a reshard
@@ -142,6 +153,9 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 	if ok == 0 {
 		return notFound(id)
 	}
+	if err := s.sync(ctx, metaKey(s.prefix, id)); err != nil {
+		return err
+	}
 	if _, err := s.layout(ctx, id, true); shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
 		if err == nil { // cannot happen: the mark is never removed but by deletion
 			err = shardcounter.Errorf(shardcounter.EINTERNAL, "redis: counter %q survived its deletion", id)
@@ -153,13 +167,14 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 
 // finishDelete runs the idempotent steps of a recorded delete.
 func (s *CounterStore) finishDelete(ctx context.Context, l *layout) error {
-	if err := s.deleteKeys(ctx, l, max(l.max, l.n, l.to)); err != nil {
+	n := max(l.max, l.n, l.to)
+	if err := s.deleteKeys(ctx, l, n); err != nil {
 		return err
 	}
 	if err := s.runScript(ctx, deleteCounterScript, []string{metaKey(s.prefix, l.id), bucketKey(s.prefix, bucketOf(l.id))}, l.id).Err(); err != nil {
 		return storeErr("delete counter", err, true)
 	}
-	return nil
+	return s.sync(ctx, append(l.keys.shards(n), metaKey(s.prefix, l.id))...)
 }
 
 // deleteKeys deletes the shard and request-id keys of shards [0, n).
@@ -191,16 +206,17 @@ func (s *CounterStore) runScript(ctx context.Context, sc *goredis.Script, keys [
 // master of the cluster, that serves key: the one that answered NOSCRIPT.
 // Loading on every master instead would wait on a dead one.
 func (s *CounterStore) loadScripts(ctx context.Context, key string) error {
-	var c goredis.Scripter = s.client
-	if s.cluster != nil {
-		m, err := s.cluster.MasterForKey(ctx, key)
-		if err != nil {
-			return err
-		}
-		c = m
+	n, err := s.node(ctx, key)
+	if err != nil {
+		return err
 	}
+	return s.loadScriptsOn(ctx, n)
+}
+
+// loadScriptsOn loads every script of the store on one node.
+func (s *CounterStore) loadScriptsOn(ctx context.Context, n *goredis.Client) error {
 	for _, sc := range allScripts {
-		if err := sc.Load(ctx, c).Err(); err != nil {
+		if err := sc.Load(ctx, n).Err(); err != nil {
 			return err
 		}
 	}

@@ -107,6 +107,15 @@ func (k keys) shard(i int) string {
 	return k.prefix + "{" + slotTags()[k.slot(i)] + "}" + k.incarnation + ":" + strconv.Itoa(i)
 }
 
+// shards returns the keys of shards [0, n).
+func (k keys) shards(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = k.shard(i)
+	}
+	return out
+}
+
 // ids returns the key of the sorted set of request ids recorded on shard
 // i, scored by the Unix millisecond at which each id expires.
 func (k keys) ids(i int) string {

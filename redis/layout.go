@@ -198,6 +198,7 @@ func (s *CounterStore) layout(ctx context.Context, id string, fresh bool) (*layo
 	for range maxAttempts {
 		m, err := s.client.HGetAll(ctx, metaKey(s.prefix, id)).Result()
 		if err != nil {
+			s.refresh(ctx, err)
 			return nil, storeErr("read counter metadata", err, false)
 		}
 		l, err := s.parseLayout(id, m)
@@ -271,6 +272,7 @@ func (s *CounterStore) layoutsOf(ctx context.Context, ids []string) (map[string]
 		return nil
 	})
 	if err != nil {
+		s.refresh(ctx, err)
 		return nil, storeErr("read counter metadata", err, false)
 	}
 	for i, id := range miss {

@@ -177,13 +177,16 @@ func (s *CounterStore) snapshotOnce(ctx context.Context, todo []*shot) (backoff 
 		}
 	}
 	if s.cluster == nil {
-		// One MULTI/EXEC: an atomic snapshot of every counter.
+		// One MULTI/EXEC: an atomic snapshot of every counter, or, when
+		// a cached layout was stale, of none: all are read again together.
 		ok, redirected, err := s.collect(ctx, live)
 		if err != nil {
 			return false, err
 		}
-		for _, sh := range ok {
-			sh.done = true
+		if len(ok) == len(live) {
+			for _, sh := range ok {
+				sh.done = true
+			}
 		}
 		return redirected, nil
 	}
@@ -276,12 +279,14 @@ func (s *CounterStore) collect(ctx context.Context, shots []*shot) (ok []*shot, 
 		_, err = s.client.Pipelined(ctx, fill)
 	}
 	if err != nil && !retryable(err) {
+		s.refresh(ctx, err)
 		return nil, false, storeErr("read counter", err, false)
 	}
 	for i, sh := range shots {
 		vals, vers, err := s.parseShards(sh.l, cmds[i])
-		if retryable(err) {
+		if retryable(err) && !redirected {
 			redirected = true
+			s.refresh(ctx, err)
 		}
 		if err == errStale || retryable(err) {
 			s.forget(sh.id)

@@ -164,6 +164,12 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 		}
 	}
 
+	// The steps before must survive a failover before the commit makes
+	// writers use the new layout: a fence lost with its master would leave
+	// a shard that refuses the committed epoch for ever.
+	if err := s.sync(ctx, l.keys.shards(max(n, m))...); err != nil {
+		return err
+	}
 	hist := s.nextHistory(l, m, s.now().UnixMilli())
 	ok, err := s.runScript(ctx, commitScript, []string{metaKey(s.prefix, l.id)}, oldEp, m, newEp, hist, max(l.max, m)).Int()
 	if err != nil {
@@ -172,6 +178,9 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 	s.forget(l.id)
 	if ok == 0 {
 		return errMoved
+	}
+	if err := s.sync(ctx, metaKey(s.prefix, l.id)); err != nil {
+		return err
 	}
 	// The removed shard keys stay, fenced at E+1 and frozen: see step 6.
 	return s.step("commit")

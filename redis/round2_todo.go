@@ -23,11 +23,6 @@ func unsupported(spec shardcounter.Spec) error {
 	return nil
 }
 
-// Placement is not implemented yet.
-func (s *CounterStore) Placement(ctx context.Context, id string) (*shardcounter.Placement, error) {
-	return nil, notYet("Placement")
-}
-
 // ReadWindow is not implemented yet.
 func (s *CounterStore) ReadWindow(ctx context.Context, id string, from, to time.Time) (*shardcounter.Reading, error) {
 	return nil, notYet("ReadWindow")

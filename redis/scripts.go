@@ -19,7 +19,9 @@ const (
 
 // addScript applies writes to shards. For item j, KEYS[2j-1] is the shard,
 // KEYS[2j] its request-id set; ARGV[1] is the request-id time to live in
-// milliseconds and ARGV[5j-3..5j+1] the epoch the writer read, the delta,
+// milliseconds, ARGV[2] "1" when a duplicate must write too (so that a
+// WAIT that follows covers the write it duplicates, see wait.go), and
+// ARGV[5j-2..5j+2] the epoch the writer read, the delta,
 // its negation, the request id ("" for none) and a name of the item's
 // counter within the call. Items of one counter apply in order: after one
 // that must be tried again (stale, or short of room) the later ones are
@@ -62,7 +64,7 @@ local function unspend(sk, d, nd)
 end
 for j = 1, #KEYS / 2 do
   local sk, rk = KEYS[2*j-1], KEYS[2*j]
-  local ep, d, nd, rid, c = ARGV[5*j-3], ARGV[5*j-2], ARGV[5*j-1], ARGV[5*j], ARGV[5*j+1]
+  local ep, d, nd, rid, c = ARGV[5*j-2], ARGV[5*j-1], ARGV[5*j], ARGV[5*j+1], ARGV[5*j+2]
   if blocked[c] then
     out[j] = 6
   elseif redis.call('HGET', sk, 'e') ~= ep then
@@ -76,6 +78,7 @@ for j = 1, #KEYS / 2 do
     local exp = rid ~= '' and redis.call('ZSCORE', rk, rid)
     if exp and tonumber(exp) > now then
       out[j] = 2
+      if ARGV[2] == '1' then redis.call('HINCRBY', sk, 'w', 0) end
     elseif not spend(sk, d, nd) then
       out[j] = 5
       blocked[c] = true
@@ -106,6 +109,15 @@ return out
 var createScript = goredis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV))
+return 1
+`)
+
+// newShardScript creates shard KEYS[1] of a new counter, at epoch ARGV[1]
+// with value 0 and the allowance up ARGV[2], dn ARGV[3], unless the key
+// exists.
+var newShardScript = goredis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'v', 0, 'e', ARGV[1], 'up', ARGV[2], 'dn', ARGV[3])
 return 1
 `)
 
@@ -253,4 +265,4 @@ if redis.call('HGET', KEYS[1], 'st') ~= 'delete' then return 0 end
 return redis.call('DEL', KEYS[1])
 `)
 
-var allScripts = []*goredis.Script{addScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, markDeleteScript, deleteMetaScript}
+var allScripts = []*goredis.Script{addScript, newShardScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, markDeleteScript, deleteMetaScript}
