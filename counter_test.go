@@ -86,10 +86,14 @@ func TestErrorHelpers(t *testing.T) {
 		{shardcounter.DocumentNotFound("posts", "p1"), shardcounter.ErrNotFound, `"p1"`},
 		{shardcounter.CounterHasNoMembers("views"), shardcounter.ErrInvalid, `"views"`},
 		{shardcounter.CounterHasNoWindow("views"), shardcounter.ErrInvalid, `"views"`},
+		{shardcounter.OutcomeUnknownf("commit of %q timed out", "likes"), &shardcounter.Error{Code: shardcounter.EINTERNAL}, `"likes"`},
 	} {
 		if !errors.Is(tc.err, tc.want) || !strings.Contains(tc.err.Error(), tc.name) {
 			t.Errorf("%v: want code %s naming %s", tc.err, tc.want.Code, tc.name)
 		}
+	}
+	if err := shardcounter.OutcomeUnknownf("x"); !shardcounter.IsOutcomeUnknown(err) || !strings.Contains(err.Message, "same request id") {
+		t.Errorf("OutcomeUnknownf = %+v: want outcome unknown, naming the retry", err)
 	}
 }
 

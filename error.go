@@ -126,6 +126,14 @@ func ErrorMessage(err error) string {
 	return "internal error"
 }
 
+// OutcomeUnknownf returns the error of a write that may have been applied:
+// code EINTERNAL (never EUNAVAILABLE, which promises nothing was applied)
+// with OutcomeUnknown set, and a message that ends by naming the cure.
+func OutcomeUnknownf(format string, args ...any) *Error {
+	return &Error{Code: EINTERNAL, OutcomeUnknown: true,
+		Message: fmt.Sprintf(format, args...) + "; the write may have been applied: retry it with the same request id to count it once"}
+}
+
 // IsOutcomeUnknown reports whether err says that a write may have been
 // applied despite the error.
 func IsOutcomeUnknown(err error) bool {
