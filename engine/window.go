@@ -72,7 +72,7 @@ func (e *Engine) window(ctx context.Context, id string, last, bucket time.Durati
 		return nil, shardcounter.Interval{}, err
 	}
 	if c.Window == nil {
-		return nil, shardcounter.Interval{}, shardcounter.Errorf(shardcounter.EINVALID, "counter %q has no window, so it keeps no sums over time: read its total without last, or create a counter with a window (bucket and retention) to read spans of time", id)
+		return nil, shardcounter.Interval{}, shardcounter.CounterHasNoWindow(id)
 	}
 	sp, err := span(c.Window, e.cfg.Now(), last, bucket)
 	return c, sp, err
