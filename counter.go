@@ -13,6 +13,12 @@ const (
 	// MaxReadBatch bounds the counters of one ReadCounters call: a
 	// timeline reads dozens, a page of search results a few hundred.
 	MaxReadBatch = 1000
+	// DefaultListLimit is the page size of a listing of counters or
+	// members that gives none.
+	DefaultListLimit = 100
+	// MaxListLimit bounds the page size of a listing of counters or
+	// members.
+	MaxListLimit = 1000
 )
 
 // Consistency says how fresh a Reading is.
@@ -179,7 +185,7 @@ type CreateOptions struct {
 type ListOptions struct {
 	Prefix string // only ids that start with Prefix (counters only)
 	After  string // only ids greater than After; "" starts at the beginning
-	Limit  int    // at most this many; 0 means the service's default
+	Limit  int    // at most this many, up to MaxListLimit; 0 means DefaultListLimit
 }
 
 // CounterList is one page of counters. Next, when not empty, is the After

@@ -51,6 +51,52 @@ func TestErrorCode(t *testing.T) {
 	}
 }
 
+func TestValidateIncrementKind(t *testing.T) {
+	delta := shardcounter.Increment{Counter: "c", Delta: 1}
+	member := shardcounter.Increment{Counter: "c", Delta: 1, Member: "m"}
+	for _, tc := range []struct {
+		name string
+		inc  shardcounter.Increment
+		kind shardcounter.Kind
+		ok   bool
+	}{
+		{"DeltaToSum", delta, shardcounter.KindSum, true},
+		{"DeltaToUnsetKind", delta, "", true},
+		{"MemberToDistinct", member, shardcounter.KindDistinct, true},
+		{"MemberToSum", member, shardcounter.KindSum, false},
+		{"DeltaToDistinct", delta, shardcounter.KindDistinct, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := shardcounter.ValidateIncrementKind(tc.inc, tc.kind)
+			if tc.ok && err != nil || !tc.ok && !errors.Is(err, shardcounter.ErrInvalid) {
+				t.Errorf("ValidateIncrementKind(%+v, %q) = %v, want ok %v", tc.inc, tc.kind, err, tc.ok)
+			}
+		})
+	}
+}
+
+func TestErrorHelpers(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want *shardcounter.Error
+		name string
+	}{
+		{shardcounter.CounterNotFound("likes"), shardcounter.ErrNotFound, `"likes"`},
+		{shardcounter.CollectionNotFound("posts"), shardcounter.ErrNotFound, `"posts"`},
+		{shardcounter.DocumentNotFound("posts", "p1"), shardcounter.ErrNotFound, `"p1"`},
+		{shardcounter.CounterHasNoMembers("views"), shardcounter.ErrInvalid, `"views"`},
+		{shardcounter.CounterHasNoWindow("views"), shardcounter.ErrInvalid, `"views"`},
+		{shardcounter.OutcomeUnknownf("commit of %q timed out", "likes"), &shardcounter.Error{Code: shardcounter.EINTERNAL}, `"likes"`},
+	} {
+		if !errors.Is(tc.err, tc.want) || !strings.Contains(tc.err.Error(), tc.name) {
+			t.Errorf("%v: want code %s naming %s", tc.err, tc.want.Code, tc.name)
+		}
+	}
+	if err := shardcounter.OutcomeUnknownf("x"); !shardcounter.IsOutcomeUnknown(err) || !strings.Contains(err.Message, "same request id") {
+		t.Errorf("OutcomeUnknownf = %+v: want outcome unknown, naming the retry", err)
+	}
+}
+
 func FuzzValidateID(f *testing.F) {
 	for _, s := range []string{"likes", "", "a\x00b", "пост", "\xff", strings.Repeat("x", 257)} {
 		f.Add(s)

@@ -70,6 +70,34 @@ var (
 	ErrUnavailable = &Error{Code: EUNAVAILABLE, Message: "store unavailable"}
 )
 
+// CounterNotFound returns the ErrNotFound of counter id, the one message
+// every store and service gives for it.
+func CounterNotFound(id string) error {
+	return Errorf(ENOTFOUND, "counter %q not found", id)
+}
+
+// CollectionNotFound returns the ErrNotFound of collection name.
+func CollectionNotFound(name string) error {
+	return Errorf(ENOTFOUND, "collection %q not found", name)
+}
+
+// DocumentNotFound returns the ErrNotFound of document id in collection.
+func DocumentNotFound(collection, id string) error {
+	return Errorf(ENOTFOUND, "document %q not found in collection %q", id, collection)
+}
+
+// CounterHasNoMembers returns the ErrInvalid of a member read (IsMember,
+// ListMembers) of counter id, which is a sum counter.
+func CounterHasNoMembers(id string) error {
+	return Errorf(EINVALID, "counter %q is a sum counter: it has no members; create a distinct counter to count members", id)
+}
+
+// CounterHasNoWindow returns the ErrInvalid of a windowed read (ReadWindow,
+// ReadSeries) of counter id, which was created without a window.
+func CounterHasNoWindow(id string) error {
+	return Errorf(EINVALID, "counter %q has no window, so it keeps no sums over time: create a counter with a window (bucket and retention) to read spans of time", id)
+}
+
 // ErrorCode returns the code of the first *Error in err's chain, or
 // EINTERNAL when there is none (an error nobody classified is a bug).
 // It returns "" for a nil error.
@@ -96,6 +124,14 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return "internal error"
+}
+
+// OutcomeUnknownf returns the error of a write that may have been applied:
+// code EINTERNAL (never EUNAVAILABLE, which promises nothing was applied)
+// with OutcomeUnknown set, and a message that ends by naming the cure.
+func OutcomeUnknownf(format string, args ...any) *Error {
+	return &Error{Code: EINTERNAL, OutcomeUnknown: true,
+		Message: fmt.Sprintf(format, args...) + "; the write may have been applied: retry it with the same request id to count it once"}
 }
 
 // IsOutcomeUnknown reports whether err says that a write may have been

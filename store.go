@@ -149,6 +149,24 @@ type RequestIDExpirer interface {
 	SetDedupeWindow(d time.Duration)
 }
 
+// DefaultDedupeWindow is how long a request id is remembered when nobody
+// says otherwise: the engine's Config.DedupeWindow and each store's own
+// default until SetDedupeWindow. A day outlasts any client's retries.
+const DefaultDedupeWindow = 24 * time.Hour
+
+// ValidateIncrementKind returns ErrInvalid when inc does not fit a counter
+// of kind: a member written to a sum counter, or a delta to a distinct
+// one. Every store refuses such an item on its own.
+func ValidateIncrementKind(inc Increment, kind Kind) error {
+	switch distinct := kind == KindDistinct; {
+	case inc.Member != "" && !distinct:
+		return Errorf(EINVALID, "counter %q is a sum counter: write a delta to it, or add members to a distinct counter", inc.Counter)
+	case inc.Member == "" && distinct:
+		return Errorf(EINVALID, "counter %q is a distinct counter: add or remove members, it takes no deltas", inc.Counter)
+	}
+	return nil
+}
+
 // ValidateIncrement checks an increment as a store receives it; every
 // store refuses, as an item of its own, what this refuses.
 func ValidateIncrement(inc Increment) error {

@@ -117,13 +117,10 @@ func (b *batch) apply(inc shardcounter.Increment, o *shardcounter.Outcome) error
 		o.Err = t.err
 		return nil
 	case !t.exists && inc.Create == nil:
-		o.Err = notFound(inc.Counter)
+		o.Err = shardcounter.CounterNotFound(inc.Counter)
 		return nil
-	case inc.Member != "" && !t.m.distinct():
-		o.Err = shardcounter.Errorf(shardcounter.EINVALID, "counter %q is a sum counter: write a delta to it, or add members to a distinct counter", inc.Counter)
-		return nil
-	case inc.Member == "" && t.m.distinct():
-		o.Err = shardcounter.Errorf(shardcounter.EINVALID, "counter %q is a distinct counter: add or remove members, it takes no deltas", inc.Counter)
+	}
+	if o.Err = shardcounter.ValidateIncrementKind(inc, t.m.spec.Kind); o.Err != nil {
 		return nil
 	}
 

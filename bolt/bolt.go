@@ -97,10 +97,6 @@ var (
 	bucketByTime   = []byte("requests_by_time")
 )
 
-// DefaultDedupeWindow is how long a request id is remembered unless
-// Options.DedupeWindow or SetDedupeWindow says otherwise.
-const DefaultDedupeWindow = 24 * time.Hour
-
 // expireBatch is how many expired request ids an Apply deletes beyond the
 // number it records: enough to work off a backlog (after the window was
 // shortened, say) within a few batches, small enough to keep a commit's
@@ -114,7 +110,7 @@ type Options struct {
 	// Default time.Now; tests inject a clock they control.
 	Now func() time.Time
 	// DedupeWindow is how long a request id is remembered after its write.
-	// Default DefaultDedupeWindow; SetDedupeWindow changes it later.
+	// Default shardcounter.DefaultDedupeWindow; SetDedupeWindow changes it later.
 	DedupeWindow time.Duration
 }
 
@@ -188,10 +184,10 @@ var _ shardcounter.RequestIDExpirer = (*CounterStore)(nil)
 
 // SetDedupeWindow sets how long a request id is remembered after its write
 // (see the package doc). It is safe to call at any time; d <= 0 restores
-// DefaultDedupeWindow.
+// shardcounter.DefaultDedupeWindow.
 func (s *CounterStore) SetDedupeWindow(d time.Duration) {
 	if d <= 0 {
-		d = DefaultDedupeWindow
+		d = shardcounter.DefaultDedupeWindow
 	}
 	s.window.Store(int64(d))
 }

@@ -88,27 +88,19 @@ type docRecord struct {
 	Data  json.RawMessage `json:"d"`
 }
 
-func collNotFound(name string) error {
-	return shardcounter.Errorf(shardcounter.ENOTFOUND, "collection %q not found", name)
-}
-
-func docNotFound(name, id string) error {
-	return shardcounter.Errorf(shardcounter.ENOTFOUND, "document %q not found in collection %q", id, name)
-}
-
 // getColl reads a collection's record. When c is not nil the record must
 // be c's incarnation: one deleted and made again is another collection.
 func getColl(tx *bbolt.Tx, name string, c *shardcounter.Collection) (collRecord, error) {
 	var r collRecord
 	v := tx.Bucket(bucketCollections).Get([]byte(name))
 	if v == nil {
-		return r, collNotFound(name)
+		return r, shardcounter.CollectionNotFound(name)
 	}
 	if err := json.Unmarshal(v, &r); err != nil {
 		return r, fmt.Errorf("bolt: corrupt record of collection %q: %w", name, err)
 	}
 	if c != nil && r.CreatedAt != c.CreatedAt.UnixNano() {
-		return r, collNotFound(name)
+		return r, shardcounter.CollectionNotFound(name)
 	}
 	return r, nil
 }
@@ -323,7 +315,7 @@ func (s *CollectionStore) GetDocument(ctx context.Context, c *shardcounter.Colle
 		}
 		v := tx.Bucket(bucketDocuments).Get(docKey(c.Name, id))
 		if v == nil {
-			return docNotFound(c.Name, id)
+			return shardcounter.DocumentNotFound(c.Name, id)
 		}
 		var err error
 		d, err = decodeDoc(id, v)
@@ -344,7 +336,7 @@ func (s *CollectionStore) DeleteDocument(ctx context.Context, c *shardcounter.Co
 		}
 		found, err := removeDoc(tx, c.Name, r, id)
 		if err == nil && !found {
-			err = docNotFound(c.Name, id)
+			err = shardcounter.DocumentNotFound(c.Name, id)
 		}
 		return err
 	})

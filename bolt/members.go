@@ -27,7 +27,7 @@ func has(b *bbolt.Bucket, key []byte) bool {
 func distinctMeta(tx *bbolt.Tx, id string) (meta, error) {
 	m, err := getMeta(tx, id)
 	if err == nil && !m.distinct() {
-		err = shardcounter.Errorf(shardcounter.EINVALID, "counter %q is a sum counter: it has no members", id)
+		err = shardcounter.CounterHasNoMembers(id)
 	}
 	return m, err
 }

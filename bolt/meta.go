@@ -147,11 +147,7 @@ func (m meta) distinct() bool { return m.spec.Kind == shardcounter.KindDistinct 
 func getMeta(tx *bbolt.Tx, id string) (meta, error) {
 	b := tx.Bucket(bucketCounters).Get([]byte(id))
 	if b == nil {
-		return meta{}, notFound(id)
+		return meta{}, shardcounter.CounterNotFound(id)
 	}
 	return decodeMeta(b)
-}
-
-func notFound(id string) error {
-	return shardcounter.Errorf(shardcounter.ENOTFOUND, "counter %q not found", id)
 }

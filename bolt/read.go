@@ -18,7 +18,7 @@ func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounte
 		return nil, err
 	}
 	if rs[0] == nil {
-		return nil, notFound(id)
+		return nil, shardcounter.CounterNotFound(id)
 	}
 	return rs[0], nil
 }

@@ -49,7 +49,7 @@ func (b *batch) sweep(id string, t *target) error {
 func windowMeta(tx *bbolt.Tx, id string) (meta, error) {
 	m, err := getMeta(tx, id)
 	if err == nil && m.spec.Window == nil {
-		err = shardcounter.Errorf(shardcounter.EINVALID, "counter %q has no window: create it with one to read its time buckets", id)
+		err = shardcounter.CounterHasNoWindow(id)
 	}
 	return m, err
 }

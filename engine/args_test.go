@@ -40,7 +40,7 @@ func TestBadArguments(t *testing.T) {
 			return err
 		}},
 		{"ListMembersLimit", shardcounter.EINVALID, "limit", func() error {
-			_, err := e.ListMembers(ctx, "plain", shardcounter.ListOptions{Limit: engine.MaxListLimit + 1})
+			_, err := e.ListMembers(ctx, "plain", shardcounter.ListOptions{Limit: shardcounter.MaxListLimit + 1})
 			return err
 		}},
 		{"IsMemberEmpty", shardcounter.EINVALID, "member", func() error { _, err := e.IsMember(ctx, "plain", ""); return err }},

@@ -169,32 +169,34 @@ func (s *countingCreates) CreateCounter(ctx context.Context, id string, spec sha
 // with no CreateCounter call: a sum counter for delta writes, a distinct
 // one for member writes, with the default shard count.
 func TestAutoCreateInTheCommit(t *testing.T) {
-	store := &countingCreates{CounterStore: MustOpenStore(t)}
-	e := MustNew(t, store, engine.Config{DefaultShards: 5})
-	ctx := context.Background()
-	var ws []shardcounter.Write
-	for i := range 20 {
-		ws = append(ws, shardcounter.Write{Counter: "views", Delta: 1, RequestID: fmt.Sprint(i)}, shardcounter.AddMember("likes", fmt.Sprint("u", i%10)))
-	}
-	res, err := e.WriteBatch(ctx, ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range res {
-		if !r.Applied {
-			t.Fatalf("write %d = %+v, want applied", i, r)
+	eachStore(t, nil, func(t *testing.T, store shardcounter.CounterStore) {
+		counting := &countingCreates{CounterStore: store}
+		e := MustNew(t, counting, engine.Config{DefaultShards: 5})
+		ctx := context.Background()
+		var ws []shardcounter.Write
+		for i := range 20 {
+			ws = append(ws, shardcounter.Write{Counter: "views", Delta: 1, RequestID: fmt.Sprint(i)}, shardcounter.AddMember("likes", fmt.Sprint("u", i%10)))
 		}
-	}
-	if got := store.creates.Load(); got != 0 {
-		t.Fatalf("%d CreateCounter calls, want 0: the store creates on write", got)
-	}
-	for id, want := range map[string]shardcounter.Kind{"views": shardcounter.KindSum, "likes": shardcounter.KindDistinct} {
-		c, err := e.GetCounter(ctx, id)
-		if err != nil || c.Kind != want || c.Shards != 5 {
-			t.Fatalf("GetCounter(%s) = %+v, %v; want a %s counter of 5 shards", id, c, err, want)
+		res, err := e.WriteBatch(ctx, ws)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if read(t, e, "views") != 20 || read(t, e, "likes") != 10 {
-		t.Fatalf("views, likes = %d, %d; want 20, 10", read(t, e, "views"), read(t, e, "likes"))
-	}
+		for i, r := range res {
+			if !r.Applied {
+				t.Fatalf("write %d = %+v, want applied", i, r)
+			}
+		}
+		if got := counting.creates.Load(); got != 0 {
+			t.Fatalf("%d CreateCounter calls, want 0: the store creates on write", got)
+		}
+		for id, want := range map[string]shardcounter.Kind{"views": shardcounter.KindSum, "likes": shardcounter.KindDistinct} {
+			c, err := e.GetCounter(ctx, id)
+			if err != nil || c.Kind != want || c.Shards != 5 {
+				t.Fatalf("GetCounter(%s) = %+v, %v; want a %s counter of 5 shards", id, c, err, want)
+			}
+		}
+		if read(t, e, "views") != 20 || read(t, e, "likes") != 10 {
+			t.Fatalf("views, likes = %d, %d; want 20, 10", read(t, e, "views"), read(t, e, "likes"))
+		}
+	})
 }

@@ -143,7 +143,7 @@ func (c *readingCache) read(ctx context.Context, ids []string, oldest time.Time,
 		case f.err != nil:
 			res[i].err = f.err
 		case f.r == nil:
-			res[i].err = notFound(ids[i])
+			res[i].err = shardcounter.CounterNotFound(ids[i])
 		default:
 			res[i].cr = *f.r
 		}

@@ -21,14 +21,10 @@ const (
 	// every counter a busy page of timelines reads within MaxStaleness,
 	// few enough that memory stays bounded however many counters exist.
 	DefaultCacheSize = 100_000
-	DefaultListLimit = 100
-	MaxListLimit     = 1000
 	// DefaultFlushInterval is how long, in async mode, the flusher lets a
 	// batch gather before committing it: short enough that little is lost
 	// on a crash, long enough that one commit carries many writes.
 	DefaultFlushInterval = 10 * time.Millisecond
-	// DefaultDedupeWindow is how long a request id is remembered.
-	DefaultDedupeWindow = 24 * time.Hour
 	// DefaultFlushTimeout bounds one commit: long enough for a full batch
 	// on a loaded store, short enough that writers of a hung store hear
 	// about it in seconds.
@@ -84,12 +80,12 @@ type Config struct {
 	// second flush starts beside a running one only when the last flush
 	// was broad (many counters): concurrent commits of batches over many
 	// counters overlap on a store whose commits of different rows run in
-	// parallel (PostgreSQL, Redis), while on one hot counter they would
+	// parallel (PostgreSQL), while on one hot counter they would
 	// only queue for its row. While all are running, writes gather for the
 	// next. On bolt, whose writes are serialised, keep 1. Async mode
 	// always runs one flush at a time, so that writes commit in the order
 	// they were answered. Default DefaultMaxInFlight, 1; 2 suits
-	// PostgreSQL and Redis (docs/ENGINE.md).
+	// PostgreSQL (docs/ENGINE.md).
 	MaxInFlight int
 	// MaxStaleness bounds how old a cached reading may be. Default 1s.
 	MaxStaleness time.Duration
@@ -197,7 +193,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.FlushInterval = DefaultFlushInterval
 	}
 	if c.DedupeWindow == 0 {
-		c.DedupeWindow = DefaultDedupeWindow
+		c.DedupeWindow = shardcounter.DefaultDedupeWindow
 	}
 	if c.FlushTimeout == 0 {
 		c.FlushTimeout = DefaultFlushTimeout

@@ -35,3 +35,28 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseDurability checks that ParseDurability takes exactly "",
+// "durable" and "async", and refuses anything else with invalid_argument.
+func FuzzParseDurability(f *testing.F) {
+	for _, s := range []string{"", "durable", "async", "Durable", "fsync", "async "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := engine.ParseDurability(s)
+		switch s {
+		case "", "durable":
+			if err != nil || d != engine.Durable {
+				t.Fatalf("ParseDurability(%q) = %q, %v; want durable", s, d, err)
+			}
+		case "async":
+			if err != nil || d != engine.Async {
+				t.Fatalf("ParseDurability(%q) = %q, %v; want async", s, d, err)
+			}
+		default:
+			if shardcounter.ErrorCode(err) != shardcounter.EINVALID || d != "" {
+				t.Fatalf("ParseDurability(%q) = %q, %v; want invalid_argument", s, d, err)
+			}
+		}
+	})
+}

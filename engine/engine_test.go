@@ -31,6 +31,33 @@ func MustOpenStore(tb testing.TB) *bolt.CounterStore {
 	return s
 }
 
+// MustOpenPostgres opens a PostgreSQL store on a fresh database of the
+// test server (internal/pgtest), with the clock now when it is not nil.
+func MustOpenPostgres(tb testing.TB, now func() time.Time) *postgres.CounterStore {
+	tb.Helper()
+	s, err := postgres.Open(context.Background(), pgtest.MustDatabase(tb), postgres.Options{Now: now})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+// eachStore runs f on bolt and on PostgreSQL, for the tests whose outcome
+// the store's own rules decide (create on write, members, bounds,
+// windows). now, when not nil, is both stores' clock.
+func eachStore(t *testing.T, now func() time.Time, f func(t *testing.T, store shardcounter.CounterStore)) {
+	t.Run("bolt", func(t *testing.T) {
+		s, err := bolt.Open(context.Background(), filepath.Join(t.TempDir(), "shardcounter.db"), bolt.Options{Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		f(t, s)
+	})
+	t.Run("postgres", func(t *testing.T) { f(t, MustOpenPostgres(t, now)) })
+}
+
 // MustNew returns an engine over store, closed at the end of the test.
 func MustNew(tb testing.TB, store shardcounter.CounterStore, cfg engine.Config) *engine.Engine {
 	tb.Helper()
@@ -109,12 +136,7 @@ func TestExactness(t *testing.T) {
 // run in parallel: batches that lock shard rows of several counters at
 // once, with request ids, must neither deadlock nor lose a write.
 func TestExactnessPostgres(t *testing.T) {
-	s, err := postgres.Open(context.Background(), pgtest.MustDatabase(t), postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	testExactness(t, s, engine.Config{MaxInFlight: 4, DefaultShards: 4})
+	testExactness(t, MustOpenPostgres(t, nil), engine.Config{MaxInFlight: 4, DefaultShards: 4})
 }
 
 func testExactness(t *testing.T, store shardcounter.CounterStore, cfg engine.Config) {

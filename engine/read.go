@@ -117,7 +117,7 @@ func (e *Engine) ReadCounters(ctx context.Context, ids []string, c shardcounter.
 		}
 		for i, r := range rs {
 			if r == nil {
-				res[i].Err = notFound(ids[i])
+				res[i].Err = shardcounter.CounterNotFound(ids[i])
 				continue
 			}
 			e.cache.put(cachedReading{r: *r, taken: taken})
@@ -135,8 +135,4 @@ func (e *Engine) ReadCounters(ctx context.Context, ids []string, c shardcounter.
 		return nil, badConsistency(c)
 	}
 	return res, nil
-}
-
-func notFound(id string) error {
-	return shardcounter.Errorf(shardcounter.ENOTFOUND, "counter %q not found", id)
 }

@@ -172,9 +172,9 @@ func listLimit(opts shardcounter.ListOptions) (int, error) {
 	limit := opts.Limit
 	switch {
 	case limit == 0:
-		limit = DefaultListLimit
-	case limit < 0 || limit > MaxListLimit:
-		return 0, shardcounter.Errorf(shardcounter.EINVALID, "limit %d is out of range: give 1 to %d", limit, MaxListLimit)
+		limit = shardcounter.DefaultListLimit
+	case limit < 0 || limit > shardcounter.MaxListLimit:
+		return 0, shardcounter.Errorf(shardcounter.EINVALID, "limit %d is out of range: give 1 to %d", limit, shardcounter.MaxListLimit)
 	}
 	if len(opts.Prefix) > shardcounter.MaxIDLen || len(opts.After) > shardcounter.MaxIDLen {
 		return 0, shardcounter.Errorf(shardcounter.EINVALID, "prefix or page position longer than %d bytes", shardcounter.MaxIDLen)

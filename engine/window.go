@@ -22,7 +22,8 @@ func (e *Engine) ReadWindow(ctx context.Context, id string, last time.Duration) 
 
 // ReadSeries returns a windowed counter's buckets over the last span of
 // time, summed into buckets of width bucket (a multiple of the counter's
-// own; 0 means the counter's own), oldest first, zeros included. The
+// own that divides a day or is whole days, so that buckets start at round
+// UTC times; 0 means the counter's own), oldest first, zeros included. The
 // first bucket is the one holding now−last, or the first whole one the
 // counter retains; the last is the current one.
 func (e *Engine) ReadSeries(ctx context.Context, id string, last, bucket time.Duration) (*shardcounter.Series, error) {
@@ -55,48 +56,57 @@ func (e *Engine) ReadSeries(ctx context.Context, id string, last, bucket time.Du
 
 // window checks a windowed read of the last span of time in buckets of
 // width bucket (0: the counter's own) and returns the counter and the
-// interval to read: aligned to bucket, ending with the current bucket,
-// and starting no earlier than the oldest whole bucket the counter
-// retains.
+// interval to read (span).
 func (e *Engine) window(ctx context.Context, id string, last, bucket time.Duration) (*shardcounter.Counter, shardcounter.Interval, error) {
-	var span shardcounter.Interval
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, span, err
+		return nil, shardcounter.Interval{}, err
 	}
 	if last <= 0 {
-		return nil, span, shardcounter.Errorf(shardcounter.EINVALID, "last %v is not positive: give the span to read, such as 24h", last)
+		return nil, shardcounter.Interval{}, shardcounter.Errorf(shardcounter.EINVALID, "last %v is not positive: give the span to read, such as 24h", last)
 	}
 	if bucket < 0 {
-		return nil, span, shardcounter.Errorf(shardcounter.EINVALID, "bucket %v is negative: give a multiple of the counter's bucket, or 0 for its own", bucket)
+		return nil, shardcounter.Interval{}, shardcounter.Errorf(shardcounter.EINVALID, "bucket %v is negative: give a multiple of the counter's bucket, or 0 for its own", bucket)
 	}
 	c, err := e.store.GetCounter(ctx, id)
 	if err != nil {
-		return nil, span, err
+		return nil, shardcounter.Interval{}, err
 	}
-	w := c.Window
-	if w == nil {
-		return nil, span, shardcounter.Errorf(shardcounter.EINVALID, "counter %q has no window, so it keeps no sums over time: read its total without last, or create a counter with a window (bucket and retention) to read spans of time", id)
+	if c.Window == nil {
+		return nil, shardcounter.Interval{}, shardcounter.CounterHasNoWindow(id)
 	}
+	sp, err := span(c.Window, e.cfg.Now(), last, bucket)
+	return c, sp, err
+}
+
+// span returns the interval a read of the last span of time before now
+// covers, in buckets of width bucket (0: the window's own; last > 0):
+// aligned to bucket, ending with the bucket holding now, and starting
+// with the bucket holding now−last or, when that reaches past the
+// retention, with the first whole bucket the window retains.
+func span(w *shardcounter.Window, now time.Time, last, bucket time.Duration) (shardcounter.Interval, error) {
 	own, retention := time.Duration(w.Bucket), time.Duration(w.Retention)
 	if bucket == 0 {
 		bucket = own
 	}
 	if bucket%own != 0 {
-		return nil, span, shardcounter.Errorf(shardcounter.EINVALID, "bucket %s is not a multiple of counter %q's %s buckets", shardcounter.Duration(bucket), id, w.Bucket)
+		return shardcounter.Interval{}, shardcounter.Errorf(shardcounter.EINVALID, "bucket %s is not a multiple of the counter's %s buckets", shardcounter.Duration(bucket), w.Bucket)
+	}
+	if day := 24 * time.Hour; day%bucket != 0 && bucket%day != 0 {
+		return shardcounter.Interval{}, shardcounter.Errorf(shardcounter.EINVALID, "bucket %s neither divides a day nor is whole days, so its buckets would not start at round times: give a width such as 5m, 15m, 1h, 6h or 1d", shardcounter.Duration(bucket))
 	}
 	if bucket > retention {
-		return nil, span, shardcounter.Errorf(shardcounter.EINVALID, "bucket %s is wider than counter %q's retention of %s: give at most %s", shardcounter.Duration(bucket), id, w.Retention, w.Retention)
+		return shardcounter.Interval{}, shardcounter.Errorf(shardcounter.EINVALID, "bucket %s is wider than the counter's retention of %s: give at most %s", shardcounter.Duration(bucket), w.Retention, w.Retention)
 	}
-	now := e.cfg.Now()
-	// The counter keeps retention/own buckets, the current one included.
+	// The window keeps retention/own buckets, the current one included.
 	oldest := w.BucketOf(now).Add(own - retention)
-	span.To = now.Truncate(bucket).Add(bucket).UTC()
-	span.From = now.Add(-last).Truncate(bucket).UTC()
-	if span.From.Before(oldest) {
-		span.From = oldest.Add(bucket - 1).Truncate(bucket).UTC() // the first whole bucket retained
+	var sp shardcounter.Interval
+	sp.To = now.Truncate(bucket).Add(bucket).UTC()
+	sp.From = now.Add(-last).Truncate(bucket).UTC()
+	if sp.From.Before(oldest) {
+		sp.From = oldest.Add(bucket - 1).Truncate(bucket).UTC() // the first whole bucket retained
 	}
-	if !span.From.Before(span.To) {
-		span.From = span.To.Add(-bucket)
+	if !sp.From.Before(sp.To) {
+		sp.From = sp.To.Add(-bucket)
 	}
-	return c, span, nil
+	return sp, nil
 }

@@ -2,13 +2,11 @@ package engine_test
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/bolt"
 	"github.com/shardcounter/shardcounter/engine"
 )
 
@@ -23,91 +21,95 @@ func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now
 
 func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
+func (c *clock) set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
+
 // TestWindow writes to a counter with hourly buckets and a 6-hour
 // retention across a simulated day: windowed reads align to the buckets,
 // stop at the retention, say which interval they cover, and series fill
 // empty buckets with zeros and sum coarser ones.
 func TestWindow(t *testing.T) {
-	clk := &clock{now: time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)}
-	store, err := bolt.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"), bolt.Options{Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	e := MustNew(t, store, engine.Config{Now: clk.Now})
-	ctx := context.Background()
-	hour := shardcounter.Duration(time.Hour)
-	if _, _, err := e.CreateCounter(ctx, "views", shardcounter.CreateOptions{Shards: 4, Window: &shardcounter.Window{Bucket: hour, Retention: 6 * hour}}); err != nil {
-		t.Fatal(err)
-	}
-	// 09:30 +1, 10:30 +2, 11:30 nothing, 12:30 +4.
-	for _, d := range []int64{1, 2, 0, 4} {
-		if d != 0 {
-			if _, err := e.WriteCounter(ctx, shardcounter.Write{Counter: "views", Delta: d}); err != nil {
+	start := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
+	clk := &clock{}
+	eachStore(t, clk.Now, func(t *testing.T, store shardcounter.CounterStore) {
+		clk.set(start)
+		e := MustNew(t, store, engine.Config{Now: clk.Now})
+		ctx := context.Background()
+		hour := shardcounter.Duration(time.Hour)
+		if _, _, err := e.CreateCounter(ctx, "views", shardcounter.CreateOptions{Shards: 4, Window: &shardcounter.Window{Bucket: hour, Retention: 6 * hour}}); err != nil {
+			t.Fatal(err)
+		}
+		// 09:30 +1, 10:30 +2, 11:30 nothing, 12:30 +4.
+		for _, d := range []int64{1, 2, 0, 4} {
+			if d != 0 {
+				if _, err := e.WriteCounter(ctx, shardcounter.Write{Counter: "views", Delta: d}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clk.advance(time.Hour)
+		}
+		clk.advance(-time.Hour) // now 12:30
+		at := func(h int) time.Time { return time.Date(2026, 3, 1, h, 0, 0, 0, time.UTC) }
+
+		for _, tc := range []struct {
+			last     time.Duration
+			from     time.Time
+			value    int64
+			describe string
+		}{
+			{time.Minute, at(12), 4, "the current bucket"},
+			{time.Hour, at(11), 4, "from the bucket holding 11:30"},
+			{150 * time.Minute, at(10), 6, "from the bucket holding 10:00"},
+			{48 * time.Hour, at(7), 7, "cut to the 6 buckets retained"},
+		} {
+			r, err := e.ReadWindow(ctx, "views", tc.last)
+			if err != nil {
 				t.Fatal(err)
 			}
+			if r.Value != tc.value || r.Window == nil || !r.Window.From.Equal(tc.from) || !r.Window.To.Equal(at(13)) {
+				t.Fatalf("ReadWindow(last %v) = %d over %+v; want %d over [%v, %v): %s", tc.last, r.Value, r.Window, tc.value, tc.from, at(13), tc.describe)
+			}
 		}
-		clk.advance(time.Hour)
-	}
-	clk.advance(-time.Hour) // now 12:30
-	at := func(h int) time.Time { return time.Date(2026, 3, 1, h, 0, 0, 0, time.UTC) }
 
-	for _, tc := range []struct {
-		last     time.Duration
-		from     time.Time
-		value    int64
-		describe string
-	}{
-		{time.Minute, at(12), 4, "the current bucket"},
-		{time.Hour, at(11), 4, "from the bucket holding 11:30"},
-		{150 * time.Minute, at(10), 6, "from the bucket holding 10:00"},
-		{48 * time.Hour, at(7), 7, "cut to the 6 buckets retained"},
-	} {
-		r, err := e.ReadWindow(ctx, "views", tc.last)
+		s, err := e.ReadSeries(ctx, "views", 4*time.Hour, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Value != tc.value || r.Window == nil || !r.Window.From.Equal(tc.from) || !r.Window.To.Equal(at(13)) {
-			t.Fatalf("ReadWindow(last %v) = %d over %+v; want %d over [%v, %v): %s", tc.last, r.Value, r.Window, tc.value, tc.from, at(13), tc.describe)
+		want := []int64{0, 1, 2, 0, 4} // 08:00 to 12:00
+		if len(s.Buckets) != len(want) || !s.From.Equal(at(8)) || !s.To.Equal(at(13)) || s.Bucket != hour {
+			t.Fatalf("ReadSeries(4h) = %+v; want %d hourly buckets from 08:00 to 13:00", s, len(want))
 		}
-	}
+		for i, b := range s.Buckets {
+			if !b.Start.Equal(at(8+i)) || b.Value != want[i] {
+				t.Fatalf("bucket %d = %+v, want %v at %v", i, b, want[i], at(8+i))
+			}
+		}
 
-	s, err := e.ReadSeries(ctx, "views", 4*time.Hour, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []int64{0, 1, 2, 0, 4} // 08:00 to 12:00
-	if len(s.Buckets) != len(want) || !s.From.Equal(at(8)) || !s.To.Equal(at(13)) || s.Bucket != hour {
-		t.Fatalf("ReadSeries(4h) = %+v; want %d hourly buckets from 08:00 to 13:00", s, len(want))
-	}
-	for i, b := range s.Buckets {
-		if !b.Start.Equal(at(8+i)) || b.Value != want[i] {
-			t.Fatalf("bucket %d = %+v, want %v at %v", i, b, want[i], at(8+i))
+		s, err = e.ReadSeries(ctx, "views", 5*time.Hour, 2*time.Hour)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-
-	s, err = e.ReadSeries(ctx, "views", 5*time.Hour, 2*time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 07:30 is in the bucket from 06:00, before the oldest retained hour
-	// (07:00): the series starts with the first whole 2h bucket, 08:00.
-	want = []int64{1, 2, 4} // 08-10, 10-12, 12-14
-	if len(s.Buckets) != len(want) || !s.From.Equal(at(8)) || !s.To.Equal(at(14)) {
-		t.Fatalf("ReadSeries(5h, 2h) = %+v; want 3 buckets from 08:00 to 14:00", s)
-	}
-	for i, b := range s.Buckets {
-		if b.Value != want[i] {
-			t.Fatalf("2h bucket %d = %+v, want %d", i, b, want[i])
+		// 07:30 is in the bucket from 06:00, before the oldest retained hour
+		// (07:00): the series starts with the first whole 2h bucket, 08:00.
+		want = []int64{1, 2, 4} // 08-10, 10-12, 12-14
+		if len(s.Buckets) != len(want) || !s.From.Equal(at(8)) || !s.To.Equal(at(14)) {
+			t.Fatalf("ReadSeries(5h, 2h) = %+v; want 3 buckets from 08:00 to 14:00", s)
 		}
-	}
-	if _, err := e.ReadSeries(ctx, "views", time.Hour, 90*time.Minute); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
-		t.Fatalf("ReadSeries with 90m buckets on hourly ones = %v, want invalid_argument", err)
-	}
-	if _, err := e.ReadSeries(ctx, "views", time.Hour, 12*time.Hour); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
-		t.Fatalf("ReadSeries with buckets wider than the retention = %v, want invalid_argument", err)
-	}
-	if got := read(t, e, "views"); got != 7 {
-		t.Fatalf("all-time value %d, want 7", got)
-	}
+		for i, b := range s.Buckets {
+			if b.Value != want[i] {
+				t.Fatalf("2h bucket %d = %+v, want %d", i, b, want[i])
+			}
+		}
+		if _, err := e.ReadSeries(ctx, "views", time.Hour, 90*time.Minute); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
+			t.Fatalf("ReadSeries with 90m buckets on hourly ones = %v, want invalid_argument", err)
+		}
+		if _, err := e.ReadSeries(ctx, "views", time.Hour, 5*time.Hour); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
+			t.Fatalf("ReadSeries with 5h buckets, which do not divide a day = %v, want invalid_argument", err)
+		}
+		if _, err := e.ReadSeries(ctx, "views", time.Hour, 12*time.Hour); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
+			t.Fatalf("ReadSeries with buckets wider than the retention = %v, want invalid_argument", err)
+		}
+		if got := read(t, e, "views"); got != 7 {
+			t.Fatalf("all-time value %d, want 7", got)
+		}
+	})
 }

@@ -37,11 +37,11 @@ func (e *Engine) WriteCounter(ctx context.Context, w shardcounter.Write) (*shard
 	if c.err != nil {
 		return nil, c.err
 	}
-	res := c.res
 	if w.WantValue {
-		res.Value = e.valueAfter(ctx, b, w.Counter)
+		// The flusher is done with c: its result is this goroutine's now.
+		c.res.Value = e.valueAfter(ctx, b, w.Counter)
 	}
-	return &res, nil
+	return &c.res, nil
 }
 
 // accepted is the answer to an async write once queued.

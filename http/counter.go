@@ -243,9 +243,9 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 // parseLimit parses a listing's limit parameter.
 func parseLimit(v string) (int, error) {
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > MaxListLimit {
+	if err != nil || n < 1 || n > shardcounter.MaxListLimit {
 		return 0, shardcounter.Errorf(shardcounter.EINVALID,
-			"limit is %q: give a whole number from 1 to %d", v, MaxListLimit)
+			"limit is %q: give a whole number from 1 to %d", v, shardcounter.MaxListLimit)
 	}
 	return n, nil
 }
@@ -256,7 +256,7 @@ func listOptions(r *http.Request) (shardcounter.ListOptions, error) {
 	if err != nil {
 		return shardcounter.ListOptions{}, err
 	}
-	opts := shardcounter.ListOptions{Prefix: q.Get("prefix"), Limit: DefaultListLimit}
+	opts := shardcounter.ListOptions{Prefix: q.Get("prefix"), Limit: shardcounter.DefaultListLimit}
 	if opts.Prefix != "" {
 		if err := shardcounter.ValidateID("prefix", opts.Prefix); err != nil {
 			return opts, err
@@ -378,7 +378,7 @@ func (c *Client) GetCounter(ctx context.Context, id string) (*shardcounter.Count
 		return nil, err
 	}
 	if len(list.Counters) == 0 || list.Counters[0].ID != id {
-		return nil, shardcounter.Errorf(shardcounter.ENOTFOUND, "counter %q not found", id)
+		return nil, shardcounter.CounterNotFound(id)
 	}
 	return list.Counters[0], nil
 }

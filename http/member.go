@@ -128,7 +128,7 @@ func memberListOptions(id string, r *http.Request) (shardcounter.ListOptions, er
 	if err != nil {
 		return shardcounter.ListOptions{}, err
 	}
-	opts := shardcounter.ListOptions{Limit: DefaultListLimit}
+	opts := shardcounter.ListOptions{Limit: shardcounter.DefaultListLimit}
 	if q.Has("limit") {
 		if opts.Limit, err = parseLimit(q.Get("limit")); err != nil {
 			return opts, err

@@ -75,9 +75,11 @@ func TestRound2Refusals(t *testing.T) {
 
 // TestBatchReads reads many counters in one request: in order, a
 // missing counter's error in its place.
-func TestBatchReads(t *testing.T) {
+func TestBatchReads(t *testing.T) { eachStore(t, testBatchReads) }
+
+func testBatchReads(t *testing.T, env EnvOptions) {
 	ctx := context.Background()
-	e := MustServe(t, EnvOptions{})
+	e := MustServe(t, env)
 	for i := range 5 {
 		e.MustCreate(t, fmt.Sprintf("r%d", i), 2)
 		e.MustWrite(t, fmt.Sprintf("r%d", i), int64(10*i+1))
@@ -130,9 +132,11 @@ func TestBatchReads(t *testing.T) {
 
 // TestDistinct counts members through the member routes, the batch
 // route and the client.
-func TestDistinct(t *testing.T) {
+func TestDistinct(t *testing.T) { eachStore(t, testDistinct) }
+
+func testDistinct(t *testing.T, env EnvOptions) {
 	ctx := context.Background()
-	e := MustServe(t, EnvOptions{})
+	e := MustServe(t, env)
 	var c shardcounter.Counter
 	e.Do(t, "PUT", path("likes"), `{"kind":"distinct","shards":4}`).MustOK(t, http.StatusCreated, &c)
 	if c.Kind != shardcounter.KindDistinct {
@@ -230,9 +234,11 @@ func TestDistinct(t *testing.T) {
 
 // TestBoundsAndWindow creates a bounded, windowed counter and reads its
 // window, series and placement.
-func TestBoundsAndWindow(t *testing.T) {
+func TestBoundsAndWindow(t *testing.T) { eachStore(t, testBoundsAndWindow) }
+
+func testBoundsAndWindow(t *testing.T, env EnvOptions) {
 	ctx := context.Background()
-	e := MustServe(t, EnvOptions{})
+	e := MustServe(t, env)
 	var c shardcounter.Counter
 	e.Do(t, "PUT", path("stock"), `{"shards":3,"min":0,"max":10,"window":{"bucket":"1m","retention":"1h"}}`).MustOK(t, http.StatusCreated, &c)
 	if c.Min == nil || *c.Min != 0 || c.Max == nil || *c.Max != 10 || c.Window == nil || c.Window.Bucket != shardcounter.BucketMinute {
@@ -240,6 +246,9 @@ func TestBoundsAndWindow(t *testing.T) {
 	}
 	// The same create again is a retry.
 	e.Do(t, "PUT", path("stock"), `{"shards":3,"min":0,"max":10,"window":{"bucket":"1m","retention":"60m"}}`).MustOK(t, http.StatusOK, nil)
+	// Other bounds or another window: a conflict, not a retry.
+	e.Do(t, "PUT", path("stock"), `{"shards":3,"min":0,"max":11,"window":{"bucket":"1m","retention":"1h"}}`).MustError(t, http.StatusConflict, shardcounter.EEXISTS)
+	e.Do(t, "PUT", path("stock"), `{"shards":3,"min":0,"max":10}`).MustError(t, http.StatusConflict, shardcounter.EEXISTS)
 	e.Do(t, "POST", path("stock")+"/decrement", "").MustError(t, http.StatusBadRequest, shardcounter.EOUTOFRANGE)
 	e.Do(t, "POST", path("stock")+"/increment", `{"by":7}`).MustOK(t, http.StatusOK, nil)
 	e.Do(t, "POST", path("stock")+"/increment", `{"by":4}`).MustError(t, http.StatusBadRequest, shardcounter.EOUTOFRANGE)
@@ -271,7 +280,7 @@ func TestBoundsAndWindow(t *testing.T) {
 		t.Fatalf("series of all retained: %d buckets, %v; want 60", len(all.Buckets), err)
 	}
 	e.Do(t, "GET", path("stock")+"/series?bucket=1h", "").MustOK(t, http.StatusOK, &s)
-	e.Do(t, "GET", path("stock")+"/series?bucket=7m", "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
+	e.Do(t, "GET", path("stock")+"/series?bucket=90s", "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
 	e.MustCreate(t, "plain", 1)
 	e.Do(t, "GET", path("plain")+"?last=1h", "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
 
@@ -290,4 +299,11 @@ func TestBoundsAndWindow(t *testing.T) {
 	if _, err := e.Client.Placement(ctx, "nope"); !errors.Is(err, shardcounter.ErrNotFound) {
 		t.Fatalf("placement of a missing counter: %v", err)
 	}
+}
+
+// eachStore runs f over the engine on bolt and on PostgreSQL: batch reads,
+// members, bounds and windows are the store's own work.
+func eachStore(t *testing.T, f func(t *testing.T, opts EnvOptions)) {
+	t.Run("bolt", func(t *testing.T) { f(t, EnvOptions{}) })
+	t.Run("postgres", func(t *testing.T) { f(t, EnvOptions{Postgres: true}) })
 }

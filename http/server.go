@@ -15,8 +15,6 @@ import (
 const (
 	DefaultMaxBodyBytes = 1 << 20 // 1 MiB, SPEC's --max-body default
 	DefaultMaxBatch     = 10000   // writes per POST /v1/writes
-	DefaultListLimit    = 100     // counters per page when limit is not given
-	MaxListLimit        = 1000    // largest limit a list request may ask for
 
 	// DefaultMaxConcurrent bounds the API requests served at once. Each
 	// waits on the store at most RequestTimeout, so the bound caps the

@@ -18,6 +18,8 @@ import (
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
 	shttp "github.com/shardcounter/shardcounter/http"
+	"github.com/shardcounter/shardcounter/internal/pgtest"
+	"github.com/shardcounter/shardcounter/postgres"
 )
 
 // Env is a running server over the real engine on a bolt store in a
@@ -43,12 +45,21 @@ type EnvOptions struct {
 	// sits between a client and the server (a proxy, a network that drops
 	// replies). The server and the engine behind it stay real.
 	Front func(http.Handler) http.Handler
+	// Postgres serves the engine over a PostgreSQL store on a fresh
+	// database of the test server (internal/pgtest) instead of bolt.
+	Postgres bool
 }
 
 // MustServe starts a server, stopped at the end of the test.
 func MustServe(tb testing.TB, opts EnvOptions) *Env {
 	tb.Helper()
-	store, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "shardcounter.db"), bolt.Options{})
+	var store shardcounter.CounterStore
+	var err error
+	if opts.Postgres {
+		store, err = postgres.Open(context.Background(), pgtest.MustDatabase(tb), postgres.Options{})
+	} else {
+		store, err = bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "shardcounter.db"), bolt.Options{})
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}

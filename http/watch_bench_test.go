@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,14 +47,20 @@ func init() {
 //
 //	go test -run '^$' -bench BenchmarkWatchers -benchtime 1x ./http/
 //
-// Metrics: store-reads/interval (the claim: 1), cpu-cores (server CPU
-// seconds per second), idle-cpu-cores (the same without watchers),
-// events/s delivered, KB/watcher (the server's resident memory, and its
-// Go heap and stacks, over the watcherless baseline).
+// Metrics: store-reads/interval (the claim: at most 1), cpu-cores (server
+// CPU seconds per second), idle-cpu-cores (the same without watchers),
+// events/s received by the clients, KB/watcher (the server's resident
+// memory, and its Go heap and stacks, over the watcherless baseline),
+// writes/s to the hot counter with and without the watchers.
+//
+// The peer, pollers=1000, is what watching replaces: each client reads the
+// counter (GET, strong) once per interval on a kept-alive connection, as
+// fresh as a watcher and with the same clients' process.
 func BenchmarkWatchers(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("watchers=%d", n), func(b *testing.B) { benchWatchers(b, n) })
+		b.Run(fmt.Sprintf("watchers=%d", n), func(b *testing.B) { benchWatchers(b, "watch", n) })
 	}
+	b.Run("pollers=1000", func(b *testing.B) { benchWatchers(b, "poll", 1000) })
 }
 
 const (
@@ -64,7 +72,7 @@ const (
 	benchWriteRate = 1000
 )
 
-func benchWatchers(b *testing.B, n int) {
+func benchWatchers(b *testing.B, mode string, n int) {
 	st, err := bolt.Open(context.Background(), filepath.Join(b.TempDir(), "shardcounter.db"), bolt.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -118,12 +126,17 @@ func benchWatchers(b *testing.B, n int) {
 	}
 	defer func() { close(stop); wg.Wait() }()
 
-	idle := measureServer(benchWindow, &writes)
+	noEvents := func() int64 { return 0 }
+	idle := measureServer(benchWindow, &writes, &store.reads, noEvents)
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		clients := exec.Command(os.Args[0], "-test.run=^$")
-		clients.Env = append(os.Environ(), fmt.Sprintf("%s=http://%s/v1/counters/hot/watch?interval=%v,%d", watchClientsEnv, ln.Addr(), benchInterval, n))
+		url := fmt.Sprintf("http://%s/v1/counters/hot/watch?interval=%v", ln.Addr(), benchInterval)
+		if mode == "poll" {
+			url = fmt.Sprintf("http://%s/v1/counters/hot", ln.Addr())
+		}
+		clients.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%d", watchClientsEnv, mode, url, n))
 		clients.Stderr = os.Stderr
 		out, err := clients.StdoutPipe()
 		if err != nil {
@@ -138,63 +151,72 @@ func benchWatchers(b *testing.B, n int) {
 			b.Fatalf("clients: %q, want ready", lines.Text())
 		}
 		connected := time.Since(connectStart)
-		b.StartTimer()
-
-		reads0 := store.reads.Load()
-		busy := measureServer(benchWindow, &writes)
-		reads := store.reads.Load() - reads0
-
-		b.StopTimer()
-		clients.Process.Signal(syscall.SIGTERM)
-		var events int64
-		for lines.Scan() {
-			if v, ok := strings.CutPrefix(lines.Text(), "events "); ok {
-				events, _ = strconv.ParseInt(v, 10, 64)
+		// The clients' count of events so far, asked for with SIGUSR1.
+		events := func() int64 {
+			clients.Process.Signal(syscall.SIGUSR1)
+			if !lines.Scan() {
+				b.Fatal("the clients ended")
 			}
+			v, _ := strconv.ParseInt(strings.TrimPrefix(lines.Text(), "events "), 10, 64)
+			return v
 		}
+		b.StartTimer()
+		busy := measureServer(benchWindow, &writes, &store.reads, events)
+		b.StopTimer()
+		clients.Process.Kill()
 		clients.Wait()
 
-		intervals := float64(benchWindow) / float64(benchInterval)
-		b.ReportMetric(float64(reads)/intervals, "store-reads/interval")
+		b.ReportMetric(busy.readsPerSec*benchInterval.Seconds(), "store-reads/interval")
 		b.ReportMetric(busy.cores, "cpu-cores")
 		b.ReportMetric(idle.cores, "idle-cpu-cores")
-		b.ReportMetric(float64(events)/benchWindow.Seconds(), "events/s")
+		b.ReportMetric(busy.eventsPerSec, "events/s")
 		b.ReportMetric(float64(busy.rss-idle.rss)/float64(n)/1024, "rss-KB/watcher")
 		b.ReportMetric(float64(busy.goMem-idle.goMem)/float64(n)/1024, "go-KB/watcher")
 		b.ReportMetric(busy.writesPerSec, "writes/s")
 		b.ReportMetric(idle.writesPerSec, "idle-writes/s")
-		b.Logf("%d watchers connected in %v; window %v: %d store reads, %d events received, %.0f writes/s (%.0f without watchers); server CPU %.2f cores (%.2f without watchers); RSS %d MB (%d MB without)",
-			n, connected.Round(time.Millisecond), benchWindow, reads, events, busy.writesPerSec, idle.writesPerSec, busy.cores, idle.cores, busy.rss>>20, idle.rss>>20)
+		b.Logf("%d %s clients connected in %v; over %v: %.2f store reads/s (%.2f without watchers), %.0f events/s received, %.0f writes/s (%.0f without watchers); server CPU %.3f cores (%.3f without watchers); RSS %d MB (%d MB without), Go heap and stacks %d MB (%d MB without)",
+			n, mode, connected.Round(time.Millisecond), busy.elapsed.Round(time.Millisecond), busy.readsPerSec, idle.readsPerSec, busy.eventsPerSec,
+			busy.writesPerSec, idle.writesPerSec, busy.cores, idle.cores, busy.rss>>20, idle.rss>>20, busy.goMem>>20, idle.goMem>>20)
 	}
 }
 
 // serverUse is what the server process used over a window.
 type serverUse struct {
+	elapsed      time.Duration
 	cores        float64 // CPU seconds per second
+	readsPerSec  float64 // the store's strong reads
+	writesPerSec float64 // to the hot counter
+	eventsPerSec float64 // received by the clients
 	rss          int64   // resident bytes at the end
 	goMem        int64   // Go heap in use and goroutine stacks at the end
-	writesPerSec float64 // to the hot counter
 }
 
-// measureServer watches this process for d, and the writes counted in
-// writes.
-func measureServer(d time.Duration, writes *atomic.Int64) serverUse {
+// measureServer watches this process for d: its CPU, the store's reads,
+// the writes and the clients' events, then (outside the window, since a
+// collection stops the world) its memory.
+func measureServer(d time.Duration, writes, reads *atomic.Int64, events func() int64) serverUse {
 	cpu := func() time.Duration {
 		var ru syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	c0, w0, t0 := cpu(), writes.Load(), time.Now()
+	e0, c0, r0, w0, t0 := events(), cpu(), reads.Load(), writes.Load(), time.Now()
 	time.Sleep(d)
-	c1, w1, t1 := cpu(), writes.Load(), time.Now()
-	runtime.GC()
+	c1, r1, w1, t1, e1 := cpu(), reads.Load(), writes.Load(), time.Now(), events()
+	secs := t1.Sub(t0).Seconds()
+	// Collect and give freed memory back to the system, so that the
+	// resident size is what is in use now, not what an earlier run left.
+	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return serverUse{
-		cores:        float64(c1-c0) / float64(t1.Sub(t0)),
+		elapsed:      t1.Sub(t0),
+		cores:        (c1 - c0).Seconds() / secs,
+		readsPerSec:  float64(r1-r0) / secs,
+		writesPerSec: float64(w1-w0) / secs,
+		eventsPerSec: float64(e1-e0) / secs,
 		rss:          residentBytes(),
 		goMem:        int64(ms.HeapInuse + ms.StackInuse),
-		writesPerSec: float64(w1-w0) / t1.Sub(t0).Seconds(),
 	}
 }
 
@@ -213,12 +235,19 @@ func residentBytes() int64 {
 	return 0
 }
 
-// runWatchClients is the client process: spec is "URL,N". It opens N
-// watch streams, prints "ready" once each has had its first event, counts
-// the events that follow, and prints "events K" on SIGTERM.
+// runWatchClients is the client process: spec is "MODE,URL,N". It opens N
+// connections, each watching URL (MODE watch) or getting it once per
+// benchInterval (MODE poll), prints "ready" once each has had its first
+// reading, counts the readings that follow, and prints "events K" at each
+// SIGUSR1, until it is killed.
 func runWatchClients(spec string) int {
-	u, ns, _ := strings.Cut(spec, ",")
-	n, err := strconv.Atoi(ns)
+	parts := strings.Split(spec, ",")
+	if len(parts) != 3 {
+		fmt.Fprintln(os.Stderr, "bad spec", spec)
+		return 2
+	}
+	mode, u := parts[0], parts[1]
+	n, err := strconv.Atoi(parts[2])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bad spec", spec)
 		return 2
@@ -228,22 +257,30 @@ func runWatchClients(spec string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	var raw strings.Builder
-	fmt.Fprintf(&raw, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", req.URL.RequestURI(), req.URL.Host)
+	accept := "text/event-stream"
+	if mode == "poll" {
+		accept = "application/json"
+	}
+	raw := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nAccept: %s\r\n\r\n", req.URL.RequestURI(), req.URL.Host, accept)
 	var ready sync.WaitGroup
-	var events atomic.Int64
-	var failed atomic.Int64
-	for range n {
+	var events, failed atomic.Int64
+	for i := range n {
 		ready.Add(1)
 		go func() {
 			first := true
-			done := func() {
+			got := func() {
 				if first {
 					first = false
 					ready.Done()
+				} else {
+					events.Add(1)
 				}
 			}
-			defer done()
+			defer func() {
+				if first {
+					ready.Done()
+				}
+			}()
 			conn, err := net.Dial("tcp", req.URL.Host)
 			if err != nil {
 				failed.Add(1)
@@ -251,31 +288,57 @@ func runWatchClients(spec string) int {
 				return
 			}
 			defer conn.Close()
-			if _, err := conn.Write([]byte(raw.String())); err != nil {
-				failed.Add(1)
-				return
-			}
-			sc := bufio.NewScanner(conn)
-			for sc.Scan() {
-				if strings.HasPrefix(sc.Text(), "data:") {
-					if first {
-						done()
-					} else {
-						events.Add(1)
+			if mode == "watch" {
+				if _, err := conn.Write([]byte(raw)); err != nil {
+					failed.Add(1)
+					return
+				}
+				sc := bufio.NewScanner(conn)
+				for sc.Scan() {
+					if strings.HasPrefix(sc.Text(), "data:") {
+						got()
 					}
 				}
+				return
+			}
+			// Poll: one GET per interval, spread over the interval.
+			br := bufio.NewReader(conn)
+			time.Sleep(benchInterval * time.Duration(i) / time.Duration(n))
+			tick := time.NewTicker(benchInterval)
+			defer tick.Stop()
+			for {
+				if _, err := conn.Write([]byte(raw)); err != nil {
+					failed.Add(1)
+					return
+				}
+				resp, err := http.ReadResponse(br, req)
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK {
+					failed.Add(1)
+					return
+				}
+				got()
+				<-tick.C
 			}
 		}()
 	}
 	ready.Wait()
 	if f := failed.Load(); f > 0 {
-		fmt.Fprintf(os.Stderr, "%d of %d watchers failed to connect\n", f, n)
+		fmt.Fprintf(os.Stderr, "%d of %d clients failed\n", f, n)
 		return 1
 	}
+	// Notify before "ready": the first SIGUSR1 follows it at once, and
+	// one that came before would be caught and dropped by the runtime.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
 	fmt.Println("ready")
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM)
-	<-term
-	fmt.Printf("events %d\n", events.Load())
+	for range usr1 {
+		fmt.Printf("events %d\n", events.Load())
+	}
 	return 0
 }

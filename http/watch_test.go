@@ -673,3 +673,60 @@ func waitFor(tb testing.TB, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestWatchMixedIntervals: a counter's watchers share one reader at the
+// shortest interval among them; each is sent at most one event per its own
+// interval, and the latest value once its interval has passed; when the
+// fast watcher leaves, the reader slows down.
+func TestWatchMixedIntervals(t *testing.T) {
+	e := mustServeWatch(t, shttp.ServerOptions{}, nil)
+	e.create(t, "c")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	slow, _ := e.openStream(t, ctx, path("c")+"/watch?interval=1s")
+	slow.nextData(t)
+	fastCtx, leave := context.WithCancel(ctx)
+	fast, _ := e.openStream(t, fastCtx, path("c")+"/watch?interval=100ms")
+	fast.nextData(t)
+
+	// Writes for a while, each seen by the fast watcher.
+	start, reads0 := time.Now(), e.Store.reads.Load()
+	const writes = 12
+	for i := 1; i <= writes; i++ {
+		e.add(t, "c", 1)
+		if id, _ := fast.nextData(t); id != fmt.Sprint(i) {
+			t.Fatalf("fast watcher: id %s, want %d", id, i)
+		}
+	}
+	elapsed := time.Since(start)
+	if reads, limit := e.Store.reads.Load()-reads0, int64(elapsed/(100*time.Millisecond))+2; reads > limit {
+		t.Fatalf("two watchers: %d reads in %v, want at most %d (one per 100ms)", reads, elapsed, limit)
+	}
+	// The slow watcher had at most one event a second, and ends with the
+	// last value.
+	var ids []string
+	for {
+		id, _ := slow.nextData(t)
+		ids = append(ids, id)
+		if id == fmt.Sprint(writes) {
+			break
+		}
+	}
+	if limit := int(time.Since(start)/time.Second) + 1; len(ids) > limit {
+		t.Fatalf("slow watcher got %d events (%v) in %v, want at most %d: one a second", len(ids), ids, time.Since(start), limit)
+	}
+
+	// Without the fast watcher the reader goes back to one read a second.
+	leave()
+	waitFor(t, "the fast watcher to leave", func() bool { return metricValue(t, scrape(t, e), "shardcounter_watch_streams") == 1 })
+	time.Sleep(200 * time.Millisecond) // the read the fast interval had scheduled
+	start, reads0 = time.Now(), e.Store.reads.Load()
+	e.add(t, "c", 1)
+	if id, _ := slow.nextData(t); id != fmt.Sprint(writes+1) {
+		t.Fatalf("slow watcher: id %s, want %d", id, writes+1)
+	}
+	time.Sleep(time.Second)
+	if reads, limit := e.Store.reads.Load()-reads0, int64(time.Since(start)/time.Second)+2; reads > limit {
+		t.Fatalf("one slow watcher: %d reads in %v, want at most %d (one a second)", reads, time.Since(start), limit)
+	}
+}

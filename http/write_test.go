@@ -218,6 +218,13 @@ func TestAsyncAccepted(t *testing.T) {
 	if _, err := e.Client.WriteCounter(context.Background(), shardcounter.Write{Counter: "a", Delta: 1}); err != nil {
 		t.Fatal(err)
 	}
+	// A member write too, which cannot yet say whether it changed anything.
+	e.Do(t, "PUT", path("likes"), `{"kind":"distinct"}`).MustOK(t, http.StatusCreated, nil)
+	var m shttp.MemberResponse
+	e.Do(t, "PUT", path("likes")+"/members/alice", "").MustOK(t, http.StatusAccepted, &m)
+	if m.Counter != "likes" || m.Member != "alice" || m.Added != nil {
+		t.Fatalf("async member add: %+v, want no added", m)
+	}
 	// Reads and creates are not writes that wait: their statuses stay.
 	e.Do(t, "GET", path("a"), "").MustOK(t, http.StatusOK, nil)
 	e.Do(t, "PUT", path("b"), "").MustOK(t, http.StatusCreated, nil)

@@ -154,3 +154,75 @@ func TestCachedReadAndRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreErrorsEveryOperation fails every operation of a real store (a
+// bolt file closed under the wrapper) and checks that each failure is
+// counted under its operation. An operation without its series once made
+// the wrapper panic, which took the whole server down when it happened on
+// a goroutine nobody recovers (the engine's value read after a commit).
+func TestStoreErrorsEveryOperation(t *testing.T) {
+	b, err := bolt.Open(context.Background(), filepath.Join(t.TempDir(), "c.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New()
+	s := m.Store(b)
+	b.Close()
+	ctx := context.Background()
+	now := time.Now()
+	calls := map[string]func() error{
+		"create":       func() error { _, err := s.CreateCounter(ctx, "c", shardcounter.Spec{Shards: 1}); return err },
+		"get":          func() error { _, err := s.GetCounter(ctx, "c"); return err },
+		"list":         func() error { _, err := s.ListCounters(ctx, "", "", 10); return err },
+		"delete":       func() error { return s.DeleteCounter(ctx, "c") },
+		"read":         func() error { _, err := s.ReadCounter(ctx, "c"); return err },
+		"read_batch":   func() error { _, err := s.ReadCounters(ctx, []string{"c"}); return err },
+		"read_shards":  func() error { _, _, err := s.ReadShards(ctx, "c"); return err },
+		"placement":    func() error { _, err := s.Placement(ctx, "c"); return err },
+		"read_window":  func() error { _, err := s.ReadWindow(ctx, "c", now.Add(-time.Hour), now); return err },
+		"read_series":  func() error { _, err := s.ReadSeries(ctx, "c", now.Add(-time.Hour), now); return err },
+		"is_member":    func() error { _, err := s.IsMember(ctx, "c", "m"); return err },
+		"list_members": func() error { _, err := s.ListMembers(ctx, "c", "", 10); return err },
+		"add":          func() error { return s.Add(ctx, "c", 1, 0) },
+		"apply": func() error {
+			_, err := s.Apply(ctx, []shardcounter.Increment{{Counter: "c", Delta: 1}})
+			return err
+		},
+		"reshard": func() error { _, err := s.ReshardCounter(ctx, "c", 2); return err },
+		"ping":    func() error { return s.Ping(ctx) },
+	}
+	for op, call := range calls {
+		t.Run(op, func(t *testing.T) {
+			if err := call(); err == nil {
+				t.Fatal("a call on a closed store succeeded")
+			}
+			if got := storeErrors(t, m, op); got != 1 {
+				t.Errorf("store errors counted for %s = %v, want 1", op, got)
+			}
+		})
+	}
+}
+
+// storeErrors sums shardcounter_store_errors_total over the kinds of one
+// operation, as /metrics exports it.
+func storeErrors(t *testing.T, m *metrics.Metrics, op string) float64 {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != "shardcounter_store_errors_total" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if l.GetName() == "op" && l.GetValue() == op {
+					sum += mt.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}

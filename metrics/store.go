@@ -19,7 +19,7 @@ import (
 // implements it. It is safe for concurrent use when the store is.
 func (m *Metrics) Store(s shardcounter.CounterStore) shardcounter.CounterStore {
 	st := &store{CounterStore: s, errs: make(map[string][3]prometheus.Counter)}
-	for _, op := range []string{"create", "get", "list", "delete", "read", "read_shards", "add", "apply", "reshard", "ping"} {
+	for _, op := range storeOps {
 		st.errs[op] = [3]prometheus.Counter{
 			m.storeErrors.WithLabelValues(op, kindUnavailable),
 			m.storeErrors.WithLabelValues(op, kindOutcomeUnknown),
@@ -27,6 +27,15 @@ func (m *Metrics) Store(s shardcounter.CounterStore) shardcounter.CounterStore {
 		}
 	}
 	return st
+}
+
+// storeOps are the values of the "op" label: one per CounterStore
+// method. Each has its series made up front, so that they exist at 0.
+var storeOps = []string{
+	"create", "get", "list", "delete",
+	"read", "read_batch", "read_shards", "placement", "read_window", "read_series",
+	"is_member", "list_members",
+	"add", "apply", "reshard", "ping",
 }
 
 // Kinds of store failure, the values of the "kind" label.

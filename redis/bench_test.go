@@ -5,10 +5,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/engine"
+	"github.com/shardcounter/shardcounter/redis"
 	"github.com/shardcounter/shardcounter/storetest"
 )
 
@@ -76,4 +81,85 @@ func evalCalls(tb testing.TB, addrs []string) []int64 {
 		}
 	}
 	return out
+}
+
+// BenchmarkStrongRead measures strong reads of one 16-shard counter, idle
+// and while 64 writers add to it through the engine (group commit,
+// durable), on the single server and on the 3-master cluster. On the cluster it runs the
+// read twice in one run: collect=1 is the read before it was made
+// linearizable (one round of HMGETs, which can return a value the counter
+// never held), collect=2 the double collect with its freeze fallback. It
+// reports the writes committed meanwhile, and per read the collects made
+// and the freezes needed.
+func BenchmarkStrongRead(b *testing.B) {
+	for _, backend := range []string{"Standalone", "Cluster"} {
+		modes := []int{2}
+		if backend == "Cluster" {
+			modes = []int{1, 2}
+		}
+		for _, writers := range []int{0, 64} {
+			for _, collects := range modes {
+				benchmarkStrongRead(b, backend, writers, collects)
+			}
+		}
+	}
+}
+
+func benchmarkStrongRead(b *testing.B, backend string, writers, collects int) {
+	b.Run(fmt.Sprintf("%s/writers=%d/collect=%d", backend, writers, collects), func(b *testing.B) {
+		dsn := serverDSN(sharedServer(b))
+		if backend == "Cluster" {
+			dsn = clusterDSN(sharedCluster(b))
+		}
+		ctx := context.Background()
+		id := fmt.Sprintf("%s%s", b.Name(), runID())
+		store := MustOpen(b, dsn)
+		storetest.MustCreate(b, store, id, 16)
+		eng, err := engine.New(store, engine.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer eng.Close(ctx)
+		var writes atomic.Int64
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range writers {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := eng.WriteCounter(ctx, shardcounter.Write{Counter: id, Delta: 1}); err != nil {
+						b.Error(err)
+						return
+					}
+					writes.Add(1)
+				}
+			})
+		}
+		reader := MustOpen(b, dsn)
+		redis.SetSingleCollect(reader, collects == 1)
+		before, w0 := reader.Stats(), writes.Load()
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := reader.ReadCounter(ctx, id); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.StopTimer()
+		elapsed := b.Elapsed().Seconds()
+		close(stop)
+		wg.Wait()
+		after := reader.Stats()
+		b.ReportMetric(float64(b.N)/elapsed, "reads/s")
+		b.ReportMetric(float64(writes.Load()-w0)/elapsed, "writes/s")
+		b.ReportMetric(float64(after.Collects-before.Collects)/float64(b.N), "collects/read")
+		b.ReportMetric(float64(after.Freezes-before.Freezes)/float64(b.N), "freezes/read")
+	})
 }

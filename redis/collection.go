@@ -188,7 +188,7 @@ func (s *CollectionStore) CreateCollection(ctx context.Context, c *shardcounter.
 			return storeErr("create collection", err, true)
 		}
 		if res == 1 {
-			return nil
+			return s.s.sync(ctx, s.metaKey(c.Name))
 		}
 		if _, err := s.GetCollection(ctx, c.Name); shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
 			if err != nil {
@@ -242,6 +242,9 @@ func (s *CollectionStore) GrowCollection(ctx context.Context, name string, shard
 		return nil, collNotFound(name)
 	case -2:
 		return nil, shardcounter.Errorf(shardcounter.EINVALID, "collection %q has more than %d shards: a shard count only grows", name, shards)
+	}
+	if err := s.s.sync(ctx, s.metaKey(name)); err != nil {
+		return nil, err
 	}
 	return s.GetCollection(ctx, name)
 }
@@ -316,7 +319,7 @@ func (s *CollectionStore) finishDelete(ctx context.Context, c *shardcounter.Coll
 	if err := s.s.runScript(ctx, deleteMetaScript, []string{s.metaKey(c.Name)}).Err(); err != nil {
 		return storeErr("delete collection", err, true)
 	}
-	return nil
+	return s.s.syncAll(ctx)
 }
 
 // PutDocuments adds each document's entries, writes the documents, and
@@ -387,17 +390,24 @@ func (s *CollectionStore) PutDocuments(ctx context.Context, c *shardcounter.Coll
 			}
 		}
 	}
-	if len(stale) == 0 {
-		return nil
+	written := make([]string, 0, 2*len(docs))
+	for i, w := range ws {
+		written = append(written, s.docKey(c, docs[i].ID))
+		written = append(written, w.keys...)
 	}
-	_, err = s.s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for _, e := range stale {
-			p.ZRem(ctx, e[0], e[1])
+	if len(stale) > 0 {
+		_, err = s.s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, e := range stale {
+				p.ZRem(ctx, e[0], e[1])
+			}
+			return nil
+		})
+		// The documents are written; an entry left behind is skipped by reads.
+		if err != nil {
+			return storeErr("remove replaced index entries", err, true)
 		}
-		return nil
-	})
-	// The documents are written; an entry left behind is skipped by reads.
-	return storeErr("remove replaced index entries", err, true)
+	}
+	return s.s.sync(ctx, written...)
 }
 
 func docIDs(docs []*shardcounter.Document) []string {
@@ -457,7 +467,10 @@ func (s *CollectionStore) DeleteDocument(ctx context.Context, c *shardcounter.Co
 	if err == nil && !found {
 		err = docNotFound(c.Name, id)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return s.s.sync(ctx, s.docKey(c, id))
 }
 
 // remove deletes a document and then its entries, and reports whether it

@@ -3,13 +3,11 @@ package redis
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/overflow"
 )
 
 // errStale says that a shard refused the epoch of a cached layout: the
@@ -18,9 +16,10 @@ import (
 var errStale = errors.New("redis: stale layout")
 
 // CreateCounter records a counter with shards zero-valued shards. The
-// shard keys are written first and the metadata last, in one script that
-// fails when the id is taken, so a counter is never visible without its
-// shards; a crash in between leaves only unreachable keys behind.
+// shard keys are written first, then the metadata and the index entry, in
+// one script that fails when the id is taken, so a counter is never
+// visible without its shards; a crash in between leaves only unreachable
+// keys behind.
 func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
@@ -28,34 +27,29 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 	if err := shardcounter.ValidateSpec(spec); err != nil {
 		return nil, err
 	}
-	if err := unsupported(spec); err != nil {
-		return nil, err
-	}
 	shards := spec.Shards
-	// The index entry first: an entry without metadata is skipped by
-	// ListCounters, while metadata without an entry would hide a counter.
-	if err := s.client.ZAddNX(ctx, indexKey(s.prefix), goredis.Z{Member: id}).Err(); err != nil {
-		return nil, storeErr("create counter", err, true)
-	}
 	for range maxAttempts {
-		l := &layout{id: id, n: shards, epoch: 1, created: s.now().UTC(), max: shards, keys: newKeys(s.prefix, id, newIncarnation())}
-		rooms := allowances(make([]int64, shards), nil)
-		_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for i := range shards {
-				p.HSet(ctx, l.keys.shard(i), "v", 0, "e", l.ep(), "up", rooms[i].up, "dn", rooms[i].dn)
+		l := s.newLayout(id, spec)
+		nr := newNodeRuns(s)
+		s.createShards(ctx, nr, l)
+		if nr.err != nil {
+			return nil, storeErr("create counter shards", nr.err, false)
+		}
+		s.runOnNodes(ctx, nr.runs)
+		if err := nr.firstErr(ctx); err != nil {
+			if retryable(err) {
+				continue // not run (a script not loaded, a slot that moved): nothing reachable was made
 			}
-			return nil
-		})
-		if err != nil {
 			return nil, storeErr("create counter shards", err, true)
 		}
-		ok, err := s.runScript(ctx, createScript, []string{metaKey(s.prefix, id)},
-			fieldID, id, fieldShards, shards, fieldCreated, l.created.Format(time.RFC3339Nano),
-			fieldIncarnation, l.keys.incarnation, fieldEpoch, l.ep(), fieldMax, shards).Int()
+		ok, err := s.runScript(ctx, createCounterScript, []string{metaKey(s.prefix, id), bucketKey(s.prefix, bucketOf(id))}, s.metaFields(l)...).Int()
 		if err != nil {
 			return nil, storeErr("create counter", err, true)
 		}
 		if ok == 1 {
+			if err := s.sync(ctx, append(l.keys.shards(shards), metaKey(s.prefix, id))...); err != nil {
+				return nil, err
+			}
 			s.remember(l)
 			return l.counter(), nil
 		}
@@ -69,6 +63,23 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		}
 	}
 	return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q keeps changing: try again", id)
+}
+
+// newLayout returns the layout of a new counter: a new incarnation,
+// epoch 1.
+func (s *CounterStore) newLayout(id string, spec shardcounter.Spec) *layout {
+	if spec.Kind == shardcounter.KindSum {
+		spec.Kind = ""
+	}
+	return &layout{id: id, n: spec.Shards, epoch: 1, created: s.now().UTC(), max: spec.Shards, spec: spec, memberGen: 1,
+		keys: newKeys(s.prefix, id, newIncarnation(), spec.Bounded())}
+}
+
+// metaFields returns the arguments of createCounterScript for l: the id,
+// then the metadata's fields and values.
+func (s *CounterStore) metaFields(l *layout) []any {
+	return append([]any{l.id, fieldID, l.id, fieldShards, l.n, fieldCreated, l.created.Format(time.RFC3339Nano),
+		fieldIncarnation, l.keys.incarnation, fieldEpoch, l.ep(), fieldMax, l.max}, specFields(l.spec)...)
 }
 
 // GetCounter returns the counter's metadata, after finishing a reshard
@@ -85,8 +96,11 @@ func (s *CounterStore) GetCounter(ctx context.Context, id string) (*shardcounter
 }
 
 // ListCounters returns up to limit counters whose ids start with prefix
-// and sort after after, in byte order, from the index sorted set (all
-// scores 0, so ZRANGEBYLEX orders by bytes and prefixes match literally).
+// and sort after after, in byte order. The index is spread over
+// indexBuckets sorted sets (all scores 0, so ZRANGEBYLEX orders by bytes
+// and prefixes match literally); this merges them, reading each from
+// where the page has got to, a chunk at a time, one round trip per master
+// for each round of chunks.
 func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, limit int) ([]*shardcounter.Counter, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -98,10 +112,10 @@ func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, l
 	if prefix != "" {
 		hi = "[" + prefix + "\xff" // no UTF-8 id holds 0xff
 	}
+	m := newMerge(indexKeys(s.prefix), lo, hi, max(8, 2*limit/indexBuckets))
 	var out []*shardcounter.Counter
 	for len(out) < limit {
-		want := limit - len(out)
-		ids, err := s.client.ZRangeByLex(ctx, indexKey(s.prefix), &goredis.ZRangeBy{Min: lo, Max: hi, Count: int64(want)}).Result()
+		ids, err := m.next(ctx, s.client, limit-len(out))
 		if err != nil {
 			return nil, storeErr("list counters", err, false)
 		}
@@ -122,14 +136,10 @@ func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, l
 			if err != nil {
 				return nil, err
 			}
-			if l != nil && l.state != stateDelete { // else: a create or delete cut short
+			if l != nil && l.state != stateDelete { // else: a delete under way
 				out = append(out, l.counter())
 			}
 		}
-		if len(ids) < want {
-			break
-		}
-		lo = "(" + ids[len(ids)-1]
 	}
 	return out, nil
 }
@@ -149,6 +159,9 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 	if ok == 0 {
 		return notFound(id)
 	}
+	if err := s.sync(ctx, metaKey(s.prefix, id)); err != nil {
+		return err
+	}
 	if _, err := s.layout(ctx, id, true); shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
 		if err == nil { // cannot happen: the mark is never removed but by deletion
 			err = shardcounter.Errorf(shardcounter.EINTERNAL, "redis: counter %q survived its deletion", id)
@@ -160,114 +173,37 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 
 // finishDelete runs the idempotent steps of a recorded delete.
 func (s *CounterStore) finishDelete(ctx context.Context, l *layout) error {
-	if err := s.deleteKeys(ctx, l, max(l.max, l.n, l.to)); err != nil {
+	n := max(l.max, l.n, l.to)
+	if err := s.deleteKeys(ctx, l, n); err != nil {
 		return err
 	}
-	if err := s.client.ZRem(ctx, indexKey(s.prefix), l.id).Err(); err != nil {
+	if err := s.runScript(ctx, deleteCounterScript, []string{metaKey(s.prefix, l.id), bucketKey(s.prefix, bucketOf(l.id))}, l.id).Err(); err != nil {
 		return storeErr("delete counter", err, true)
 	}
-	if err := s.runScript(ctx, deleteMetaScript, []string{metaKey(s.prefix, l.id)}).Err(); err != nil {
-		return storeErr("delete counter", err, true)
-	}
-	return nil
+	return s.sync(ctx, append(l.keys.shards(n), metaKey(s.prefix, l.id))...)
 }
 
-// deleteKeys deletes the shard and request-id keys of shards [0, n).
+// deleteKeys deletes the keys of shards [0, n): the shard, its request
+// ids, members and buckets; and a bounded counter's bounds key.
 func (s *CounterStore) deleteKeys(ctx context.Context, l *layout, n int) error {
 	_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i := range n {
 			p.Del(ctx, l.keys.shard(i))
 			p.Del(ctx, l.keys.ids(i))
+			if l.distinct() {
+				p.Del(ctx, l.keys.members(i, l.memberGen))
+			}
+			if l.spec.Window != nil {
+				p.Del(ctx, l.keys.buckets(i))
+				p.Del(ctx, l.keys.bucketIndex(i))
+			}
+		}
+		if l.spec.Bounded() {
+			p.Del(ctx, l.keys.bounds())
 		}
 		return nil
 	})
 	return storeErr("delete counter keys", err, true)
-}
-
-// ReadCounter returns the exact sum of the counter's shards: one pipelined
-// HMGET per shard, which the cluster client sends as one round trip per
-// master. On one server the reads run in MULTI/EXEC, an atomic snapshot. On
-// a cluster no snapshot spans masters: each shard is read once, atomically,
-// and the sum counts every write acknowledged before the read began plus
-// some of those running concurrently — never a write twice, never a
-// reshard half done (the shards' epochs must all match).
-func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounter.Reading, error) {
-	l, vals, err := s.readShards(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	sum, ok := overflow.Sum(vals)
-	if !ok {
-		return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: the sum of its shards leaves the int64 range", id)
-	}
-	return &shardcounter.Reading{ID: id, Value: sum, Shards: l.n, Consistency: shardcounter.Strong, AsOf: time.Now().UTC()}, nil
-}
-
-// ReadShards returns the counter and its shard values, read as ReadCounter
-// reads them.
-func (s *CounterStore) ReadShards(ctx context.Context, id string) (*shardcounter.Counter, []int64, error) {
-	l, vals, err := s.readShards(ctx, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	return l.counter(), vals, nil
-}
-
-func (s *CounterStore) readShards(ctx context.Context, id string) (*layout, []int64, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, nil, err
-	}
-	for attempt := range maxAttempts {
-		l, err := s.layout(ctx, id, attempt > 0)
-		if err != nil {
-			return nil, nil, err
-		}
-		vals, err := s.readValues(ctx, l)
-		if err == errStale || retryable(err) {
-			s.forget(id)
-			continue
-		}
-		if err != nil {
-			return nil, nil, storeErr("read counter", err, false)
-		}
-		return l, vals, nil
-	}
-	return nil, nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q keeps changing: try again", id)
-}
-
-// readValues reads shards [0, l.n) and checks that each is at l's epoch.
-func (s *CounterStore) readValues(ctx context.Context, l *layout) ([]int64, error) {
-	cmds := make([]*goredis.SliceCmd, l.n)
-	fill := func(p goredis.Pipeliner) error {
-		for i := range l.n {
-			cmds[i] = p.HMGet(ctx, l.keys.shard(i), "v", "e")
-		}
-		return nil
-	}
-	var err error
-	if s.cluster == nil {
-		_, err = s.client.TxPipelined(ctx, fill)
-	} else {
-		_, err = s.client.Pipelined(ctx, fill)
-	}
-	if err != nil {
-		return nil, err
-	}
-	ep := l.ep()
-	vals := make([]int64, l.n)
-	for i, c := range cmds {
-		r := c.Val()
-		if e, _ := r[1].(string); e != ep {
-			return nil, errStale
-		}
-		v, _ := r[0].(string)
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, shardcounter.Errorf(shardcounter.EINTERNAL, "redis: shard %d of counter %q holds %q, not an integer", i, l.id, v)
-		}
-		vals[i] = n
-	}
-	return vals, nil
 }
 
 // runScript runs a script with EVALSHA, loading it on NOSCRIPT (a new or
@@ -275,7 +211,7 @@ func (s *CounterStore) readValues(ctx context.Context, l *layout) ([]int64, erro
 func (s *CounterStore) runScript(ctx context.Context, sc *goredis.Script, keys []string, args ...any) *goredis.Cmd {
 	c := sc.EvalSha(ctx, s.client, keys, args...)
 	if err := c.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
-		if err := s.loadScripts(ctx); err != nil {
+		if err := s.loadScripts(ctx, keys[0]); err != nil {
 			return c
 		}
 		c = sc.EvalSha(ctx, s.client, keys, args...)
@@ -283,13 +219,33 @@ func (s *CounterStore) runScript(ctx context.Context, sc *goredis.Script, keys [
 	return c
 }
 
-// loadScripts loads every script of the store, on every master of a
-// cluster.
-func (s *CounterStore) loadScripts(ctx context.Context) error {
+// loadScripts loads every script of the store on the server, or the
+// master of the cluster, that serves key: the one that answered NOSCRIPT.
+// Loading on every master instead would wait on a dead one.
+func (s *CounterStore) loadScripts(ctx context.Context, key string) error {
+	n, err := s.node(ctx, key)
+	if err != nil {
+		return err
+	}
+	return s.loadScriptsOn(ctx, n)
+}
+
+// loadScriptsOn loads every script of the store on one node.
+func (s *CounterStore) loadScriptsOn(ctx context.Context, n *goredis.Client) error {
 	for _, sc := range allScripts {
-		if err := sc.Load(ctx, s.client).Err(); err != nil {
+		if err := sc.Load(ctx, n).Err(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// scriptKey returns the first key of an EVALSHA command, which names the
+// node that ran it.
+func scriptKey(c *goredis.Cmd) string {
+	if a := c.Args(); len(a) > 3 {
+		k, _ := a[3].(string)
+		return k
+	}
+	return ""
 }

@@ -6,16 +6,24 @@
 //
 // With the default prefix "shardcounter:":
 //
-//	shardcounter:c:ID             hash: metadata (shards n, created c, incarnation i,
-//	                              epoch e, state st, reshard target to, history h, mx)
-//	shardcounter:index            sorted set of every counter id, for ListCounters
-//	shardcounter:{TAG}INCARNATION:K       hash: shard K (value v, epoch e, fold markers f:*)
-//	shardcounter:{TAG}INCARNATION:K:ids   sorted set: request ids recorded on shard K
+//	shardcounter:{B}c:ID                hash: metadata (shards n, created c,
+//	                                    incarnation i, epoch e, state st,
+//	                                    reshard target to, history h, mx, nk, nd)
+//	shardcounter:{B}ids                 sorted set: index bucket B of counter ids
+//	shardcounter:{TAG}INCARNATION:K     hash: shard K (value v, epoch e, version w,
+//	                                    allowance up/dn/ae, fence version fw, f:*)
+//	shardcounter:{TAG}INCARNATION:K:ids sorted set: request ids recorded on shard K
 //
-// TAG puts shard K in slot base + K·10127 (mod 16384), so consecutive shards
-// spread evenly over the slots and so over the masters; a shard and its
-// request ids share the tag, and so a slot. INCARNATION is random per CreateCounter,
-// so a re-created counter shares no key with the one deleted before it.
+// The index of counter ids is spread over 16 buckets in 16 slots, and a
+// counter's metadata shares its bucket's slot, so one script creates (or
+// deletes) both and no master holds every counter: with one down, counters
+// whose keys live on the others are still created, written and read.
+// ListCounters merges the buckets. TAG puts shard K in slot base + K·10127
+// (mod 16384), base from a hash of the id, so consecutive shards spread
+// evenly over the slots and so over the masters; a shard and its request
+// ids share the tag, and so a slot. INCARNATION is random per
+// CreateCounter, so a re-created counter shares no key with the one
+// deleted before it.
 //
 // # Writes
 //
@@ -26,6 +34,15 @@
 // tries again. Apply groups items by slot and pipelines the groups. The
 // client runs with retries off: the store retries only what the server
 // provably did not execute, and reports a lost reply as OutcomeUnknown.
+//
+// # Strong reads
+//
+// On one server a read is one MULTI/EXEC. On a cluster it is a double
+// collect: every write bumps its shard's version, and a read collects
+// every shard twice, accepting when no version changed in between; a
+// counter written too fast for that is frozen (a reshard to its own shard
+// count) and read while frozen. Either way the read is linearizable. See
+// read.go.
 //
 // # Resharding
 //

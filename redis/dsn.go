@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -18,18 +19,34 @@ type DSN struct {
 	DB       int      // database number of a server; always 0 on a cluster
 	Username string
 	Password string
+	// WaitReplicas (wait_replicas=N) is how many replicas must confirm a
+	// write before it is acknowledged (Options.WaitReplicas); 0 when not
+	// given. WaitTimeout (wait_timeout_ms=T) bounds that wait; 0 when not
+	// given (Options' default then applies).
+	WaitReplicas int
+	WaitTimeout  time.Duration
 }
+
+// Limits of the wait parameters of a DSN.
+const (
+	maxWaitReplicas = 100
+	maxWaitTimeout  = time.Minute
+)
 
 // ParseDSN parses the store DSNs of the redis package:
 //
-//	redis://[[USER]:PASS@]HOST:PORT[/DB]
-//	redis+cluster://[[USER]:PASS@]HOST:PORT[?addr=HOST:PORT&addr=HOST:PORT...]
+//	redis://[[USER]:PASS@]HOST:PORT[/DB][?wait_replicas=N[&wait_timeout_ms=T]]
+//	redis+cluster://[[USER]:PASS@]HOST:PORT[?addr=HOST:PORT&addr=HOST:PORT...][&wait_replicas=N[&wait_timeout_ms=T]]
 //
 // The port is required. The cluster form names seed nodes: the host of the
 // URL and every addr parameter; the client learns the rest of the cluster
-// from them. Anything else (another scheme, a query parameter other than
-// addr, a path on a cluster DSN) is ErrInvalid with a message that says
-// what to change, so a typo fails at start rather than being ignored.
+// from them. wait_replicas (1 to 100) makes every write wait until that
+// many replicas of each master it wrote have it, for at most
+// wait_timeout_ms milliseconds (1 to 60000, default 1000): see
+// Options.WaitReplicas. Anything else (another scheme, another query
+// parameter, a parameter given twice, a number not written plainly, a
+// path on a cluster DSN) is ErrInvalid with a message that says what to
+// change, so a typo fails at start rather than being ignored.
 func ParseDSN(dsn string) (*DSN, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -64,19 +81,39 @@ func ParseDSN(dsn string) (*DSN, error) {
 		return nil, invalidDSN(dsn, "bad query: %v", err)
 	}
 	for k, vs := range q {
-		if k != "addr" || !d.Cluster {
-			if d.Cluster {
-				return nil, invalidDSN(dsn, "unknown parameter %q: only addr=HOST:PORT is accepted", k)
+		switch {
+		case k == "addr" && d.Cluster:
+			for _, v := range vs {
+				a, err := hostPort(v)
+				if err != nil {
+					return nil, invalidDSN(dsn, "addr=%q: %v", v, err)
+				}
+				d.Addrs = append(d.Addrs, a)
 			}
-			return nil, invalidDSN(dsn, "unknown parameter %q: a redis:// DSN takes none", k)
-		}
-		for _, v := range vs {
-			a, err := hostPort(v)
-			if err != nil {
-				return nil, invalidDSN(dsn, "addr=%q: %v", v, err)
+		case k == "wait_replicas" || k == "wait_timeout_ms":
+			if len(vs) != 1 {
+				return nil, invalidDSN(dsn, "%s is given %d times: give it once", k, len(vs))
 			}
-			d.Addrs = append(d.Addrs, a)
+			if k == "wait_replicas" {
+				var ok bool
+				if d.WaitReplicas, ok = plainInt(vs[0], 1, maxWaitReplicas); !ok {
+					return nil, invalidDSN(dsn, "wait_replicas=%q: give the number of replicas, 1 to %d", vs[0], maxWaitReplicas)
+				}
+			} else {
+				ms, ok := plainInt(vs[0], 1, int(maxWaitTimeout.Milliseconds()))
+				if !ok {
+					return nil, invalidDSN(dsn, "wait_timeout_ms=%q: give milliseconds, 1 to %d", vs[0], maxWaitTimeout.Milliseconds())
+				}
+				d.WaitTimeout = time.Duration(ms) * time.Millisecond
+			}
+		case d.Cluster:
+			return nil, invalidDSN(dsn, "unknown parameter %q: a redis+cluster:// DSN takes addr, wait_replicas and wait_timeout_ms", k)
+		default:
+			return nil, invalidDSN(dsn, "unknown parameter %q: a redis:// DSN takes wait_replicas and wait_timeout_ms", k)
 		}
+	}
+	if d.WaitTimeout != 0 && d.WaitReplicas == 0 {
+		return nil, invalidDSN(dsn, "wait_timeout_ms without wait_replicas: add wait_replicas=N, or remove it")
 	}
 
 	switch p := strings.TrimPrefix(u.Path, "/"); {
@@ -91,6 +128,16 @@ func ParseDSN(dsn string) (*DSN, error) {
 		d.DB = n
 	}
 	return d, nil
+}
+
+// plainInt parses a decimal integer in [lo, hi] written plainly: digits
+// only, no sign, no leading zero.
+func plainInt(s string, lo, hi int) (int, bool) {
+	n, err := strconv.Atoi(s)
+	if err != nil || strconv.Itoa(n) != s || n < lo || n > hi {
+		return 0, false
+	}
+	return n, true
 }
 
 func hostPort(s string) (string, error) {
@@ -128,17 +175,22 @@ func redact(dsn string) string {
 // String returns the DSN with its password replaced by xxxxx, for logs.
 func (d *DSN) String() string {
 	u := url.URL{Scheme: "redis", Host: d.Addrs[0]}
+	var q []string
 	if d.Cluster {
 		u.Scheme = "redis+cluster"
-		for i, a := range d.Addrs[1:] {
-			if i > 0 {
-				u.RawQuery += "&"
-			}
-			u.RawQuery += "addr=" + a
+		for _, a := range d.Addrs[1:] {
+			q = append(q, "addr="+a)
 		}
 	} else if d.DB != 0 {
 		u.Path = "/" + strconv.Itoa(d.DB)
 	}
+	if d.WaitReplicas != 0 {
+		q = append(q, "wait_replicas="+strconv.Itoa(d.WaitReplicas))
+	}
+	if d.WaitTimeout != 0 {
+		q = append(q, "wait_timeout_ms="+strconv.FormatInt(d.WaitTimeout.Milliseconds(), 10))
+	}
+	u.RawQuery = strings.Join(q, "&")
 	if d.Password != "" {
 		u.User = url.UserPassword(d.Username, "xxxxx")
 	} else if d.Username != "" {
@@ -158,11 +210,17 @@ func (d *DSN) Options() *goredis.Options {
 		MaxRetries:            -1,
 		DialTimeout:           DefaultDialTimeout,
 		DialerRetries:         1,
-		ReadTimeout:           DefaultIOTimeout,
+		ReadTimeout:           d.readTimeout(),
 		WriteTimeout:          DefaultIOTimeout,
 		PoolTimeout:           DefaultIOTimeout,
 		ContextTimeoutEnabled: true,
 	}
+}
+
+// readTimeout is DefaultIOTimeout, or longer when a WAIT may take longer:
+// a reply that comes late must not be taken for a lost one.
+func (d *DSN) readTimeout() time.Duration {
+	return max(DefaultIOTimeout, d.WaitTimeout+time.Second)
 }
 
 // ClusterOptions returns go-redis options for the cluster of a
@@ -178,7 +236,7 @@ func (d *DSN) ClusterOptions() *goredis.ClusterOptions {
 		MaxRetries:             -1,
 		DialTimeout:            DefaultDialTimeout,
 		DialerRetries:          1,
-		ReadTimeout:            DefaultIOTimeout,
+		ReadTimeout:            d.readTimeout(),
 		WriteTimeout:           DefaultIOTimeout,
 		PoolTimeout:            DefaultIOTimeout,
 		ContextTimeoutEnabled:  true,

@@ -26,6 +26,9 @@ func TestParseDSN(t *testing.T) {
 		{"redis://[::1]:6379", redis.DSN{Addrs: []string{"[::1]:6379"}}},
 		{"redis+cluster://a:7000", redis.DSN{Cluster: true, Addrs: []string{"a:7000"}}},
 		{"redis+cluster://u:p@a:7000?addr=b:7001&addr=c:7002", redis.DSN{Cluster: true, Addrs: []string{"a:7000", "b:7001", "c:7002"}, Username: "u", Password: "p"}},
+		{"redis://h:1?wait_replicas=1", redis.DSN{Addrs: []string{"h:1"}, WaitReplicas: 1}},
+		{"redis://h:1/2?wait_replicas=2&wait_timeout_ms=250", redis.DSN{Addrs: []string{"h:1"}, DB: 2, WaitReplicas: 2, WaitTimeout: 250 * time.Millisecond}},
+		{"redis+cluster://a:1?wait_timeout_ms=60000&addr=b:2&wait_replicas=100", redis.DSN{Cluster: true, Addrs: []string{"a:1", "b:2"}, WaitReplicas: 100, WaitTimeout: time.Minute}},
 	} {
 		got, err := redis.ParseDSN(c.dsn)
 		if err != nil {
@@ -44,6 +47,11 @@ func TestParseDSNInvalid(t *testing.T) {
 		"redis://h:1/x", "redis://h:1/-1", "redis://h:1/01", "redis://h:1?db=2", "redis://h:1#f",
 		"rediss://h:1", "postgres://h:1", "redis+cluster://h:1/0", "redis+cluster://h:1?addr=b", "redis+cluster://h:1?node=b:2",
 		"redis:h:1",
+		"redis://h:1?wait_replicas=0", "redis://h:1?wait_replicas=-1", "redis://h:1?wait_replicas=01", "redis://h:1?wait_replicas=+1",
+		"redis://h:1?wait_replicas=1.0", "redis://h:1?wait_replicas=", "redis://h:1?wait_replicas=101", "redis://h:1?wait_replicas=x",
+		"redis://h:1?wait_replicas=1&wait_replicas=1", "redis://h:1?wait_timeout_ms=10", "redis://h:1?wait_replicas=1&wait_timeout_ms=0",
+		"redis://h:1?wait_replicas=1&wait_timeout_ms=60001", "redis://h:1?wait_replicas=1&wait_timeout_ms=1s", "redis://h:1?Wait_Replicas=1",
+		"redis+cluster://h:1?wait_replicas=1&wait_timeout_ms=5&wait_timeout_ms=5", "redis+cluster://h:1?wait=1",
 	} {
 		_, err := redis.ParseDSN(dsn)
 		if !errors.Is(err, shardcounter.ErrInvalid) {
@@ -67,7 +75,8 @@ func TestDSNString(t *testing.T) {
 }
 
 func FuzzParseDSN(f *testing.F) {
-	for _, s := range []string{"redis://h:1/2", "redis+cluster://a:1?addr=b:2&addr=c:3", "redis://:p@h:1", "redis://h"} {
+	for _, s := range []string{"redis://h:1/2", "redis+cluster://a:1?addr=b:2&addr=c:3", "redis://:p@h:1", "redis://h",
+		"redis://h:1?wait_replicas=1&wait_timeout_ms=500", "redis+cluster://a:1?addr=b:2&wait_replicas=2", "redis://h:1?wait_timeout_ms=5"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, dsn string) {
@@ -80,6 +89,10 @@ func FuzzParseDSN(f *testing.F) {
 		}
 		if len(d.Addrs) == 0 || (!d.Cluster && len(d.Addrs) != 1) {
 			t.Fatalf("ParseDSN(%q) = %+v", dsn, d)
+		}
+		if d.WaitReplicas < 0 || d.WaitReplicas > 100 || d.WaitTimeout < 0 || d.WaitTimeout > time.Minute || d.WaitTimeout%time.Millisecond != 0 ||
+			(d.WaitTimeout != 0 && d.WaitReplicas == 0) {
+			t.Fatalf("ParseDSN(%q) = %+v: wait parameters out of range", dsn, d)
 		}
 		for _, a := range d.Addrs {
 			if _, _, err := net.SplitHostPort(a); err != nil {

@@ -30,3 +30,20 @@ func ShardKey(tb interface{ Fatal(...any) }, s *CounterStore, id string, i int) 
 	}
 	return l.keys.shard(i)
 }
+
+// SetSingleCollect makes strong reads on a cluster take one collect, as
+// they did before they were made linearizable, for benchmarks that
+// measure what the second collect costs.
+func SetSingleCollect(s *CounterStore, on bool) { s.singleCollect = on }
+
+// MetaSlot returns the slot of a counter's metadata and index entry.
+func MetaSlot(s *CounterStore, id string) int { return KeySlot(metaKey(s.prefix, id)) }
+
+// ShardSlot returns the slot of shard i of a counter.
+func ShardSlot(s *CounterStore, id string, i int) int {
+	return newKeys(s.prefix, id, "", false).slot(i)
+}
+
+// LessScript returns 1 when ARGV[1] < ARGV[2] by the scripts' exact
+// comparison of decimal int64 strings, else 0.
+var LessScript = goredis.NewScript(luaLess + `return lt(ARGV[1], ARGV[2]) and 1 or 0`)

@@ -81,25 +81,26 @@ var slotTags = sync.OnceValue(func() *[NumSlots]string {
 const slotStride = 10127
 
 // keys names the Redis keys of one counter incarnation. Every key starts
-// with the store's prefix. The metadata key hashes on the counter id; each
-// shard key and its request-id set share a hash tag chosen for the shard's
-// slot, so the two live in the same slot and one script can update both.
+// with the store's prefix. Each shard key and its request-id set share a
+// hash tag chosen for the shard's slot, so the two live in the same slot
+// and one script can update both. The slots depend on the counter id
+// alone, so which masters hold a counter is known before it is created.
 type keys struct {
 	prefix      string
 	incarnation string // random per CreateCounter, so a re-created counter shares no keys with the old one
 	base        int    // slot of shard 0
+	oneSlot     bool   // every shard in slot base: a bounded counter, whose total one script checks
 }
 
-func newKeys(prefix, id, incarnation string) keys {
-	h := fnv.New64a()
-	h.Write([]byte(id))
-	h.Write([]byte{0})
-	h.Write([]byte(incarnation))
-	return keys{prefix: prefix, incarnation: incarnation, base: int(h.Sum64() % NumSlots)}
+func newKeys(prefix, id, incarnation string, oneSlot bool) keys {
+	return keys{prefix: prefix, incarnation: incarnation, base: int(hashID(id) % NumSlots), oneSlot: oneSlot}
 }
 
 // slot returns the slot that shard i of the counter lives in.
 func (k keys) slot(i int) int {
+	if k.oneSlot {
+		return k.base
+	}
 	return (k.base + i*slotStride) % NumSlots
 }
 
@@ -110,11 +111,79 @@ func (k keys) shard(i int) string {
 	return k.prefix + "{" + slotTags()[k.slot(i)] + "}" + k.incarnation + ":" + strconv.Itoa(i)
 }
 
+// shards returns the keys of shards [0, n).
+func (k keys) shards(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = k.shard(i)
+	}
+	return out
+}
+
 // ids returns the key of the sorted set of request ids recorded on shard
 // i, scored by the Unix millisecond at which each id expires.
 func (k keys) ids(i int) string {
 	return k.shard(i) + ":ids"
 }
 
-func metaKey(prefix, id string) string { return prefix + "c:" + id }
-func indexKey(prefix string) string    { return prefix + "index" }
+// members returns the key of the sorted set (all scores 0, in byte order)
+// of the members of a distinct counter on shard i in member generation
+// gen: the epoch at which its shard count began (see finishReshard).
+func (k keys) members(i int, gen int64) string {
+	return k.shard(i) + ":m" + strconv.FormatInt(gen, 10)
+}
+
+// buckets returns the key of the hash of a windowed counter's time buckets
+// on shard i: bucket start (Unix seconds) -> the sum of its writes there.
+func (k keys) buckets(i int) string { return k.shard(i) + ":wb" }
+
+// bucketIndex returns the key of the sorted set of the bucket starts of
+// shard i, scored by start, so that old buckets are found without reading
+// the others.
+func (k keys) bucketIndex(i int) string { return k.shard(i) + ":wi" }
+
+// bounds returns the key of a bounded counter's total and bounds (fields
+// t, lo, hi), in the slot of all its shards.
+func (k keys) bounds() string {
+	return k.prefix + "{" + slotTags()[k.base] + "}" + k.incarnation + ":b"
+}
+
+// hashID hashes a counter id: FNV-1a, whose high bits barely change
+// between ids that differ in their last byte, then the splitmix64
+// finalizer, which spreads every bit of it over all bits.
+func hashID(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	x := h.Sum64()
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// indexBuckets is how many sorted sets the index of counter ids is spread
+// over. ListCounters merges them, so more buckets cost each page more
+// round trips' worth of entries; fewer make each a hotter, bigger key and
+// put more counters behind each master. With 16, spread evenly over the
+// slot space, a master of three holds five or six.
+const indexBuckets = 16
+
+// bucketOf returns the index bucket of a counter id.
+func bucketOf(id string) int { return int((hashID(id) >> 32) % indexBuckets) }
+
+// bucketSlot returns the slot of index bucket b: the middle of the b-th
+// sixteenth of the slot space.
+func bucketSlot(b int) int { return b*NumSlots/indexBuckets + NumSlots/indexBuckets/2 }
+
+// bucketKey returns the key of index bucket b: a sorted set of counter ids,
+// all scores 0, so ZRANGEBYLEX reads them in byte order.
+func bucketKey(prefix string, b int) string {
+	return prefix + "{" + slotTags()[bucketSlot(b)] + "}ids"
+}
+
+// metaKey returns the key of a counter's metadata. It shares the slot of
+// the counter's index bucket, so a counter's metadata and its index entry
+// are created and removed in one script: the index never names a counter
+// that does not exist, nor misses one that does.
+func metaKey(prefix, id string) string {
+	return prefix + "{" + slotTags()[bucketSlot(bucketOf(id))] + "}c:" + id
+}

@@ -29,6 +29,12 @@ const (
 	fieldMax         = "mx" // the highest shard count used: keys to delete
 	fieldNeedK       = "nk" // a rebalance's intent: the shard a write wants room on
 	fieldNeedD       = "nd" // and the delta it wants to write
+	fieldKind        = "k"  // "sum" or "distinct"; absent: sum
+	fieldMin         = "lo" // the bound below, when there is one
+	fieldMaxBound    = "hi" // the bound above, when there is one
+	fieldBucket      = "wb" // a window's bucket width, in seconds
+	fieldRetention   = "wr" // and its retention, in seconds
+	fieldMemberGen   = "mg" // a distinct counter's member generation; absent: 1
 )
 
 const (
@@ -65,17 +71,31 @@ type layout struct {
 	max     int
 	need    *need // the write a recorded rebalance was asked for
 
-	// final holds, after finishReshard committed the reshard itself, the
-	// shards' values while they were frozen at the new epoch: the
-	// counter's exact value at a moment during the reshard.
-	final []int64
+	spec      shardcounter.Spec // kind, bounds and window; Shards is n
+	memberGen int64             // distinct counters: names the member sets (see keys.members)
+
+	// frozen holds, after finishReshard's fence step, the old shards'
+	// values while they were frozen (see fence), or nil.
+	frozen []int64
 }
 
 func (l *layout) ep() string { return strconv.FormatInt(l.epoch, 10) }
 
 func (l *layout) counter() *shardcounter.Counter {
-	return &shardcounter.Counter{ID: l.id, Spec: shardcounter.Spec{Shards: l.n, Kind: shardcounter.KindSum}, CreatedAt: l.created}
+	spec := l.spec
+	spec.Shards = l.n
+	if spec.Kind == "" {
+		spec.Kind = shardcounter.KindSum
+	}
+	return &shardcounter.Counter{ID: l.id, Spec: spec, CreatedAt: l.created}
 }
+
+func (l *layout) distinct() bool { return l.spec.Kind == shardcounter.KindDistinct }
+
+// rooms reports whether the counter's shards keep allowances (see
+// allowance.go): unbounded sum counters. A bounded counter's total is
+// checked exactly in its bounds key; a distinct counter's is its members.
+func (l *layout) rooms() bool { return !l.distinct() && !l.spec.Bounded() }
 
 // parseLayout reads metadata fields; an empty map is a missing counter.
 func (s *CounterStore) parseLayout(id string, m map[string]string) (*layout, error) {
@@ -102,7 +122,16 @@ func (s *CounterStore) parseLayout(id string, m map[string]string) (*layout, err
 	if m[fieldIncarnation] == "" {
 		return nil, bad(fieldIncarnation, fmt.Errorf("empty"))
 	}
-	l.keys = newKeys(s.prefix, id, m[fieldIncarnation])
+	if l.spec, err = parseSpec(m); err != nil {
+		return nil, bad("spec", err)
+	}
+	l.memberGen = 1
+	if g := m[fieldMemberGen]; g != "" {
+		if l.memberGen, err = strconv.ParseInt(g, 10, 64); err != nil {
+			return nil, bad(fieldMemberGen, err)
+		}
+	}
+	l.keys = newKeys(s.prefix, id, m[fieldIncarnation], l.spec.Bounded())
 	if l.state == stateReshard {
 		if l.to, err = strconv.Atoi(m[fieldTo]); err != nil {
 			return nil, bad(fieldTo, err)
@@ -129,6 +158,54 @@ func (s *CounterStore) parseLayout(id string, m map[string]string) (*layout, err
 		}
 	}
 	return l, nil
+}
+
+// parseSpec reads a counter's kind, bounds and window from its metadata.
+func parseSpec(m map[string]string) (shardcounter.Spec, error) {
+	var spec shardcounter.Spec
+	switch k := shardcounter.Kind(m[fieldKind]); k {
+	case "", shardcounter.KindSum:
+	case shardcounter.KindDistinct:
+		spec.Kind = k
+	default:
+		return spec, fmt.Errorf("kind %q", k)
+	}
+	for f, p := range map[string]**int64{fieldMin: &spec.Min, fieldMaxBound: &spec.Max} {
+		if v, ok := m[f]; ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return spec, fmt.Errorf("%s %q", f, v)
+			}
+			*p = &n
+		}
+	}
+	if b, ok := m[fieldBucket]; ok {
+		bs, err1 := strconv.ParseInt(b, 10, 64)
+		rs, err2 := strconv.ParseInt(m[fieldRetention], 10, 64)
+		if err1 != nil || err2 != nil {
+			return spec, fmt.Errorf("window %q:%q", b, m[fieldRetention])
+		}
+		spec.Window = &shardcounter.Window{Bucket: shardcounter.Duration(time.Duration(bs) * time.Second), Retention: shardcounter.Duration(time.Duration(rs) * time.Second)}
+	}
+	return spec, nil
+}
+
+// specFields returns the metadata fields and values of a spec.
+func specFields(spec shardcounter.Spec) []any {
+	var f []any
+	if spec.Kind == shardcounter.KindDistinct {
+		f = append(f, fieldKind, string(spec.Kind))
+	}
+	if spec.Min != nil {
+		f = append(f, fieldMin, *spec.Min)
+	}
+	if spec.Max != nil {
+		f = append(f, fieldMaxBound, *spec.Max)
+	}
+	if w := spec.Window; w != nil {
+		f = append(f, fieldBucket, int64(time.Duration(w.Bucket)/time.Second), fieldRetention, int64(time.Duration(w.Retention)/time.Second))
+	}
+	return f
 }
 
 // nextHistory returns the history to record when the layout with l.n
@@ -199,6 +276,7 @@ func (s *CounterStore) layout(ctx context.Context, id string, fresh bool) (*layo
 	for range maxAttempts {
 		m, err := s.client.HGetAll(ctx, metaKey(s.prefix, id)).Result()
 		if err != nil {
+			s.refresh(ctx, err)
 			return nil, storeErr("read counter metadata", err, false)
 		}
 		l, err := s.parseLayout(id, m)
@@ -272,6 +350,7 @@ func (s *CounterStore) layoutsOf(ctx context.Context, ids []string) (map[string]
 		return nil
 	})
 	if err != nil {
+		s.refresh(ctx, err)
 		return nil, storeErr("read counter metadata", err, false)
 	}
 	for i, id := range miss {

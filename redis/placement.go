@@ -6,49 +6,58 @@ import (
 	"github.com/shardcounter/shardcounter"
 )
 
-// ShardPlacement says where one shard of a counter lives: the seed's
-// shard-to-machine map, read from the cluster rather than kept by hand.
-type ShardPlacement struct {
-	Shard int    `json:"shard"`
-	Key   string `json:"key"`  // the shard's Redis key
-	Slot  int    `json:"slot"` // its hash slot (CLUSTER KEYSLOT)
-	Node  string `json:"node"` // address of the master serving the slot; the server's address on a single server
-}
-
-// ShardKeys returns where each shard of the counter lives, in shard order.
-// On a cluster the node of each slot comes from CLUSTER SLOTS, asked at the
-// time of the call, so it follows failovers and slot migrations; a slot no
-// master serves has Node "". On a single server every shard is on it.
-func (s *CounterStore) ShardKeys(ctx context.Context, id string) ([]ShardPlacement, error) {
+// Placement returns where each shard of the counter lives and what it
+// holds: the seed's shard-to-machine map, read from the cluster rather
+// than kept by hand. The values are one linearizable read (as
+// ReadCounter's); on a cluster each shard's node is the master that
+// serves its slot, from CLUSTER SLOTS asked at the time of the call, so it
+// follows failovers and slot migrations ("" for a slot no master serves),
+// and Slot is set. On one server every shard is on that server.
+func (s *CounterStore) Placement(ctx context.Context, id string) (*shardcounter.Placement, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
 	}
-	l, err := s.layout(ctx, id, true)
+	shots, err := s.snapshot(ctx, []string{id})
 	if err != nil {
 		return nil, err
 	}
-	var owner [NumSlots]string
-	if s.cluster != nil {
-		slots, err := s.cluster.ClusterSlots(ctx).Result()
-		if err != nil {
-			return nil, storeErr("placement: cluster slots", err, false)
-		}
-		for _, r := range slots {
-			if len(r.Nodes) == 0 {
-				continue
-			}
-			for sl := max(r.Start, 0); sl <= r.End && sl < NumSlots; sl++ {
-				owner[sl] = r.Nodes[0].Addr // the first node is the master
-			}
+	sh := shots[0]
+	if sh.l == nil {
+		return nil, notFound(id)
+	}
+	owner, err := s.slotOwners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := &shardcounter.Placement{ID: id, Shards: sh.l.n, AsOf: s.now().UTC(), Places: make([]shardcounter.ShardPlacement, sh.l.n)}
+	for i := range p.Places {
+		p.Places[i] = shardcounter.ShardPlacement{Shard: i, Value: sh.vals[i], Node: s.addr}
+		if owner != nil {
+			slot := sh.l.keys.slot(i)
+			p.Places[i].Node, p.Places[i].Slot = owner[slot], &slot
 		}
 	}
-	out := make([]ShardPlacement, l.n)
-	for i := range out {
-		key := l.keys.shard(i)
-		out[i] = ShardPlacement{Shard: i, Key: key, Slot: l.keys.slot(i), Node: s.addr}
-		if s.cluster != nil {
-			out[i].Node = owner[out[i].Slot]
+	return p, nil
+}
+
+// slotOwners returns the address of the master serving each slot, from
+// CLUSTER SLOTS, or nil on a single server.
+func (s *CounterStore) slotOwners(ctx context.Context) ([]string, error) {
+	if s.cluster == nil {
+		return nil, nil
+	}
+	slots, err := s.cluster.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, storeErr("placement: cluster slots", err, false)
+	}
+	owner := make([]string, NumSlots)
+	for _, r := range slots {
+		if len(r.Nodes) == 0 {
+			continue
+		}
+		for sl := max(r.Start, 0); sl <= r.End && sl < NumSlots; sl++ {
+			owner[sl] = r.Nodes[0].Addr // the first node is the master
 		}
 	}
-	return out, nil
+	return owner, nil
 }

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,7 +47,21 @@ type Options struct {
 	// Request ids age by the Redis server's clock, which every process
 	// sharing the store agrees on.
 	Now func() time.Time
+	// WaitReplicas, when above 0, makes every write wait, before it is
+	// acknowledged, until that many replicas of each master it wrote have
+	// it (Redis WAIT), so that it survives the failover of its master. A
+	// write whose replicas do not confirm it within WaitTimeout fails with
+	// OutcomeUnknown. A batch costs one WAIT per master it wrote. The DSN
+	// parameter wait_replicas sets it. Default 0: acknowledged when the
+	// master has executed it.
+	WaitReplicas int
+	// WaitTimeout bounds each WAIT; the client's read timeout must be
+	// longer. The DSN parameter wait_timeout_ms sets it. Default 1s.
+	WaitTimeout time.Duration
 }
+
+// DefaultWaitTimeout is Options.WaitTimeout's default.
+const DefaultWaitTimeout = time.Second
 
 // CounterStore is a shardcounter.CounterStore on one Redis server or a
 // Redis Cluster. Each shard of a counter is its own key, so a cluster
@@ -56,16 +71,23 @@ type Options struct {
 type CounterStore struct {
 	client  goredis.UniversalClient
 	cluster *goredis.ClusterClient // nil on a single server
+	single  *goredis.Client        // nil on a cluster
 	addr    string                 // the single server's address
 	owned   bool                   // Close closes client
 	prefix  string
 	ttl     atomic.Int64 // the dedupe window (Options.RequestIDTTL), in nanoseconds
 	now     func() time.Time
 
+	waitReplicas int           // Options.WaitReplicas
+	waitTimeout  time.Duration // Options.WaitTimeout
+
 	mu      sync.RWMutex
 	layouts map[string]*layout // cached metadata; a stale entry is detected by the shards' epochs
 
-	hook func(step string) error // tests: fail a reshard after the named step
+	stats stats
+
+	hook          func(step string) error // tests: fail a protocol after the named step
+	singleCollect bool                    // benchmarks: read a cluster in one collect, as before reads were linearizable
 }
 
 // New returns a store on a client the caller made: a *goredis.Client for
@@ -81,7 +103,14 @@ func New(client goredis.UniversalClient, opts Options) (*CounterStore, error) {
 	if opts.RequestIDTTL < 0 {
 		return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: RequestIDTTL %v is negative: give a duration, or 0 for the default %v", opts.RequestIDTTL, DefaultRequestIDTTL)
 	}
-	s := &CounterStore{client: client, prefix: opts.Prefix, now: opts.Now, layouts: make(map[string]*layout)}
+	if opts.WaitReplicas < 0 || opts.WaitReplicas > maxWaitReplicas {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: WaitReplicas %d: give 0 (do not wait) to %d", opts.WaitReplicas, maxWaitReplicas)
+	}
+	if opts.WaitTimeout < 0 || opts.WaitTimeout > maxWaitTimeout || opts.WaitTimeout%time.Millisecond != 0 {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: WaitTimeout %v: give whole milliseconds up to %v, or 0 for the default %v", opts.WaitTimeout, maxWaitTimeout, DefaultWaitTimeout)
+	}
+	s := &CounterStore{client: client, prefix: opts.Prefix, now: opts.Now, layouts: make(map[string]*layout),
+		waitReplicas: opts.WaitReplicas, waitTimeout: cmp.Or(opts.WaitTimeout, DefaultWaitTimeout)}
 	s.SetDedupeWindow(opts.RequestIDTTL)
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
@@ -101,6 +130,9 @@ func New(client goredis.UniversalClient, opts Options) (*CounterStore, error) {
 		if o.MaxRedirects != 0 || o.MaxRetries > 0 {
 			return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: the cluster client retries commands (MaxRedirects %d, MaxRetries %d): set both to -1, a retried write could apply twice", o.MaxRedirects, o.MaxRetries)
 		}
+		if err := s.checkReadTimeout(o.ReadTimeout); err != nil {
+			return nil, err
+		}
 		s.cluster = c
 	case *goredis.Client:
 		if c == nil {
@@ -110,11 +142,43 @@ func New(client goredis.UniversalClient, opts Options) (*CounterStore, error) {
 		if o.MaxRetries != 0 {
 			return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: the client retries commands (MaxRetries %d): set MaxRetries to -1, a retried write could apply twice", o.MaxRetries)
 		}
-		s.addr = o.Addr
+		if err := s.checkReadTimeout(o.ReadTimeout); err != nil {
+			return nil, err
+		}
+		s.single, s.addr = c, o.Addr
 	default:
 		return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: client type %T is not supported: use *redis.Client or *redis.ClusterClient", client)
 	}
 	return s, nil
+}
+
+// Stats counts what the store's protocols did: how often strong reads on
+// a cluster needed more than two collects, or froze their counter, and how
+// often writes asked for room. Each is a count since the store was made.
+type Stats struct {
+	Reads      int64 // counters read strongly (each counter of ReadCounters counts)
+	Collects   int64 // collects of one counter's shards (one on a single server)
+	Freezes    int64 // strong reads that froze their counter (see read.go)
+	Rebalances int64 // writes that asked for room (see allowance.go)
+}
+
+type stats struct{ reads, collects, freezes, rebalances atomic.Int64 }
+
+// Stats returns the store's counts so far. It is safe for concurrent use.
+func (s *CounterStore) Stats() Stats {
+	return Stats{Reads: s.stats.reads.Load(), Collects: s.stats.collects.Load(), Freezes: s.stats.freezes.Load(), Rebalances: s.stats.rebalances.Load()}
+}
+
+// checkReadTimeout refuses a client that would give up on the reply of a
+// WAIT before the WAIT does: a late reply taken for a lost one.
+func (s *CounterStore) checkReadTimeout(rt time.Duration) error {
+	if rt == 0 {
+		rt = DefaultIOTimeout // go-redis's default
+	}
+	if s.waitReplicas > 0 && rt > 0 && rt <= s.waitTimeout {
+		return shardcounter.Errorf(shardcounter.EINVALID, "redis: the client's read timeout %v is not longer than WaitTimeout %v: raise it", rt, s.waitTimeout)
+	}
+	return nil
 }
 
 var _ shardcounter.RequestIDExpirer = (*CounterStore)(nil)
@@ -140,6 +204,19 @@ func Open(ctx context.Context, dsn string, opts Options) (*CounterStore, error) 
 	if err != nil {
 		return nil, err
 	}
+	if d.WaitReplicas != 0 {
+		if opts.WaitReplicas != 0 && opts.WaitReplicas != d.WaitReplicas {
+			return nil, invalidDSN(dsn, "wait_replicas=%d, but Options.WaitReplicas is %d: set one", d.WaitReplicas, opts.WaitReplicas)
+		}
+		opts.WaitReplicas = d.WaitReplicas
+	}
+	if d.WaitTimeout != 0 {
+		if opts.WaitTimeout != 0 && opts.WaitTimeout != d.WaitTimeout {
+			return nil, invalidDSN(dsn, "wait_timeout_ms=%d, but Options.WaitTimeout is %v: set one", d.WaitTimeout.Milliseconds(), opts.WaitTimeout)
+		}
+		opts.WaitTimeout = d.WaitTimeout
+	}
+	d.WaitTimeout = cmp.Or(opts.WaitTimeout, DefaultWaitTimeout) // the clients' read timeout covers it
 	var client goredis.UniversalClient
 	if d.Cluster {
 		client = goredis.NewClusterClient(d.ClusterOptions())

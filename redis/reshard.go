@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/overflow"
+	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 // errMoved says that the reshard being finished is over: another client
@@ -88,7 +89,8 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 //     would not, the intent is changed to keep n shards (ErrOutOfRange).
 //  4. Allow: the shards of the new layout get their allowances (see
 //     allowance.go), computed from their frozen values, so every client
-//     computes the same; a marker makes the step run once per shard.
+//     computes the same; a marker makes the step run once per shard. A
+//     freeze (m = n, asked for by a read, see freeze) skips it.
 //  5. Commit: the metadata gets m shards and epoch E+1 in one script that
 //     checks the intent is still the one being finished.
 //  6. No clean-up: the removed shard keys are kept, frozen at epoch E+1,
@@ -104,10 +106,8 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 	n, m := l.n, l.to
 	oldEp, newEp := l.ep(), strconv.FormatInt(l.epoch+1, 10)
 
-	if err := s.each(ctx, n, func(p goredis.Pipeliner, i int) *goredis.Cmd {
-		return fenceScript.EvalSha(ctx, p, []string{l.keys.shard(i)}, oldEp, newEp)
-	}); err != nil {
-		return storeErr("reshard: fence shards", err, true)
+	if err := s.fence(ctx, l, oldEp, newEp); err != nil {
+		return err
 	}
 	if err := s.step("fence"); err != nil {
 		return err
@@ -118,7 +118,7 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 		res := make([]int, len(is))
 		j := 0
 		if err := s.eachOf(ctx, is, func(p goredis.Pipeliner, i int) *goredis.Cmd {
-			return initScript.EvalSha(ctx, p, []string{l.keys.shard(i)}, newEp)
+			return initScript.EvalSha(ctx, p, []string{l.keys.shard(i), l.keys.buckets(i), l.keys.bucketIndex(i)}, newEp)
 		}, func(c *goredis.Cmd) error {
 			r, err := c.Int()
 			res[j], j = r, j+1
@@ -136,7 +136,12 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 		}
 	}
 
-	if m < n {
+	moving := l.distinct() && m != n
+	if moving {
+		if err := s.moveMembers(ctx, l, newEp); err != nil {
+			return err
+		}
+	} else if m < n {
 		err := s.fold(ctx, l, newEp)
 		if errors.Is(err, shardcounter.ErrOutOfRange) {
 			// Keep n shards: no fold has run (all are checked first),
@@ -155,31 +160,98 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 		}
 	}
 
-	if err := s.allow(ctx, l, newEp); err != nil {
-		return err
-	}
-	if err := s.step("allow"); err != nil {
-		return err
+	if l.rooms() && (m != n || l.need != nil) {
+		// A plain freeze leaves the values, and so the allowances, as they are.
+		if err := s.allow(ctx, l, newEp); err != nil {
+			return err
+		}
+		if err := s.step("allow"); err != nil {
+			return err
+		}
 	}
 
+	// The steps before must survive a failover before the commit makes
+	// writers use the new layout: a fence lost with its master would leave
+	// a shard that refuses the committed epoch for ever.
+	if err := s.sync(ctx, l.keys.shards(max(n, m))...); err != nil {
+		return err
+	}
 	hist := s.nextHistory(l, m, s.now().UnixMilli())
-	ok, err := s.runScript(ctx, commitScript, []string{metaKey(s.prefix, l.id)}, oldEp, m, newEp, hist, max(l.max, m)).Int()
+	gen := ""
+	if moving {
+		gen = newEp
+	}
+	ok, err := s.runScript(ctx, commitScript, []string{metaKey(s.prefix, l.id)}, oldEp, m, newEp, hist, max(l.max, m), gen).Int()
 	if err != nil {
 		return storeErr("reshard: commit", err, true)
 	}
 	s.forget(l.id)
 	if ok == 0 {
-		l.final = nil // read perhaps after another client's commit: not frozen
 		return errMoved
+	}
+	if moving { // the old generation's sets: every copy from them is done
+		s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for i := range n {
+				p.Del(ctx, l.keys.members(i, l.memberGen))
+			}
+			return nil
+		})
+	}
+	if err := s.sync(ctx, metaKey(s.prefix, l.id)); err != nil {
+		return err
 	}
 	// The removed shard keys stay, fenced at E+1 and frozen: see step 6.
 	return s.step("commit")
 }
 
+// fence runs step 1 of finishReshard. When every old shard answers that
+// it is at the new epoch and has taken no write since it was fenced (its
+// version w is the one recorded at the fence, fw), l.frozen holds their
+// values: each was the shard's value from its fence until after the
+// commit, so together they are the counter's value at the moment the last
+// shard was fenced, whoever fenced it or commits. Otherwise l.frozen is
+// nil (a writer already wrote at the new epoch: the reshard is over).
+func (s *CounterStore) fence(ctx context.Context, l *layout, oldEp, newEp string) error {
+	vals := make([]int64, l.n)
+	frozen := true
+	j := 0
+	err := s.eachOf(ctx, seq(0, l.n), func(p goredis.Pipeliner, i int) *goredis.Cmd {
+		return fenceScript.EvalSha(ctx, p, []string{l.keys.shard(i)}, oldEp, newEp)
+	}, func(c *goredis.Cmd) error {
+		k := j
+		j++
+		r, err := c.Slice()
+		if err != nil {
+			return err
+		}
+		if len(r) != 4 {
+			frozen = false
+			return nil
+		}
+		v, _ := r[1].(string)
+		w, _ := r[2].(string)
+		fw, _ := r[3].(string)
+		n, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil || w != fw {
+			frozen = false
+			return nil
+		}
+		vals[k] = n
+		return nil
+	})
+	if err != nil {
+		return storeErr("reshard: fence shards", err, true)
+	}
+	l.frozen = nil
+	if frozen {
+		l.frozen = vals
+	}
+	return nil
+}
+
 // allow runs step 4 of finishReshard: it reads the values of the new
 // layout's shards, frozen until the commit, and gives each shard its
-// allowance (see allowance.go) unless it has it already. When the commit
-// that follows is this client's own, l.final holds the values read.
+// allowance (see allowance.go) unless it has it already.
 func (s *CounterStore) allow(ctx context.Context, l *layout, newEp string) error {
 	m := l.to
 	cmds := make([]*goredis.SliceCmd, m)
@@ -208,7 +280,6 @@ func (s *CounterStore) allow(ctx context.Context, l *layout, newEp string) error
 			todo = append(todo, i)
 		}
 	}
-	l.final = vals
 	if len(todo) == 0 {
 		return nil
 	}
@@ -230,29 +301,120 @@ func (s *CounterStore) allow(ctx context.Context, l *layout, newEp string) error
 	})
 }
 
-// rebalance asks for room for w on the counter of l (see allowance.go): a
-// reshard to the same shard count that freezes the shards, hands the room
-// out again, w's first, and commits. It returns the shards' values while
-// they were frozen, or nil when another client's reshard or rebalance got
-// there first (the caller reloads the layout, which finishes that one,
-// and tries again).
-func (s *CounterStore) rebalance(ctx context.Context, l *layout, w need) ([]int64, error) {
-	ok, err := s.runScript(ctx, intentScript, []string{metaKey(s.prefix, l.id)}, l.ep(), l.n, w.shard, w.delta).Int()
+// freeze runs a reshard to the counter's own shard count: it freezes the
+// shards, takes their values while they are frozen (see fence), gives them
+// their allowances again, w's first, when w is set (a rebalance, see
+// allowance.go), and commits. It returns the values, which the counter
+// held at a moment during the call, or nil when another client's reshard
+// got there first or writers came back before the values were taken (the
+// caller reloads the layout, which finishes any reshard, and tries again).
+func (s *CounterStore) freeze(ctx context.Context, l *layout, w *need) ([]int64, error) {
+	k, d := "", ""
+	if w != nil {
+		k, d = strconv.Itoa(w.shard), strconv.FormatInt(w.delta, 10)
+	}
+	ok, err := s.runScript(ctx, intentScript, []string{metaKey(s.prefix, l.id)}, l.ep(), l.n, k, d).Int()
 	if err != nil {
-		return nil, storeErr("rebalance", err, true)
+		return nil, storeErr("freeze counter", err, true)
 	}
 	switch ok {
 	case -1:
 		return nil, notFound(l.id)
 	case 0:
-		return nil, nil
+		return s.joinFreeze(ctx, l)
 	}
 	r := *l // l may be shared through the cache
-	r.state, r.to, r.need, r.final = stateReshard, l.n, &w, nil
+	r.state, r.to, r.need, r.frozen = stateReshard, l.n, w, nil
 	if err := s.finishReshard(ctx, &r); err != nil && err != errMoved {
 		return nil, err
 	}
-	return r.final, nil
+	return r.frozen, nil
+}
+
+// joinFreeze helps finish the freeze that another client recorded on the
+// layout l, when that is what is recorded, and returns the values its
+// fence step found frozen (see fence: whoever fences, they are the
+// counter's value at a moment during this call), or nil.
+func (s *CounterStore) joinFreeze(ctx context.Context, l *layout) ([]int64, error) {
+	m, err := s.client.HGetAll(ctx, metaKey(s.prefix, l.id)).Result()
+	if err != nil {
+		return nil, storeErr("read counter metadata", err, false)
+	}
+	cur, err := s.parseLayout(l.id, m)
+	if err != nil || cur == nil {
+		return nil, err
+	}
+	if cur.state != stateReshard || cur.epoch != l.epoch || cur.to != cur.n || cur.keys != l.keys {
+		return nil, nil
+	}
+	if err := s.finishReshard(ctx, cur); err != nil && err != errMoved {
+		return nil, err
+	}
+	return cur.frozen, nil
+}
+
+// moveMembers runs step 3 of finishReshard for a distinct counter, whose
+// members must be on shard ForMember(m) mod the new count: in a new member
+// generation, named by the new epoch, it starts every new shard at 0
+// (resetMembersScript, once each), then copies every member of every old
+// shard's set, frozen since the fence, into the set of its new shard,
+// counting those added (copyMembersScript, which refuses to run once a
+// writer wrote the shard: the reshard is then over). Copies are
+// idempotent, so helpers may run them together or again. It costs a read
+// and a write of every member: a distinct counter's reshard is
+// proportional to its members.
+func (s *CounterStore) moveMembers(ctx context.Context, l *layout, newEp string) error {
+	n, m := l.n, l.to
+	gen := l.epoch + 1
+	moved := func(c *goredis.Cmd) error {
+		switch r, err := c.Int(); {
+		case err != nil:
+			return storeErr("reshard: move members", err, true)
+		case r == -1:
+			return errMoved
+		}
+		return nil
+	}
+	if err := s.eachOf(ctx, seq(0, m), func(p goredis.Pipeliner, i int) *goredis.Cmd {
+		return resetMembersScript.EvalSha(ctx, p, []string{l.keys.shard(i)}, newEp, gen)
+	}, moved); err != nil {
+		return err
+	}
+	const chunk = 1000
+	for i := range n {
+		lo := "-"
+		for {
+			ms, err := s.client.ZRangeByLex(ctx, l.keys.members(i, l.memberGen), &goredis.ZRangeBy{Min: lo, Max: "+", Count: chunk}).Result()
+			if err != nil {
+				return storeErr("reshard: read members", err, false)
+			}
+			if len(ms) == 0 {
+				break
+			}
+			to := make(map[int][]any)
+			var targets []int
+			for _, x := range ms {
+				t := shard.Of(shard.ForMember(x), m)
+				if to[t] == nil {
+					targets = append(targets, t)
+				}
+				to[t] = append(to[t], x)
+			}
+			if err := s.eachOf(ctx, targets, func(p goredis.Pipeliner, t int) *goredis.Cmd {
+				return copyMembersScript.EvalSha(ctx, p, []string{l.keys.shard(t), l.keys.members(t, gen)}, append([]any{newEp, gen}, to[t]...)...)
+			}, moved); err != nil {
+				return err
+			}
+			if len(ms) < chunk {
+				break
+			}
+			lo = "(" + ms[len(ms)-1]
+		}
+		if err := s.step("copy"); err != nil { // tests: stop between two old shards
+			return err
+		}
+	}
+	return s.step("move")
 }
 
 // fold runs step 3 of finishReshard.
@@ -294,8 +456,31 @@ func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error 
 		}
 		final[t] = sum
 	}
+	// A windowed counter's removed shards fold their buckets too.
+	buckets := make(map[int][]any)
+	if l.spec.Window != nil {
+		bcmds := make(map[int]*goredis.MapStringStringCmd)
+		if _, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for _, k := range todo {
+				bcmds[k] = p.HGetAll(ctx, l.keys.buckets(k))
+			}
+			return nil
+		}); err != nil {
+			return storeErr("reshard: read buckets", err, false)
+		}
+		for k, c := range bcmds {
+			for start, v := range c.Val() {
+				buckets[k] = append(buckets[k], start, v)
+			}
+		}
+	}
+	args := func(k int) []any { return append([]any{newEp, k, vals[k]}, buckets[k]...) }
+	foldKeys := func(k int) []string {
+		t := k % m
+		return []string{l.keys.shard(t), l.keys.buckets(t), l.keys.bucketIndex(t)}
+	}
 	run := func(p goredis.Pipeliner, k int) *goredis.Cmd {
-		return foldScript.EvalSha(ctx, p, []string{l.keys.shard(k % m)}, newEp, k, vals[k])
+		return foldScript.EvalSha(ctx, p, foldKeys(k), args(k)...)
 	}
 	check := func(c *goredis.Cmd) error {
 		switch r, err := c.Int(); {
@@ -310,7 +495,7 @@ func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error 
 	}
 	if s.hook != nil { // one at a time, so a test can stop between two folds
 		for _, k := range todo {
-			if err := check(s.runScript(ctx, foldScript, []string{l.keys.shard(k % m)}, newEp, k, vals[k])); err != nil {
+			if err := check(s.runScript(ctx, foldScript, foldKeys(k), args(k)...)); err != nil {
 				return err
 			}
 			if err := s.step("fold"); err != nil {
@@ -365,7 +550,7 @@ func (s *CounterStore) each(ctx context.Context, n int, f func(p goredis.Pipelin
 }
 
 // eachOf runs f for each of is in one pipeline and check on each result.
-// When a node did not have a script loaded it loads the scripts and runs
+// When a node did not have a script loaded it loads the scripts there and runs
 // the whole pipeline again: the reshard steps are idempotent, so the
 // commands that did run the first time may run twice.
 func (s *CounterStore) eachOf(ctx context.Context, is []int, f func(p goredis.Pipeliner, i int) *goredis.Cmd, check func(*goredis.Cmd) error) error {
@@ -377,16 +562,16 @@ func (s *CounterStore) eachOf(ctx context.Context, is []int, f func(p goredis.Pi
 			}
 			return nil
 		})
-		noscript := false
+		loaded := false
 		for _, c := range cmds {
-			if goredis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-				noscript = true
+			if try == 0 && goredis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+				if err := s.loadScripts(ctx, scriptKey(c)); err != nil {
+					return err
+				}
+				loaded = true
 			}
 		}
-		if noscript && try == 0 {
-			if err := s.loadScripts(ctx); err != nil {
-				return err
-			}
+		if loaded {
 			continue
 		}
 		for _, c := range cmds {

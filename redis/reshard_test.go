@@ -369,3 +369,80 @@ func TestReshardLateInitAfterDelete(t *testing.T) {
 		}
 	})
 }
+
+// TestReshardCrashDistinct stops a reshard of a distinct counter, whose
+// members must move to their new shards, after each of its steps, then
+// lets other processes add and remove members while they recover it:
+// every member must be where its last write left it, counted once.
+func TestReshardCrashDistinct(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		for _, c := range []struct{ from, to int }{{5, 3}, {2, 7}} {
+			for _, stop := range []string{"intent", "fence", "init", "copy", "move", "commit"} {
+				if stop == "init" && c.to < c.from {
+					continue
+				}
+				t.Run(fmt.Sprintf("%dto%d/%s", c.from, c.to, stop), func(t *testing.T) {
+					ctx := context.Background()
+					id := t.Name() + runID()
+					crashing := MustOpen(t, dsn)
+					if _, err := crashing.CreateCounter(ctx, id, shardcounter.Spec{Shards: c.from, Kind: shardcounter.KindDistinct}); err != nil {
+						t.Fatal(err)
+					}
+					want := map[string]bool{}
+					var incs []shardcounter.Increment
+					for i := range 60 {
+						m := fmt.Sprintf("m%02d", i)
+						incs = append(incs, shardcounter.Increment{Counter: id, Member: m, Delta: 1})
+						want[m] = true
+					}
+					if _, err := crashing.Apply(ctx, incs); err != nil {
+						t.Fatal(err)
+					}
+					redis.SetStepHook(crashing, func(step string) error {
+						if step == stop {
+							return errCrash
+						}
+						return nil
+					})
+					if _, err := crashing.ReshardCounter(ctx, id, c.to); !errors.Is(err, errCrash) {
+						t.Fatalf("ReshardCounter = %v, want the injected crash", err)
+					}
+					var mu sync.Mutex
+					var wg sync.WaitGroup
+					for w := range 3 {
+						wg.Go(func() {
+							s := MustOpen(t, dsn)
+							for i := range 10 {
+								m := fmt.Sprintf("m%02d", w*20+i)
+								add := i%2 == 0
+								inc := shardcounter.Increment{Counter: id, Member: m, Delta: -1}
+								if add {
+									inc.Delta = 1
+								}
+								if out, err := s.Apply(ctx, []shardcounter.Increment{inc}); err != nil || out[0].Err != nil {
+									t.Errorf("member write while recovering: %v %+v", err, out)
+									return
+								}
+								mu.Lock()
+								want[m] = add
+								mu.Unlock()
+							}
+						})
+					}
+					wg.Wait()
+					var members []string
+					for m, in := range want {
+						if in {
+							members = append(members, m)
+						}
+					}
+					fresh := MustOpen(t, dsn)
+					if got, err := fresh.GetCounter(ctx, id); err != nil || got.Shards != c.to {
+						t.Fatalf("GetCounter = %+v, %v; want %d shards", got, err, c.to)
+					}
+					storetest.CheckMembers(t, fresh, id, members)
+				})
+			}
+		}
+	})
+}

@@ -3,10 +3,17 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/redis"
@@ -138,4 +145,144 @@ func TestTotalOutOfRangeConcurrent(t *testing.T) {
 			t.Fatalf("value = %d, want %d", got, 8*(math.MaxInt64/8))
 		}
 	})
+}
+
+// TestCreateOnWrite checks Increment.Create on sum counters: the first
+// write creates the counter with its spec and lands on its pick; later
+// items of the batch see it; a Create on an existing counter is ignored;
+// a retry of a creating write with a request id is a duplicate; and many
+// first writes at once create one counter and all count.
+func TestCreateOnWrite(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		s := MustOpen(t, dsn)
+		id := t.Name() + runID()
+		spec := shardcounter.Spec{Shards: 4}
+		out, err := s.Apply(ctx, []shardcounter.Increment{
+			{Counter: id, Delta: 5, Pick: 1, Create: &spec},
+			{Counter: id, Delta: 2, Pick: 2},
+			{Counter: id + "/missing", Delta: 1},
+		})
+		if err != nil || out[0].Err != nil || out[1].Err != nil || !errors.Is(out[2].Err, shardcounter.ErrNotFound) {
+			t.Fatalf("Apply = %+v, %v; want applied, applied, not found", out, err)
+		}
+		if got, want := storetest.MustShards(t, MustOpen(t, dsn), id), []int64{0, 5, 2, 0}; !slices.Equal(got, want) {
+			t.Fatalf("shards = %v, want %v", got, want)
+		}
+		other := shardcounter.Spec{Shards: 8}
+		if out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, Create: &other}}); err != nil || out[0].Err != nil {
+			t.Fatalf("Apply with Create to an existing counter: %+v, %v", out, err)
+		}
+		if c, err := s.GetCounter(ctx, id); err != nil || c.Shards != 4 {
+			t.Fatalf("GetCounter = %+v, %v; want 4 shards", c, err)
+		}
+		rid := shardcounter.Increment{Counter: id + "/rid", Delta: 3, RequestID: "r", Create: &spec}
+		for i, dup := range []bool{false, true} {
+			out, err := MustOpen(t, dsn).Apply(ctx, []shardcounter.Increment{rid})
+			if err != nil || out[0].Err != nil || out[0].Duplicate != dup {
+				t.Fatalf("creating write with a request id, try %d: %+v, %v", i, out, err)
+			}
+		}
+		if _, err := s.ListCounters(ctx, id, "", 10); err != nil {
+			t.Fatal(err)
+		}
+		if cs, _ := s.ListCounters(ctx, id, "", 10); len(cs) != 2 {
+			t.Fatalf("ListCounters = %d counters, want the 2 created on write", len(cs))
+		}
+
+		// 16 processes send first writes to one new counter at once.
+		race := id + "/race"
+		var wg sync.WaitGroup
+		var applied atomic.Int64
+		for w := range 16 {
+			p := MustOpen(t, dsn)
+			wg.Go(func() {
+				for i := range 5 {
+					out, err := p.Apply(ctx, []shardcounter.Increment{{Counter: race, Delta: 1, Pick: uint64(w*5 + i), Create: &spec}})
+					if err != nil || out[0].Err != nil {
+						t.Errorf("first writes: %+v, %v", out, err)
+						return
+					}
+					applied.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if got := storetest.MustRead(t, MustOpen(t, dsn), race); got != applied.Load() || got != 80 {
+			t.Fatalf("value = %d, %d applied; want 80", got, applied.Load())
+		}
+	})
+}
+
+// TestWriteRoundTrips checks the hot path's cost on one server: a batch
+// of writes to counters whose layout the store has cached reads no
+// metadata and runs one script.
+func TestWriteRoundTrips(t *testing.T) {
+	srv := MustStartServer(t)
+	ctx := context.Background()
+	s := MustOpen(t, serverDSN(srv))
+	var batch []shardcounter.Increment
+	for i := range 10 {
+		id := fmt.Sprintf("%s%s/%d", t.Name(), runID(), i)
+		batch = append(batch, shardcounter.Increment{Counter: id, Delta: 1, Pick: uint64(i), Create: &shardcounter.Spec{Shards: 4}})
+	}
+	if out, err := s.Apply(ctx, batch); err != nil || slices.ContainsFunc(out, func(o shardcounter.Outcome) bool { return o.Err != nil }) {
+		t.Fatalf("first batch: %+v, %v", out, err)
+	}
+	before := commandCalls(t, srv.Addr)
+	if out, err := s.Apply(ctx, batch); err != nil || slices.ContainsFunc(out, func(o shardcounter.Outcome) bool { return o.Err != nil }) {
+		t.Fatalf("second batch: %+v, %v", out, err)
+	}
+	after := commandCalls(t, srv.Addr)
+	// commandstats also counts the commands scripts run (hget, hincrby).
+	for cmd, want := range map[string]int64{"evalsha": 1, "eval": 0, "hgetall": 0, "hmget": 0, "exec": 0, "script|load": 0} {
+		if d := after[cmd] - before[cmd]; d != want {
+			t.Errorf("the second batch ran %s %d times, want %d", cmd, d, want)
+		}
+	}
+}
+
+// commandCalls returns how often the server has run each command.
+func commandCalls(tb testing.TB, addr string) map[string]int64 {
+	tb.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: addr})
+	defer c.Close()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := make(map[string]int64)
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
+		if ok && strings.HasPrefix(line, "cmdstat_") {
+			var n int64
+			fmt.Sscanf(rest, "%d", &n)
+			out[name] = n
+		}
+	}
+	return out
+}
+
+// TestLuaLess checks the scripts' comparison of int64 values as text
+// (bounded counters compare their total with their bounds that way, where
+// Lua's doubles would round) against Go's, at the edges and at random.
+func TestLuaLess(t *testing.T) {
+	ctx := context.Background()
+	c := redis.Client(MustOpen(t, serverDSN(sharedServer(t))))
+	vals := []int64{0, 1, -1, 9, 10, -9, -10, 99, 100, math.MaxInt64, math.MaxInt64 - 1, math.MinInt64, math.MinInt64 + 1, 1 << 53, 1<<53 + 1, -(1 << 53) - 1}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		vals = append(vals, int64(rng.Uint64()), rng.Int64N(1000)-500)
+	}
+	for i, a := range vals {
+		for _, b := range []int64{vals[(i+1)%len(vals)], vals[(i*7+3)%len(vals)], a, a + 1, a - 1} {
+			got, err := redis.LessScript.Run(ctx, c, nil, strconv.FormatInt(a, 10), strconv.FormatInt(b, 10)).Int()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := a < b; (got == 1) != want {
+				t.Fatalf("lt(%d, %d) = %d, want %v", a, b, got, want)
+			}
+		}
+	}
 }

@@ -68,12 +68,15 @@ bench_database() {
   printf -v "$1" '%s' "$(python3 -c 'import sys, urllib.parse as u; p=u.urlsplit(sys.argv[1]); q=u.parse_qsl(p.query); q=[kv for kv in q if kv[0]!="pool_max_conns"]+[("pool_max_conns",sys.argv[3])]; print(u.urlunsplit(p._replace(path="/"+sys.argv[2], query=u.urlencode(q))))' "$pg_server" "$db" "$clients")"
 }
 
+# svg_dir is where bench_run writes the charts: docs, or $tmp for a run
+# that does not regenerate the doc.
+svg_dir=docs
 titles=() jsons=() svgs=() cmds=()
 bench_run() {
   local name=$1 title=$2 shown=$3
   shift 3
   echo "== $title" >&2
-  "$tmp/shardcounter" bench "$@" --json "$tmp/$name.json" --svg "docs/bench-$name.svg" --title "$title"
+  "$tmp/shardcounter" bench "$@" --json "$tmp/$name.json" --svg "$svg_dir/bench-$name.svg" --title "$title"
   titles+=("$title") jsons+=("$tmp/$name.json") svgs+=("bench-$name.svg")
   cmds+=("shardcounter bench $shown --json $name.json --svg bench-$name.svg")
 }

@@ -2,10 +2,12 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 // testTotalOutOfRange checks the one overflow rule every store keeps: a
@@ -21,10 +23,13 @@ func testTotalOutOfRange(t *testing.T, s shardcounter.CounterStore) {
 		t.Fatal(err)
 	}
 
-	// Shard 1 holds 0: +1 fits it, but not the total.
+	// Shard 1 holds 0: +1 fits it, but not the total. A store may place a
+	// write with a request id by the id alone (store.go), so the id is one
+	// that lands on shard 1 too.
+	over := requestIDOnShard(id, 1, 2)
 	wantCode(t, "Add that takes the total past MaxInt64", s.Add(ctx, id, 1, 1), shardcounter.EOUTOFRANGE)
 	out, err := s.Apply(ctx, []shardcounter.Increment{
-		{Counter: id, Delta: 1, Pick: 1, RequestID: "over"},
+		{Counter: id, Delta: 1, Pick: shard.PickFor(id, over), RequestID: over},
 		{Counter: other, Delta: 1},
 	})
 	if err != nil {
@@ -62,7 +67,7 @@ func testTotalOutOfRange(t *testing.T, s shardcounter.CounterStore) {
 
 	// The refused write's request id was not recorded: once it fits, it
 	// applies, and the total is exactly MaxInt64 again.
-	out, err = s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, Pick: 1, RequestID: "over"}})
+	out, err = s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, Pick: shard.PickFor(id, over), RequestID: over}})
 	if err != nil || out[0].Err != nil || out[0].Duplicate {
 		t.Fatalf("retry of a refused write once it fits: %v %+v, want applied", err, out)
 	}
@@ -89,5 +94,16 @@ func testTotalOutOfRange(t *testing.T, s shardcounter.CounterStore) {
 	wantCode(t, "Apply item that takes the total past MinInt64", out[0].Err, shardcounter.EOUTOFRANGE)
 	if got := MustRead(t, s, neg); got != math.MinInt64 {
 		t.Fatalf("value = %d, want MinInt64", got)
+	}
+}
+
+// requestIDOnShard returns a request id whose writes to counter land on
+// shard i of n: the shard a store derives from the id (shard.PickFor).
+func requestIDOnShard(counter string, i, n int) string {
+	for k := 0; ; k++ {
+		id := fmt.Sprintf("over-%d", k)
+		if shard.Of(shard.PickFor(counter, id), n) == i {
+			return id
+		}
 	}
 }

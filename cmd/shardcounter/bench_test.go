@@ -1,10 +1,69 @@
 package main_test
 
 import (
+	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
+
+// TestBenchWorkloads runs the new workloads end to end on the default
+// store (a temporary bolt file): timelines over sum and distinct counters
+// prefilled, on the engine and the RESP server the bench starts, then
+// bounded and windowed counters next to plain ones.
+func TestBenchWorkloads(t *testing.T) {
+	dir := t.TempDir()
+	report := filepath.Join(dir, "report.json")
+	out := Run(t, dir, nil, "bench", "--path", "engine", "--path", "resp", "--shards", "2", "--clients", "4", "--duration", "200ms",
+		"--counters", "50", "--zipf", "1.5", "--workload", "timeline", "--kind", "sum", "--kind", "distinct", "--members", "10",
+		"--prefill", "--peer", "http-bare", "--json", report).MustOK(t)
+	for _, want := range []string{"50 sum and distinct counters (Zipf s=1.5), all prefilled, timeline: 90% cached reads of 20 counters",
+		"bolt/engine/shards=2/distinct", "bolt/resp/shards=2", "RSS MiB before"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Runs []struct {
+			Name, Path, Kind, Workload string
+			Verified                   bool
+			Reads, Writes              int64
+			Touched                    int64 `json:"counters_touched"`
+			Memory                     *struct {
+				RSSBefore int64 `json:"rss_before_bytes"`
+			}
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 5 {
+		t.Fatalf("report has %d runs, want 2 paths × 2 kinds and the peer: %s", len(rep.Runs), data)
+	}
+	for _, r := range rep.Runs[:4] {
+		if !r.Verified || r.Reads == 0 || r.Writes == 0 || r.Touched != 50 || r.Workload != "timeline" || r.Memory == nil || r.Memory.RSSBefore <= 0 {
+			t.Errorf("run %+v: want verified timeline reads and writes over all 50 counters, with memory", r)
+		}
+	}
+
+	out = Run(t, dir, nil, "bench", "--path", "engine", "--path", "http", "--shards", "1", "--clients", "4", "--duration", "200ms",
+		"--min", "0", "--window", "1m:1d").MustOK(t)
+	for _, want := range []string{"plain and min=0 and window=1m:1d, +1/−1 writes (50% −1)", "bolt/engine/shards=1/min=0",
+		"bolt/http/shards=1/window=1m:1d", "refused"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "false") {
+		t.Errorf("a run was not verified:\n%s", out)
+	}
+}
 
 // TestBenchFlagErrors checks that each new flag refuses what it cannot
 // use with exit 2 and a message that names it and says what to give.

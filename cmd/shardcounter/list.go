@@ -47,7 +47,7 @@ func (c *listCommand) run(ctx context.Context, args []string) error {
 	counters := []*shardcounter.Counter{}
 	opts := shardcounter.ListOptions{Prefix: c.prefix}
 	for {
-		opts.Limit = shttp.MaxListLimit
+		opts.Limit = shardcounter.MaxListLimit
 		if c.limit > 0 {
 			opts.Limit = min(opts.Limit, c.limit-len(counters))
 		}

@@ -100,7 +100,7 @@ func (c *membersCommand) run(ctx context.Context, args []string) error {
 	members := []string{}
 	var opts shardcounter.ListOptions
 	for {
-		opts.Limit = shttp.MaxListLimit
+		opts.Limit = shardcounter.MaxListLimit
 		if c.limit > 0 {
 			opts.Limit = min(opts.Limit, c.limit-len(members))
 		}

@@ -70,7 +70,7 @@ func (c *serveCommand) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.autoCreate, "auto-create", true, "a write to an unknown counter creates it")
 	fs.StringVar(&c.durability, "durability", "durable", "`MODE` durable: answer a write once it is committed; async: answer once queued, commit within --flush-interval (a crash loses what is queued)")
 	fs.DurationVar(&c.flushInterval, "flush-interval", engine.DefaultFlushInterval, "with --durability async, commit a queued write within this `DURATION`")
-	fs.DurationVar(&c.dedupeWindow, "dedupe-window", engine.DefaultDedupeWindow, "a request id repeated within this `DURATION` is not applied again")
+	fs.DurationVar(&c.dedupeWindow, "dedupe-window", shardcounter.DefaultDedupeWindow, "a request id repeated within this `DURATION` is not applied again")
 	fs.Int64Var(&c.maxBody, "max-body", shttp.DefaultMaxBodyBytes, "larger request bodies get 413 (`BYTES`)")
 	fs.StringVar(&c.authTokenFile, "auth-token-file", c.env("SHARDCOUNTER_AUTH_TOKEN_FILE", ""),
 		"require a bearer token on /v1 from `PATH`, one token a line, reread on SIGHUP (env SHARDCOUNTER_AUTH_TOKEN_FILE)")

@@ -470,8 +470,14 @@ type target struct {
 	cleanup     func(ctx context.Context) error
 }
 
-// prefillChunk is how many counters one prefill call writes.
-const prefillChunk = 1000
+// prefillChunk is how many counters one prefill call writes, and
+// prefillWorkers how many calls run at once: enough to keep a store
+// busy, few enough that an engine's flush of them (each creating its
+// counters) stays well inside its time bound on a loaded machine.
+const (
+	prefillChunk   = 1000
+	prefillWorkers = 4
+)
 
 // measureRun prefills, drives t with cfg's workload, then stops what the
 // run started (stop may be nil), verifies and cleans up, and fills in run.
@@ -564,14 +570,15 @@ func measureRun(ctx context.Context, cfg Config, t target, mem memoryProbe, stop
 }
 
 // prefill writes once to every counter, in chunks of prefillChunk from
-// cfg.Clients goroutines, and returns how much it added to their values.
+// prefillWorkers goroutines, and returns how much it added to their
+// values.
 func prefill(ctx context.Context, cfg Config, t target) (int64, error) {
 	if t.prefill == nil {
 		return 0, errors.New("this path or peer cannot prefill")
 	}
 	var added atomic.Int64
 	chunks := (cfg.Counters + prefillChunk - 1) / prefillChunk
-	err := forEach(ctx, chunks, cfg.Clients, func(ctx context.Context, c int) error {
+	err := forEach(ctx, chunks, prefillWorkers, func(ctx context.Context, c int) error {
 		is := make([]int, 0, prefillChunk)
 		for i := c * prefillChunk; i < min((c+1)*prefillChunk, cfg.Counters); i++ {
 			is = append(is, i)

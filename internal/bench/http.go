@@ -209,13 +209,16 @@ func (s *httpService) sum(ctx context.Context, ids []string) (int64, error) {
 	if s.store != nil {
 		return naiveService{s.store, s.spec}.sum(ctx, ids)
 	}
+	rs, err := s.client.ReadCounters(ctx, ids, shardcounter.Strong)
+	if err != nil {
+		return 0, err
+	}
 	var total int64
-	for _, id := range ids {
-		r, err := s.client.ReadCounter(ctx, id, shardcounter.Strong)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", id, err)
+	for i, r := range rs {
+		if r.Err != nil {
+			return 0, fmt.Errorf("%s: %w", ids[i], r.Err)
 		}
-		total += r.Value
+		total += r.Reading.Value
 	}
 	return total, nil
 }

@@ -136,22 +136,20 @@ func barePeer(cfg Config, run *Run) (target, error) {
 	svc := &httpService{lg: newLoadgen(url, "", cfg.Clients)}
 	id := func(i int) string { return strconv.Itoa(i) }
 	return target{
-		do: func(ctx context.Context, ops []operation) {
-			for i := range ops {
-				op := &ops[i]
-				switch op.kind {
-				case opWrite:
-					op.changed, op.err = svc.write(ctx, writeOf(id(op.counter), op, cfg.Kind))
-				case opRead:
-					op.err = svc.read(ctx, id(op.counter), shardcounter.Strong)
-				case opReadBatch:
-					// The handler answers no readings: send the request
-					// and take any 200.
-					body, _ := json.Marshal(readsRequest{make([]string, len(op.counters)), shardcounter.Strong})
-					op.err = svc.lg.do(ctx, http.MethodPost, "/v1/reads", body, nil)
-				}
-			}
-		},
+		do: oneByOne(
+			func(ctx context.Context, op *operation) (err error) {
+				op.changed, err = svc.write(ctx, writeOf(id(op.counter), op, cfg.Kind))
+				return err
+			},
+			func(ctx context.Context, op *operation) error {
+				return svc.read(ctx, id(op.counter), shardcounter.Strong)
+			},
+			func(ctx context.Context, op *operation) error {
+				// The handler answers no readings: send the request and
+				// take any 200.
+				body, _ := json.Marshal(readsRequest{make([]string, len(op.counters)), shardcounter.Strong})
+				return svc.lg.do(ctx, http.MethodPost, "/v1/reads", body, nil)
+			}),
 		// Nothing to create: every counter is the one atomic.
 		prefill: func(context.Context, []int) (int64, error) { return 0, nil },
 		total:   func(context.Context) (int64, error) { return h.n.Load(), nil },

@@ -74,20 +74,13 @@ func (p *postgresPeer) target(write func(ctx context.Context, op *operation) err
 	prefill func(ctx context.Context, is []int) (int64, error),
 	total string) target {
 	return target{
-		do: func(ctx context.Context, ops []operation) {
-			for i := range ops {
-				op := &ops[i]
-				switch op.kind {
-				case opWrite:
-					p.written[op.counter].Store(true)
-					op.err = write(ctx, op)
-				case opRead:
-					op.err = read(ctx, op.counter)
-				case opReadBatch:
-					op.err = readMany(ctx, op.counters)
-				}
-			}
-		},
+		do: oneByOne(
+			func(ctx context.Context, op *operation) error {
+				p.written[op.counter].Store(true)
+				return write(ctx, op)
+			},
+			func(ctx context.Context, op *operation) error { return read(ctx, op.counter) },
+			func(ctx context.Context, op *operation) error { return readMany(ctx, op.counters) }),
 		prefill: func(ctx context.Context, is []int) (int64, error) {
 			for _, i := range is {
 				p.written[i].Store(true)

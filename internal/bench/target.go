@@ -126,11 +126,14 @@ func (s naiveService) create(ctx context.Context, id string) error {
 }
 
 func (s naiveService) sum(ctx context.Context, ids []string) (int64, error) {
+	rs, err := s.store.ReadCounters(ctx, ids)
+	if err != nil {
+		return 0, err
+	}
 	var total int64
-	for _, id := range ids {
-		r, err := s.store.ReadCounter(ctx, id)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", id, err)
+	for i, r := range rs {
+		if r == nil {
+			return 0, shardcounter.Errorf(shardcounter.ENOTFOUND, "counter %q was written and is gone", ids[i])
 		}
 		total += r.Value
 	}
@@ -165,13 +168,12 @@ func counterTarget(cfg Config, svc counterService, path string, v Variant, shard
 	// weigh on the memory figures of the paths served in this process.
 	id := func(i int) string { return prefix + strconv.Itoa(i) }
 	created := make([]atomic.Bool, cfg.Counters)
-	write := func(ctx context.Context, op *operation) {
+	write := func(ctx context.Context, op *operation) error {
 		w := writeOf(id(op.counter), op, cfg.Kind)
 		changed, err := svc.write(ctx, w)
 		if errors.Is(err, shardcounter.ErrNotFound) {
 			if cerr := svc.create(ctx, w.Counter); cerr != nil && !errors.Is(cerr, shardcounter.ErrExists) {
-				op.err = cerr
-				return
+				return cerr
 			}
 			created[op.counter].Store(true)
 			changed, err = svc.write(ctx, w)
@@ -181,7 +183,8 @@ func counterTarget(cfg Config, svc counterService, path string, v Variant, shard
 		if (err == nil || shardcounter.IsOutcomeUnknown(err)) && !created[op.counter].Load() {
 			created[op.counter].Store(true)
 		}
-		op.changed, op.err = changed, err
+		op.changed = changed
+		return err
 	}
 	t := target{touched: func() int64 { return countSet(created) }}
 	t.total = func(ctx context.Context) (int64, error) {
@@ -208,25 +211,20 @@ func counterTarget(cfg Config, svc counterService, path string, v Variant, shard
 			return total.Load(), err
 		}
 	}
-	t.do = func(ctx context.Context, ops []operation) {
-		for i := range ops {
-			op := &ops[i]
-			switch op.kind {
-			case opWrite:
-				write(ctx, op)
-			case opRead:
-				if err := svc.read(ctx, id(op.counter), cfg.ReadConsistency); err != nil && !errors.Is(err, shardcounter.ErrNotFound) {
-					op.err = err
-				}
-			case opReadBatch:
-				ids := make([]string, len(op.counters))
-				for j, c := range op.counters {
-					ids[j] = id(c)
-				}
-				op.err = svc.readMany(ctx, ids, cfg.ReadConsistency)
+	t.do = oneByOne(write,
+		func(ctx context.Context, op *operation) error {
+			if err := svc.read(ctx, id(op.counter), cfg.ReadConsistency); !errors.Is(err, shardcounter.ErrNotFound) {
+				return err
 			}
-		}
-	}
+			return nil
+		},
+		func(ctx context.Context, op *operation) error {
+			ids := make([]string, len(op.counters))
+			for j, c := range op.counters {
+				ids[j] = id(c)
+			}
+			return svc.readMany(ctx, ids, cfg.ReadConsistency)
+		})
 	t.prefill = func(ctx context.Context, is []int) (int64, error) {
 		ws := make([]shardcounter.Write, len(is))
 		for j, i := range is {
@@ -244,6 +242,25 @@ func counterTarget(cfg Config, svc counterService, path string, v Variant, shard
 		})
 	}
 	return t
+}
+
+// oneByOne returns a target's do that performs each operation in turn:
+// write (which sets op.changed), read of one counter, or readMany of a
+// timeline's.
+func oneByOne(write, read, readMany func(ctx context.Context, op *operation) error) func(ctx context.Context, ops []operation) {
+	return func(ctx context.Context, ops []operation) {
+		for i := range ops {
+			op := &ops[i]
+			switch op.kind {
+			case opWrite:
+				op.err = write(ctx, op)
+			case opRead:
+				op.err = read(ctx, op)
+			case opReadBatch:
+				op.err = readMany(ctx, op)
+			}
+		}
+	}
 }
 
 // countSet is how many of set are true.

@@ -1,7 +1,8 @@
 // Package redistest starts real redis-server processes for tests: a single
 // server, or a Redis Cluster of several masters, each on a free loopback
 // port in a temporary directory, stopped when the test (or the caller)
-// ends. It fails, never skips, when redis-server is missing: run
+// ends; a cluster may have a replica per master, for failover tests. It
+// fails, never skips, when redis-server is missing: run
 // scripts/ensure-redis.sh to install it.
 package redistest
 
@@ -208,12 +209,30 @@ func (s *Server) Kill() {
 	}
 }
 
+// Pause stops the server's process (SIGSTOP) without ending it, as a
+// machine that hangs or a network that drops everything would: it neither
+// answers nor replicates until Resume.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return fmt.Errorf("redistest: %s is stopped", s.Addr)
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
 // Stop ends the server and waits for it.
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.stopped {
 		s.stopped = true
+		s.cmd.Process.Signal(syscall.SIGCONT) // a paused server must run to end
 		s.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-s.done:
@@ -224,9 +243,11 @@ func (s *Server) Stop() {
 	}
 }
 
-// Cluster is a Redis Cluster of masters with no replicas.
+// Cluster is a Redis Cluster: its masters and, when it was started with
+// some, their replicas (Replicas[i] replicates Masters[i]).
 type Cluster struct {
-	Masters []*Server
+	Masters  []*Server
+	Replicas []*Server
 }
 
 // Addrs returns the masters' addresses.
@@ -238,19 +259,33 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
-// Stop stops every master.
+// Stop stops every node.
 func (c *Cluster) Stop() {
-	for _, m := range c.Masters {
+	for _, m := range append(c.Masters, c.Replicas...) {
 		m.Stop()
 	}
 }
 
-// StartCluster starts n masters with cluster-enabled yes and
-// cluster-require-full-coverage no, gives master i the i-th contiguous
-// range of the 16384 slots (CLUSTER ADDSLOTSRANGE), joins them (CLUSTER
-// MEET) and waits until every master reports cluster_state:ok and knows
-// every slot's owner.
+// clusterConfig is the configuration of every node: fast failure
+// detection, the slots of live masters served when one is down, and a
+// replica that may always take over (its data's age does not matter for
+// tests, which kill masters on purpose).
+var clusterConfig = []string{"cluster-enabled yes", "cluster-config-file nodes.conf",
+	"cluster-node-timeout 1000", "cluster-require-full-coverage no",
+	"cluster-replica-validity-factor 0", "repl-diskless-sync yes", "repl-diskless-sync-delay 0"}
+
+// StartCluster starts n masters with no replicas, gives master i the i-th
+// contiguous range of the 16384 slots (CLUSTER ADDSLOTSRANGE), joins them
+// (CLUSTER MEET) and waits until every master reports cluster_state:ok and
+// knows every slot's owner.
 func StartCluster(dir string, n int) (*Cluster, error) {
+	return StartClusterReplicas(dir, n, false)
+}
+
+// StartClusterReplicas starts a cluster as StartCluster does, and with
+// replicas one replica per master, attached with CLUSTER REPLICATE; it
+// returns once every replica is in sync with its master.
+func StartClusterReplicas(dir string, n int, replicas bool) (*Cluster, error) {
 	c := &Cluster{}
 	ok := false
 	defer func() {
@@ -259,12 +294,20 @@ func StartCluster(dir string, n int) (*Cluster, error) {
 		}
 	}()
 	for range n {
-		s, err := Start(dir, "cluster-enabled yes", "cluster-config-file nodes.conf",
-			"cluster-node-timeout 1000", "cluster-require-full-coverage no")
+		s, err := Start(dir, clusterConfig...)
 		if err != nil {
 			return nil, err
 		}
 		c.Masters = append(c.Masters, s)
+	}
+	if replicas {
+		for range n {
+			s, err := Start(dir, clusterConfig...)
+			if err != nil {
+				return nil, err
+			}
+			c.Replicas = append(c.Replicas, s)
+		}
 	}
 	for i, s := range c.Masters {
 		lo, hi := i*16384/n, (i+1)*16384/n-1
@@ -272,32 +315,100 @@ func StartCluster(dir string, n int) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	for _, s := range c.Masters[1:] {
+	all := append(append([]*Server(nil), c.Masters...), c.Replicas...)
+	for _, s := range all[1:] {
 		host, port, _ := net.SplitHostPort(s.Addr)
 		if _, err := c.Masters[0].Do("CLUSTER", "MEET", host, port); err != nil {
 			return nil, err
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ready := true
-		for _, s := range c.Masters {
-			info, err := s.Do("CLUSTER", "INFO")
-			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_assigned:16384") ||
-				!strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)) {
-				ready = false
-				break
+	if err := waitFor(30*time.Second, "every node to know every other", func() bool {
+		for _, s := range all {
+			if info, err := s.Do("CLUSTER", "INFO"); err != nil || !strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(len(all))) {
+				return false
 			}
 		}
-		if ready {
-			ok = true
-			return c, nil
+		return true
+	}); err != nil {
+		return nil, err
+	}
+	for i, r := range c.Replicas {
+		id, err := c.Masters[i].Do("CLUSTER", "MYID")
+		if err != nil {
+			return nil, err
 		}
+		// A replica may not know the master's id as a master yet: retry.
+		if err := waitFor(10*time.Second, "CLUSTER REPLICATE to succeed", func() bool {
+			_, err := r.Do("CLUSTER", "REPLICATE", id)
+			return err == nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if err := waitFor(30*time.Second, fmt.Sprintf("a cluster of %d masters to be ready", n), func() bool {
+		for _, s := range c.Masters {
+			info, err := s.Do("CLUSTER", "INFO")
+			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_assigned:16384") {
+				return false
+			}
+		}
+		for _, r := range c.Replicas {
+			if info, err := r.Do("INFO", "replication"); err != nil || !strings.Contains(info, "master_link_status:up") {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return nil, err
+	}
+	ok = true
+	return c, nil
+}
+
+// WaitFailover waits until a replica has taken over the slots of the
+// master m, killed by the caller, as the surviving masters see it, and
+// returns the new master.
+func (c *Cluster) WaitFailover(m *Server, timeout time.Duration) (*Server, error) {
+	var promoted *Server
+	err := waitFor(timeout, "a replica to take over from "+m.Addr, func() bool {
+		for _, r := range c.Replicas {
+			info, err := r.Do("INFO", "replication")
+			if err != nil || !strings.Contains(info, "role:master") {
+				continue
+			}
+			// Its slots must be known as its own by another master.
+			for _, o := range c.Masters {
+				if o == m {
+					continue
+				}
+				nodes, err := o.Do("CLUSTER", "NODES")
+				if err != nil {
+					return false
+				}
+				for _, line := range strings.Split(nodes, "\n") {
+					f := strings.Fields(line)
+					if len(f) > 8 && strings.HasPrefix(f[1], r.Addr+"@") && strings.Contains(f[2], "master") {
+						promoted = r
+						return true
+					}
+				}
+			}
+		}
+		return false
+	})
+	return promoted, err
+}
+
+// waitFor polls done every 50ms until it holds or timeout passes.
+func waitFor(timeout time.Duration, what string, done func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !done() {
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("cluster of %d masters not ready within 30s", n)
+			return fmt.Errorf("redistest: timed out after %v waiting for %s", timeout, what)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	return nil
 }
 
 // MustStartCluster starts a cluster for the test and stops it when the
@@ -305,6 +416,18 @@ func StartCluster(dir string, n int) (*Cluster, error) {
 func MustStartCluster(tb testing.TB, n int) *Cluster {
 	tb.Helper()
 	c, err := StartCluster(tb.TempDir(), n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
+// MustStartClusterReplicas starts a cluster of n masters, each with one
+// replica, for the test and stops it when the test ends.
+func MustStartClusterReplicas(tb testing.TB, n int) *Cluster {
+	tb.Helper()
+	c, err := StartClusterReplicas(tb.TempDir(), n, true)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -285,8 +285,24 @@ async function countersScreen(params, signal) {
     body.replaceChildren(h('p', { class: 'note', text: prefix ? `No counter id starts with “${prefix}”.` : 'No counters yet: create one with shardcounter create ID, or write to one.' }));
     return;
   }
+  // The page's values in one batch read, cached: the engine's rollups,
+  // cheap for the store. A counter deleted since the listing shows its
+  // error code.
+  let values;
+  try {
+    const r = await api('POST', '/v1/reads', { counters: list.counters.map((c) => c.id), consistency: 'cached' }, signal);
+    values = new Map(r.readings.map((x) => [x.id, x]));
+  } catch (e) {
+    body.replaceChildren(errorLine(e));
+    return;
+  }
+  const valueCell = (id) => {
+    const x = values.get(id);
+    return h('td', { class: 'num', title: x && x.as_of ? `as of ${fmtTime(x.as_of)}` : undefined, text: x && x.error ? x.error.code : x ? fmtInt(x.value) : '' });
+  };
   const rows = list.counters.map((c) => h('tr', {},
     h('td', { class: 'id' }, h('a', { href: '#/counter/' + encodeURIComponent(c.id), text: c.id })),
+    valueCell(c.id),
     h('td', { text: c.kind || 'sum' }),
     h('td', { class: 'num', text: fmtInt(c.shards) }),
     h('td', { text: fmtDate(c.created_at) })));
@@ -297,10 +313,13 @@ async function countersScreen(params, signal) {
     if (prefix) next.set('prefix', prefix);
     pager.append(h('a', { href: '#/counters?' + next, rel: 'next', text: 'Next page →' }));
   }
-  pager.append(h('span', { class: 'note', text: `${list.counters.length} counters on this page` }));
+  let stale = 0;
+  for (const x of values.values()) stale = Math.max(stale, x.max_staleness_ms || 0);
+  pager.append(h('span', { class: 'note', text: `${list.counters.length} counters on this page; values are cached reads, at most ${fmtInt(stale)} ms old` }));
   body.replaceChildren(
     h('table', { 'data-testid': 'counters' },
-      h('thead', {}, h('tr', {}, h('th', { text: 'Counter' }), h('th', { text: 'Kind' }), h('th', { class: 'num', text: 'Shards' }), h('th', { text: 'Created' }))),
+      h('thead', {}, h('tr', {}, h('th', { text: 'Counter' }), h('th', { class: 'num', text: 'Value' }),
+        h('th', { text: 'Kind' }), h('th', { class: 'num', text: 'Shards' }), h('th', { text: 'Created' }))),
       h('tbody', {}, rows)),
     pager);
 }
@@ -364,19 +383,12 @@ async function counterScreen(id, signal) {
   // The time axis moves with the clock; the data only with readings.
   every(1000, signal, async () => redraw());
 
-  const placement = new AbortController(); // stops polling a server without the route
-  signal.addEventListener('abort', () => placement.abort(), { once: true });
-  every(SHARDS_POLL_MS, placement.signal, async () => {
+  every(SHARDS_POLL_MS, signal, async () => {
     let p;
     try {
       p = await api('GET', `/v1/counters/${escapeID(id)}/shards`, undefined, signal);
     } catch (e) {
-      if (e.code === 'not_found' && /no API route/.test(e.message)) {
-        shards.replaceChildren(h('p', { class: 'note', text: 'This server does not serve shard placement (GET /v1/counters/{id}/shards) yet: only the shard count above is known.' }));
-        placement.abort();
-      } else {
-        shards.replaceChildren(errorLine(e));
-      }
+      shards.replaceChildren(errorLine(e));
       return;
     }
     const total = p.placement.reduce((s, x) => s + x.value, 0);
