@@ -129,14 +129,13 @@ func (h *watchHub) subscribe(id string, interval time.Duration) (*watcher, func(
 		return nil, nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE,
 			"the server is serving its limit of %d watch streams: retry after the Retry-After delay, or read the counter instead", h.max)
 	}
-	f := h.feeds[id]
-	if f == nil {
+	f, started := h.feeds[id]
+	if !started {
 		ctx, cancel := context.WithCancel(context.Background())
 		f = &feed{hub: h, id: id, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1),
 			watchers: make(map[*watcher]struct{}), intervals: make(map[time.Duration]int)}
 		h.feeds[id] = f
 		h.counted.Inc()
-		go f.run()
 	}
 	w := &watcher{interval: interval, ch: make(chan *watchState, h.buffer), gone: make(chan struct{})}
 	f.mu.Lock()
@@ -148,6 +147,12 @@ func (h *watchHub) subscribe(id string, interval time.Duration) (*watcher, func(
 		w.sent, w.at = f.state.seq, time.Now()
 	}
 	f.mu.Unlock()
+	if !started {
+		// Only now that the feed has its watcher: a feed without watchers
+		// reads once an hour (see interval), and its first read may end
+		// before this goroutine runs on.
+		go f.run()
+	}
 	if shorter {
 		select {
 		case f.wake <- struct{}{}:
