@@ -266,11 +266,7 @@ func (s *CounterStore) update(ctx context.Context, fn func(*bbolt.Tx) error) err
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return &shardcounter.Error{
-			Code:           shardcounter.EINTERNAL,
-			Message:        fmt.Sprintf("bolt: commit failed, the write may or may not have been applied (retry with its request id to count it once): %v", err),
-			OutcomeUnknown: true,
-		}
+		return shardcounter.OutcomeUnknownf("bolt: commit failed (%v)", err)
 	}
 	return nil
 }

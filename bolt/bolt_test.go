@@ -2,14 +2,12 @@ package bolt_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
-	"github.com/shardcounter/shardcounter/internal/shard"
 	"github.com/shardcounter/shardcounter/storetest"
 )
 
@@ -111,62 +109,16 @@ func TestDedupeWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	storetest.MustCreate(t, s, "c", 4)
-	apply := func(rid string) shardcounter.Outcome {
-		t.Helper()
-		out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: "c", Delta: 1, Pick: shard.PickFor("c", rid), RequestID: rid}})
-		if err != nil || out[0].Err != nil {
-			t.Fatalf("Apply(%s) = %+v, %v", rid, out, err)
-		}
-		return out[0]
-	}
-
 	storetest.RunDedupeWindow(t, s, time.Hour, clk.Advance)
 	t.Run("Expiry", func(t *testing.T) {
-		clk.Advance(2 * time.Hour) // everything so far has expired
-		var incs []shardcounter.Increment
-		for i := range 500 {
-			rid := fmt.Sprint("old-", i)
-			incs = append(incs, shardcounter.Increment{Counter: "c", Delta: 1, Pick: shard.PickFor("c", rid), RequestID: rid})
-		}
-		if _, err := s.Apply(ctx, incs); err != nil {
-			t.Fatal(err)
-		}
-		// It records 500 ids and deletes the 2 that had expired (a and
-		// flood, from the contract cases).
-		ids, indexed := s.RequestIDs()
-		if ids != 500 || indexed != 500 {
-			t.Fatalf("%d ids, %d indexed; want 500 of each", ids, indexed)
-		}
-		// An idle store deletes nothing, however old the ids.
-		clk.Advance(48 * time.Hour)
-		if ids, _ := s.RequestIDs(); ids != 500 {
-			t.Fatalf("%d ids after idling, want 500", ids)
-		}
-		// Each write deletes a bounded number of the oldest, so a backlog
-		// goes within a few writes and no write pays for all of it.
-		for i := 1; i <= 8; i++ {
-			if err := s.Add(ctx, "c", 1, 0); err != nil {
-				t.Fatal(err)
+		ids := func(tb testing.TB) int {
+			tb.Helper()
+			n, indexed := s.RequestIDs()
+			if n != indexed {
+				tb.Fatalf("%d ids, %d in the index by time: they must agree", n, indexed)
 			}
-			ids, indexed := s.RequestIDs()
-			if want := max(500-64*i, 0); ids != want || indexed != want {
-				t.Fatalf("after %d writes: %d ids, %d indexed; want %d", i, ids, indexed, want)
-			}
+			return n
 		}
-		// A write with ids deletes at least as many expired ones as it adds.
-		clk.Advance(time.Minute)
-		apply("new")
-		if ids, indexed := s.RequestIDs(); ids != 1 || indexed != 1 {
-			t.Fatalf("%d ids, %d indexed after a new id; want 1, 1", ids, indexed)
-		}
-	})
-	t.Run("DeleteCounter", func(t *testing.T) {
-		if err := s.DeleteCounter(ctx, "c"); err != nil {
-			t.Fatal(err)
-		}
-		if ids, indexed := s.RequestIDs(); ids != 0 || indexed != 0 {
-			t.Fatalf("%d ids, %d indexed after deleting the counter; want 0, 0", ids, indexed)
-		}
+		storetest.RunRequestIDExpiry(t, s, time.Hour, clk.Advance, ids, bolt.ExpireBatch)
 	})
 }

@@ -121,8 +121,7 @@ func wait(ctx context.Context, b *batch) error {
 	case <-b.done:
 		return nil
 	case <-ctx.Done():
-		// Not EUNAVAILABLE: that code promises nothing was applied.
-		return &shardcounter.Error{Code: shardcounter.EINTERNAL, Message: "gave up waiting for the commit (" + ctx.Err().Error() + "): the write may still apply; retry with the same request id", OutcomeUnknown: true}
+		return shardcounter.OutcomeUnknownf("gave up waiting for the commit (%v)", ctx.Err())
 	}
 }
 

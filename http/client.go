@@ -137,8 +137,7 @@ func transportError(server string, err error, write bool) error {
 		return shardcounter.Errorf(shardcounter.EUNAVAILABLE,
 			"server %s cannot be reached (%v): check that it runs and that the server URL is right", server, unwrapURLError(err))
 	}
-	return &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: true,
-		Message: fmt.Sprintf("no reply from %s (%v): the write may have been applied; retry it with the same request id", server, unwrapURLError(err))}
+	return shardcounter.OutcomeUnknownf("no reply from %s (%v)", server, unwrapURLError(err))
 }
 
 func unwrapURLError(err error) error {

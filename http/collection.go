@@ -2,7 +2,6 @@ package http
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 
@@ -303,8 +302,7 @@ func (c *Client) PutDocuments(ctx context.Context, name string, docs []shardcoun
 		return nil, err
 	}
 	if len(resp.Documents) != len(docs) {
-		return nil, &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: true,
-			Message: fmt.Sprintf("server returned %d document refs for %d documents", len(resp.Documents), len(docs))}
+		return nil, shardcounter.OutcomeUnknownf("server returned %d document refs for %d documents", len(resp.Documents), len(docs))
 	}
 	return resp.Documents, nil
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/authtoken"
 	"github.com/shardcounter/shardcounter/metrics"
 )
 
@@ -112,7 +112,7 @@ type ServerOptions struct {
 type Server struct {
 	svc     shardcounter.CounterService
 	opts    ServerOptions
-	tokens  atomic.Pointer[[][]byte] // nil or empty: no token needed
+	tokens  authtoken.Set
 	mux     *http.ServeMux
 	metrics *metrics.Metrics
 	slots   chan struct{} // a token per request being served; nil: no bound
@@ -176,10 +176,4 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 // means no token is needed. Requests already past the check are not
 // affected. It is safe to call while the server serves (serve calls it on
 // SIGHUP).
-func (s *Server) SetAuthTokens(tokens []string) {
-	bs := make([][]byte, len(tokens))
-	for i, t := range tokens {
-		bs[i] = []byte(t)
-	}
-	s.tokens.Store(&bs)
-}
+func (s *Server) SetAuthTokens(tokens []string) { s.tokens.Replace(tokens) }

@@ -114,11 +114,17 @@ type Reply struct {
 // the reply. Headers come in name, value pairs.
 func (e *Env) Do(tb testing.TB, method, path, body string, headers ...string) Reply {
 	tb.Helper()
+	return do(tb, method, e.URL+path, body, headers...)
+}
+
+// do is Env.Do for a whole URL.
+func do(tb testing.TB, method, url, body string, headers ...string) Reply {
+	tb.Helper()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, e.URL+path, r)
+	req, err := http.NewRequest(method, url, r)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -648,16 +648,7 @@ func (w *cutAfterData) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // scrape returns the server's /metrics exposition.
 func scrape(tb testing.TB, e *watchEnv) string {
 	tb.Helper()
-	resp, err := http.Get(e.URL + "/metrics")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return string(b)
+	return string(do(tb, http.MethodGet, e.URL+"/metrics", "").Body)
 }
 
 // waitFor polls cond until it holds, failing the test if it does not

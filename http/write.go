@@ -202,8 +202,7 @@ func (c *Client) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]sha
 		return nil, err
 	}
 	if len(resp.Results) != len(ws) {
-		return nil, &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: true,
-			Message: fmt.Sprintf("server returned %d results for %d writes", len(resp.Results), len(ws))}
+		return nil, shardcounter.OutcomeUnknownf("server returned %d results for %d writes", len(resp.Results), len(ws))
 	}
 	return resp.Results, nil
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -87,4 +88,65 @@ func RunDedupeWindow(t *testing.T, s shardcounter.CounterStore, window time.Dura
 			t.Fatalf("value = %d, want %d", got, before+1)
 		}
 	})
+}
+
+// RunRequestIDExpiry checks how a store that expires request ids deletes
+// them: as a side effect of writes, never while idle or on a read, and at
+// most perWrite expired ids a write beyond those it records, so that a
+// backlog goes within a few writes and no write pays for all of it; and
+// deleting a counter deletes its ids. ids counts the ids the store keeps
+// (how is the store's business). window and advance are as in
+// RunDedupeWindow. The store may keep no more than 500+perWrite other ids,
+// all recorded longer than two windows ago.
+func RunRequestIDExpiry(t *testing.T, s shardcounter.CounterStore, window time.Duration, advance func(time.Duration), ids func(testing.TB) int, perWrite int) {
+	ctx := context.Background()
+	id := prefix(t) + "c"
+	MustCreate(t, s, id, 4)
+	apply := func(incs []shardcounter.Increment) {
+		t.Helper()
+		out, err := s.Apply(ctx, incs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, o := range out {
+			if o.Err != nil || o.Duplicate {
+				t.Fatalf("Apply: item %d: %+v", i, o)
+			}
+		}
+	}
+	withID := func(rid string) shardcounter.Increment {
+		return shardcounter.Increment{Counter: id, Delta: 1, Pick: shard.PickFor(id, rid), RequestID: rid}
+	}
+
+	advance(2 * window) // every id recorded so far has expired
+	var incs []shardcounter.Increment
+	for i := range 500 {
+		incs = append(incs, withID(fmt.Sprint("old-", i)))
+	}
+	apply(incs)
+	if got := ids(t); got != 500 {
+		t.Fatalf("%d ids after a batch of 500, want 500: the older ones, expired, go with it", got)
+	}
+	advance(48 * time.Hour)
+	MustRead(t, s, id)
+	if got := ids(t); got != 500 {
+		t.Fatalf("%d ids after idling and a read, want 500: only writes delete ids", got)
+	}
+	for i := 1; i <= (500+perWrite-1)/perWrite; i++ {
+		apply([]shardcounter.Increment{{Counter: id, Delta: 1, Pick: uint64(i)}}) // a write without an id expires too
+		if got, want := ids(t), max(500-perWrite*i, 0); got != want {
+			t.Fatalf("after %d writes: %d ids, want %d", i, got, want)
+		}
+	}
+	advance(time.Minute)
+	apply([]shardcounter.Increment{withID("new")})
+	if got := ids(t); got != 1 {
+		t.Fatalf("%d ids after a new one, want 1", got)
+	}
+	if err := s.DeleteCounter(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(t); got != 0 {
+		t.Fatalf("%d ids after deleting the counter, want 0", got)
+	}
 }

@@ -61,15 +61,50 @@ func (c *clientFlags) printJSON(v any) error {
 	return json.NewEncoder(c.m.Stdout).Encode(v)
 }
 
-// idArg returns the one positional argument, a counter id.
-func idArg(args []string) (string, error) {
+// counterClient returns the one positional argument, a counter id, and
+// the API client: how every command on one counter starts, once it has
+// checked its own flags.
+func (c *clientFlags) counterClient(args []string) (string, *shttp.Client, error) {
 	if len(args) != 1 {
-		return "", usagef("expected one counter ID, got %d arguments", len(args))
+		return "", nil, usagef("expected one counter ID, got %d arguments", len(args))
 	}
-	if err := shardcounter.ValidateID("counter id", args[0]); err != nil {
-		return "", usagef("%s", shardcounter.ErrorMessage(err))
+	if err := checkArg("counter id", args[0]); err != nil {
+		return "", nil, err
 	}
-	return args[0], nil
+	client, err := c.client()
+	return args[0], client, err
+}
+
+// checkArg checks a positional argument that names a counter, member or
+// collection; what ValidateID refuses is a usage error.
+func checkArg(kind, arg string) error {
+	if err := shardcounter.ValidateID(kind, arg); err != nil {
+		return usagef("%s", shardcounter.ErrorMessage(err))
+	}
+	return nil
+}
+
+// allPages follows a listing's page tokens. page returns up to limit items
+// after position after, and the position of the next page ("" after the
+// last). It stops once it has most items (0: no most).
+func allPages[T any](most int, page func(limit int, after string) ([]T, string, error)) ([]T, error) {
+	all := []T{}
+	after := ""
+	for {
+		limit := shardcounter.MaxListLimit
+		if most > 0 {
+			limit = min(limit, most-len(all))
+		}
+		items, next, err := page(limit, after)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, items...)
+		if next == "" || (most > 0 && len(all) >= most) {
+			return all, nil
+		}
+		after = next
+	}
 }
 
 // errorText is how a runtime error is shown: the message for people and,

@@ -40,8 +40,8 @@ func (c *collectionCommand) run(ctx context.Context, args []string) error {
 		return usagef("expected one collection NAME after create, got %d arguments", len(args)-1)
 	}
 	name := args[1]
-	if err := shardcounter.ValidateID("collection name", name); err != nil {
-		return usagef("%s", shardcounter.ErrorMessage(err))
+	if err := checkArg("collection name", name); err != nil {
+		return err
 	}
 	if c.shards == 0 {
 		return usagef("--shards is required: give 1 to %d", shardcounter.MaxShards)

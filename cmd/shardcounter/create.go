@@ -31,10 +31,6 @@ func (c *createCommand) flags(fs *flag.FlagSet) {
 }
 
 func (c *createCommand) run(ctx context.Context, args []string) error {
-	id, err := idArg(args)
-	if err != nil {
-		return err
-	}
 	if c.shards != 0 {
 		if err := shardcounter.ValidateShards(c.shards); err != nil {
 			return usagef("--shards: %s", shardcounter.ErrorMessage(err))
@@ -45,7 +41,7 @@ func (c *createCommand) run(ctx context.Context, args []string) error {
 	if err := shardcounter.ValidateSpec(spec); err != nil {
 		return usagef("%s", shardcounter.ErrorMessage(err))
 	}
-	client, err := c.client()
+	id, client, err := c.counterClient(args)
 	if err != nil {
 		return err
 	}

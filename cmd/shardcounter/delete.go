@@ -17,11 +17,7 @@ func newDeleteCommand(m *Main) command { return &deleteCommand{clientFlags: clie
 func (c *deleteCommand) flags(fs *flag.FlagSet) { c.register(fs) }
 
 func (c *deleteCommand) run(ctx context.Context, args []string) error {
-	id, err := idArg(args)
-	if err != nil {
-		return err
-	}
-	client, err := c.client()
+	id, client, err := c.counterClient(args)
 	if err != nil {
 		return err
 	}

@@ -39,8 +39,8 @@ func (c *getCommand) run(ctx context.Context, args []string) error {
 		return usagef("%d counter IDs: give at most %d", len(args), shardcounter.MaxReadBatch)
 	}
 	for _, id := range args {
-		if err := shardcounter.ValidateID("counter id", id); err != nil {
-			return usagef("%s", shardcounter.ErrorMessage(err))
+		if err := checkArg("counter id", id); err != nil {
+			return err
 		}
 	}
 	if c.cached && c.last.d != 0 {

@@ -26,10 +26,6 @@ func (c *writeCommand) flags(fs *flag.FlagSet) {
 }
 
 func (c *writeCommand) run(ctx context.Context, args []string) error {
-	id, err := idArg(args)
-	if err != nil {
-		return err
-	}
 	if c.by < 1 {
 		return usagef("--by is %d: give a whole number of at least 1", c.by)
 	}
@@ -38,7 +34,7 @@ func (c *writeCommand) run(ctx context.Context, args []string) error {
 			return usagef("--request-id: %s", shardcounter.ErrorMessage(err))
 		}
 	}
-	client, err := c.client()
+	id, client, err := c.counterClient(args)
 	if err != nil {
 		return err
 	}

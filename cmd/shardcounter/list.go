@@ -44,22 +44,15 @@ func (c *listCommand) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	counters := []*shardcounter.Counter{}
-	opts := shardcounter.ListOptions{Prefix: c.prefix}
-	for {
-		opts.Limit = shardcounter.MaxListLimit
-		if c.limit > 0 {
-			opts.Limit = min(opts.Limit, c.limit-len(counters))
-		}
-		page, err := client.ListCounters(ctx, opts)
+	counters, err := allPages(c.limit, func(limit int, after string) ([]*shardcounter.Counter, string, error) {
+		page, err := client.ListCounters(ctx, shardcounter.ListOptions{Prefix: c.prefix, After: after, Limit: limit})
 		if err != nil {
-			return err
+			return nil, "", err
 		}
-		counters = append(counters, page.Counters...)
-		if page.Next == "" || (c.limit > 0 && len(counters) >= c.limit) {
-			break
-		}
-		opts.After = page.Next
+		return page.Counters, page.Next, nil
+	})
+	if err != nil {
+		return err
 	}
 	if c.json {
 		return c.printJSON(shttp.ListResponse{Counters: counters})

@@ -28,11 +28,11 @@ func (c *memberCommand) run(ctx context.Context, args []string) error {
 		return usagef("expected a counter ID and a MEMBER, got %d arguments", len(args))
 	}
 	id, member := args[0], args[1]
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return usagef("%s", shardcounter.ErrorMessage(err))
+	if err := checkArg("counter id", id); err != nil {
+		return err
 	}
-	if err := shardcounter.ValidateID("member", member); err != nil {
-		return usagef("%s", shardcounter.ErrorMessage(err))
+	if err := checkArg("member", member); err != nil {
+		return err
 	}
 	client, err := c.client()
 	if err != nil {
@@ -86,33 +86,22 @@ func (c *membersCommand) flags(fs *flag.FlagSet) {
 }
 
 func (c *membersCommand) run(ctx context.Context, args []string) error {
-	id, err := idArg(args)
-	if err != nil {
-		return err
-	}
 	if c.limit < 0 {
 		return usagef("--limit is %d: give 1 or more, or leave it out for all", c.limit)
 	}
-	client, err := c.client()
+	id, client, err := c.counterClient(args)
 	if err != nil {
 		return err
 	}
-	members := []string{}
-	var opts shardcounter.ListOptions
-	for {
-		opts.Limit = shardcounter.MaxListLimit
-		if c.limit > 0 {
-			opts.Limit = min(opts.Limit, c.limit-len(members))
-		}
-		page, err := client.ListMembers(ctx, id, opts)
+	members, err := allPages(c.limit, func(limit int, after string) ([]string, string, error) {
+		page, err := client.ListMembers(ctx, id, shardcounter.ListOptions{After: after, Limit: limit})
 		if err != nil {
-			return err
+			return nil, "", err
 		}
-		members = append(members, page.Members...)
-		if page.Next == "" || (c.limit > 0 && len(members) >= c.limit) {
-			break
-		}
-		opts.After = page.Next
+		return page.Members, page.Next, nil
+	})
+	if err != nil {
+		return err
 	}
 	if c.json {
 		return c.printJSON(shttp.MembersResponse{Members: members})

@@ -53,8 +53,8 @@ func (c *putCommand) run(ctx context.Context, args []string) error {
 		return usagef("expected NAME and a JSON document, or NAME and - to read NDJSON from stdin; got %d arguments", len(args))
 	}
 	name := args[0]
-	if err := shardcounter.ValidateID("collection name", name); err != nil {
-		return usagef("%s", shardcounter.ErrorMessage(err))
+	if err := checkArg("collection name", name); err != nil {
+		return err
 	}
 	var docs []shardcounter.DocumentInput
 	if args[1] == "-" {

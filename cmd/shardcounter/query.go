@@ -59,8 +59,8 @@ func (c *queryCommand) run(ctx context.Context, args []string) error {
 		return usagef("expected one collection NAME, got %d arguments", len(args))
 	}
 	name := args[0]
-	if err := shardcounter.ValidateID("collection name", name); err != nil {
-		return usagef("%s", shardcounter.ErrorMessage(err))
+	if err := checkArg("collection name", name); err != nil {
+		return err
 	}
 	q := shardcounter.Query{Order: shardcounter.Order(c.order), Limit: c.limit, PageToken: c.pageToken}
 	if c.where != "" {

@@ -22,17 +22,13 @@ func (c *reshardCommand) flags(fs *flag.FlagSet) {
 }
 
 func (c *reshardCommand) run(ctx context.Context, args []string) error {
-	id, err := idArg(args)
-	if err != nil {
-		return err
-	}
 	if c.shards == 0 {
 		return usagef("--shards is required: give the new shard count, 1 to %d", shardcounter.MaxShards)
 	}
 	if err := shardcounter.ValidateShards(c.shards); err != nil {
 		return usagef("--shards: %s", shardcounter.ErrorMessage(err))
 	}
-	client, err := c.client()
+	id, client, err := c.counterClient(args)
 	if err != nil {
 		return err
 	}

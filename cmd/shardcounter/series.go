@@ -27,11 +27,7 @@ func (c *seriesCommand) flags(fs *flag.FlagSet) {
 }
 
 func (c *seriesCommand) run(ctx context.Context, args []string) error {
-	id, err := idArg(args)
-	if err != nil {
-		return err
-	}
-	client, err := c.client()
+	id, client, err := c.counterClient(args)
 	if err != nil {
 		return err
 	}
@@ -65,11 +61,7 @@ func newShardsCommand(m *Main) command { return &shardsCommand{clientFlags: clie
 func (c *shardsCommand) flags(fs *flag.FlagSet) { c.register(fs) }
 
 func (c *shardsCommand) run(ctx context.Context, args []string) error {
-	id, err := idArg(args)
-	if err != nil {
-		return err
-	}
-	client, err := c.client()
+	id, client, err := c.counterClient(args)
 	if err != nil {
 		return err
 	}

@@ -30,14 +30,10 @@ func (c *watchCommand) flags(fs *flag.FlagSet) {
 }
 
 func (c *watchCommand) run(ctx context.Context, args []string) error {
-	id, err := idArg(args)
-	if err != nil {
-		return err
-	}
 	if c.interval < shttp.MinWatchInterval || c.interval > shttp.MaxWatchInterval {
 		return usagef("--interval is %v: give %v to %v, such as 1s", c.interval, shttp.MinWatchInterval, shttp.MaxWatchInterval)
 	}
-	client, err := c.client()
+	id, client, err := c.counterClient(args)
 	if err != nil {
 		return err
 	}

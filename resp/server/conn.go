@@ -41,7 +41,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		rd:      resp.NewReader(nc, s.opts.Limits),
 		id:      s.nextID.Add(1),
 		created: time.Now(),
-		authed:  !s.authRequired(),
+		authed:  !s.tokens.Required(),
 	}
 }
 

@@ -107,7 +107,7 @@ func cmdHello(c *conn, args [][]byte) {
 func cmdAuth(c *conn, args [][]byte) {
 	switch len(args) {
 	case 2:
-		if !c.s.authRequired() {
+		if !c.s.tokens.Required() {
 			c.w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 			return
 		}
@@ -135,7 +135,7 @@ func (c *conn) auth(user, pass []byte) string {
 	if string(user) != "default" {
 		return errWrongPass
 	}
-	if c.s.authRequired() && !c.s.checkToken(pass) {
+	if c.s.tokens.Required() && !c.s.tokens.Match(pass) {
 		return errWrongPass
 	}
 	c.authed = true
@@ -163,7 +163,7 @@ func cmdQuit(c *conn, args [][]byte) {
 func cmdReset(c *conn, args [][]byte) {
 	c.w.SetProto(2)
 	c.name = ""
-	c.authed = !c.s.authRequired()
+	c.authed = !c.s.tokens.Required()
 	c.w.Simple("RESET")
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -54,15 +55,7 @@ func addDelta(args [][]byte, ws []shardcounter.Write, delta int64) ([]shardcount
 // read after the write committed.
 func replyValue(c *conn, args [][]byte, ws []shardcounter.Write, res []shardcounter.WriteResult) {
 	if len(ws) == 0 { // INCRBY k 0: the value as it is
-		ctx, cancel := c.ctx()
-		defer cancel()
-		r, err := c.s.svc.ReadCounter(ctx, string(args[1]), shardcounter.Strong)
-		switch {
-		case errors.Is(err, shardcounter.ErrNotFound):
-			c.w.Int(0)
-		case err != nil:
-			c.w.Error(errorReply(err))
-		default:
+		if r, ok := readKey(c, args[1], c.replyZero, c.readStrong); ok {
 			c.w.Int(r.Value)
 		}
 		return
@@ -137,26 +130,72 @@ func ids(args [][]byte) ([]string, string) {
 	return out, ""
 }
 
-// cmdMGet is MGET key...: each value as GET gives it, nil for a missing
-// counter; up to MaxReadBatch counters are one consistent snapshot.
-func cmdMGet(c *conn, args [][]byte) {
-	ids, msg := ids(args[1:])
+// readKey reads the counter named by key, as a command on one key does:
+// it returns what read returned, or replies itself and returns false. A
+// key that is not a counter id and a failed read get an error reply; a
+// counter that does not exist gets missing, as Redis answers a missing
+// key (nil, or 0).
+func readKey[T any](c *conn, key []byte, missing func(), read func(context.Context, string) (T, error)) (T, bool) {
+	var zero T
+	id, msg := counterID(key)
 	if msg != "" {
 		c.w.Error(msg)
-		return
+		return zero, false
 	}
 	ctx, cancel := c.ctx()
+	defer cancel()
+	v, err := read(ctx, id)
+	switch {
+	case errors.Is(err, shardcounter.ErrNotFound):
+		missing()
+		return zero, false
+	case err != nil:
+		c.w.Error(errorReply(err))
+		return zero, false
+	}
+	return v, true
+}
+
+// readKeys reads the counters named by keys in one batch read, as MGET and
+// EXISTS do: it returns a result per key, ErrNotFound for a counter that
+// does not exist, or replies itself with the error of a bad key or of a
+// read that failed (for all the counters or for one) and returns false.
+func readKeys(c *conn, keys [][]byte) ([]shardcounter.ReadResult, bool) {
+	ids, msg := ids(keys)
+	if msg != "" {
+		c.w.Error(msg)
+		return nil, false
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
 	rs, err := c.readMany(ctx, ids)
-	cancel()
 	if err != nil {
 		c.w.Error(errorReply(err))
-		return
+		return nil, false
 	}
 	for _, r := range rs {
 		if r.Err != nil && !errors.Is(r.Err, shardcounter.ErrNotFound) {
 			c.w.Error(errorReply(r.Err))
-			return
+			return nil, false
 		}
+	}
+	return rs, true
+}
+
+// readStrong is a strong read of counter id, for readKey.
+func (c *conn) readStrong(ctx context.Context, id string) (*shardcounter.Reading, error) {
+	return c.s.svc.ReadCounter(ctx, id, shardcounter.Strong)
+}
+
+// replyZero is the reply of SCARD and INCRBY k 0 to a missing key.
+func (c *conn) replyZero() { c.w.Int(0) }
+
+// cmdMGet is MGET key...: each value as GET gives it, nil for a missing
+// counter; up to MaxReadBatch counters are one consistent snapshot.
+func cmdMGet(c *conn, args [][]byte) {
+	rs, ok := readKeys(c, args[1:])
+	if !ok {
+		return
 	}
 	c.w.Array(len(rs))
 	for _, r := range rs {
@@ -171,26 +210,14 @@ func cmdMGet(c *conn, args [][]byte) {
 // cmdExists is EXISTS key...: how many of the keys are counters, a key
 // named twice counting twice, as in Redis.
 func cmdExists(c *conn, args [][]byte) {
-	ids, msg := ids(args[1:])
-	if msg != "" {
-		c.w.Error(msg)
-		return
-	}
-	ctx, cancel := c.ctx()
-	rs, err := c.readMany(ctx, ids)
-	cancel()
-	if err != nil {
-		c.w.Error(errorReply(err))
+	rs, ok := readKeys(c, args[1:])
+	if !ok {
 		return
 	}
 	n := int64(0)
 	for _, r := range rs {
-		switch {
-		case r.Err == nil:
+		if r.Err == nil {
 			n++
-		case !errors.Is(r.Err, shardcounter.ErrNotFound):
-			c.w.Error(errorReply(r.Err))
-			return
 		}
 	}
 	c.w.Int(n)
@@ -295,11 +322,6 @@ func cmdSCGet(c *conn, args [][]byte) {
 		c.w.Error("ERR wrong number of arguments for 'sc.get' command")
 		return
 	}
-	id, msg := counterID(args[1])
-	if msg != "" {
-		c.w.Error(msg)
-		return
-	}
 	consistency := shardcounter.Strong
 	if len(args) == 3 {
 		switch lower(args[2]) {
@@ -311,15 +333,10 @@ func cmdSCGet(c *conn, args [][]byte) {
 			return
 		}
 	}
-	ctx, cancel := c.ctx()
-	r, err := c.s.svc.ReadCounter(ctx, id, consistency)
-	cancel()
-	switch {
-	case errors.Is(err, shardcounter.ErrNotFound):
-		c.w.NullArray()
-		return
-	case err != nil:
-		c.w.Error(errorReply(err))
+	r, ok := readKey(c, args[1], c.w.NullArray, func(ctx context.Context, id string) (*shardcounter.Reading, error) {
+		return c.s.svc.ReadCounter(ctx, id, consistency)
+	})
+	if !ok {
 		return
 	}
 	c.w.Map(5)
@@ -361,20 +378,8 @@ func cmdSCReshard(c *conn, args [][]byte) {
 // value, node and, on Redis Cluster, slot); nil when the counter is
 // missing.
 func cmdSCShards(c *conn, args [][]byte) {
-	id, msg := counterID(args[1])
-	if msg != "" {
-		c.w.Error(msg)
-		return
-	}
-	ctx, cancel := c.ctx()
-	p, err := c.s.svc.Placement(ctx, id)
-	cancel()
-	switch {
-	case errors.Is(err, shardcounter.ErrNotFound):
-		c.w.NullArray()
-		return
-	case err != nil:
-		c.w.Error(errorReply(err))
+	p, ok := readKey(c, args[1], c.w.NullArray, c.s.svc.Placement)
+	if !ok {
 		return
 	}
 	c.w.Map(4)

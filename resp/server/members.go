@@ -79,32 +79,15 @@ func cmdSIsMember(c *conn, args [][]byte) {
 // cmdSCard is SCARD key: the distinct counter's member count (a strong
 // read), 0 when there is no such counter.
 func cmdSCard(c *conn, args [][]byte) {
-	id, msg := counterID(args[1])
-	if msg != "" {
-		c.w.Error(msg)
+	ctr, ok := readKey(c, args[1], c.replyZero, c.s.svc.GetCounter)
+	if !ok {
 		return
 	}
-	ctx, cancel := c.ctx()
-	defer cancel()
-	ctr, err := c.s.svc.GetCounter(ctx, id)
-	switch {
-	case errors.Is(err, shardcounter.ErrNotFound):
-		c.w.Int(0)
-		return
-	case err != nil:
-		c.w.Error(errorReply(err))
-		return
-	case ctr.Kind != shardcounter.KindDistinct:
-		c.w.Error(errWrongType + ": " + quote(id) + " is a sum counter; SCARD counts the members of a distinct counter")
+	if ctr.Kind != shardcounter.KindDistinct {
+		c.w.Error(errWrongType + ": " + quote(ctr.ID) + " is a sum counter; SCARD counts the members of a distinct counter")
 		return
 	}
-	r, err := c.s.svc.ReadCounter(ctx, id, shardcounter.Strong)
-	switch {
-	case errors.Is(err, shardcounter.ErrNotFound):
-		c.w.Int(0)
-	case err != nil:
-		c.w.Error(errorReply(err))
-	default:
+	if r, ok := readKey(c, args[1], c.replyZero, c.readStrong); ok {
 		c.w.Int(r.Value)
 	}
 }

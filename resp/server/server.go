@@ -15,7 +15,6 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"log/slog"
 	"net"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/engine"
+	"github.com/shardcounter/shardcounter/internal/authtoken"
 	"github.com/shardcounter/shardcounter/resp"
 )
 
@@ -77,7 +77,7 @@ type Options struct {
 type Server struct {
 	svc    shardcounter.CounterService
 	opts   Options
-	tokens atomic.Pointer[[][]byte]
+	tokens authtoken.Set
 	start  time.Time
 
 	mu        sync.Mutex
@@ -137,33 +137,7 @@ func New(svc shardcounter.CounterService, opts Options) *Server {
 // SetAuthTokens replaces the passwords AUTH accepts; none means no AUTH
 // is needed. Connections already authenticated stay so. It is safe to
 // call while the server serves (serve calls it on SIGHUP).
-func (s *Server) SetAuthTokens(tokens []string) {
-	bs := make([][]byte, len(tokens))
-	for i, t := range tokens {
-		bs[i] = []byte(t)
-	}
-	s.tokens.Store(&bs)
-}
-
-// authRequired reports whether connections must AUTH.
-func (s *Server) authRequired() bool {
-	p := s.tokens.Load()
-	return p != nil && len(*p) > 0
-}
-
-// checkToken reports whether token is one of the server's, comparing
-// against every one in constant time so that timing reveals nothing.
-func (s *Server) checkToken(token []byte) bool {
-	p := s.tokens.Load()
-	if p == nil {
-		return false
-	}
-	match := 0
-	for _, want := range *p {
-		match |= subtle.ConstantTimeCompare(token, want)
-	}
-	return match == 1
-}
+func (s *Server) SetAuthTokens(tokens []string) { s.tokens.Replace(tokens) }
 
 // Serve accepts connections on ln and serves each on its own goroutine
 // until Shutdown, when it returns ErrServerClosed. It closes ln.
