@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,32 +24,46 @@ type cachedReading struct {
 // counter into one store read, the way groupcache's lru and singleflight
 // do. Unlike singleflight it collapses per counter within batches too: a
 // batch read waits for the counters another call is already fetching and
-// fetches the rest itself, in one store call. It is safe for concurrent
-// use.
+// queues the rest.
+//
+// Queued counters are fetched by at most maxFetches store calls at once,
+// each taking every counter queued (up to MaxReadBatch) when it starts,
+// the way the write engine's flusher gathers writes: while the store is
+// busy, the misses of many concurrent reads pile up and go in one call.
+// A timeline read misses a few cold counters; a store call costs a round
+// trip and a statement whatever its size, so one call for the misses of
+// sixty readers costs little more than one for the misses of one. It is
+// safe for concurrent use.
 type readingCache struct {
-	mu      sync.Mutex
-	lru     *simplelru.LRU[string, cachedReading]
-	flights map[string]*flight
+	mu         sync.Mutex
+	lru        *simplelru.LRU[string, cachedReading]
+	flights    map[string]*flight
+	maxFetches int
+	fetching   int           // store calls in progress
+	queue      []string      // counters whose flights wait for a store call
+	ended      chan struct{} // closed, and replaced, when a store call ends
 }
 
-// flight is one counter's fetch in progress. done is closed once r and err
-// are set; r nil and err nil mean the counter does not exist.
+// flight is one counter's fetch, queued or in progress. done is closed
+// once r and err are set (settled, under the cache's lock); r nil and err nil mean the counter does not
+// exist.
 type flight struct {
-	done chan struct{}
-	r    *cachedReading
-	err  error
+	done    chan struct{}
+	r       *cachedReading
+	err     error
+	settled bool // r and err are set; done is closed or about to be
 }
 
 // fetchFunc reads ids from the store, one reading per id in order, nil
 // for a counter that does not exist.
 type fetchFunc func(ctx context.Context, ids []string) ([]*shardcounter.Reading, error)
 
-func newReadingCache(size int) *readingCache {
+func newReadingCache(size, maxFetches int) *readingCache {
 	lru, err := simplelru.NewLRU[string, cachedReading](size, nil)
 	if err != nil {
 		panic(err) // size is checked by Config.withDefaults
 	}
-	return &readingCache{lru: lru, flights: make(map[string]*flight)}
+	return &readingCache{lru: lru, flights: make(map[string]*flight), maxFetches: maxFetches, ended: make(chan struct{})}
 }
 
 // put keeps cr as id's rollup unless the cache holds a newer one.
@@ -79,17 +94,14 @@ type cacheResult struct {
 	err error
 }
 
-// read returns the rollups of ids taken after oldest: those the
-// cache holds, those other calls are fetching now, and the rest fetched
-// with one call of fetch, stamped with now() read before it. A fetch's
-// error is the result of every counter it was fetching, for this call and
-// for the calls that joined it.
+// read returns the rollups of ids taken after oldest: those the cache
+// holds, and the others once fetched, by this call or another, each with
+// now() read before its store call began. A store call's error is the
+// result of every counter it was fetching.
 func (c *readingCache) read(ctx context.Context, ids []string, oldest time.Time, now func() time.Time, fetch fetchFunc) []cacheResult {
 	res := make([]cacheResult, len(ids))
-	var mine []string  // fetched by this call
-	var own []*flight  // their flights, in the order of mine
-	var joined []int   // indexes of ids whose result comes from a flight
-	var from []*flight // the flight of each joined id
+	var waits []int    // indexes of ids whose result comes from a flight
+	var from []*flight // the flight of each
 	c.mu.Lock()
 	for i, id := range ids {
 		if cr, ok := c.lru.Get(id); ok && cr.taken.After(oldest) {
@@ -100,38 +112,18 @@ func (c *readingCache) read(ctx context.Context, ids []string, oldest time.Time,
 		if f == nil {
 			f = &flight{done: make(chan struct{})}
 			c.flights[id] = f
-			mine = append(mine, id)
-			own = append(own, f)
+			c.queue = append(c.queue, id)
 		}
-		joined = append(joined, i)
+		waits = append(waits, i)
 		from = append(from, f)
 	}
 	c.mu.Unlock()
-
-	if len(mine) > 0 {
-		taken := now()
-		rs, err := fetch(ctx, mine)
-		if err == nil && len(rs) != len(mine) {
-			err = shardcounter.Errorf(shardcounter.EINTERNAL, "store returned %d readings for %d counters", len(rs), len(mine))
-		}
-		c.mu.Lock()
-		for k, f := range own {
-			switch {
-			case err != nil:
-				f.err = err
-			case rs[k] != nil:
-				f.r = &cachedReading{r: *rs[k], taken: taken}
-				c.putLocked(*f.r)
-			}
-			delete(c.flights, mine[k])
-		}
-		c.mu.Unlock()
-		for _, f := range own {
-			close(f.done)
-		}
+	if len(waits) == 0 {
+		return res
 	}
+	c.fetchQueued(ctx, from, now, fetch)
 
-	for k, i := range joined {
+	for k, i := range waits {
 		f := from[k]
 		select {
 		case <-f.done:
@@ -149,4 +141,79 @@ func (c *readingCache) read(ctx context.Context, ids []string, oldest time.Time,
 		}
 	}
 	return res
+}
+
+// fetchQueued waits until the caller's flights are settled, making store
+// calls for the queued counters, whoever queued them, whenever there are
+// some and a call may start. It returns early when ctx ends.
+func (c *readingCache) fetchQueued(ctx context.Context, mine []*flight, now func() time.Time, fetch fetchFunc) {
+	for ctx.Err() == nil {
+		c.mu.Lock()
+		if allSettled(mine) {
+			c.mu.Unlock()
+			return
+		}
+		if len(c.queue) == 0 || c.fetching >= c.maxFetches {
+			// What this caller waits for is in a call in progress, or
+			// queued behind the calls in progress.
+			ended := c.ended
+			c.mu.Unlock()
+			select {
+			case <-ended:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		c.fetching++
+		ids := c.queue[:min(len(c.queue), shardcounter.MaxReadBatch)]
+		c.queue = slices.Clone(c.queue[len(ids):])
+		c.mu.Unlock()
+
+		taken := now()
+		rs, err := fetch(ctx, ids)
+		if err == nil && len(rs) != len(ids) {
+			err = shardcounter.Errorf(shardcounter.EINTERNAL, "store returned %d readings for %d counters", len(rs), len(ids))
+		}
+		c.mu.Lock()
+		c.fetching--
+		var settled []*flight
+		if err != nil && ctx.Err() != nil {
+			// This caller gave up, not the store: the others waiting
+			// for these counters fetch them.
+			c.queue = append(c.queue, ids...)
+		} else {
+			settled = make([]*flight, len(ids))
+			for k, id := range ids {
+				f := c.flights[id]
+				switch {
+				case err != nil:
+					f.err = err
+				case rs[k] != nil:
+					f.r = &cachedReading{r: *rs[k], taken: taken}
+					c.putLocked(*f.r)
+				}
+				f.settled = true
+				delete(c.flights, id)
+				settled[k] = f
+			}
+		}
+		close(c.ended)
+		c.ended = make(chan struct{})
+		c.mu.Unlock()
+		for _, f := range settled {
+			close(f.done)
+		}
+	}
+}
+
+// allSettled reports whether every flight is settled. Call it with c.mu
+// held.
+func allSettled(fs []*flight) bool {
+	for _, f := range fs {
+		if !f.settled {
+			return false
+		}
+	}
+	return true
 }

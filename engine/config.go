@@ -17,6 +17,9 @@ const (
 	// docs/ENGINE.md for the measurements behind it.
 	DefaultMaxInFlight  = 1
 	DefaultMaxStaleness = time.Second
+	// DefaultMaxReadsInFlight is Config.MaxReadsInFlight's default: see
+	// docs/ENGINE.md for the measurements behind it.
+	DefaultMaxReadsInFlight = 2
 	// DefaultCacheSize is Config.CacheSize's default: enough rollups for
 	// every counter a busy page of timelines reads within MaxStaleness,
 	// few enough that memory stays bounded however many counters exist.
@@ -93,6 +96,14 @@ type Config struct {
 	// engine keeps; past it the least recently read is dropped and read
 	// afresh when next asked for. Default DefaultCacheSize.
 	CacheSize int
+	// MaxReadsInFlight bounds the store reads cached reads make at once
+	// to fetch counters without a fresh rollup. While they run, the
+	// misses of other reads queue, and the next store read takes them
+	// all (up to shardcounter.MaxReadBatch): fewer, larger reads, which
+	// is what a store charging a round trip and a statement per call
+	// does best with. Strong reads are not bounded by it. Default
+	// DefaultMaxReadsInFlight.
+	MaxReadsInFlight int
 	// Policy turns CreateOptions.FollowersCount and Visibility into a shard
 	// count. Default DefaultPolicy.
 	Policy ShardPolicy
@@ -150,6 +161,8 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("MaxQueued", c.MaxQueued, "give a positive number, or 0 for the default")
 	case c.MaxInFlight < 0:
 		return bad("MaxInFlight", c.MaxInFlight, "give a positive number, or 0 for the default")
+	case c.MaxReadsInFlight < 0:
+		return bad("MaxReadsInFlight", c.MaxReadsInFlight, "give a positive number, or 0 for the default")
 	case c.CacheSize < 0:
 		return bad("CacheSize", c.CacheSize, "give a positive number, or 0 for the default")
 	case c.MaxStaleness < 0, c.FlushInterval < 0, c.DedupeWindow < 0, c.FlushTimeout < 0:
@@ -176,6 +189,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.MaxReadsInFlight == 0 {
+		c.MaxReadsInFlight = DefaultMaxReadsInFlight
 	}
 	if c.CacheSize == 0 {
 		c.CacheSize = DefaultCacheSize

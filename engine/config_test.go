@@ -19,6 +19,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		"MaxBatch":         {MaxBatch: -1},
 		"MaxQueued":        {MaxQueued: -5},
 		"MaxInFlight":      {MaxInFlight: -2},
+		"MaxReadsInFlight": {MaxReadsInFlight: -1},
 		"FlushTimeout":     {FlushTimeout: -time.Second},
 		"NegativeInterval": {FlushInterval: -time.Millisecond},
 	} {

@@ -76,7 +76,7 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	e := &Engine{
 		store: store,
 		cfg:   cfg,
-		cache: newReadingCache(cfg.CacheSize),
+		cache: newReadingCache(cfg.CacheSize, cfg.MaxReadsInFlight),
 	}
 	if !cfg.NoAutoCreate {
 		e.create = newAutoCreate(cfg.DefaultShards)

@@ -32,7 +32,11 @@ func (s *slowReads) ReadCounter(ctx context.Context, id string) (*shardcounter.R
 func (s *slowReads) ReadCounters(ctx context.Context, ids []string) ([]*shardcounter.Reading, error) {
 	s.reads.Add(int64(len(ids)))
 	s.calls.Add(1)
-	time.Sleep(time.Second)
+	select {
+	case <-time.After(time.Second):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	return s.CounterStore.ReadCounters(ctx, ids)
 }
 
@@ -56,6 +60,66 @@ func TestCachedReadMissesCollapse(t *testing.T) {
 		wg.Wait()
 		if got := s.reads.Load(); got != 1 {
 			t.Fatalf("50 concurrent cached misses made %d store reads, want 1", got)
+		}
+	})
+}
+
+// TestCachedReadMissesGather starts cached reads of 50 different
+// counters at once with one store read allowed in flight: the first read
+// goes alone, and the misses that queued while it ran go together in the
+// next.
+func TestCachedReadMissesGather(t *testing.T) {
+	store := MustOpenStore(t)
+	for i := range 50 {
+		storetest.MustCreate(t, store, fmt.Sprint(i), 2)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		s := &slowReads{CounterStore: store}
+		e := MustStart(t, s, engine.Config{MaxReadsInFlight: 1})
+		defer e.Close(context.Background())
+		var wg sync.WaitGroup
+		for i := range 50 {
+			wg.Go(func() {
+				r, err := e.ReadCounter(context.Background(), fmt.Sprint(i), shardcounter.Cached)
+				if err != nil || r.ID != fmt.Sprint(i) {
+					t.Error(r, err)
+				}
+			})
+		}
+		wg.Wait()
+		if calls, reads := s.calls.Load(), s.reads.Load(); calls != 2 || reads != 50 {
+			t.Fatalf("50 concurrent misses of different counters made %d store calls reading %d counters, want 2 calls reading 50", calls, reads)
+		}
+	})
+}
+
+// TestCachedReadFetcherGivesUp cancels a read while its store call, which
+// also carries another read's counter, is in flight: the other read
+// still gets its reading, from a store call of its own.
+func TestCachedReadFetcherGivesUp(t *testing.T) {
+	store := MustOpenStore(t)
+	for _, id := range []string{"a", "b"} {
+		storetest.MustCreate(t, store, id, 2)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		s := &slowReads{CounterStore: store}
+		e := MustStart(t, s, engine.Config{MaxReadsInFlight: 1})
+		defer e.Close(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		done := make(chan error)
+		go func() {
+			_, err := e.ReadCounters(ctx, []string{"a", "b"}, shardcounter.Cached)
+			done <- err
+		}()
+		synctest.Wait() // the first read's store call is in flight
+		r, err := e.ReadCounter(context.Background(), "b", shardcounter.Cached)
+		if err != nil || r.ID != "b" {
+			t.Fatalf("the read that waited: %v, %v; want b's reading", r, err)
+		}
+		<-done
+		if calls := s.calls.Load(); calls != 2 {
+			t.Fatalf("%d store calls, want 2: the abandoned one and the retry", calls)
 		}
 	})
 }
