@@ -304,3 +304,14 @@ func ValidateWrite(w Write) error {
 	}
 	return nil
 }
+
+// CheckReadBatch refuses a batch read of more than MaxReadBatch counters
+// with ErrTooLarge: the engine and every store draw the line in the same
+// place, so that a caller that splits its reads at MaxReadBatch is never
+// refused by one store and served by another.
+func CheckReadBatch(n int) error {
+	if n > MaxReadBatch {
+		return Errorf(ETOOLARGE, "%d counter ids in one read: the limit is %d; split the read", n, MaxReadBatch)
+	}
+	return nil
+}

@@ -75,7 +75,8 @@ type CounterStore interface {
 	// ReadCounters reads many counters as ReadCounter does, one Reading
 	// per id in order, nil for a counter that does not exist; from one
 	// consistent snapshot where the store has one, in one round trip per
-	// store node.
+	// store node. More than MaxReadBatch ids is ErrTooLarge
+	// (CheckReadBatch).
 	ReadCounters(ctx context.Context, ids []string) ([]*Reading, error)
 	// ReadShards returns the counter and each shard's value, in shard
 	// order, from one consistent snapshot (for tests, debugging and admin).

@@ -26,6 +26,9 @@ func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounte
 // ReadCounters reads every counter from one snapshot: one read
 // transaction, so the readings are consistent with each other.
 func (s *CounterStore) ReadCounters(ctx context.Context, ids []string) ([]*shardcounter.Reading, error) {
+	if err := shardcounter.CheckReadBatch(len(ids)); err != nil {
+		return nil, err
+	}
 	out := make([]*shardcounter.Reading, len(ids))
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		asOf := s.now().UTC()

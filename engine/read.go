@@ -94,8 +94,9 @@ func (e *Engine) ReadCounters(ctx context.Context, ids []string, c shardcounter.
 	switch {
 	case len(ids) == 0:
 		return nil, shardcounter.Errorf(shardcounter.EINVALID, "no counter ids: give 1 to %d", shardcounter.MaxReadBatch)
-	case len(ids) > shardcounter.MaxReadBatch:
-		return nil, shardcounter.Errorf(shardcounter.ETOOLARGE, "%d counter ids in one read: the limit is %d; split the read", len(ids), shardcounter.MaxReadBatch)
+	}
+	if err := shardcounter.CheckReadBatch(len(ids)); err != nil {
+		return nil, err
 	}
 	for i, id := range ids {
 		if err := shardcounter.ValidateID("counter id", id); err != nil {

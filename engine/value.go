@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
+
+	"github.com/shardcounter/shardcounter"
 )
 
 // values are the values of the counters a batch's writes asked for
@@ -38,7 +41,9 @@ func (e *Engine) valueAfter(ctx context.Context, b *batch, counter string) *int6
 }
 
 // readValues reads the counters of b's applied writes that asked for
-// their value, with one store call bounded by FlushTimeout.
+// their value, bounded by FlushTimeout: one store call per MaxReadBatch
+// counters (a batch holds up to MaxBatch). A chunk whose read fails
+// leaves its counters without a value; the others keep theirs.
 func (e *Engine) readValues(b *batch) {
 	defer close(b.values.done)
 	var ids []string
@@ -54,17 +59,19 @@ func (e *Engine) readValues(b *batch) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.FlushTimeout)
 	defer cancel()
-	taken := e.cfg.Now()
-	rs, err := e.fetch(ctx, ids)
-	if err != nil || len(rs) != len(ids) {
-		e.cfg.Logger.Warn("reading the values of committed writes failed; they were answered without one", "counters", len(ids), "error", err)
-		return
-	}
 	byID := make(map[string]int64, len(ids))
-	for i, r := range rs {
-		if r != nil {
-			byID[ids[i]] = r.Value
-			e.cache.put(cachedReading{r: *r, taken: taken})
+	for chunk := range slices.Chunk(ids, shardcounter.MaxReadBatch) {
+		taken := e.cfg.Now()
+		rs, err := e.fetch(ctx, chunk)
+		if err != nil || len(rs) != len(chunk) {
+			e.cfg.Logger.Warn("reading the values of committed writes failed; they were answered without one", "counters", len(chunk), "error", err)
+			continue
+		}
+		for i, r := range rs {
+			if r != nil {
+				byID[chunk[i]] = r.Value
+				e.cache.put(cachedReading{r: *r, taken: taken})
+			}
 		}
 	}
 	b.values.byID = byID

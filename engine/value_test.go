@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -62,5 +63,41 @@ func TestWantValue(t *testing.T) {
 				t.Fatalf("%d store reads for the values of two batches, want 2", got)
 			}
 		})
+	}
+}
+
+// TestWantValueManyCounters gives one batch more counters wanting their
+// value than one store read may carry: the values are read in chunks of
+// MaxReadBatch, and every write gets its own.
+func TestWantValueManyCounters(t *testing.T) {
+	const n = shardcounter.MaxReadBatch + 500
+	store := MustOpenStore(t)
+	incs := []shardcounter.Increment{{Counter: "first", Delta: 1, Create: &shardcounter.Spec{Shards: 1}}}
+	for i := range n {
+		incs = append(incs, shardcounter.Increment{Counter: fmt.Sprint("c", i), Delta: int64(i + 1), Create: &shardcounter.Spec{Shards: 2}})
+	}
+	if _, err := store.Apply(context.Background(), incs); err != nil {
+		t.Fatal(err)
+	}
+	reads := &countingReads{CounterStore: store}
+	g := newGate(reads, 10)
+	e := MustNew(t, g, engine.Config{})
+	g.releaseOnCleanup(t)
+	first := startHeld(t, g, e, shardcounter.Write{Counter: "first", Delta: 1})
+	results, errs, wait := queueWrites(t, e, n, func(i int) shardcounter.Write {
+		return shardcounter.Write{Counter: fmt.Sprint("c", i), Delta: int64(i + 1), WantValue: true}
+	})
+	close(g.hold)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	wait()
+	for i := range n {
+		if want := int64(2 * (i + 1)); errs[i] != nil || results[i].Value == nil || *results[i].Value != want {
+			t.Fatalf("write %d = %+v, %v; want the value %d", i, results[i], errs[i], want)
+		}
+	}
+	if got := reads.calls.Load(); got != 2 {
+		t.Fatalf("%d store reads for the values of %d counters, want 2", got, n)
 	}
 }

@@ -48,6 +48,9 @@ func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounte
 // outside int64 (written before that was refused) fails the call with
 // ErrOutOfRange.
 func (s *CounterStore) ReadCounters(ctx context.Context, ids []string) ([]*shardcounter.Reading, error) {
+	if err := shardcounter.CheckReadBatch(len(ids)); err != nil {
+		return nil, err
+	}
 	for _, id := range ids {
 		if err := shardcounter.ValidateID("counter id", id); err != nil {
 			return nil, err

@@ -68,8 +68,8 @@ func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounte
 // all counters share their round trips: two per master when the counters
 // are not written meanwhile.
 func (s *CounterStore) ReadCounters(ctx context.Context, ids []string) ([]*shardcounter.Reading, error) {
-	if len(ids) > shardcounter.MaxReadBatch {
-		return nil, shardcounter.Errorf(shardcounter.EINVALID, "%d counters in one read: the limit is %d", len(ids), shardcounter.MaxReadBatch)
+	if err := shardcounter.CheckReadBatch(len(ids)); err != nil {
+		return nil, err
 	}
 	for _, id := range ids {
 		if err := shardcounter.ValidateID("counter id", id); err != nil {

@@ -67,6 +67,17 @@ func testReadCounters(t *testing.T, s shardcounter.CounterStore) {
 	if rs, err := s.ReadCounters(ctx, []string{p + "missing"}); err != nil || len(rs) != 1 || rs[0] != nil {
 		t.Fatalf("ReadCounters of one missing counter = %v, %v; want [nil]", rs, err)
 	}
+	// The limit, the same on every store.
+	many := make([]string, shardcounter.MaxReadBatch+1)
+	for i := range many {
+		many[i] = a
+	}
+	if rs, err := s.ReadCounters(ctx, many[:shardcounter.MaxReadBatch]); err != nil || len(rs) != shardcounter.MaxReadBatch || rs[0] == nil || rs[0].Value != 5 {
+		t.Fatalf("ReadCounters of MaxReadBatch ids: %d readings, %v; want them all", len(rs), err)
+	}
+	if _, err := s.ReadCounters(ctx, many); shardcounter.ErrorCode(err) != shardcounter.ETOOLARGE {
+		t.Fatalf("ReadCounters of MaxReadBatch+1 ids: %v; want payload_too_large", err)
+	}
 }
 
 // testPlacement checks the shard-to-node map: one entry per shard, in
