@@ -76,7 +76,8 @@ func Open(ctx context.Context, dsn string) (shardcounter.CounterStore, error) {
 // It trusts net/url only when the URL it parsed starts as the DSN does;
 // otherwise (a DSN url.Parse reads another way, or cannot read) it hides
 // everything between "://" and the last "@", which is where a password
-// would be.
+// would be, and everything before that "@" when what precedes "://" is not
+// a scheme.
 func Redact(dsn string) string {
 	if !strings.Contains(dsn, "://") {
 		return dsn
@@ -84,11 +85,30 @@ func Redact(dsn string) string {
 	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" && strings.HasPrefix(dsn, u.Scheme+"://") {
 		return u.Redacted()
 	}
-	scheme, rest, _ := strings.Cut(dsn, "://")
-	if i := strings.LastIndex(rest, "@"); i >= 0 {
-		return scheme + "://xxxxx@" + rest[i+1:]
+	// Not a URL: everything before the last "@" may be a password, the
+	// scheme too when it is not a scheme's letters.
+	i := strings.LastIndex(dsn, "@")
+	if i < 0 {
+		return dsn
 	}
-	return dsn
+	if scheme, _, ok := strings.Cut(dsn[:i], "://"); ok && validScheme(scheme) {
+		return scheme + "://xxxxx@" + dsn[i+1:]
+	}
+	return "xxxxx@" + dsn[i+1:]
+}
+
+// validScheme reports whether s is a URL scheme as RFC 3986 spells one: a
+// letter, then letters, digits, "+", "-" or ".".
+func validScheme(s string) bool {
+	for i, r := range s {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
+		case i > 0 && ('0' <= r && r <= '9' || r == '+' || r == '-' || r == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 // Collections returns the collection store that shares a store's database:
