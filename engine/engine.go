@@ -57,6 +57,9 @@ type Engine struct {
 	suppressed int64     // async writes lost since, not yet logged
 
 	cache *readingCache
+	// windows are the windows of counters read recently (ReadWindow,
+	// ReadSeries).
+	windows *windowSpecs
 }
 
 var _ shardcounter.CounterService = (*Engine)(nil)
@@ -74,9 +77,10 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 		x.SetDedupeWindow(cfg.DedupeWindow)
 	}
 	e := &Engine{
-		store: store,
-		cfg:   cfg,
-		cache: newReadingCache(cfg.CacheSize, cfg.MaxReadsInFlight),
+		store:   store,
+		cfg:     cfg,
+		cache:   newReadingCache(cfg.CacheSize, cfg.MaxReadsInFlight),
+		windows: newWindowSpecs(cfg.CacheSize),
 	}
 	if !cfg.NoAutoCreate {
 		e.create = newAutoCreate(cfg.DefaultShards)

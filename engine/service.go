@@ -91,6 +91,7 @@ func (e *Engine) DeleteCounter(ctx context.Context, id string) error {
 		return err
 	}
 	defer e.cache.forget(id)
+	defer e.windows.forget(id)
 	return e.store.DeleteCounter(ctx, id)
 }
 

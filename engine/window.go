@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/shardcounter/shardcounter"
 )
@@ -67,15 +70,70 @@ func (e *Engine) window(ctx context.Context, id string, last, bucket time.Durati
 	if bucket < 0 {
 		return nil, shardcounter.Interval{}, shardcounter.Errorf(shardcounter.EINVALID, "bucket %v is negative: give a multiple of the counter's bucket, or 0 for its own", bucket)
 	}
-	c, err := e.store.GetCounter(ctx, id)
+	now := e.cfg.Now()
+	w, ok := e.windows.get(id, now.Add(-e.cfg.MaxStaleness))
+	if !ok {
+		c, err := e.store.GetCounter(ctx, id)
+		if err != nil {
+			return nil, shardcounter.Interval{}, err
+		}
+		if c.Window == nil {
+			return nil, shardcounter.Interval{}, shardcounter.CounterHasNoWindow(id)
+		}
+		w = *c.Window
+		e.windows.put(id, w, now)
+	}
+	sp, err := span(&w, now, last, bucket)
+	return &shardcounter.Counter{ID: id, Spec: shardcounter.Spec{Window: &w}}, sp, err
+}
+
+// windowSpecs keeps the windows of the counters read by window, each for
+// MaxStaleness, so that a dashboard polling ?last=24h costs one store
+// read (the buckets) rather than two (the counter's spec, then its
+// buckets). A window is fixed when its counter is created; only a counter
+// deleted and created again with another window, by another process, is
+// read with the old one, for at most MaxStaleness, and then the sum covers
+// the old window's buckets of the new counter. It is safe for concurrent
+// use.
+type windowSpecs struct {
+	mu  sync.Mutex
+	lru *simplelru.LRU[string, windowSpec]
+}
+
+type windowSpec struct {
+	w     shardcounter.Window
+	taken time.Time
+}
+
+func newWindowSpecs(size int) *windowSpecs {
+	lru, err := simplelru.NewLRU[string, windowSpec](size, nil)
 	if err != nil {
-		return nil, shardcounter.Interval{}, err
+		panic(err) // size is checked by Config.withDefaults
 	}
-	if c.Window == nil {
-		return nil, shardcounter.Interval{}, shardcounter.CounterHasNoWindow(id)
+	return &windowSpecs{lru: lru}
+}
+
+// get returns id's window when it was read after oldest.
+func (s *windowSpecs) get(id string, oldest time.Time) (shardcounter.Window, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ws, ok := s.lru.Get(id)
+	if !ok || !ws.taken.After(oldest) {
+		return shardcounter.Window{}, false
 	}
-	sp, err := span(c.Window, e.cfg.Now(), last, bucket)
-	return c, sp, err
+	return ws.w, true
+}
+
+func (s *windowSpecs) put(id string, w shardcounter.Window, taken time.Time) {
+	s.mu.Lock()
+	s.lru.Add(id, windowSpec{w: w, taken: taken})
+	s.mu.Unlock()
+}
+
+func (s *windowSpecs) forget(id string) {
+	s.mu.Lock()
+	s.lru.Remove(id)
+	s.mu.Unlock()
 }
 
 // span returns the interval a read of the last span of time before now

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,4 +113,59 @@ func TestWindow(t *testing.T) {
 			t.Fatalf("all-time value %d, want 7", got)
 		}
 	})
+}
+
+// specReads counts a store's GetCounter calls.
+type specReads struct {
+	shardcounter.CounterStore
+	gets atomic.Int64
+}
+
+func (s *specReads) GetCounter(ctx context.Context, id string) (*shardcounter.Counter, error) {
+	s.gets.Add(1)
+	return s.CounterStore.GetCounter(ctx, id)
+}
+
+// TestWindowSpecKept reads a window again and again: the counter's window
+// is read from the store once per MaxStaleness, so each windowed read
+// after the first is one store read, of the buckets; a counter deleted
+// through the engine is forgotten at once.
+func TestWindowSpecKept(t *testing.T) {
+	clk := &clock{now: time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)}
+	store := &specReads{CounterStore: MustOpenStore(t)}
+	e := MustNew(t, store, engine.Config{Now: clk.Now, MaxStaleness: time.Second})
+	ctx := context.Background()
+	hour := shardcounter.Duration(time.Hour)
+	if _, _, err := e.CreateCounter(ctx, "views", shardcounter.CreateOptions{Shards: 2, Window: &shardcounter.Window{Bucket: hour, Retention: 6 * hour}}); err != nil {
+		t.Fatal(err)
+	}
+	read := func() error {
+		_, err := e.ReadWindow(ctx, "views", 24*time.Hour)
+		return err
+	}
+	store.gets.Store(0)
+	for range 3 {
+		if err := read(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.ReadSeries(ctx, "views", 3*time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.gets.Load(); got != 1 {
+		t.Fatalf("four windowed reads within MaxStaleness read the counter's spec %d times, want 1", got)
+	}
+	clk.advance(2 * time.Second)
+	if err := read(); err != nil || store.gets.Load() != 2 {
+		t.Fatalf("a read after MaxStaleness: %v, %d spec reads; want the spec read again (2)", err, store.gets.Load())
+	}
+	if err := e.DeleteCounter(ctx, "views"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.CreateCounter(ctx, "views", shardcounter.CreateOptions{Shards: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := read(); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
+		t.Fatalf("a windowed read of a counter deleted and created again without a window: %v; want invalid_argument", err)
+	}
 }
