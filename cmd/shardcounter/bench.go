@@ -51,6 +51,7 @@ type benchCommand struct {
 	peerPostgres stringList
 	shards       string
 	inFlight     string
+	readsFlight  int
 	clients      int
 	counters     int
 	zipf         float64
@@ -123,6 +124,7 @@ func (c *benchCommand) flags(fs *flag.FlagSet) {
 	fs.Var(&c.peerRedis, "peer-redis", "the Redis peers' server, a redis:// `URL` (default --store when it is one); repeat to measure several, such as appendfsync always and everysec")
 	fs.Var(&c.peerPostgres, "peer-postgres", "the PostgreSQL peers' database, a PostgreSQL `DSN` (default --store when it is one); repeat for several")
 	fs.StringVar(&c.shards, "shards", "1,4,16,64", "comma-separated shard counts, one run each")
+	fs.IntVar(&c.readsFlight, "max-reads-in-flight", 0, "the engines' MaxReadsInFlight: store reads fetching cache misses at once (default: the engine's default)")
 	fs.StringVar(&c.inFlight, "max-in-flight", "", "for --path engine: comma-separated values of the engine's MaxInFlight (flushes running at once), one run each (default: the engine's default)")
 	fs.IntVar(&c.clients, "clients", bench.DefaultClients, "concurrent clients, one round trip in flight each")
 	fs.IntVar(&c.counters, "counters", bench.DefaultCounters, "counters written; 1 is one hot counter")
@@ -185,6 +187,9 @@ func (c *benchCommand) plan(args []string) (*benchPlan, error) {
 			}
 			inFlight = append(inFlight, n)
 		}
+	}
+	if c.readsFlight < 0 {
+		return nil, usagef("--max-reads-in-flight %d: give a positive count, or leave it out for the engine's default", c.readsFlight)
 	}
 	timeline := c.workload == bench.WorkloadTimeline
 	if timeline && !c.given("read-ratio") {
@@ -298,7 +303,7 @@ func (c *benchCommand) plan(args []string) (*benchPlan, error) {
 	p.cfg = bench.Config{
 		Server: c.server, RESP: c.resp,
 		Clients: c.clients, Counters: c.counters, Duration: c.duration, Shards: shards,
-		MaxInFlight: inFlight, Zipf: c.zipf,
+		MaxInFlight: inFlight, MaxReadsInFlight: c.readsFlight, Zipf: c.zipf,
 		Workload: c.workload, ReadRatio: c.readRatio, ReadBatch: c.readBatch, ReadConsistency: shardcounter.Consistency(c.readCons),
 		Kind: c.kindList()[0], Members: c.members, DecrRatio: c.decrRatio, Variants: variants,
 		Prefill: c.prefill, Pipeline: c.pipeline, KeepCounters: c.keep,

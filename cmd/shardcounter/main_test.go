@@ -650,11 +650,12 @@ func TestBench(t *testing.T) {
 		{"--server", "http://127.0.0.1:1", "--path", "naive"},
 		{"--clients", "0"},
 		{"--max-in-flight", "1,0"},
+		{"--max-reads-in-flight", "-1"},
 	} {
 		Run(t, dir, nil, append([]string{"bench"}, args...)...).MustFail(t, 2)
 	}
 
-	out = Run(t, dir, nil, "bench", "--shards", "1", "--clients", "4", "--duration", "100ms", "--path", "engine", "--max-in-flight", "1,2").MustOK(t)
+	out = Run(t, dir, nil, "bench", "--shards", "1", "--clients", "4", "--duration", "100ms", "--path", "engine", "--max-in-flight", "1,2", "--max-reads-in-flight", "1").MustOK(t)
 	for _, name := range []string{"bolt/engine/shards=1/in-flight=1", "bolt/engine/shards=1/in-flight=2"} {
 		if !strings.Contains(out, name) {
 			t.Errorf("table lacks run %s:\n%s", name, out)

@@ -108,6 +108,10 @@ type Config struct {
 	// engine.Config.MaxInFlight, so that one report compares them; empty
 	// runs it once with the engine's default.
 	MaxInFlight []int
+	// MaxReadsInFlight is engine.Config.MaxReadsInFlight of every engine
+	// the run starts (the engine path's, and the servers of the http and
+	// resp paths); 0 is the engine's default.
+	MaxReadsInFlight int
 
 	// Zipf, when above 1, picks counter i (0-based) with probability
 	// proportional to 1/(i+1)^Zipf, as math/rand/v2's Zipf does: a few

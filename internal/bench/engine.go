@@ -21,7 +21,7 @@ type engineService struct {
 // run's shard count), as a server does; bounded and windowed ones by the
 // run, on ErrNotFound, since auto-create makes plain counters.
 func startEngine(cfg Config, spec shardcounter.Spec, inFlight int) (*engineService, error) {
-	eng, err := engine.New(cfg.Store, engineConfig(spec, inFlight))
+	eng, err := engine.New(cfg.Store, engineConfig(cfg, spec, inFlight))
 	if err != nil {
 		return nil, err
 	}
@@ -30,9 +30,9 @@ func startEngine(cfg Config, spec shardcounter.Spec, inFlight int) (*engineServi
 
 // engineConfig is the engine configuration of the engine path and of
 // the servers the http and resp paths start.
-func engineConfig(spec shardcounter.Spec, inFlight int) engine.Config {
+func engineConfig(cfg Config, spec shardcounter.Spec, inFlight int) engine.Config {
 	plain := spec.Min == nil && spec.Max == nil && spec.Window == nil
-	return engine.Config{DefaultShards: spec.Shards, NoAutoCreate: !plain, MaxInFlight: inFlight}
+	return engine.Config{DefaultShards: spec.Shards, NoAutoCreate: !plain, MaxInFlight: inFlight, MaxReadsInFlight: cfg.MaxReadsInFlight}
 }
 
 func (s *engineService) write(ctx context.Context, w shardcounter.Write) (bool, error) {

@@ -265,7 +265,7 @@ func startHTTP(ctx context.Context, cfg Config, spec shardcounter.Spec) (*httpSe
 		}
 		return &httpService{lg: newLoadgen(cfg.Server, cfg.Token, cfg.Clients), client: c, spec: spec}, nil
 	}
-	eng, err := engine.New(cfg.Store, engineConfig(spec, 0))
+	eng, err := engine.New(cfg.Store, engineConfig(cfg, spec, 0))
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func startRESP(ctx context.Context, cfg Config, spec shardcounter.Spec) (*respSe
 	s := &respService{spec: spec}
 	addr := cfg.RESP
 	if addr == "" {
-		eng, err := engine.New(cfg.Store, engineConfig(spec, 0))
+		eng, err := engine.New(cfg.Store, engineConfig(cfg, spec, 0))
 		if err != nil {
 			return nil, err
 		}
