@@ -88,11 +88,9 @@ func (e *Engine) maxStaleness() time.Duration {
 // order. Strong readings come from one store.ReadCounters call: one
 // consistent snapshot where the store has one. Cached readings are served
 // from fresh rollups, and only the counters without one are read from the
-// store, in one call (shared with the concurrent reads fetching the same
-// counters).
+// store, together with the misses of concurrent reads (readingCache).
 func (e *Engine) ReadCounters(ctx context.Context, ids []string, c shardcounter.Consistency) ([]shardcounter.ReadResult, error) {
-	switch {
-	case len(ids) == 0:
+	if len(ids) == 0 {
 		return nil, shardcounter.Errorf(shardcounter.EINVALID, "no counter ids: give 1 to %d", shardcounter.MaxReadBatch)
 	}
 	if err := shardcounter.CheckReadBatch(len(ids)); err != nil {

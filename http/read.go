@@ -97,12 +97,11 @@ func decodeReads(body []byte) (ReadsRequest, error) {
 
 // checkReads checks a batch read, setting the default consistency.
 func checkReads(req *ReadsRequest) error {
-	switch n := len(req.Counters); {
-	case n == 0:
+	if len(req.Counters) == 0 {
 		return shardcounter.Errorf(shardcounter.EINVALID, `"counters" is empty: give 1 to %d counter ids`, shardcounter.MaxReadBatch)
-	case n > shardcounter.MaxReadBatch:
-		return shardcounter.Errorf(shardcounter.ETOOLARGE,
-			"%d counters in one read: the limit is %d, split the read", n, shardcounter.MaxReadBatch)
+	}
+	if err := shardcounter.CheckReadBatch(len(req.Counters)); err != nil {
+		return err
 	}
 	for i, id := range req.Counters {
 		if err := shardcounter.ValidateID("counter id", id); err != nil {
