@@ -54,3 +54,47 @@ func BenchmarkApply(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkApplyZipf measures what one engine flush of the million-counter
+// workload (issue 12) costs bbolt: each op is one Apply of items +1
+// increments, one per counter, on distinct counters drawn with a Zipf law
+// (s=1.1) from 1,000,000 counters of one shard, as the engine folds a
+// flush of 64 clients' writes. Most of the counters of a flush sit on
+// leaf pages of their own, so a commit writes a page or more per item:
+//
+//	go test ./bolt -run '^$' -bench ApplyZipf -benchtime 2000x
+func BenchmarkApplyZipf(b *testing.B) {
+	const counters = 1_000_000
+	ctx := context.Background()
+	s := MustOpen(b)
+	spec := shardcounter.Spec{Shards: 1}
+	for i := 0; i < counters; i += 10_000 {
+		incs := make([]shardcounter.Increment, 10_000)
+		for j := range incs {
+			incs[j] = shardcounter.Increment{Counter: fmt.Sprint("zipf/", i+j), Delta: 1, Create: &spec}
+		}
+		if _, err := s.Apply(ctx, incs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	z := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.1, 1, counters-1)
+	for _, items := range []int{1, 64} {
+		b.Run(fmt.Sprintf("items=%d", items), func(b *testing.B) {
+			batch := make([]shardcounter.Increment, 0, items)
+			b.ReportAllocs()
+			for b.Loop() {
+				batch = batch[:0]
+				seen := make(map[uint64]bool, items)
+				for len(batch) < items {
+					if i := z.Uint64(); !seen[i] {
+						seen[i] = true
+						batch = append(batch, shardcounter.Increment{Counter: fmt.Sprint("zipf/", i), Delta: 1})
+					}
+				}
+				if _, err := s.Apply(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
