@@ -97,12 +97,14 @@ type Config struct {
 	// afresh when next asked for. Default DefaultCacheSize.
 	CacheSize int
 	// MaxReadsInFlight bounds the store reads cached reads make at once
-	// to fetch counters without a fresh rollup. While they run, the
-	// misses of other reads queue, and the next store read takes them
-	// all (up to shardcounter.MaxReadBatch): fewer, larger reads, which
-	// is what a store charging a round trip and a statement per call
-	// does best with. Strong reads are not bounded by it. Default
-	// DefaultMaxReadsInFlight.
+	// to fetch counters without a fresh rollup, and, apart from those,
+	// the store reads strong reads make at once. While they run, the
+	// misses of other reads (or the other strong reads) queue, and the
+	// next store read takes them all (up to shardcounter.MaxReadBatch):
+	// fewer, larger reads, which is what a store charging a round trip
+	// and a statement per call does best with. A strong read joins only
+	// a store read that starts after it, so it stays linearizable.
+	// Default DefaultMaxReadsInFlight.
 	MaxReadsInFlight int
 	// Policy turns CreateOptions.FollowersCount and Visibility into a shard
 	// count. Default DefaultPolicy.

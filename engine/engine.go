@@ -57,6 +57,8 @@ type Engine struct {
 	suppressed int64     // async writes lost since, not yet logged
 
 	cache *readingCache
+	// strong gathers strong reads into store reads.
+	strong *strongReads
 	// windows are the windows of counters read recently (ReadWindow,
 	// ReadSeries).
 	windows *windowSpecs
@@ -82,6 +84,7 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 		cache:   newReadingCache(cfg.CacheSize, cfg.MaxReadsInFlight),
 		windows: newWindowSpecs(cfg.CacheSize),
 	}
+	e.strong = newStrongReads(cfg.MaxReadsInFlight, cfg.Now, e.fetch, e.cache.put)
 	if !cfg.NoAutoCreate {
 		e.create = newAutoCreate(cfg.DefaultShards)
 	}

@@ -8,9 +8,11 @@ import (
 	"github.com/shardcounter/shardcounter"
 )
 
-// ReadCounter returns the counter's value. A Strong reading comes from the
-// store and reflects every acknowledged write (in async mode: every
-// committed one; a write answered as queued shows within FlushInterval).
+// ReadCounter returns the counter's value. A Strong reading comes from a
+// store read that began after the call (gathered with the strong reads of
+// other callers, see strongReads) and reflects every acknowledged write
+// (in async mode: every committed one; a write answered as queued shows
+// within FlushInterval).
 // A Cached reading is served from the engine's rollup when it is younger
 // than MaxStaleness, and refreshed from the store otherwise, so an idle
 // server does no work and a hot counter costs one store read per
@@ -21,13 +23,14 @@ func (e *Engine) ReadCounter(ctx context.Context, id string, c shardcounter.Cons
 	}
 	switch c {
 	case "", shardcounter.Strong:
-		taken := e.cfg.Now()
-		r, err := e.store.ReadCounter(ctx, id)
+		rs, err := e.strong.read(ctx, []string{id})
 		if err != nil {
 			return nil, err
 		}
-		e.cache.put(cachedReading{r: *r, taken: taken})
-		return r, nil
+		if rs[0] == nil {
+			return nil, shardcounter.CounterNotFound(id)
+		}
+		return rs[0], nil
 	case shardcounter.Cached:
 		res := e.readCached(ctx, []string{id})[0]
 		if res.err != nil {
@@ -85,7 +88,8 @@ func (e *Engine) maxStaleness() time.Duration {
 }
 
 // ReadCounters reads up to MaxReadBatch counters, one result per id in
-// order. Strong readings come from one store.ReadCounters call: one
+// order. Strong readings come from one store.ReadCounters call, which may
+// carry the strong reads of other callers too (strongReads): one
 // consistent snapshot where the store has one. Cached readings are served
 // from fresh rollups, and only the counters without one are read from the
 // store, together with the misses of concurrent reads (readingCache).
@@ -106,11 +110,7 @@ func (e *Engine) ReadCounters(ctx context.Context, ids []string, c shardcounter.
 	res := make([]shardcounter.ReadResult, len(ids))
 	switch c {
 	case "", shardcounter.Strong:
-		taken := e.cfg.Now()
-		rs, err := e.store.ReadCounters(ctx, ids)
-		if err == nil && len(rs) != len(ids) {
-			err = shardcounter.Errorf(shardcounter.EINTERNAL, "store returned %d readings for %d counters", len(rs), len(ids))
-		}
+		rs, err := e.strong.read(ctx, ids)
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +119,6 @@ func (e *Engine) ReadCounters(ctx context.Context, ids []string, c shardcounter.
 				res[i].Err = shardcounter.CounterNotFound(ids[i])
 				continue
 			}
-			e.cache.put(cachedReading{r: *r, taken: taken})
 			res[i].Reading = r
 		}
 	case shardcounter.Cached:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/engine"
 	"github.com/shardcounter/shardcounter/internal/shard"
 	"github.com/shardcounter/shardcounter/redis"
 	"github.com/shardcounter/shardcounter/storetest"
@@ -195,5 +196,15 @@ func TestListMerge(t *testing.T) {
 				t.Fatalf("limit %d: listed %d counters %v, want %d", limit, len(got), got, len(want))
 			}
 		}
+	})
+}
+
+// TestEngineStrongReads runs the linearizability cases through an engine
+// over the store, one store read in flight, so that strong reads gather
+// into ReadCounters calls: per counter on a cluster, that is still
+// linearizable.
+func TestEngineStrongReads(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		storetest.RunStrongReads(t, storetest.ThroughEngine(t, MustOpen(t, dsn), engine.Config{MaxReadsInFlight: 1}))
 	})
 }

@@ -112,6 +112,17 @@ func RunCounterStore(t *testing.T, open OpenFunc, opts Options) {
 	t.Run("WindowUnderWrites", func(t *testing.T) { testWindowUnderWrites(t, opts) })
 }
 
+// RunStrongReads runs the cases that check that strong reads are
+// linearizable while writes and reshards go on (the Transfer and
+// Linearizable cases of RunCounterStore) against s alone. It is for a
+// CounterStore built over something that adds its own read path, such as
+// the engine's gathering of strong reads, seen through an adapter whose
+// reads and writes go through it.
+func RunStrongReads(t *testing.T, s shardcounter.CounterStore) {
+	t.Run("Transfer", func(t *testing.T) { testTransfer(t, s) })
+	t.Run("Linearizable", func(t *testing.T) { testLinearizable(t, s) })
+}
+
 // MustCreate creates a counter or fails the test.
 func MustCreate(tb testing.TB, s shardcounter.CounterStore, id string, shards int) *shardcounter.Counter {
 	tb.Helper()
