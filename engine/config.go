@@ -148,6 +148,14 @@ type Config struct {
 	Now func() time.Time
 }
 
+// Validate returns the invalid_argument error New would return for c, or
+// nil when New accepts it: for a caller that builds a Config from its own
+// flags and wants to refuse them before it opens a store.
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
 // withDefaults returns c with each zero field set to its default, or an
 // error that names the first field New cannot use.
 func (c Config) withDefaults() (Config, error) {

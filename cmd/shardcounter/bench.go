@@ -52,6 +52,8 @@ type benchCommand struct {
 	shards       string
 	inFlight     string
 	readsFlight  int
+	staleness    time.Duration
+	cacheSize    int
 	clients      int
 	counters     int
 	zipf         float64
@@ -124,7 +126,9 @@ func (c *benchCommand) flags(fs *flag.FlagSet) {
 	fs.Var(&c.peerRedis, "peer-redis", "the Redis peers' server, a redis:// `URL` (default --store when it is one); repeat to measure several, such as appendfsync always and everysec")
 	fs.Var(&c.peerPostgres, "peer-postgres", "the PostgreSQL peers' database, a PostgreSQL `DSN` (default --store when it is one); repeat for several")
 	fs.StringVar(&c.shards, "shards", "1,4,16,64", "comma-separated shard counts, one run each")
-	fs.IntVar(&c.readsFlight, "max-reads-in-flight", 0, "the engines' MaxReadsInFlight: store reads fetching cache misses at once (default: the engine's default)")
+	fs.IntVar(&c.readsFlight, "max-reads-in-flight", 0, "the engines' MaxReadsInFlight: store reads fetching cache misses at once, and as many serving strong reads (default: the engine's default)")
+	fs.DurationVar(&c.staleness, "max-staleness", 0, "the engines' MaxStaleness: how old a cached read may be (default: the engine's, 1s)")
+	fs.IntVar(&c.cacheSize, "cache-size", 0, "the engines' CacheSize: the counters whose cached readings are kept (default: the engine's, 100000)")
 	fs.StringVar(&c.inFlight, "max-in-flight", "", "for --path engine: comma-separated values of the engine's MaxInFlight (flushes running at once), one run each (default: the engine's default)")
 	fs.IntVar(&c.clients, "clients", bench.DefaultClients, "concurrent clients, one round trip in flight each")
 	fs.IntVar(&c.counters, "counters", bench.DefaultCounters, "counters written; 1 is one hot counter")
@@ -190,6 +194,12 @@ func (c *benchCommand) plan(args []string) (*benchPlan, error) {
 	}
 	if c.readsFlight < 0 {
 		return nil, usagef("--max-reads-in-flight %d: give a positive count, or leave it out for the engine's default", c.readsFlight)
+	}
+	if c.staleness < 0 {
+		return nil, usagef("--max-staleness %v: give a positive duration, or leave it out for the engine's default", c.staleness)
+	}
+	if c.cacheSize < 0 {
+		return nil, usagef("--cache-size %d: give a positive count, or leave it out for the engine's default", c.cacheSize)
 	}
 	timeline := c.workload == bench.WorkloadTimeline
 	if timeline && !c.given("read-ratio") {
@@ -303,7 +313,7 @@ func (c *benchCommand) plan(args []string) (*benchPlan, error) {
 	p.cfg = bench.Config{
 		Server: c.server, RESP: c.resp,
 		Clients: c.clients, Counters: c.counters, Duration: c.duration, Shards: shards,
-		MaxInFlight: inFlight, MaxReadsInFlight: c.readsFlight, Zipf: c.zipf,
+		MaxInFlight: inFlight, MaxReadsInFlight: c.readsFlight, MaxStaleness: c.staleness, CacheSize: c.cacheSize, Zipf: c.zipf,
 		Workload: c.workload, ReadRatio: c.readRatio, ReadBatch: c.readBatch, ReadConsistency: shardcounter.Consistency(c.readCons),
 		Kind: c.kindList()[0], Members: c.members, DecrRatio: c.decrRatio, Variants: variants,
 		Prefill: c.prefill, Pipeline: c.pipeline, KeepCounters: c.keep,

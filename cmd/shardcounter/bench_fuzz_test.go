@@ -21,7 +21,7 @@ func FuzzBenchFlags(f *testing.F) {
 		"--min 0 --window 1m:1d --decr-ratio 0.5 --shards 1",
 		"--path resp --resp 127.0.0.1:6380 --pipeline 16 --peer redis-incr --peer-redis redis://x:1",
 		"--min 1", "--max -1", "--window 1s:1d", "--read-batch 1001 --workload timeline", "--pipeline 0",
-		"--zipf NaN", "--decr-ratio Inf", "--resp :0 --path resp", "--kind distinct --min 0", "--kind sum --kind distinct --peer redis-incr --peer redis-sadd --peer-redis redis://h:1",
+		"--zipf NaN", "--max-staleness 10s --cache-size 1000000", "--max-staleness -1s", "--cache-size -5", "--decr-ratio Inf", "--resp :0 --path resp", "--kind distinct --min 0", "--kind sum --kind distinct --peer redis-incr --peer redis-sadd --peer-redis redis://h:1",
 	} {
 		f.Add(seed)
 	}

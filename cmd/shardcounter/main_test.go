@@ -217,6 +217,33 @@ func (s *Server) Stop(tb testing.TB, sig syscall.Signal) int {
 // Env returns the environment for client commands to reach s.
 func (s *Server) Env() []string { return []string{"SHARDCOUNTER_SERVER=" + s.URL} }
 
+// TestServeCacheFlags starts serve with --max-staleness 1m: a cached
+// reading says it may be 60,000 ms old, and is served from the rollup while
+// it is younger, so a write made since does not show in it.
+func TestServeCacheFlags(t *testing.T) {
+	dir := t.TempDir()
+	s := StartServer(t, dir, "--max-staleness", "1m", "--cache-size", "10", "--max-reads-in-flight", "1")
+	env := s.Env()
+	Run(t, dir, env, "incr", "views").MustOK(t)
+	var r struct {
+		ID             string `json:"id"`
+		Value          int64  `json:"value"`
+		Shards         int    `json:"shards"`
+		Consistency    string `json:"consistency"`
+		AsOf           string `json:"as_of"`
+		MaxStalenessMS int64  `json:"max_staleness_ms"`
+	}
+	mustJSON(t, Run(t, dir, env, "get", "views", "--cached", "--json").MustOK(t), &r)
+	if r.Value != 1 || r.MaxStalenessMS != 60000 {
+		t.Fatalf("cached reading %+v, want value 1 and max_staleness_ms 60000", r)
+	}
+	Run(t, dir, env, "incr", "views").MustOK(t)
+	mustJSON(t, Run(t, dir, env, "get", "views", "--cached", "--json").MustOK(t), &r)
+	if r.Value != 1 {
+		t.Fatalf("cached reading within a minute of the last: value %d, want the rollup's 1", r.Value)
+	}
+}
+
 func TestClientCommands(t *testing.T) {
 	dir := t.TempDir()
 	s := StartServer(t, dir)
@@ -350,6 +377,10 @@ func TestUsageErrors(t *testing.T) {
 		{"serve", "--auto-create", "maybe"},
 		{"serve", "extra"},
 		{"serve", "--body-timeout", "0s"},
+		{"serve", "--max-staleness", "0s"},
+		{"serve", "--max-staleness", "later"},
+		{"serve", "--cache-size", "0"},
+		{"serve", "--max-reads-in-flight", "0"},
 		{"create", "a", "--kind", "set"},
 		{"create", "a", "--min", "1"},
 		{"create", "a", "--max", "-1"},

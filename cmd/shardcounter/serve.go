@@ -58,6 +58,9 @@ type serveCommand struct {
 	bodyTimeout   time.Duration
 	maxConcurrent int
 	respListen    string
+	maxStaleness  time.Duration
+	cacheSize     int
+	readsInFlight int
 }
 
 func newServeCommand(m *Main) command { return &serveCommand{m: m} }
@@ -81,6 +84,9 @@ func (c *serveCommand) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.reqTimeout, "request-timeout", shttp.DefaultRequestTimeout, "deadline of each API request, down to the store (`DURATION`)")
 	fs.DurationVar(&c.bodyTimeout, "body-timeout", shttp.DefaultBodyTimeout, "a request body must arrive within this `DURATION`, read before the request takes a --max-concurrent slot")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", shttp.DefaultMaxConcurrent, "serve at most `N` API requests at once; past it a request waits briefly, then gets 503")
+	fs.DurationVar(&c.maxStaleness, "max-staleness", engine.DefaultMaxStaleness, "a cached read may be this `DURATION` old; longer means fewer store reads for pages of many counters")
+	fs.IntVar(&c.cacheSize, "cache-size", engine.DefaultCacheSize, "keep the cached readings of at most `N` counters, the least recently read dropped first")
+	fs.IntVar(&c.readsInFlight, "max-reads-in-flight", engine.DefaultMaxReadsInFlight, "at most `N` store reads at once for cached-read misses, and N for strong reads; reads that wait go together in the next")
 	fs.StringVar(&c.respListen, "resp-listen", c.env("SHARDCOUNTER_RESP_LISTEN", ""),
 		"also serve the Redis protocol (RESP2, RESP3) on `ADDR`, such as 127.0.0.1:6380; off unless given (env SHARDCOUNTER_RESP_LISTEN)")
 }
@@ -92,40 +98,74 @@ func (c *serveCommand) env(name, def string) string {
 	return def
 }
 
-func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
+// check refuses flags serve cannot use, with a usage error that says what
+// to give instead, and returns the engine's configuration from them.
+func (c *serveCommand) check(args []string) (engine.Config, error) {
 	if len(args) != 0 {
-		return usagef("serve takes no arguments, got %q", args)
+		return engine.Config{}, usagef("serve takes no arguments, got %q", args)
 	}
 	if err := shardcounter.ValidateShards(c.defaultShards); err != nil {
-		return usagef("--default-shards: %s", shardcounter.ErrorMessage(err))
+		return engine.Config{}, usagef("--default-shards: %s", shardcounter.ErrorMessage(err))
 	}
 	durability, err := engine.ParseDurability(c.durability)
 	if err != nil || c.durability == "" {
-		return usagef("--durability is %q: give durable or async", c.durability)
+		return engine.Config{}, usagef("--durability is %q: give durable or async", c.durability)
 	}
 	if c.flushInterval <= 0 {
-		return usagef("--flush-interval is %v: give a positive duration such as 10ms", c.flushInterval)
+		return engine.Config{}, usagef("--flush-interval is %v: give a positive duration such as 10ms", c.flushInterval)
 	}
 	if c.dedupeWindow <= 0 {
-		return usagef("--dedupe-window is %v: give a positive duration such as 24h", c.dedupeWindow)
+		return engine.Config{}, usagef("--dedupe-window is %v: give a positive duration such as 24h", c.dedupeWindow)
 	}
 	if c.maxBody < 1 {
-		return usagef("--max-body is %d: give a size in bytes, at least 1", c.maxBody)
+		return engine.Config{}, usagef("--max-body is %d: give a size in bytes, at least 1", c.maxBody)
 	}
 	if c.store == "" {
-		return usagef("--store is empty: give a DSN such as %s", DefaultStore)
+		return engine.Config{}, usagef("--store is empty: give a DSN such as %s", DefaultStore)
 	}
 	if c.reqTimeout <= 0 {
-		return usagef("--request-timeout is %v: give a positive duration such as 5s", c.reqTimeout)
+		return engine.Config{}, usagef("--request-timeout is %v: give a positive duration such as 5s", c.reqTimeout)
 	}
 	if c.bodyTimeout <= 0 {
-		return usagef("--body-timeout is %v: give a positive duration such as 10s", c.bodyTimeout)
+		return engine.Config{}, usagef("--body-timeout is %v: give a positive duration such as 10s", c.bodyTimeout)
 	}
 	if c.maxConcurrent < 1 {
-		return usagef("--max-concurrent is %d: give at least 1", c.maxConcurrent)
+		return engine.Config{}, usagef("--max-concurrent is %d: give at least 1", c.maxConcurrent)
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return usagef("--tls-cert and --tls-key go together: give both, or neither for plain HTTP")
+		return engine.Config{}, usagef("--tls-cert and --tls-key go together: give both, or neither for plain HTTP")
+	}
+	if c.maxStaleness <= 0 {
+		return engine.Config{}, usagef("--max-staleness is %v: give a positive duration such as 1s", c.maxStaleness)
+	}
+	if c.cacheSize < 1 {
+		return engine.Config{}, usagef("--cache-size is %d: give at least 1", c.cacheSize)
+	}
+	if c.readsInFlight < 1 {
+		return engine.Config{}, usagef("--max-reads-in-flight is %d: give at least 1", c.readsInFlight)
+	}
+	return engine.Config{
+		DefaultShards:    c.defaultShards,
+		NoAutoCreate:     !c.autoCreate,
+		Durability:       durability,
+		FlushInterval:    c.flushInterval,
+		DedupeWindow:     c.dedupeWindow,
+		MaxStaleness:     c.maxStaleness,
+		CacheSize:        c.cacheSize,
+		MaxReadsInFlight: c.readsInFlight,
+		// Half the request deadline: a writer that queues just after a
+		// commit started waits for that commit and then its own, so both
+		// fit within its deadline and it hears the store's answer
+		// (unavailable: not applied) rather than its own deadline's
+		// (outcome unknown).
+		FlushTimeout: c.reqTimeout / 2,
+	}, nil
+}
+
+func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
+	cfg, err := c.check(args)
+	if err != nil {
+		return err
 	}
 	log, err := newLogger(c.m.Stderr, c.logFormat, c.logLevel)
 	if err != nil {
@@ -170,21 +210,8 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 	} else {
 		colls = collection.New(cs, collection.Config{})
 	}
-	eng, err := engine.New(m.Store(store), engine.Config{
-		DefaultShards: c.defaultShards,
-		NoAutoCreate:  !c.autoCreate,
-		Durability:    durability,
-		FlushInterval: c.flushInterval,
-		DedupeWindow:  c.dedupeWindow,
-		// Half the request deadline: a writer that queues just after a
-		// commit started waits for that commit and then its own, so both
-		// fit within its deadline and it hears the store's answer
-		// (unavailable: not applied) rather than its own deadline's
-		// (outcome unknown).
-		FlushTimeout: c.reqTimeout / 2,
-		OnFlush:      m.ObserveFlush,
-		Logger:       log,
-	})
+	cfg.OnFlush, cfg.Logger = m.ObserveFlush, log
+	eng, err := engine.New(m.Store(store), cfg)
 	if err != nil {
 		return err
 	}
@@ -218,7 +245,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 		MaxConcurrent:  c.maxConcurrent,
 		RequestTimeout: c.reqTimeout,
 		BodyTimeout:    c.bodyTimeout,
-		AsyncWrites:    durability == engine.Async,
+		AsyncWrites:    cfg.Durability == engine.Async,
 		Collections:    colls,
 	})
 	srv := &http.Server{
@@ -262,7 +289,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 			AuthTokens:     tokens,
 			CommandTimeout: c.reqTimeout,
 			Engine:         eng.Stats(),
-			Durability:     durability,
+			Durability:     cfg.Durability,
 			Version:        Version(),
 			Logger:         log,
 		})

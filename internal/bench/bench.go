@@ -112,6 +112,11 @@ type Config struct {
 	// the run starts (the engine path's, and the servers of the http and
 	// resp paths); 0 is the engine's default.
 	MaxReadsInFlight int
+	// MaxStaleness and CacheSize are engine.Config's of every engine the
+	// run starts: how old a cached read may be, and how many counters'
+	// readings are kept; 0 is the engine's default.
+	MaxStaleness time.Duration
+	CacheSize    int
 
 	// Zipf, when above 1, picks counter i (0-based) with probability
 	// proportional to 1/(i+1)^Zipf, as math/rand/v2's Zipf does: a few

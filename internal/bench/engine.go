@@ -32,7 +32,8 @@ func startEngine(cfg Config, spec shardcounter.Spec, inFlight int) (*engineServi
 // the servers the http and resp paths start.
 func engineConfig(cfg Config, spec shardcounter.Spec, inFlight int) engine.Config {
 	plain := spec.Min == nil && spec.Max == nil && spec.Window == nil
-	return engine.Config{DefaultShards: spec.Shards, NoAutoCreate: !plain, MaxInFlight: inFlight, MaxReadsInFlight: cfg.MaxReadsInFlight}
+	return engine.Config{DefaultShards: spec.Shards, NoAutoCreate: !plain, MaxInFlight: inFlight, MaxReadsInFlight: cfg.MaxReadsInFlight,
+		MaxStaleness: cfg.MaxStaleness, CacheSize: cfg.CacheSize}
 }
 
 func (s *engineService) write(ctx context.Context, w shardcounter.Write) (bool, error) {

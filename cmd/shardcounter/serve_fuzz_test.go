@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+// FuzzServeFlags parses serve command lines: every one is either a usage
+// error or flags whose engine configuration engine.New accepts, so a
+// flag the CLI lets through never fails later when the server starts, and
+// no input panics.
+func FuzzServeFlags(f *testing.F) {
+	for _, seed := range []string{
+		"",
+		"--durability async --flush-interval 5ms --dedupe-window 1h",
+		"--max-staleness 5s --cache-size 1000000 --max-reads-in-flight 4",
+		"--default-shards 1024 --max-body 1 --max-concurrent 1 --request-timeout 1ns",
+		"--max-staleness 0s", "--cache-size -1", "--max-reads-in-flight 0", "--default-shards 1025",
+		"--durability fast", "--tls-cert a.pem", "--store", "extra", "--flush-interval soon",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		m := &Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}
+		if err := m.ParseFlags(context.Background(), append([]string{"serve"}, strings.Fields(line)...)); err != nil {
+			var u *usageError
+			if !errors.As(err, &u) && !errors.Is(err, errHelp) {
+				t.Fatalf("ParseFlags(%q) = %v, want a usage error", line, err)
+			}
+			return
+		}
+		cfg, err := m.cmd.(*serveCommand).check(m.args)
+		if err != nil {
+			var u *usageError
+			if !errors.As(err, &u) {
+				t.Fatalf("check(%q) = %v, want a usage error", line, err)
+			}
+			return
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("serve %q passed a configuration the engine refuses: %v", line, err)
+		}
+	})
+}
