@@ -145,14 +145,16 @@ func (g *strongReads) readTaken(ctx context.Context, reads []*strongRead) {
 	}
 	if err != nil && len(reads) > 1 {
 		for i, r := range reads {
-			if ctx.Err() != nil {
+			r.rs, r.err = g.call(ctx, r.ids)
+			if r.err != nil && ctx.Err() != nil {
+				// This caller gave up, not the store: the rest are
+				// the other callers' to read.
 				g.mu.Lock()
 				g.queue = append(slices.Clone(reads[i:]), g.queue...)
 				g.mu.Unlock()
 				reads = reads[:i]
 				break
 			}
-			r.rs, r.err = g.call(ctx, r.ids)
 		}
 	} else {
 		for _, r := range reads {
