@@ -352,16 +352,27 @@ func TestMaxInFlight(t *testing.T) {
 				h := &holding{CounterStore: store, release: make(chan struct{})}
 				e := MustStart(t, h, engine.Config{MaxInFlight: k})
 				defer e.Close(context.Background())
-				h.open.Store(true)
+				// A broad flush: 20 counters in one batch. WriteBatch
+				// queues its writes one by one, and the flusher could cut
+				// a batch between two of them; so a first write's flush is
+				// held while they queue, and they gather behind it.
 				broad := make([]shardcounter.Write, 20)
 				for i := range broad {
 					broad[i] = shardcounter.Write{Counter: fmt.Sprint("b", i), Delta: 1}
 				}
-				if _, err := e.WriteBatch(context.Background(), broad); err != nil {
-					t.Fatal(err)
-				}
+				var warm sync.WaitGroup
+				warm.Go(func() { mustWrite(t, e, shardcounter.Write{Counter: "first", Delta: 1}) })
+				synctest.Wait()
+				warm.Go(func() {
+					if _, err := e.WriteBatch(context.Background(), broad); err != nil {
+						t.Error(err)
+					}
+				})
+				synctest.Wait()
+				close(h.release)
+				warm.Wait()
+				h.release = make(chan struct{}) // no Apply runs now
 				flushes := e.Stats().Flushes.Load()
-				h.open.Store(false)
 				var wg sync.WaitGroup
 				for i := range writes {
 					wg.Go(func() { mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1}) })
