@@ -26,22 +26,21 @@ type cachedReading struct {
 // batch read waits for the counters another call is already fetching and
 // queues the rest.
 //
-// Queued counters are fetched by at most maxFetches store calls at once,
-// each taking every counter queued (up to MaxReadBatch) when it starts,
-// the way the write engine's flusher gathers writes: while the store is
-// busy, the misses of many concurrent reads pile up and go in one call.
+// Queued counters are fetched by at most maxFetches store calls at once
+// (readSlots), each taking every counter queued (up to MaxReadBatch) when
+// it starts, the way the write engine's flusher gathers writes: while the
+// store is busy, the misses of many concurrent reads pile up and go in one
+// call.
 // A timeline read misses a few cold counters; a store call costs a round
 // trip and a statement whatever its size, so one call for the misses of
 // sixty readers costs little more than one for the misses of one. It is
 // safe for concurrent use.
 type readingCache struct {
-	mu         sync.Mutex
-	lru        *simplelru.LRU[string, cachedReading]
-	flights    map[string]*flight
-	maxFetches int
-	fetching   int           // store calls in progress
-	queue      []string      // counters whose flights wait for a store call
-	ended      chan struct{} // closed, and replaced, when a store call ends
+	mu      sync.Mutex
+	lru     *simplelru.LRU[string, cachedReading]
+	flights map[string]*flight
+	slots   readSlots
+	queue   []string // counters whose flights wait for a store call
 }
 
 // flight is one counter's fetch, queued or in progress. done is closed
@@ -63,7 +62,7 @@ func newReadingCache(size, maxFetches int) *readingCache {
 	if err != nil {
 		panic(err) // size is checked by Config.withDefaults
 	}
-	return &readingCache{lru: lru, flights: make(map[string]*flight), maxFetches: maxFetches, ended: make(chan struct{})}
+	return &readingCache{lru: lru, flights: make(map[string]*flight), slots: newReadSlots(maxFetches)}
 }
 
 // put keeps cr as id's rollup unless the cache holds a newer one.
@@ -147,25 +146,16 @@ func (c *readingCache) read(ctx context.Context, ids []string, oldest time.Time,
 // calls for the queued counters, whoever queued them, whenever there are
 // some and a call may start. It returns early when ctx ends.
 func (c *readingCache) fetchQueued(ctx context.Context, mine []*flight, now func() time.Time, fetch fetchFunc) {
-	for ctx.Err() == nil {
-		c.mu.Lock()
-		if allSettled(mine) {
-			c.mu.Unlock()
-			return
-		}
-		if len(c.queue) == 0 || c.fetching >= c.maxFetches {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !allSettled(mine) && ctx.Err() == nil {
+		if len(c.queue) == 0 || !c.slots.free() {
 			// What this caller waits for is in a call in progress, or
 			// queued behind the calls in progress.
-			ended := c.ended
-			c.mu.Unlock()
-			select {
-			case <-ended:
-				continue
-			case <-ctx.Done():
-				return
-			}
+			c.slots.wait(ctx, &c.mu)
+			continue
 		}
-		c.fetching++
+		c.slots.take()
 		ids := c.queue[:min(len(c.queue), shardcounter.MaxReadBatch)]
 		c.queue = slices.Clone(c.queue[len(ids):])
 		c.mu.Unlock()
@@ -176,14 +166,11 @@ func (c *readingCache) fetchQueued(ctx context.Context, mine []*flight, now func
 			err = shardcounter.Errorf(shardcounter.EINTERNAL, "store returned %d readings for %d counters", len(rs), len(ids))
 		}
 		c.mu.Lock()
-		c.fetching--
-		var settled []*flight
 		if err != nil && ctx.Err() != nil {
 			// This caller gave up, not the store: the others waiting
 			// for these counters fetch them.
 			c.queue = append(c.queue, ids...)
 		} else {
-			settled = make([]*flight, len(ids))
 			for k, id := range ids {
 				f := c.flights[id]
 				switch {
@@ -195,15 +182,10 @@ func (c *readingCache) fetchQueued(ctx context.Context, mine []*flight, now func
 				}
 				f.settled = true
 				delete(c.flights, id)
-				settled[k] = f
+				close(f.done)
 			}
 		}
-		close(c.ended)
-		c.ended = make(chan struct{})
-		c.mu.Unlock()
-		for _, f := range settled {
-			close(f.done)
-		}
+		c.slots.release()
 	}
 }
 

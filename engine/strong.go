@@ -11,9 +11,9 @@ import (
 
 // strongReads gathers the strong reads of concurrent callers into store
 // reads, the way the flusher gathers writes: at most maxFetches store
-// reads run at once, and the next one takes every read queued by then (up
-// to shardcounter.MaxReadBatch counters), so sixty clients each reading
-// one counter cost a few store calls, not sixty.
+// reads run at once (readSlots), and the next one takes every read queued
+// by then (up to shardcounter.MaxReadBatch counters), so sixty clients
+// each reading one counter cost a few store calls, not sixty.
 //
 // A strong read must return a value its counter held at some moment
 // between the call and its reply. So a read joins only a store read that
@@ -30,15 +30,13 @@ import (
 // total does not fit in int64) is that counter's readers' alone. It is
 // safe for concurrent use.
 type strongReads struct {
-	fetch      fetchFunc
-	now        func() time.Time
-	keep       func(cachedReading) // the engine's rollups: a strong reading refreshes them
-	maxFetches int
+	fetch fetchFunc
+	now   func() time.Time
+	keep  func(cachedReading) // the engine's rollups: a strong reading refreshes them
 
-	mu       sync.Mutex
-	fetching int           // store reads in progress
-	queue    []*strongRead // reads waiting for a store read, oldest first
-	ended    chan struct{} // closed, and replaced, when a store read ends
+	mu    sync.Mutex
+	slots readSlots
+	queue []*strongRead // reads waiting for a store read, oldest first
 }
 
 // strongRead is one caller's read. rs and err are set, and done, under
@@ -51,7 +49,7 @@ type strongRead struct {
 }
 
 func newStrongReads(maxFetches int, now func() time.Time, fetch fetchFunc, keep func(cachedReading)) *strongReads {
-	return &strongReads{fetch: fetch, now: now, keep: keep, maxFetches: maxFetches, ended: make(chan struct{})}
+	return &strongReads{fetch: fetch, now: now, keep: keep, slots: newReadSlots(maxFetches)}
 }
 
 // read returns the readings of ids (at most MaxReadBatch), nil for a
@@ -74,25 +72,17 @@ func (g *strongReads) read(ctx context.Context, ids []string) ([]*shardcounter.R
 			g.mu.Unlock()
 			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "gave up waiting for the store: %v", err)
 		}
-		if len(g.queue) == 0 || g.fetching >= g.maxFetches {
+		if len(g.queue) == 0 || !g.slots.free() {
 			// Mine is in a store read in progress, or queued behind those.
-			ended := g.ended
-			g.mu.Unlock()
-			select {
-			case <-ended:
-			case <-ctx.Done():
-			}
-			g.mu.Lock()
+			g.slots.wait(ctx, &g.mu)
 			continue
 		}
 		taken := g.take()
-		g.fetching++
+		g.slots.take()
 		g.mu.Unlock()
 		g.readTaken(ctx, taken)
 		g.mu.Lock()
-		g.fetching--
-		close(g.ended)
-		g.ended = make(chan struct{})
+		g.slots.release()
 	}
 }
 
