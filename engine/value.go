@@ -41,9 +41,11 @@ func (e *Engine) valueAfter(ctx context.Context, b *batch, counter string) *int6
 }
 
 // readValues reads the counters of b's applied writes that asked for
-// their value, bounded by FlushTimeout: one store call per MaxReadBatch
-// counters (a batch holds up to MaxBatch). A chunk whose read fails
-// leaves its counters without a value; the others keep theirs.
+// their value, bounded by FlushTimeout: strong reads of MaxReadBatch
+// counters at a time (a batch holds up to MaxBatch), begun after the
+// commit and gathered with other strong reads (strongReads), which keep
+// the rollups too. A chunk whose read fails leaves its counters without a
+// value; the others keep theirs.
 func (e *Engine) readValues(b *batch) {
 	defer close(b.values.done)
 	var ids []string
@@ -61,16 +63,14 @@ func (e *Engine) readValues(b *batch) {
 	defer cancel()
 	byID := make(map[string]int64, len(ids))
 	for chunk := range slices.Chunk(ids, shardcounter.MaxReadBatch) {
-		taken := e.cfg.Now()
-		rs, err := e.fetch(ctx, chunk)
-		if err != nil || len(rs) != len(chunk) {
+		rs, err := e.strong.read(ctx, chunk)
+		if err != nil {
 			e.cfg.Logger.Warn("reading the values of committed writes failed; they were answered without one", "counters", len(chunk), "error", err)
 			continue
 		}
 		for i, r := range rs {
 			if r != nil {
 				byID[chunk[i]] = r.Value
-				e.cache.put(cachedReading{r: *r, taken: taken})
 			}
 		}
 	}
