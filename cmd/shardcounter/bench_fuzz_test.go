@@ -26,24 +26,41 @@ func FuzzBenchFlags(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		m := &Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}
-		if err := m.ParseFlags(context.Background(), append([]string{"bench"}, strings.Fields(line)...)); err != nil {
-			var u *usageError
-			if !errors.As(err, &u) && !errors.Is(err, errHelp) {
-				t.Fatalf("ParseFlags(%q) = %v, want a usage error", line, err)
-			}
+		m, ok := parseOrUsage(t, "bench", line)
+		if !ok {
 			return
 		}
 		p, err := m.cmd.(*benchCommand).plan(m.args)
-		if err != nil {
-			var u *usageError
-			if !errors.As(err, &u) {
-				t.Fatalf("plan(%q) = %v, want a usage error", line, err)
-			}
+		if !isUsage(t, "plan", line, err) {
 			return
 		}
 		if err := p.cfg.Validate(); err != nil {
 			t.Fatalf("plan(%q) passed a workload the bench refuses: %v", line, err)
 		}
 	})
+}
+
+// parseOrUsage parses the flags of subcommand cmd in line, as a fuzz
+// target gives them: it reports whether they parsed, and fails t unless
+// a refusal is a usage error (or the request for help).
+func parseOrUsage(t *testing.T, cmd, line string) (*Main, bool) {
+	m := &Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}
+	err := m.ParseFlags(context.Background(), append([]string{cmd}, strings.Fields(line)...))
+	if errors.Is(err, errHelp) {
+		return nil, false
+	}
+	return m, isUsage(t, "ParseFlags", line, err)
+}
+
+// isUsage reports whether err is nil, and fails t unless a non-nil err is
+// a usage error: what a command's check of its flags may return.
+func isUsage(t *testing.T, step, line string, err error) bool {
+	if err == nil {
+		return true
+	}
+	var u *usageError
+	if !errors.As(err, &u) {
+		t.Fatalf("%s(%q) = %v, want a usage error", step, line, err)
+	}
+	return false
 }

@@ -1,12 +1,6 @@
 package main
 
-import (
-	"context"
-	"errors"
-	"io"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // FuzzServeFlags parses serve command lines: every one is either a usage
 // error or flags whose engine configuration engine.New accepts, so a
@@ -24,20 +18,12 @@ func FuzzServeFlags(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		m := &Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}
-		if err := m.ParseFlags(context.Background(), append([]string{"serve"}, strings.Fields(line)...)); err != nil {
-			var u *usageError
-			if !errors.As(err, &u) && !errors.Is(err, errHelp) {
-				t.Fatalf("ParseFlags(%q) = %v, want a usage error", line, err)
-			}
+		m, ok := parseOrUsage(t, "serve", line)
+		if !ok {
 			return
 		}
 		cfg, err := m.cmd.(*serveCommand).check(m.args)
-		if err != nil {
-			var u *usageError
-			if !errors.As(err, &u) {
-				t.Fatalf("check(%q) = %v, want a usage error", line, err)
-			}
+		if !isUsage(t, "check", line, err) {
 			return
 		}
 		if err := cfg.Validate(); err != nil {
