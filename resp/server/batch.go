@@ -11,44 +11,129 @@ import (
 // pending is one write command of a batch: its writes are ws[lo:hi] of
 // the batch, or errReply says why it has none.
 type pending struct {
+	c        *conn
 	cmd      *command
 	args     [][]byte
 	lo, hi   int
 	errReply string
 }
 
-// writeBatch executes consecutive write commands of a pipeline with one
-// WriteBatch call: their writes queue together, in order, so that they
-// share the engine's group commits instead of each waiting for its own
-// turn, and a command's writes apply after those of the commands before
-// it. Each command then gets its own reply.
-func (c *conn) writeBatch(cmds []resp.Command) {
-	ws, ps := c.writes[:0], c.pending[:0]
-	for _, cm := range cmds {
-		cmd := c.lookup(cm.Args)
-		p := pending{cmd: cmd, args: cm.Args, lo: len(ws)}
-		ws, p.errReply = cmd.write(c, cm.Args, ws)
-		if p.errReply != "" {
-			ws = ws[:p.lo]
+// segment is commands of one connection that run as one batch: a run of
+// writes, or a run of GETs.
+type segment struct {
+	c    *conn
+	cmds []resp.Command
+}
+
+// turn is the commands of one connection to execute, in order.
+type turn struct {
+	c    *conn
+	cmds []resp.Command
+}
+
+// executor executes the commands of one or more connections, batching
+// across them: the connections' runs of writes go to the service as one
+// WriteBatch, and their runs of GETs as one batch read. It holds scratch
+// space reused from one call to the next; it is not safe for concurrent
+// use.
+type executor struct {
+	s       *Server
+	writes  []shardcounter.Write
+	pending []pending
+	ids     []string
+	flat    []segment // getBatch: one segment per GET
+	wsegs   []segment
+	gsegs   []segment
+}
+
+// run executes turns in rounds. In a round each connection runs its
+// commands up to and including its next batchable run (consecutive writes,
+// or consecutive GETs); every other command runs on its own as it is met.
+// Then the round's runs of writes execute as one WriteBatch, and its GETs
+// as one batch read. So a connection's commands take effect in the order
+// sent, and the writes of many connections share one queueing in the
+// engine. Commands that change the connection (AUTH, HELLO, RESET ...) run
+// on their own, so a batch never spans a change of authentication or
+// protocol.
+func (x *executor) run(turns []turn) {
+	for {
+		x.wsegs, x.gsegs = x.wsegs[:0], x.gsegs[:0]
+		for k := range turns {
+			t := &turns[k]
+			for len(t.cmds) > 0 && !t.c.quit {
+				c, cmds := t.c, t.cmds
+				cmd := c.lookup(cmds[0].Args)
+				j, batched := 1, true
+				switch {
+				case cmd != nil && cmd.write != nil && c.ready(cmd, cmds[0].Args):
+					for j < len(cmds) && c.batchesWith(cmds[j].Args) {
+						j++
+					}
+					x.wsegs = append(x.wsegs, segment{c, cmds[:j]})
+				case cmd != nil && cmd.name == "get" && c.ready(cmd, cmds[0].Args):
+					for j < len(cmds) && c.lookup(cmds[j].Args) == cmd && c.ready(cmd, cmds[j].Args) {
+						j++
+					}
+					x.gsegs = append(x.gsegs, segment{c, cmds[:j]})
+				default:
+					c.exec(cmd, cmds[0].Args)
+					batched = false
+				}
+				x.s.stats.commands.Add(int64(j))
+				t.cmds = cmds[j:]
+				if batched {
+					break // the connection's next commands wait for the batch
+				}
+			}
 		}
-		p.hi = len(ws)
-		ps = append(ps, p)
+		if len(x.wsegs) == 0 && len(x.gsegs) == 0 {
+			clear(x.wsegs[:cap(x.wsegs)])
+			clear(x.gsegs[:cap(x.gsegs)])
+			return
+		}
+		x.writeBatch(x.wsegs)
+		x.getBatch(x.gsegs)
+	}
+}
+
+// writeBatch executes runs of write commands with one WriteBatch call:
+// their writes queue together, in order, so that they share the engine's
+// group commits instead of each waiting for its own turn, and a command's
+// writes apply after those of the commands before it. Each command then
+// gets its own reply, on its own connection.
+func (x *executor) writeBatch(segs []segment) {
+	if len(segs) == 0 {
+		return
+	}
+	ws, ps := x.writes[:0], x.pending[:0]
+	for _, sg := range segs {
+		for _, cm := range sg.cmds {
+			cmd := sg.c.lookup(cm.Args)
+			p := pending{c: sg.c, cmd: cmd, args: cm.Args, lo: len(ws)}
+			ws, p.errReply = cmd.write(sg.c, cm.Args, ws)
+			if p.errReply != "" {
+				ws = ws[:p.lo]
+			}
+			p.hi = len(ws)
+			ps = append(ps, p)
+		}
 	}
 	var res []shardcounter.WriteResult
 	var err error
 	if len(ws) > 0 {
-		ctx, cancel := c.ctx()
-		res, err = c.s.svc.WriteBatch(ctx, ws)
+		ctx, cancel := x.s.ctx()
+		res, err = x.s.svc.WriteBatch(ctx, ws)
 		if err == nil && len(res) != len(ws) {
 			err = shardcounter.Errorf(shardcounter.EINTERNAL, "the service returned %d results for %d writes", len(res), len(ws))
 		}
 		if err == nil {
-			c.readValues(ctx, ws, res)
+			x.s.readValues(ctx, ws, res)
 		}
 		cancel()
 	}
 	for i := range ps {
 		p := &ps[i]
+		c := p.c
 		switch {
 		case p.errReply != "":
 			c.w.Error(p.errReply)
@@ -62,7 +147,7 @@ func (c *conn) writeBatch(cmds []resp.Command) {
 	}
 	clear(ws) // let the ids be collected; keep the capacity
 	clear(ps)
-	c.writes, c.pending = ws[:0], ps[:0]
+	x.writes, x.pending = ws[:0], ps[:0]
 }
 
 // readValues gives each write that asked for the counter's value after
@@ -70,7 +155,7 @@ func (c *conn) writeBatch(cmds []resp.Command) {
 // it in its commit, a strong read of the counter, made once per counter
 // after the whole batch committed. That value is at least the write's
 // own, and may include writes committed since, which SPEC allows.
-func (c *conn) readValues(ctx context.Context, ws []shardcounter.Write, res []shardcounter.WriteResult) {
+func (s *Server) readValues(ctx context.Context, ws []shardcounter.Write, res []shardcounter.WriteResult) {
 	var read map[string]*shardcounter.WriteResult
 	for i := range ws {
 		if !ws[i].WantValue || res[i].Error != nil || res[i].Value != nil {
@@ -82,7 +167,7 @@ func (c *conn) readValues(ctx context.Context, ws []shardcounter.Write, res []sh
 		r, ok := read[ws[i].Counter]
 		if !ok {
 			r = new(shardcounter.WriteResult)
-			rd, err := c.s.svc.ReadCounter(ctx, ws[i].Counter, shardcounter.Strong)
+			rd, err := s.svc.ReadCounter(ctx, ws[i].Counter, shardcounter.Strong)
 			if err != nil {
 				r.Error = &shardcounter.Error{Code: shardcounter.EINTERNAL,
 					Message: "the write was applied, but reading the value after it failed (" + shardcounter.ErrorMessage(err) + "): read it with GET"}
@@ -96,12 +181,21 @@ func (c *conn) readValues(ctx context.Context, ws []shardcounter.Write, res []sh
 	}
 }
 
-// getBatch executes consecutive GETs of a pipeline with one batch read.
-func (c *conn) getBatch(cmds []resp.Command) {
-	ids := c.ids[:0]
-	bad := make([]string, len(cmds))
-	for i, cm := range cmds {
-		id, msg := counterID(cm.Args[1])
+// getBatch executes runs of GETs, of one or more connections, with one
+// batch read.
+func (x *executor) getBatch(segs []segment) {
+	if len(segs) == 0 {
+		return
+	}
+	ids, flat := x.ids[:0], x.flat[:0]
+	for _, sg := range segs {
+		for k := range sg.cmds {
+			flat = append(flat, segment{sg.c, sg.cmds[k : k+1]})
+		}
+	}
+	bad := make([]string, len(flat))
+	for i, f := range flat {
+		id, msg := counterID(f.cmds[0].Args[1])
 		if msg != "" {
 			bad[i] = msg
 			continue
@@ -111,12 +205,13 @@ func (c *conn) getBatch(cmds []resp.Command) {
 	var rs []shardcounter.ReadResult
 	var err error
 	if len(ids) > 0 {
-		ctx, cancel := c.ctx()
-		rs, err = c.readMany(ctx, ids)
+		ctx, cancel := x.s.ctx()
+		rs, err = x.s.readMany(ctx, ids)
 		cancel()
 	}
 	j := 0
-	for i := range cmds {
+	for i, f := range flat {
+		c := f.c
 		switch {
 		case bad[i] != "":
 			c.w.Error(bad[i])
@@ -133,16 +228,17 @@ func (c *conn) getBatch(cmds []resp.Command) {
 		j++
 	}
 	clear(ids)
-	c.ids = ids[:0]
+	clear(flat)
+	x.ids, x.flat = ids[:0], flat[:0]
 }
 
 // readMany reads counters strongly, in order: one ReadCounter for one id,
 // batch reads of up to MaxReadBatch ids otherwise, each one consistent
 // snapshot where the store has one. A counter's own failure (not found)
 // is in its result; the error is that of a whole read.
-func (c *conn) readMany(ctx context.Context, ids []string) ([]shardcounter.ReadResult, error) {
+func (s *Server) readMany(ctx context.Context, ids []string) ([]shardcounter.ReadResult, error) {
 	if len(ids) == 1 {
-		r, err := c.s.svc.ReadCounter(ctx, ids[0], shardcounter.Strong)
+		r, err := s.svc.ReadCounter(ctx, ids[0], shardcounter.Strong)
 		if err != nil && !errors.Is(err, shardcounter.ErrNotFound) {
 			return nil, err
 		}
@@ -151,7 +247,7 @@ func (c *conn) readMany(ctx context.Context, ids []string) ([]shardcounter.ReadR
 	out := make([]shardcounter.ReadResult, 0, len(ids))
 	for start := 0; start < len(ids); start += shardcounter.MaxReadBatch {
 		part := ids[start:min(start+shardcounter.MaxReadBatch, len(ids))]
-		rs, err := c.s.svc.ReadCounters(ctx, part, shardcounter.Strong)
+		rs, err := s.svc.ReadCounters(ctx, part, shardcounter.Strong)
 		if err != nil {
 			return nil, err
 		}

@@ -7,7 +7,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/resp"
 )
 
@@ -27,11 +26,8 @@ type conn struct {
 	libVer  string // CLIENT SETINFO LIB-VER
 	quit    bool   // QUIT, or a protocol error: close after the replies
 
-	// Scratch space of the batches, reused from one pipeline to the next.
-	writes  []shardcounter.Write
-	pending []pending
-	ids     []string
-	lower   [32]byte
+	x     *executor // executes the pipelines of a connection served on its own goroutine
+	lower [32]byte  // lookup's scratch
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {
@@ -95,36 +91,19 @@ func (c *conn) flush() error {
 // ctx returns the context of one command's (or one batch's) service
 // calls. It does not end when the server shuts down: commands executing
 // then finish.
-func (c *conn) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), c.s.opts.CommandTimeout)
+func (c *conn) ctx() (context.Context, context.CancelFunc) { return c.s.ctx() }
+
+func (s *Server) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.opts.CommandTimeout)
 }
 
-// run executes a pipeline of commands in order and encodes their replies.
-// Consecutive writes become one WriteBatch, and consecutive GETs one batch
-// read; every other command runs on its own. Commands that change the
-// connection (AUTH, HELLO, RESET ...) run on their own too, so a batch
-// never spans a change of authentication or protocol.
+// run executes a pipeline of the connection's commands in order and
+// encodes their replies (executor.run).
 func (c *conn) run(cmds []resp.Command) {
-	for i := 0; i < len(cmds) && !c.quit; {
-		cmd := c.lookup(cmds[i].Args)
-		j := i + 1
-		switch {
-		case cmd != nil && cmd.write != nil && c.ready(cmd, cmds[i].Args):
-			for j < len(cmds) && c.batchesWith(cmds[j].Args) {
-				j++
-			}
-			c.writeBatch(cmds[i:j])
-		case cmd != nil && cmd.name == "get" && c.ready(cmd, cmds[i].Args):
-			for j < len(cmds) && c.lookup(cmds[j].Args) == cmd && c.ready(cmd, cmds[j].Args) {
-				j++
-			}
-			c.getBatch(cmds[i:j])
-		default:
-			c.exec(cmd, cmds[i].Args)
-		}
-		c.s.stats.commands.Add(int64(j - i))
-		i = j
+	if c.x == nil {
+		c.x = &executor{s: c.s}
 	}
+	c.x.run([]turn{{c, cmds}})
 }
 
 // batchesWith reports whether args is a write that can join a batch of

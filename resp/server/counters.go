@@ -114,7 +114,10 @@ func replyApplied(c *conn, args [][]byte, ws []shardcounter.Write, res []shardco
 }
 
 // cmdGet runs a GET on its own; pipelined GETs go through getBatch.
-func cmdGet(c *conn, args [][]byte) { c.getBatch([]resp.Command{{Args: args}}) }
+func cmdGet(c *conn, args [][]byte) {
+	x := &executor{s: c.s}
+	x.getBatch([]segment{{c, []resp.Command{{Args: args}}}})
+}
 
 // ids returns the counter ids of args, or the error reply for the first
 // that is not one.
@@ -168,7 +171,7 @@ func readKeys(c *conn, keys [][]byte) ([]shardcounter.ReadResult, bool) {
 	}
 	ctx, cancel := c.ctx()
 	defer cancel()
-	rs, err := c.readMany(ctx, ids)
+	rs, err := c.s.readMany(ctx, ids)
 	if err != nil {
 		c.w.Error(errorReply(err))
 		return nil, false
