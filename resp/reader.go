@@ -68,6 +68,12 @@ func protocolErrorf(format string, args ...any) *ProtocolError {
 	return &ProtocolError{Msg: fmt.Sprintf(format, args...)}
 }
 
+// ErrWouldBlock is what the io.Reader under a Reader returns when it has
+// no input now but may have later: a non-blocking connection served by an
+// event loop. ReadCommands passes it on and does not keep it, so the next
+// call reads again; the input buffered so far stays.
+var ErrWouldBlock = errors.New("resp: no input available now")
+
 // Command is one command a client sent: Args[0] is its name, the rest
 // its arguments. The slices alias the Reader's buffer: they are valid
 // until the next call of ReadCommands, and must not be modified.
@@ -138,6 +144,8 @@ func (r *Reader) ReadCommands() ([]Command, error) {
 		switch {
 		case n > 0:
 			empty = 0
+		case errors.Is(err, ErrWouldBlock):
+			return nil, err
 		case err != nil:
 			r.err = err
 			return nil, err
@@ -153,6 +161,12 @@ func (r *Reader) ReadCommands() ([]Command, error) {
 // Buffered returns the number of bytes read from the connection and not
 // yet returned as commands.
 func (r *Reader) Buffered() int { return r.w - r.r }
+
+// Pending reports whether the next ReadCommands may return without reading
+// the connection: input is buffered, or an error met after the commands
+// last returned waits to be returned. An event loop calls it after
+// serving a pipeline, since the connection may not become readable again.
+func (r *Reader) Pending() bool { return r.err != nil || r.r < r.w }
 
 // fill reads more input after what is buffered, moving it to the front of
 // the buffer and growing the buffer, up to MaxBuffer, when it is full.

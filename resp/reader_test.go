@@ -223,3 +223,69 @@ func TestParseInt(t *testing.T) {
 		}
 	}
 }
+
+// blocking is a non-blocking connection's input: each chunk is one read,
+// and between chunks a read finds nothing (ErrWouldBlock).
+type blocking struct {
+	chunks []string
+	gap    bool
+}
+
+func (b *blocking) Read(p []byte) (int, error) {
+	if b.gap || len(b.chunks) == 0 {
+		b.gap = false
+		return 0, resp.ErrWouldBlock
+	}
+	n := copy(p, b.chunks[0])
+	b.chunks[0] = b.chunks[0][n:]
+	if b.chunks[0] == "" {
+		b.chunks = b.chunks[1:]
+		b.gap = true
+	}
+	return n, nil
+}
+
+// TestReaderWouldBlock checks that ErrWouldBlock is passed on and not
+// kept: a command split over reads with nothing between them is returned
+// once it is whole, and the part already read is kept.
+func TestReaderWouldBlock(t *testing.T) {
+	in := &blocking{chunks: []string{"*2\r\n$4\r\nIN", "CR\r\n$1\r\nk\r\nGET", " k\r\n"}}
+	r := resp.NewReader(in, resp.Limits{})
+	var got [][]string
+	blocked := 0
+	for len(got) < 2 && blocked < 10 {
+		cmds, err := r.ReadCommands()
+		if errors.Is(err, resp.ErrWouldBlock) {
+			blocked++
+			continue
+		}
+		if err != nil {
+			t.Fatalf("ReadCommands: %v", err)
+		}
+		for _, c := range cmds {
+			var args []string
+			for _, a := range c.Args {
+				args = append(args, string(a))
+			}
+			got = append(got, args)
+		}
+		// After INCR, "GET" is buffered; after GET, nothing.
+		if pending := len(got) == 1; r.Pending() != pending {
+			t.Errorf("Pending %v after %q, want %v", r.Pending(), got, pending)
+		}
+	}
+	if want := [][]string{{"INCR", "k"}, {"GET", "k"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if blocked != 2 {
+		t.Errorf("%d reads found nothing, want 2 (one after each incomplete chunk)", blocked)
+	}
+	// An error met after a pipeline waits: Pending says so.
+	r = resp.NewReader(strings.NewReader("PING\r\n*x\r\n"), resp.Limits{})
+	if cmds, err := r.ReadCommands(); err != nil || len(cmds) != 1 {
+		t.Fatalf("ReadCommands: %d commands, %v", len(cmds), err)
+	}
+	if !r.Pending() {
+		t.Error("Pending is false with a protocol error waiting")
+	}
+}

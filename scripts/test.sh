@@ -18,6 +18,10 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 go test -race -count=1 -timeout 40m "$@" ./...
+# The RESP server serves connections from an event loop on Linux, and on a
+# goroutine each elsewhere (or with Options.ConnGoroutines): its tests run
+# once more the second way, so that both pass them all.
+SHARDCOUNTER_RESP_GOROUTINES=1 go test -race -count=1 -timeout 10m "$@" ./resp/server
 
 # Fuzz every decoder briefly beyond its seed corpus (testdata/fuzz/, which
 # the run above already replayed): long enough to catch a shallow crash in

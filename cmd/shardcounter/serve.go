@@ -58,6 +58,7 @@ type serveCommand struct {
 	bodyTimeout   time.Duration
 	maxConcurrent int
 	respListen    string
+	respGoroutine bool
 	maxStaleness  time.Duration
 	cacheSize     int
 	readsInFlight int
@@ -89,6 +90,8 @@ func (c *serveCommand) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.readsInFlight, "max-reads-in-flight", engine.DefaultMaxReadsInFlight, "at most `N` store reads at once for cached-read misses, and N for strong reads; reads that wait go together in the next")
 	fs.StringVar(&c.respListen, "resp-listen", c.env("SHARDCOUNTER_RESP_LISTEN", ""),
 		"also serve the Redis protocol (RESP2, RESP3) on `ADDR`, such as 127.0.0.1:6380; off unless given (env SHARDCOUNTER_RESP_LISTEN)")
+	fs.BoolVar(&c.respGoroutine, "resp-conn-goroutines", false,
+		"serve each RESP connection on its own goroutine instead of one event loop: a command waiting for the store then holds up only its own connection (slower for many small commands; docs/RESP.md)")
 }
 
 func (c *serveCommand) env(name, def string) string {
@@ -288,6 +291,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 		rs = respserver.New(eng, respserver.Options{
 			AuthTokens:     tokens,
 			CommandTimeout: c.reqTimeout,
+			ConnGoroutines: c.respGoroutine,
 			Engine:         eng.Stats(),
 			Durability:     cfg.Durability,
 			Version:        Version(),

@@ -13,6 +13,7 @@ func FuzzServeFlags(f *testing.F) {
 		"--max-staleness 5s --cache-size 1000000 --max-reads-in-flight 4",
 		"--default-shards 1024 --max-body 1 --max-concurrent 1 --request-timeout 1ns",
 		"--max-staleness 0s", "--cache-size -1", "--max-reads-in-flight 0", "--default-shards 1025",
+		"--resp-listen 127.0.0.1:0 --resp-conn-goroutines", "--resp-conn-goroutines=maybe",
 		"--durability fast", "--tls-cert a.pem", "--store", "extra", "--flush-interval soon",
 	} {
 		f.Add(seed)

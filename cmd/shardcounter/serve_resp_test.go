@@ -119,3 +119,30 @@ func TestServeRESPListenError(t *testing.T) {
 		t.Fatalf("message %q does not name the flag", msg)
 	}
 }
+
+// TestServeRESPConnGoroutines checks that --resp-conn-goroutines serves
+// the RESP port on a goroutine a connection, and that the default is the
+// event loop (INFO's multiplexing_api says which).
+func TestServeRESPConnGoroutines(t *testing.T) {
+	for _, c := range []struct {
+		flags []string
+		api   string
+	}{
+		{[]string{"--resp-listen", "127.0.0.1:0"}, "epoll"},
+		{[]string{"--resp-listen", "127.0.0.1:0", "--resp-conn-goroutines"}, "goroutine"},
+	} {
+		s := StartServer(t, t.TempDir(), c.flags...)
+		h, p := s.respAddr(t)
+		for i, want := range []string{"1", "2"} {
+			if got := redisCLI(t, h, p, "INCR", "likes"); got != want {
+				t.Fatalf("%v: INCR %d: %q, want %s", c.flags, i+1, got, want)
+			}
+		}
+		if info := redisCLI(t, h, p, "INFO", "server"); !strings.Contains(info, "multiplexing_api:"+c.api+"\r") {
+			t.Errorf("%v: INFO server says\n%s\nwant multiplexing_api:%s", c.flags, info, c.api)
+		}
+		if code := s.Stop(t, syscall.SIGTERM); code != 0 {
+			t.Fatalf("serve exited %d after SIGTERM:\n%s", code, s.Logs())
+		}
+	}
+}

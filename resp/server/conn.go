@@ -19,6 +19,8 @@ type conn struct {
 	w       resp.Writer
 	id      int64
 	created time.Time
+	raddr   net.Addr // the client's address, kept: the loop closes nc early
+	laddr   net.Addr
 
 	authed  bool   // AUTH succeeded, or none is needed
 	name    string // CLIENT SETNAME
@@ -27,6 +29,7 @@ type conn struct {
 	quit    bool   // QUIT, or a protocol error: close after the replies
 
 	x     *executor // executes the pipelines of a connection served on its own goroutine
+	lc    *loopConn // the loop's state of a connection it serves, or nil
 	lower [32]byte  // lookup's scratch
 }
 
@@ -36,14 +39,21 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		nc:      nc,
 		rd:      resp.NewReader(nc, s.opts.Limits),
 		id:      s.nextID.Add(1),
+		raddr:   nc.RemoteAddr(),
+		laddr:   nc.LocalAddr(),
 		created: time.Now(),
 		authed:  !s.tokens.Required(),
 	}
 }
 
 // interrupt wakes the connection from waiting for input, so that it sees
-// the server shutting down; commands executing are not affected.
-func (c *conn) interrupt() { c.nc.SetReadDeadline(time.Unix(1, 0)) }
+// the server shutting down; commands executing are not affected. The loop
+// sees the shutdown itself.
+func (c *conn) interrupt() {
+	if c.lc == nil {
+		c.nc.SetReadDeadline(time.Unix(1, 0))
+	}
+}
 
 // serve reads pipelines of commands, executes them and sends the replies,
 // until the client quits or leaves, a frame is malformed, or the server
@@ -53,7 +63,7 @@ func (c *conn) serve() {
 	defer c.nc.Close()
 	defer func() {
 		if p := recover(); p != nil {
-			c.s.opts.Logger.Error("resp: panic serving a connection; closing it", "panic", p, "client", c.nc.RemoteAddr().String(), "stack", string(debug.Stack()))
+			c.s.opts.Logger.Error("resp: panic serving a connection; closing it", "panic", p, "client", c.raddr.String(), "stack", string(debug.Stack()))
 		}
 	}()
 	for !c.s.shutdown.Load() {
@@ -66,7 +76,7 @@ func (c *conn) serve() {
 			// As Redis: say what was wrong, then close, since nothing
 			// after a framing error can be trusted to start a command.
 			c.s.stats.protocolErrors.Add(1)
-			c.s.opts.Logger.Debug("resp: protocol error; closing the connection", "client", c.nc.RemoteAddr().String(), "error", pe.Msg)
+			c.s.opts.Logger.Debug("resp: protocol error; closing the connection", "client", c.raddr.String(), "error", pe.Msg)
 			c.w.Error("ERR " + pe.Error())
 			c.quit = true
 		}

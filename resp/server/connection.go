@@ -243,7 +243,7 @@ func cmdClient(c *conn, args [][]byte) {
 // info is the connection's line of CLIENT INFO.
 func (c *conn) info() string {
 	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d db=0 resp=%d lib-name=%s lib-ver=%s",
-		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int64(time.Since(c.created).Seconds()), c.w.Proto(), c.libName, c.libVer)
+		c.id, c.raddr, c.laddr, c.name, int64(time.Since(c.created).Seconds()), c.w.Proto(), c.libName, c.libVer)
 }
 
 // cmdCommand is COMMAND, COMMAND COUNT, COMMAND INFO name..., COMMAND LIST
@@ -375,12 +375,19 @@ func cmdInfo(c *conn, args [][]byte) {
 	}
 	s := c.s
 	port := ""
-	if _, p, err := net.SplitHostPort(c.nc.LocalAddr().String()); err == nil {
+	if _, p, err := net.SplitHostPort(c.laddr.String()); err == nil {
 		port = p
+	}
+	// multiplexing_api is Redis's field; here it says how this
+	// connection is served: "epoll", by the event loop, or "goroutine".
+	api := "goroutine"
+	if c.lc != nil {
+		api = "epoll"
 	}
 	section("Server",
 		"redis_version:"+redisVersion,
 		"redis_mode:standalone",
+		"multiplexing_api:"+api,
 		"shardcounter_version:"+s.opts.Version,
 		"process_id:"+strconv.Itoa(os.Getpid()),
 		"tcp_port:"+port,

@@ -3,8 +3,10 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -140,42 +142,54 @@ func TestIncrWithoutValue(t *testing.T) {
 }
 
 // TestShutdown checks that Shutdown lets a command executing finish and
-// send its reply, closes idle connections, and stops accepting.
+// send its reply, closes idle connections, and stops accepting. A
+// connection served on its own goroutine is closed at once when idle; the
+// event loop closes its idle connections once the cycle executing the
+// command is over.
 func TestShutdown(t *testing.T) {
-	f := &faulty{CounterService: MustEngine(t), entered: make(chan struct{}, 1), gate: make(chan struct{})}
-	ln := listen(t)
-	s := server.New(f, serverOptions())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ln) }()
-	addr := ln.Addr().String()
+	for _, goroutines := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ConnGoroutines=%v", goroutines), func(t *testing.T) {
+			f := &faulty{CounterService: MustEngine(t), entered: make(chan struct{}, 1), gate: make(chan struct{})}
+			ln := listen(t)
+			opts := serverOptions()
+			opts.ConnGoroutines = goroutines
+			s := server.New(f, opts)
+			served := make(chan error, 1)
+			go func() { served <- s.Serve(ln) }()
+			addr := ln.Addr().String()
 
-	idle := MustRaw(t, addr)
-	idle.send("PING\r\n")
-	idle.expect("+PONG\r\n")
-	busy := MustRaw(t, addr)
-	busy.send("INCR k\r\n")
-	<-f.entered
-	shut := make(chan error, 1)
-	go func() { shut <- s.Shutdown(context.Background()) }()
-	idle.expectClosed()
-	select {
-	case err := <-shut:
-		t.Fatalf("Shutdown returned %v while a command was executing", err)
-	default:
-	}
-	f.set(func(f *faulty) { f.entered = nil })
-	close(f.gate)
-	busy.expect(":1\r\n")
-	busy.expectClosed()
-	if err := <-shut; err != nil {
-		t.Errorf("Shutdown: %v", err)
-	}
-	if err := <-served; !errors.Is(err, server.ErrServerClosed) {
-		t.Errorf("Serve: %v, want ErrServerClosed", err)
-	}
-	if c, err := dial(addr); err == nil {
-		c.Close()
-		t.Errorf("a connection was accepted after Shutdown")
+			idle := MustRaw(t, addr)
+			idle.send("PING\r\n")
+			idle.expect("+PONG\r\n")
+			busy := MustRaw(t, addr)
+			busy.send("INCR k\r\n")
+			<-f.entered
+			shut := make(chan error, 1)
+			go func() { shut <- s.Shutdown(context.Background()) }()
+			if goroutines {
+				idle.expectClosed()
+			}
+			select {
+			case err := <-shut:
+				t.Fatalf("Shutdown returned %v while a command was executing", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			f.set(func(f *faulty) { f.entered = nil })
+			close(f.gate)
+			busy.expect(":1\r\n")
+			busy.expectClosed()
+			idle.expectClosed()
+			if err := <-shut; err != nil {
+				t.Errorf("Shutdown: %v", err)
+			}
+			if err := <-served; !errors.Is(err, server.ErrServerClosed) {
+				t.Errorf("Serve: %v, want ErrServerClosed", err)
+			}
+			if c, err := dial(addr); err == nil {
+				c.Close()
+				t.Errorf("a connection was accepted after Shutdown")
+			}
+		})
 	}
 }
 

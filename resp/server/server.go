@@ -71,6 +71,12 @@ type Options struct {
 	// Logger receives protocol errors (at debug level) and panics.
 	// Default slog.Default().
 	Logger *slog.Logger
+	// ConnGoroutines serves each connection on a goroutine of its own
+	// instead of from the event loop (Linux), where a command that waits
+	// for the store holds up only its own connection rather than the
+	// loop's cycle. It is what the server does on other systems. The loop
+	// is faster for many small commands (docs/RESP.md, "Serving").
+	ConnGoroutines bool
 }
 
 // Server serves a CounterService over RESP. It is safe for concurrent use.
@@ -87,8 +93,12 @@ type Server struct {
 	serving   sync.WaitGroup // connections being served
 
 	shutdown atomic.Bool
+	closeNow atomic.Bool // Shutdown's deadline passed: close every connection
 	nextID   atomic.Int64
 	stats    stats
+
+	loopOnce sync.Once
+	loop     atomic.Pointer[loop] // serves the connections (loop_linux.go), once one came
 }
 
 // stats are the server's running totals, shown by INFO.
@@ -189,11 +199,12 @@ func (s *Server) Serve(ln net.Listener) error {
 			nc.Close()
 			continue
 		}
+		s.prepare(c)
 		s.conns[c] = struct{}{}
 		s.serving.Add(1)
 		s.mu.Unlock()
 		s.stats.connected.Add(1)
-		go c.serve()
+		s.serveConn(c)
 	}
 }
 
@@ -215,6 +226,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		c.interrupt()
 	}
 	s.mu.Unlock()
+	if l := s.loop.Load(); l != nil {
+		l.wakeUp() // it closes its connections as they finish
+	}
 	done := make(chan struct{})
 	go func() {
 		s.serving.Wait()
@@ -226,9 +240,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		s.mu.Lock()
 		for c := range s.conns {
-			c.nc.Close()
+			if c.lc == nil { // the loop closes its own
+				c.nc.Close()
+			}
 		}
 		s.mu.Unlock()
+		s.closeNow.Store(true)
+		if l := s.loop.Load(); l != nil {
+			l.wakeUp()
+		}
 		return ctx.Err()
 	}
 }

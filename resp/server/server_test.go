@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -41,12 +42,19 @@ func MustEngine(tb testing.TB) *engine.Engine {
 
 // MustServe serves svc over RESP on a free loopback port and returns the
 // server and its address; the server shuts down when the test ends.
+// connGoroutines makes MustServe's servers serve each connection on its
+// own goroutine instead of the event loop: scripts/test.sh runs this
+// package's tests a second time with SHARDCOUNTER_RESP_GOROUTINES=1, so
+// that both ways of serving pass them all.
+var connGoroutines = os.Getenv("SHARDCOUNTER_RESP_GOROUTINES") == "1"
+
 func MustServe(tb testing.TB, svc shardcounter.CounterService, opts server.Options) (*server.Server, string) {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
+	opts.ConnGoroutines = opts.ConnGoroutines || connGoroutines
 	s := server.New(svc, opts)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }()

@@ -1,0 +1,110 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/resp/server"
+)
+
+// counting counts the WriteBatch calls that reach the service.
+type counting struct {
+	*faulty
+	calls atomic.Int64
+}
+
+func (c *counting) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]shardcounter.WriteResult, error) {
+	c.calls.Add(1)
+	return c.faulty.WriteBatch(ctx, ws)
+}
+
+// TestLoopBatchesConnections checks that the event loop executes the
+// writes of every connection with input in one WriteBatch: ten clients
+// that send an INCR while the loop waits for another client's commit get
+// theirs in the next batch, one call, which leaves the counter at 11.
+func TestLoopBatchesConnections(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the event loop serves connections on Linux only")
+	}
+	if connGoroutines {
+		t.Skip("SHARDCOUNTER_RESP_GOROUTINES=1: this pass tests serving on goroutines, and the first tested the loop")
+	}
+	f := &counting{faulty: &faulty{CounterService: MustEngine(t), entered: make(chan struct{}, 1), gate: make(chan struct{})}}
+	_, addr := MustServe(t, f, server.Options{ConnGoroutines: false})
+	first := MustRaw(t, addr)
+	first.send("INCR k\r\n")
+	<-f.entered // the loop waits in this WriteBatch
+	f.set(func(f *faulty) { f.entered = nil })
+	others := make([]*raw, 10)
+	for i := range others {
+		others[i] = MustRaw(t, addr)
+		// On loopback the command is in the server's socket when the
+		// write returns, and the loop reads every ready socket in one
+		// cycle once the first batch is done.
+		others[i].send("INCR k\r\n")
+	}
+	close(f.gate)
+	first.expect(":1\r\n")
+	for _, o := range others {
+		// INCR's value is read after its batch: 11 here.
+		if got := o.line(); got != ":11" {
+			t.Errorf("INCR of a client in the second batch: %s, want :11", got)
+		}
+	}
+	if n := f.calls.Load(); n != 2 {
+		t.Errorf("%d WriteBatch calls for the 11 INCRs, want 2: the first, and one for the ten that came while it ran", n)
+	}
+}
+
+// TestClientThatStopsReading checks that a client that sends commands
+// and never reads their replies is disconnected after WriteTimeout, while
+// the server goes on serving another client meanwhile. Its replies fill
+// the socket's buffers, so sending them waits; in the event loop, that
+// connection is then no longer read.
+func TestClientThatStopsReading(t *testing.T) {
+	for _, goroutines := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ConnGoroutines=%v", goroutines), func(t *testing.T) {
+			_, addr := MustServe(t, MustEngine(t), server.Options{ConnGoroutines: goroutines, WriteTimeout: 300 * time.Millisecond})
+			stuck, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stuck.Close()
+			stuck.(*net.TCPConn).SetReadBuffer(4096)
+			// ECHO replies as long as the command: 64 KiB a command, until
+			// the server stops taking them or closes.
+			big := strings.Repeat("x", 60000)
+			cmd := fmt.Sprintf("*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n", len(big), big)
+			closed := make(chan error, 1)
+			go func() {
+				for {
+					stuck.SetWriteDeadline(time.Now().Add(20 * time.Second))
+					if _, err := stuck.Write([]byte(cmd)); err != nil {
+						closed <- err
+						return
+					}
+				}
+			}()
+			other := MustRaw(t, addr)
+			for i := 0; i < 20; i++ {
+				other.send("INCR k\r\n")
+				other.expect(fmt.Sprintf(":%d\r\n", i+1))
+				time.Sleep(10 * time.Millisecond)
+			}
+			select {
+			case <-closed:
+			case <-time.After(15 * time.Second):
+				t.Fatal("the client that stopped reading is still connected after 15 s, want closed after the write timeout")
+			}
+			other.send("PING\r\n")
+			other.expect("+PONG\r\n")
+		})
+	}
+}
