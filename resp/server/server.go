@@ -5,12 +5,14 @@
 // word for. docs/RESP.md is the command reference.
 //
 // The server holds no counter state: each command is one or a few calls
-// of the service. A pipeline is served as a unit: consecutive writes in
-// it (INCR, SADD, SC.INCRBY ...) go to the service as one WriteBatch, so
-// that they join the engine's group commits together instead of making
-// one round trip through it each, and consecutive GETs are one batch
-// read. Replies go back in order, and the commands of one connection take
-// effect in the order sent, as in Redis.
+// of the service. The commands that arrive together are served as a
+// unit: consecutive writes (INCR, SADD, SC.INCRBY ...) of a pipeline, and
+// of every connection the event loop reads in one cycle, go to the
+// service as one WriteBatch, so that they join the engine's group commits
+// together instead of making one round trip through it each, and
+// consecutive GETs are one batch read (executor). Replies go back in
+// order, and the commands of one connection take effect in the order
+// sent, as in Redis.
 package server
 
 import (
@@ -149,8 +151,11 @@ func New(svc shardcounter.CounterService, opts Options) *Server {
 // call while the server serves (serve calls it on SIGHUP).
 func (s *Server) SetAuthTokens(tokens []string) { s.tokens.Replace(tokens) }
 
-// Serve accepts connections on ln and serves each on its own goroutine
-// until Shutdown, when it returns ErrServerClosed. It closes ln.
+// Serve accepts connections on ln and serves them until Shutdown, when it
+// returns ErrServerClosed. It closes ln. On Linux the server's event loop
+// serves every connection of a TCP or Unix listener (loop_linux.go); other
+// connections, and all of them with Options.ConnGoroutines or on other
+// systems, are served each on its own goroutine.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closing {
