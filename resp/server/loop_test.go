@@ -38,17 +38,22 @@ func TestLoopBatchesConnections(t *testing.T) {
 	}
 	f := &counting{faulty: &faulty{CounterService: MustEngine(t), entered: make(chan struct{}, 1), gate: make(chan struct{})}}
 	_, addr := MustServe(t, f, server.Options{ConnGoroutines: false})
-	first := MustRaw(t, addr)
+	// Every connection is served (a PING answered) before the loop blocks.
+	conns := make([]*raw, 11)
+	for i := range conns {
+		conns[i] = MustRaw(t, addr)
+		conns[i].send("PING\r\n")
+		conns[i].expect("+PONG\r\n")
+	}
+	first, others := conns[0], conns[1:]
 	first.send("INCR k\r\n")
 	<-f.entered // the loop waits in this WriteBatch
 	f.set(func(f *faulty) { f.entered = nil })
-	others := make([]*raw, 10)
-	for i := range others {
-		others[i] = MustRaw(t, addr)
+	for _, o := range others {
 		// On loopback the command is in the server's socket when the
 		// write returns, and the loop reads every ready socket in one
 		// cycle once the first batch is done.
-		others[i].send("INCR k\r\n")
+		o.send("INCR k\r\n")
 	}
 	close(f.gate)
 	first.expect(":1\r\n")
