@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/resp"
@@ -41,23 +42,23 @@ type executor struct {
 	writes  []shardcounter.Write
 	pending []pending
 	ids     []string
-	flat    []segment // getBatch: one segment per GET
+	reads   []readCmd
 	wsegs   []segment
-	gsegs   []segment
+	rsegs   []segment
 }
 
 // run executes turns in rounds. In a round each connection runs its
 // commands up to and including its next batchable run (consecutive writes,
 // or consecutive GETs); every other command runs on its own as it is met.
-// Then the round's runs of writes execute as one WriteBatch, and its GETs
-// as one batch read. So a connection's commands take effect in the order
+// Then the round's runs of writes execute as one WriteBatch, and its
+// strong reads (GET, MGET, EXISTS) as one batch read. So a connection's commands take effect in the order
 // sent, and the writes of many connections share one queueing in the
 // engine. Commands that change the connection (AUTH, HELLO, RESET ...) run
 // on their own, so a batch never spans a change of authentication or
 // protocol.
 func (x *executor) run(turns []turn) {
 	for {
-		x.wsegs, x.gsegs = x.wsegs[:0], x.gsegs[:0]
+		x.wsegs, x.rsegs = x.wsegs[:0], x.rsegs[:0]
 		for k := range turns {
 			t := &turns[k]
 			for len(t.cmds) > 0 && !t.c.quit {
@@ -70,11 +71,11 @@ func (x *executor) run(turns []turn) {
 						j++
 					}
 					x.wsegs = append(x.wsegs, segment{c, cmds[:j]})
-				case cmd != nil && cmd.name == "get" && c.ready(cmd, cmds[0].Args):
-					for j < len(cmds) && c.lookup(cmds[j].Args) == cmd && c.ready(cmd, cmds[j].Args) {
+				case cmd != nil && cmd.readReply != nil && c.ready(cmd, cmds[0].Args):
+					for j < len(cmds) && c.readsWith(cmds[j].Args) {
 						j++
 					}
-					x.gsegs = append(x.gsegs, segment{c, cmds[:j]})
+					x.rsegs = append(x.rsegs, segment{c, cmds[:j]})
 				default:
 					c.exec(cmd, cmds[0].Args)
 					batched = false
@@ -86,13 +87,13 @@ func (x *executor) run(turns []turn) {
 				}
 			}
 		}
-		if len(x.wsegs) == 0 && len(x.gsegs) == 0 {
+		if len(x.wsegs) == 0 && len(x.rsegs) == 0 {
 			clear(x.wsegs[:cap(x.wsegs)])
-			clear(x.gsegs[:cap(x.gsegs)])
+			clear(x.rsegs[:cap(x.rsegs)])
 			return
 		}
 		x.writeBatch(x.wsegs)
-		x.getBatch(x.gsegs)
+		x.readBatch(x.rsegs)
 	}
 }
 
@@ -181,55 +182,98 @@ func (s *Server) readValues(ctx context.Context, ws []shardcounter.Write, res []
 	}
 }
 
-// getBatch executes runs of GETs, of one or more connections, with one
-// batch read.
-func (x *executor) getBatch(segs []segment) {
+// readCmd is one strong read command of a batch read: its counters are
+// ids[lo:hi] of the batch, or bad is the error reply of a key that is not
+// a counter id.
+type readCmd struct {
+	c      *conn
+	cmd    *command
+	lo, hi int
+	bad    string
+}
+
+// readBatch executes runs of strong reads of keys (GET, MGET, EXISTS), of
+// one or more connections, with as few batch reads as MaxReadBatch
+// allows: the commands are packed, whole, into calls of up to
+// MaxReadBatch counters, which run at once (the engine gathers them into
+// its store reads). So each command's counters are one consistent
+// snapshot where the store has one, as a batch read is, unless it names
+// more than MaxReadBatch.
+func (x *executor) readBatch(segs []segment) {
 	if len(segs) == 0 {
 		return
 	}
-	ids, flat := x.ids[:0], x.flat[:0]
+	ids, rcs := x.ids[:0], x.reads[:0]
 	for _, sg := range segs {
-		for k := range sg.cmds {
-			flat = append(flat, segment{sg.c, sg.cmds[k : k+1]})
+		for _, cm := range sg.cmds {
+			rc := readCmd{c: sg.c, cmd: sg.c.lookup(cm.Args), lo: len(ids)}
+			for _, a := range cm.Args[1:] {
+				id, msg := counterID(a)
+				if msg != "" {
+					rc.bad, ids = msg, ids[:rc.lo]
+					break
+				}
+				ids = append(ids, id)
+			}
+			rc.hi = len(ids)
+			rcs = append(rcs, rc)
 		}
 	}
-	bad := make([]string, len(flat))
-	for i, f := range flat {
-		id, msg := counterID(f.cmds[0].Args[1])
-		if msg != "" {
-			bad[i] = msg
+	// Cut the commands into calls: call k reads ids[cuts[k]:cuts[k+1]].
+	cuts := []int{0}
+	for _, rc := range rcs {
+		if last := cuts[len(cuts)-1]; rc.hi-last > shardcounter.MaxReadBatch && rc.lo > last {
+			cuts = append(cuts, rc.lo)
+		}
+	}
+	cuts = append(cuts, len(ids))
+	rs := make([]shardcounter.ReadResult, len(ids))
+	errs := make([]error, len(cuts)-1)
+	ctx, cancel := x.s.ctx()
+	var wg sync.WaitGroup
+	for k := range errs {
+		lo, hi := cuts[k], cuts[k+1]
+		if lo == hi {
 			continue
 		}
-		ids = append(ids, id)
+		wg.Go(func() {
+			part, err := x.s.readMany(ctx, ids[lo:hi])
+			if err != nil {
+				errs[k] = err
+				return
+			}
+			copy(rs[lo:hi], part)
+		})
 	}
-	var rs []shardcounter.ReadResult
-	var err error
-	if len(ids) > 0 {
-		ctx, cancel := x.s.ctx()
-		rs, err = x.s.readMany(ctx, ids)
-		cancel()
-	}
-	j := 0
-	for i, f := range flat {
-		c := f.c
+	wg.Wait()
+	k := 0
+	for _, rc := range rcs {
+		for rc.lo >= cuts[k+1] && k+1 < len(errs) {
+			k++
+		}
+		err := errs[k]
+		if err != nil && rc.bad == "" && (rc.lo > cuts[k] || rc.hi < cuts[k+1]) {
+			// A call of several commands failed whole: each is read
+			// again on its own, so that one command's failing counters
+			// (a cluster node that is down) fail only that command.
+			var part []shardcounter.ReadResult
+			if part, err = x.s.readMany(ctx, ids[rc.lo:rc.hi]); err == nil {
+				copy(rs[rc.lo:rc.hi], part)
+			}
+		}
 		switch {
-		case bad[i] != "":
-			c.w.Error(bad[i])
-			continue
+		case rc.bad != "":
+			rc.c.w.Error(rc.bad)
 		case err != nil:
-			c.w.Error(errorReply(err))
-		case errors.Is(rs[j].Err, shardcounter.ErrNotFound):
-			c.w.Null()
-		case rs[j].Err != nil:
-			c.w.Error(errorReply(rs[j].Err))
+			rc.c.w.Error(errorReply(err))
 		default:
-			c.w.BulkInt(rs[j].Reading.Value)
+			rc.cmd.readReply(rc.c, rs[rc.lo:rc.hi])
 		}
-		j++
 	}
+	cancel()
 	clear(ids)
-	clear(flat)
-	x.ids, x.flat = ids[:0], flat[:0]
+	clear(rcs)
+	x.ids, x.reads = ids[:0], rcs[:0]
 }
 
 // readMany reads counters strongly, in order: one ReadCounter for one id,

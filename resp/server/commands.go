@@ -24,6 +24,10 @@ type command struct {
 	run   func(c *conn, args [][]byte)
 	write func(c *conn, args [][]byte, ws []shardcounter.Write) ([]shardcounter.Write, string)
 	reply func(c *conn, args [][]byte, ws []shardcounter.Write, res []shardcounter.WriteResult)
+	// readReply replies to a strong read of the counters args[1:]: rs
+	// holds a result per key, ErrNotFound for a counter that does not
+	// exist.
+	readReply func(c *conn, rs []shardcounter.ReadResult)
 }
 
 func (cmd *command) arityOK(n int) bool {
@@ -56,9 +60,9 @@ func init() {
 		{name: "decr", arity: 2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeDecr, reply: replyValue},
 		{name: "incrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeIncrBy, reply: replyValue},
 		{name: "decrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeDecrBy, reply: replyValue},
-		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1, run: cmdGet},
-		{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: -1, step: 1, run: cmdMGet},
-		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: -1, step: 1, run: cmdExists},
+		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1, run: cmdRead, readReply: replyGet},
+		{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: -1, step: 1, run: cmdRead, readReply: replyMGet},
+		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: -1, step: 1, run: cmdRead, readReply: replyExists},
 		{name: "del", arity: -2, flags: []string{"write"}, firstKey: 1, lastKey: -1, step: 1, run: cmdDel},
 
 		// Distinct counters, as Redis sets.

@@ -123,6 +123,13 @@ func (c *conn) batchesWith(args [][]byte) bool {
 	return cmd != nil && cmd.write != nil && c.ready(cmd, args)
 }
 
+// readsWith reports whether args is a strong read that can join a batch
+// read.
+func (c *conn) readsWith(args [][]byte) bool {
+	cmd := c.lookup(args)
+	return cmd != nil && cmd.readReply != nil && c.ready(cmd, args)
+}
+
 // ready reports whether cmd may run with args now: the connection is
 // authenticated (or cmd needs none) and the argument count fits.
 func (c *conn) ready(cmd *command, args [][]byte) bool {

@@ -113,10 +113,37 @@ func replyApplied(c *conn, args [][]byte, ws []shardcounter.Write, res []shardco
 	}
 }
 
-// cmdGet runs a GET on its own; pipelined GETs go through getBatch.
-func cmdGet(c *conn, args [][]byte) {
+// cmdRead runs a strong read of keys (GET, MGET, EXISTS) on its own;
+// those of a pipeline, or of one cycle of the event loop, go together
+// through executor.readBatch.
+func cmdRead(c *conn, args [][]byte) {
 	x := &executor{s: c.s}
-	x.getBatch([]segment{{c, []resp.Command{{Args: args}}}})
+	x.readBatch([]segment{{c, []resp.Command{{Args: args}}}})
+}
+
+// replyGet is GET's reply: the value, nil for a missing counter.
+func replyGet(c *conn, rs []shardcounter.ReadResult) {
+	switch r := rs[0]; {
+	case errors.Is(r.Err, shardcounter.ErrNotFound):
+		c.w.Null()
+	case r.Err != nil:
+		c.w.Error(errorReply(r.Err))
+	default:
+		c.w.BulkInt(r.Reading.Value)
+	}
+}
+
+// failedRead replies with the error of the first counter of rs whose read
+// failed, other than for not existing, and reports whether there was one:
+// MGET and EXISTS fail whole, as a batch read does.
+func failedRead(c *conn, rs []shardcounter.ReadResult) bool {
+	for _, r := range rs {
+		if r.Err != nil && !errors.Is(r.Err, shardcounter.ErrNotFound) {
+			c.w.Error(errorReply(r.Err))
+			return true
+		}
+	}
+	return false
 }
 
 // ids returns the counter ids of args, or the error reply for the first
@@ -159,32 +186,6 @@ func readKey[T any](c *conn, key []byte, missing func(), read func(context.Conte
 	return v, true
 }
 
-// readKeys reads the counters named by keys in one batch read, as MGET and
-// EXISTS do: it returns a result per key, ErrNotFound for a counter that
-// does not exist, or replies itself with the error of a bad key or of a
-// read that failed (for all the counters or for one) and returns false.
-func readKeys(c *conn, keys [][]byte) ([]shardcounter.ReadResult, bool) {
-	ids, msg := ids(keys)
-	if msg != "" {
-		c.w.Error(msg)
-		return nil, false
-	}
-	ctx, cancel := c.ctx()
-	defer cancel()
-	rs, err := c.s.readMany(ctx, ids)
-	if err != nil {
-		c.w.Error(errorReply(err))
-		return nil, false
-	}
-	for _, r := range rs {
-		if r.Err != nil && !errors.Is(r.Err, shardcounter.ErrNotFound) {
-			c.w.Error(errorReply(r.Err))
-			return nil, false
-		}
-	}
-	return rs, true
-}
-
 // readStrong is a strong read of counter id, for readKey.
 func (c *conn) readStrong(ctx context.Context, id string) (*shardcounter.Reading, error) {
 	return c.s.svc.ReadCounter(ctx, id, shardcounter.Strong)
@@ -193,11 +194,10 @@ func (c *conn) readStrong(ctx context.Context, id string) (*shardcounter.Reading
 // replyZero is the reply of SCARD and INCRBY k 0 to a missing key.
 func (c *conn) replyZero() { c.w.Int(0) }
 
-// cmdMGet is MGET key...: each value as GET gives it, nil for a missing
+// replyMGet is MGET key...: each value as GET gives it, nil for a missing
 // counter; up to MaxReadBatch counters are one consistent snapshot.
-func cmdMGet(c *conn, args [][]byte) {
-	rs, ok := readKeys(c, args[1:])
-	if !ok {
+func replyMGet(c *conn, rs []shardcounter.ReadResult) {
+	if failedRead(c, rs) {
 		return
 	}
 	c.w.Array(len(rs))
@@ -210,11 +210,10 @@ func cmdMGet(c *conn, args [][]byte) {
 	}
 }
 
-// cmdExists is EXISTS key...: how many of the keys are counters, a key
+// replyExists is EXISTS key...: how many of the keys are counters, a key
 // named twice counting twice, as in Redis.
-func cmdExists(c *conn, args [][]byte) {
-	rs, ok := readKeys(c, args[1:])
-	if !ok {
+func replyExists(c *conn, rs []shardcounter.ReadResult) {
+	if failedRead(c, rs) {
 		return
 	}
 	n := int64(0)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +28,8 @@ type faulty struct {
 	noValue  bool  // WriteBatch gives no Value, as a service that cannot
 	entered  chan struct{}
 	gate     chan struct{} // WriteBatch waits for it, when set
+	down     string        // ReadCounters fails whole when it reads this counter, as a store whose node holding it is down
+	reads    int           // ReadCounters calls
 }
 
 func (f *faulty) set(fn func(f *faulty)) {
@@ -69,6 +73,10 @@ func (f *faulty) ReadCounter(ctx context.Context, id string, c shardcounter.Cons
 func (f *faulty) ReadCounters(ctx context.Context, ids []string, c shardcounter.Consistency) ([]shardcounter.ReadResult, error) {
 	f.mu.Lock()
 	rerr := f.readErr
+	f.reads++
+	if f.down != "" && slices.Contains(ids, f.down) {
+		rerr = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "the node of %s is down", f.down)
+	}
 	f.mu.Unlock()
 	if rerr != nil {
 		return nil, rerr
@@ -203,4 +211,26 @@ func TestMaxClients(t *testing.T) {
 	second.expectClosed()
 	first.send("PING\r\n")
 	first.expect("+PONG\r\n")
+}
+
+// TestBatchReadFailsAlone checks that when a batch read of several
+// commands fails whole (a cluster node down for one counter), each command
+// is read again on its own: only the commands that read the failing
+// counter fail.
+func TestBatchReadFailsAlone(t *testing.T) {
+	f := &faulty{CounterService: MustEngine(t), down: "lost"}
+	_, addr := MustServe(t, f, serverOptions())
+	r := MustRaw(t, addr)
+	r.send("INCR a\r\n")
+	r.expect(":1\r\n")
+	r.send("MGET a b\r\nMGET lost a\r\nGET a\r\nEXISTS a lost\r\nEXISTS a\r\n")
+	r.expect("*2\r\n$1\r\n1\r\n$-1\r\n")
+	if got := r.line(); !strings.HasPrefix(got, "-TRYAGAIN the node of lost is down") {
+		t.Errorf("MGET lost a: %q, want its own TRYAGAIN", got)
+	}
+	r.expect("$1\r\n1\r\n")
+	if got := r.line(); !strings.HasPrefix(got, "-TRYAGAIN the node of lost is down") {
+		t.Errorf("EXISTS a lost: %q, want its own TRYAGAIN", got)
+	}
+	r.expect(":1\r\n")
 }

@@ -113,3 +113,54 @@ func TestClientThatStopsReading(t *testing.T) {
 		})
 	}
 }
+
+// TestLoopBatchesReads checks that the strong reads (GET, MGET, EXISTS)
+// of every connection the loop reads in one cycle are one batch read: ten
+// clients whose commands arrive while the loop waits for a commit make one
+// ReadCounters call between them.
+func TestLoopBatchesReads(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the event loop serves connections on Linux only")
+	}
+	if connGoroutines {
+		t.Skip("SHARDCOUNTER_RESP_GOROUTINES=1: this pass tests serving on goroutines, and the first tested the loop")
+	}
+	f := &faulty{CounterService: MustEngine(t), entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	_, addr := MustServe(t, f, server.Options{})
+	conns := make([]*raw, 11)
+	for i := range conns {
+		conns[i] = MustRaw(t, addr)
+		conns[i].send("PING\r\n")
+		conns[i].expect("+PONG\r\n")
+	}
+	conns[0].send("INCR a\r\n")
+	<-f.entered
+	f.set(func(f *faulty) { f.entered = nil })
+	for i, c := range conns[1:] {
+		switch i % 3 {
+		case 0:
+			c.send("MGET a b\r\n")
+		case 1:
+			c.send("GET a\r\n")
+		default:
+			c.send("EXISTS a b a\r\n")
+		}
+	}
+	close(f.gate)
+	conns[0].expect(":1\r\n")
+	for i, c := range conns[1:] {
+		switch i % 3 {
+		case 0:
+			c.expect("*2\r\n$1\r\n1\r\n$-1\r\n")
+		case 1:
+			c.expect("$1\r\n1\r\n")
+		default:
+			c.expect(":2\r\n")
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.reads != 1 {
+		t.Errorf("%d ReadCounters calls for the reads of ten connections, want 1", f.reads)
+	}
+}
