@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/resp/server"
 )
@@ -162,5 +164,51 @@ func TestLoopBatchesReads(t *testing.T) {
 	defer f.mu.Unlock()
 	if f.reads != 1 {
 		t.Errorf("%d ReadCounters calls for the reads of ten connections, want 1", f.reads)
+	}
+}
+
+// TestLongPipelineAndSplitFrames checks what a server reading sockets
+// that are not ready must get right, both ways of serving: a pipeline far
+// longer than one read (20,000 INCRs, about 600 KB), a command that
+// arrives in pieces with pauses between them, and more connections at
+// once than one epoll_wait returns (300).
+func TestLongPipelineAndSplitFrames(t *testing.T) {
+	_, addr := MustServe(t, MustEngine(t), serverOptions())
+	ctx := context.Background()
+	rdb := MustClient(t, addr, 2, "")
+	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for range 20000 {
+			p.Incr(ctx, "long")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := cmds[len(cmds)-1].(*redis.IntCmd).Val(); v != 20000 {
+		t.Errorf("the last of 20,000 pipelined INCRs: %d, want 20000", v)
+	}
+
+	r := MustRaw(t, addr)
+	for _, piece := range []string{"*2\r\n$4\r\nIN", "CR\r\n$5", "\r\nsplit\r", "\n"} {
+		r.send(piece)
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.expect(":1\r\n")
+
+	conns := make([]*raw, 300)
+	for i := range conns {
+		conns[i] = MustRaw(t, addr)
+	}
+	for _, c := range conns {
+		c.send("INCR many\r\n")
+	}
+	for _, c := range conns {
+		if v := c.line(); !strings.HasPrefix(v, ":") {
+			t.Fatalf("INCR many: %q", v)
+		}
+	}
+	if got := MustClient(t, addr, 2, "").Get(ctx, "many").Val(); got != "300" {
+		t.Errorf("after 300 connections' INCRs: %s, want 300", got)
 	}
 }
