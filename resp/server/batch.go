@@ -19,22 +19,16 @@ type pending struct {
 	errReply string
 }
 
-// segment is commands of one connection that run as one batch: a run of
-// writes, or a run of GETs.
+// segment is commands of one connection: those a cycle executes, or a
+// run of them that goes in one batch (writes, or strong reads).
 type segment struct {
-	c    *conn
-	cmds []resp.Command
-}
-
-// turn is the commands of one connection to execute, in order.
-type turn struct {
 	c    *conn
 	cmds []resp.Command
 }
 
 // executor executes the commands of one or more connections, batching
 // across them: the connections' runs of writes go to the service as one
-// WriteBatch, and their runs of GETs as one batch read. It holds scratch
+// WriteBatch, and their runs of strong reads as one batch read. It holds scratch
 // space reused from one call to the next; it is not safe for concurrent
 // use.
 type executor struct {
@@ -47,16 +41,17 @@ type executor struct {
 	rsegs   []segment
 }
 
-// run executes turns in rounds. In a round each connection runs its
-// commands up to and including its next batchable run (consecutive writes,
-// or consecutive GETs); every other command runs on its own as it is met.
-// Then the round's runs of writes execute as one WriteBatch, and its
-// strong reads (GET, MGET, EXISTS) as one batch read. So a connection's commands take effect in the order
-// sent, and the writes of many connections share one queueing in the
-// engine. Commands that change the connection (AUTH, HELLO, RESET ...) run
-// on their own, so a batch never spans a change of authentication or
-// protocol.
-func (x *executor) run(turns []turn) {
+// run executes each connection's commands (one segment a connection) in
+// rounds. In a round each connection runs its commands up to and
+// including its next batchable run (consecutive writes, or consecutive
+// strong reads: GET, MGET, EXISTS); every other command runs on its own
+// as it is met. Then the round's runs of writes execute as one
+// WriteBatch, and its strong reads as one batch read. So a connection's
+// commands take effect in the order sent, and the writes of many
+// connections share one queueing in the engine. Commands that change the
+// connection (AUTH, HELLO, RESET ...) run on their own, so a batch never
+// spans a change of authentication or protocol.
+func (x *executor) run(turns []segment) {
 	for {
 		x.wsegs, x.rsegs = x.wsegs[:0], x.rsegs[:0]
 		for k := range turns {

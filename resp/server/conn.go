@@ -113,7 +113,7 @@ func (c *conn) run(cmds []resp.Command) {
 	if c.x == nil {
 		c.x = &executor{s: c.s}
 	}
-	c.x.run([]turn{{c, cmds}})
+	c.x.run([]segment{{c, cmds}})
 }
 
 // batchesWith reports whether args is a write that can join a batch of

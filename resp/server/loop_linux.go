@@ -44,7 +44,7 @@ type loop struct {
 
 	conns   map[int]*conn // registered, by descriptor
 	x       executor
-	turns   []turn
+	turns   []segment
 	again   []*conn // served a pipeline and may have more input buffered
 	cycle   int64
 	writing int // connections with replies the socket has not taken
@@ -283,7 +283,7 @@ func (l *loop) read(c *conn) {
 	var pe *resp.ProtocolError
 	switch {
 	case err == nil:
-		l.turns = append(l.turns, turn{c, cmds})
+		l.turns = append(l.turns, segment{c, cmds})
 		if c.rd.Pending() {
 			l.again = append(l.again, c)
 		}
@@ -295,7 +295,7 @@ func (l *loop) read(c *conn) {
 		l.s.opts.Logger.Debug("resp: protocol error; closing the connection", "client", c.raddr.String(), "error", pe.Msg)
 		c.w.Error("ERR " + pe.Error())
 		c.quit = true
-		l.turns = append(l.turns, turn{c, nil})
+		l.turns = append(l.turns, segment{c, nil})
 	default: // the client left
 		l.close(c)
 	}
