@@ -350,6 +350,11 @@ func (l *loop) send(c *conn) {
 		lc.since = time.Time{}
 		l.writing--
 		l.watch(c, unix.EPOLLIN)
+		if c.rd.Pending() {
+			// It was not read while its replies waited; what it sent may
+			// all be buffered already, so no EPOLLIN would come for it.
+			l.again = append(l.again, c)
+		}
 	}
 	if c.quit || l.s.shutdown.Load() {
 		l.close(c)

@@ -3,10 +3,12 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -210,5 +212,41 @@ func TestLongPipelineAndSplitFrames(t *testing.T) {
 	}
 	if got := MustClient(t, addr, 2, "").Get(ctx, "many").Val(); got != "300" {
 		t.Errorf("after 300 connections' INCRs: %s, want 300", got)
+	}
+}
+
+// TestReplyBackPressureThenError checks that commands a connection sent
+// are all served, and its malformed frame answered, when its replies
+// filled the socket while everything it sent was already read: a pipeline
+// of 1,800 COMMANDs (about 4 MB of replies from 16 KB of input, one read)
+// then a bad frame, from a client that reads its replies only after a
+// pause. The loop does not read a connection while its replies wait, and
+// no new input will wake it: it must go back to what it buffered.
+func TestReplyBackPressureThenError(t *testing.T) {
+	_, addr := MustServe(t, MustEngine(t), serverOptions())
+	// A small receive buffer, set before connecting so that the window
+	// is small from the start, makes the replies wait for the client.
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	nc, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Write([]byte(strings.Repeat("COMMAND\r\n", 1800) + "*x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	out, err := io.ReadAll(nc)
+	if err != nil {
+		t.Fatalf("after %d bytes of replies (ending %q): %v, want them all and the connection closed", len(out), string(out[max(0, len(out)-60):]), err)
+	}
+	if n := strings.Count(string(out), "\r\n$4\r\nincr\r\n"); n != 1800 {
+		t.Errorf("%d COMMAND replies, want 1800", n)
+	}
+	if !strings.HasSuffix(string(out), "-ERR Protocol error: invalid multibulk length\r\n") {
+		t.Errorf("the replies end with %q, want the protocol error", string(out[max(0, len(out)-80):]))
 	}
 }
