@@ -140,10 +140,9 @@ func (s *Server) prepare(c *conn) {
 	if s.loop.Load() == nil {
 		return
 	}
-	fd := -1
-	var err2 error
-	rc.Control(func(d uintptr) { fd, err2 = unix.FcntlInt(d, unix.F_DUPFD_CLOEXEC, 0) })
-	if fd < 0 || err2 != nil {
+	fd, dupErr := -1, error(nil)
+	rc.Control(func(d uintptr) { fd, dupErr = unix.FcntlInt(d, unix.F_DUPFD_CLOEXEC, 0) })
+	if fd < 0 || dupErr != nil {
 		return
 	}
 	c.nc.Close()
