@@ -10,8 +10,11 @@ import (
 // reply: write turns its arguments into service writes (or an error
 // reply), which are applied in one WriteBatch with the writes of the
 // commands pipelined with it, and reply encodes the reply from their
-// results. Every other command has run, which executes it and encodes the
-// reply.
+// results. A strong read of keys (GET, MGET, EXISTS) has readReply: its
+// counters are read in one batch read with those of the read commands
+// executed with it (executor.readBatch), and readReply encodes the reply
+// from their results. Every other command has run, which executes it and
+// encodes the reply.
 type command struct {
 	name  string // lower case
 	arity int    // as in Redis: n exactly, or -n at least n, the name included
@@ -60,9 +63,9 @@ func init() {
 		{name: "decr", arity: 2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeDecr, reply: replyValue},
 		{name: "incrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeIncrBy, reply: replyValue},
 		{name: "decrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeDecrBy, reply: replyValue},
-		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1, run: cmdRead, readReply: replyGet},
-		{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: -1, step: 1, run: cmdRead, readReply: replyMGet},
-		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: -1, step: 1, run: cmdRead, readReply: replyExists},
+		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1, readReply: replyGet},
+		{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: -1, step: 1, readReply: replyMGet},
+		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: -1, step: 1, readReply: replyExists},
 		{name: "del", arity: -2, flags: []string{"write"}, firstKey: 1, lastKey: -1, step: 1, run: cmdDel},
 
 		// Distinct counters, as Redis sets.

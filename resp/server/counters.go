@@ -113,14 +113,6 @@ func replyApplied(c *conn, args [][]byte, ws []shardcounter.Write, res []shardco
 	}
 }
 
-// cmdRead runs a strong read of keys (GET, MGET, EXISTS) on its own;
-// those of a pipeline, or of one cycle of the event loop, go together
-// through executor.readBatch.
-func cmdRead(c *conn, args [][]byte) {
-	x := &executor{s: c.s}
-	x.readBatch([]segment{{c, []resp.Command{{Args: args}}}})
-}
-
 // replyGet is GET's reply: the value, nil for a missing counter.
 func replyGet(c *conn, rs []shardcounter.ReadResult) {
 	switch r := rs[0]; {

@@ -29,6 +29,7 @@ type faulty struct {
 	entered  chan struct{}
 	gate     chan struct{} // WriteBatch waits for it, when set
 	down     string        // ReadCounters fails whole when it reads this counter, as a store whose node holding it is down
+	writes   int           // WriteBatch calls
 	reads    int           // ReadCounters calls
 }
 
@@ -41,6 +42,7 @@ func (f *faulty) set(fn func(f *faulty)) {
 func (f *faulty) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]shardcounter.WriteResult, error) {
 	f.mu.Lock()
 	werr, noValue, entered, gate := f.writeErr, f.noValue, f.entered, f.gate
+	f.writes++
 	f.mu.Unlock()
 	if entered != nil {
 		entered <- struct{}{}

@@ -7,27 +7,14 @@ import (
 	"net"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/resp/server"
 )
-
-// counting counts the WriteBatch calls that reach the service.
-type counting struct {
-	*faulty
-	calls atomic.Int64
-}
-
-func (c *counting) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]shardcounter.WriteResult, error) {
-	c.calls.Add(1)
-	return c.faulty.WriteBatch(ctx, ws)
-}
 
 // TestLoopBatchesConnections checks that the event loop executes the
 // writes of every connection with input in one WriteBatch: ten clients
@@ -40,8 +27,8 @@ func TestLoopBatchesConnections(t *testing.T) {
 	if connGoroutines {
 		t.Skip("SHARDCOUNTER_RESP_GOROUTINES=1: this pass tests serving on goroutines, and the first tested the loop")
 	}
-	f := &counting{faulty: &faulty{CounterService: MustEngine(t), entered: make(chan struct{}, 1), gate: make(chan struct{})}}
-	_, addr := MustServe(t, f, server.Options{ConnGoroutines: false})
+	f := &faulty{CounterService: MustEngine(t), entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	_, addr := MustServe(t, f, server.Options{})
 	// Every connection is served (a PING answered) before the loop blocks.
 	conns := make([]*raw, 11)
 	for i := range conns {
@@ -67,7 +54,9 @@ func TestLoopBatchesConnections(t *testing.T) {
 			t.Errorf("INCR of a client in the second batch: %s, want :11", got)
 		}
 	}
-	if n := f.calls.Load(); n != 2 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := f.writes; n != 2 {
 		t.Errorf("%d WriteBatch calls for the 11 INCRs, want 2: the first, and one for the ten that came while it ran", n)
 	}
 }
