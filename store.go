@@ -31,6 +31,11 @@ type Increment struct {
 	// exist, in the same commit as the increment: a first write costs no
 	// separate round trip. Without it a missing counter is ErrNotFound.
 	Create *Spec
+
+	// Total asks for the counter's value after this commit in
+	// Outcome.Total (INCR's reply), so that the engine need not read the
+	// counter again in another round trip.
+	Total bool
 }
 
 // Outcome is a store's result for one Increment. Err nil and Duplicate
@@ -42,6 +47,14 @@ type Outcome struct {
 	// (its request id, if any, is recorded).
 	Unchanged bool
 	Err       error // this item was not applied (unless IsOutcomeUnknown(Err))
+
+	// Total, on an item without Err that asked for it (Increment.Total),
+	// is the counter's value taken at the commit or read after it, before
+	// Apply returned: a value the counter held while Apply ran, as a
+	// strong read would return. A store that cannot read it so leaves it
+	// nil, and the engine reads the counter itself; it is nil on items
+	// that did not ask.
+	Total *int64
 }
 
 // CounterStore is where counters live: metadata, shard values, members

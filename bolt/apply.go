@@ -57,6 +57,7 @@ func (s *CounterStore) apply(ctx context.Context, incs []shardcounter.Increment,
 				return err
 			}
 		}
+		b.totals(incs, out)
 		return expire(b.requests, b.byTime, b.cutoff, expireBatch+b.recorded)
 	})
 }
@@ -192,6 +193,21 @@ func (b *batch) apply(inc shardcounter.Increment, o *shardcounter.Outcome) error
 		}
 	}
 	return nil
+}
+
+// totals gives each item that asked for it (Increment.Total) and did not
+// fail its counter's total as the whole batch leaves it: its value at the
+// commit, since bbolt has one writer at a time.
+func (b *batch) totals(incs []shardcounter.Increment, out []shardcounter.Outcome) {
+	for i, inc := range incs {
+		if !inc.Total || out[i].Err != nil {
+			continue
+		}
+		if t := b.counters[inc.Counter]; t != nil && t.exists {
+			v := t.total
+			out[i].Total = &v
+		}
+	}
 }
 
 // record marks an item applied: it creates the item's counter when it is

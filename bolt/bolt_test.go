@@ -35,6 +35,7 @@ func TestCounterStore(t *testing.T) {
 		OpenWithClock: func(tb testing.TB, now func() time.Time) shardcounter.CounterStore {
 			return MustOpenOptions(tb, bolt.Options{Now: now})
 		},
+		Totals: true,
 	})
 }
 

@@ -75,6 +75,7 @@ func (e *Engine) flush(b *batch) int {
 		slices.SortFunc(singles, func(a, b *group) int { return a.calls[0].seq - b.calls[0].seq })
 		groups = append(groups, singles...)
 	}
+	b.values.note(b.calls)
 	return items
 }
 
@@ -137,6 +138,10 @@ func (e *Engine) finish(g *group, o shardcounter.Outcome, err error) {
 				changed := !o.Unchanged
 				c.res.Changed = &changed
 			}
+		}
+		if c.w.WantValue && err == nil && o.Total != nil {
+			v := *o.Total
+			c.res.Value = &v
 		}
 		c.err = err
 		switch {

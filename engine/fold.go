@@ -38,7 +38,7 @@ func newAutoCreate(shards int) *autoCreate {
 // request id on the shard every retry of it picks (shard.PickFor); a
 // member write is +1 (add) or −1 (remove).
 func (ac *autoCreate) increment(w shardcounter.Write) shardcounter.Increment {
-	inc := shardcounter.Increment{Counter: w.Counter, Delta: w.Delta, RequestID: w.RequestID}
+	inc := shardcounter.Increment{Counter: w.Counter, Delta: w.Delta, RequestID: w.RequestID, Total: w.WantValue}
 	if w.RequestID != "" {
 		inc.Pick = shard.PickFor(w.Counter, w.RequestID)
 	} else {
@@ -91,6 +91,7 @@ func fold(calls []*call, ac *autoCreate) []*group {
 		if g := folded[k]; g != nil && !alone {
 			if sum, ok := overflow.Add(g.inc.Delta, c.w.Delta); ok {
 				g.inc.Delta = sum
+				g.inc.Total = g.inc.Total || c.w.WantValue
 				g.calls = append(g.calls, c)
 				continue
 			}

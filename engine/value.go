@@ -9,12 +9,32 @@ import (
 )
 
 // values are the values of the counters a batch's writes asked for
-// (Write.WantValue), read once after the batch committed: one store read
-// per batch, however many writes asked.
+// (Write.WantValue) and the store did not return with the commit
+// (Outcome.Total), read once after the batch committed: one store read per
+// batch, however many writes asked.
 type values struct {
+	ids  []string // the counters to read, set by the flusher before the batch is done
 	once sync.Once
 	done chan struct{} // closed once byID is set
 	byID map[string]int64
+}
+
+// note lists, once calls have their results, the counters of the applied
+// calls that asked for their value and did not get it from the commit.
+// The flusher calls it before the batch is done, so that readValues does
+// not read a call's result while the call's own goroutine sets it.
+func (v *values) note(calls []*call) {
+	var seen map[string]bool
+	for _, c := range calls {
+		if !c.w.WantValue || c.err != nil || c.res.Value != nil || seen[c.w.Counter] {
+			continue
+		}
+		if seen == nil {
+			seen = make(map[string]bool)
+		}
+		seen[c.w.Counter] = true
+		v.ids = append(v.ids, c.w.Counter)
+	}
 }
 
 // valueAfter returns the value of counter read after b committed, or nil
@@ -40,22 +60,14 @@ func (e *Engine) valueAfter(ctx context.Context, b *batch, counter string) *int6
 	return &n
 }
 
-// readValues reads the counters of b's applied writes that asked for
-// their value, bounded by FlushTimeout: strong reads of MaxReadBatch
-// counters at a time (a batch holds up to MaxBatch), begun after the
-// commit and gathered with other strong reads (strongReads), which keep
-// the rollups too. A chunk whose read fails leaves its counters without a
-// value; the others keep theirs.
+// readValues reads the counters values.note listed, bounded by
+// FlushTimeout: strong reads of MaxReadBatch counters at a time (a batch
+// holds up to MaxBatch), begun after the commit and gathered with other
+// strong reads (strongReads), which keep the rollups too. A chunk whose
+// read fails leaves its counters without a value; the others keep theirs.
 func (e *Engine) readValues(b *batch) {
 	defer close(b.values.done)
-	var ids []string
-	seen := make(map[string]bool)
-	for _, c := range b.calls {
-		if c.w.WantValue && c.err == nil && !seen[c.w.Counter] {
-			seen[c.w.Counter] = true
-			ids = append(ids, c.w.Counter)
-		}
-	}
+	ids := b.values.ids
 	if len(ids) == 0 {
 		return
 	}

@@ -11,7 +11,8 @@ import (
 // WriteCounter queues the write and answers once it has committed, or in
 // async mode once it is queued (Applied true: accepted). A write with
 // WantValue is always answered after its commit, with the counter's value
-// read then.
+// as the store returned it with the commit (Outcome.Total) or, from a
+// store that does not, read after it.
 func (e *Engine) WriteCounter(ctx context.Context, w shardcounter.Write) (*shardcounter.WriteResult, error) {
 	if err := shardcounter.ValidateWrite(w); err != nil {
 		return nil, err
@@ -37,8 +38,9 @@ func (e *Engine) WriteCounter(ctx context.Context, w shardcounter.Write) (*shard
 	if c.err != nil {
 		return nil, c.err
 	}
-	if w.WantValue {
-		// The flusher is done with c: its result is this goroutine's now.
+	if w.WantValue && c.res.Value == nil {
+		// The store did not return the value with the commit. The flusher
+		// is done with c: its result is this goroutine's now.
 		c.res.Value = e.valueAfter(ctx, b, w.Counter)
 	}
 	return &c.res, nil
@@ -107,7 +109,7 @@ func (e *Engine) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]sha
 		switch {
 		case c.err != nil:
 			res[i] = shardcounter.WriteResult{Counter: c.w.Counter, Member: c.w.Member, Error: asError(c.err)}
-		case c.w.WantValue:
+		case c.w.WantValue && c.res.Value == nil:
 			res[i].Value = e.valueAfter(ctx, batches[i], c.w.Counter)
 		}
 	}

@@ -9,7 +9,8 @@ import (
 )
 
 // ThroughEngine returns store seen through an engine over it: Add and
-// Apply are the engine's writes (group commit), ReadCounter and
+// Apply are the engine's writes (group commit; Increment.Total is
+// Write.WantValue, and Outcome.Total the value returned), ReadCounter and
 // ReadCounters its strong reads (gathered with concurrent ones), and the
 // rest is the store's own. RunStrongReads on it checks that what the
 // engine adds on the way keeps strong reads linearizable. The engine is
@@ -38,7 +39,7 @@ func (s engineStore) Add(ctx context.Context, id string, delta int64, _ uint64) 
 func (s engineStore) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
 	ws := make([]shardcounter.Write, len(incs))
 	for i, inc := range incs {
-		ws[i] = shardcounter.Write{Counter: inc.Counter, Delta: inc.Delta, RequestID: inc.RequestID}
+		ws[i] = shardcounter.Write{Counter: inc.Counter, Delta: inc.Delta, RequestID: inc.RequestID, WantValue: inc.Total}
 	}
 	res, err := s.e.WriteBatch(ctx, ws)
 	if err != nil {
@@ -50,6 +51,7 @@ func (s engineStore) Apply(ctx context.Context, incs []shardcounter.Increment) (
 		if r.Error != nil {
 			out[i].Err = r.Error
 		}
+		out[i].Total = r.Value
 	}
 	return out, nil
 }

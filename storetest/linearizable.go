@@ -52,14 +52,22 @@ func readOnce(ctx context.Context, s shardcounter.CounterStore, id string, rng *
 
 // writeOnce adds delta to one counter by Add or by a one-item Apply.
 func writeOnce(ctx context.Context, s shardcounter.CounterStore, id string, delta int64, rng *rand.Rand) error {
-	if rng.IntN(2) == 0 {
-		return s.Add(ctx, id, delta, rng.Uint64())
+	_, err := writeTotal(ctx, s, id, delta, false, rng)
+	return err
+}
+
+// writeTotal adds delta to one counter by Add or by a one-item Apply, which
+// asks for the counter's total when total is set; it returns the total
+// the store gave, if any.
+func writeTotal(ctx context.Context, s shardcounter.CounterStore, id string, delta int64, total bool, rng *rand.Rand) (*int64, error) {
+	if !total && rng.IntN(2) == 0 {
+		return nil, s.Add(ctx, id, delta, rng.Uint64())
 	}
-	out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: delta, Pick: rng.Uint64()}})
+	out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: delta, Pick: rng.Uint64(), Total: total}})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return out[0].Err
+	return out[0].Total, out[0].Err
 }
 
 // reshardUntil reshards the counters to random shard counts, up and down,
@@ -201,11 +209,26 @@ func testTransfer(t *testing.T, s shardcounter.CounterStore) {
 }
 
 // counterOp is an operation of a linearizability history on one counter:
-// a write of Delta, or a read that returned Value.
+// a write of Delta, or a read that returned its output. A write that
+// asked for the counter's total is two operations of its client, both
+// with the write's interval: the write (Then set) and the total, a read
+// (After set) that must come after that write, since a store takes a
+// total at the commit or reads it after.
 type counterOp struct {
 	Counter string
+	Client  int
 	Read    bool
 	Delta   int64
+	Then    bool // a write whose client reads the total after it
+	After   bool // that read
+}
+
+// counterState is a counter's value and, by client, whether the client's
+// write that asked for a total has taken effect and its total is still to
+// be read (clients are fewer than 32).
+type counterState struct {
+	v      int64
+	unread uint32
 }
 
 // counterModel is the sequential specification of counters, partitioned
@@ -228,17 +251,31 @@ var counterModel = porcupine.Model{
 		}
 		return out
 	},
-	Init: func() any { return int64(0) },
+	Init: func() any { return counterState{} },
 	Step: func(state, input, output any) (bool, any) {
-		v, in := state.(int64), input.(counterOp)
-		if in.Read {
-			return output.(int64) == v, v
+		st, in := state.(counterState), input.(counterOp)
+		bit := uint32(1) << in.Client
+		switch {
+		case in.After:
+			if st.unread&bit == 0 {
+				return false, st
+			}
+			st.unread &^= bit
+			return output.(int64) == st.v, st
+		case in.Read:
+			return output.(int64) == st.v, st
+		case in.Then:
+			st.unread |= bit
 		}
-		return true, v + in.Delta
+		st.v += in.Delta
+		return true, st
 	},
 	DescribeOperation: func(input, output any) string {
 		in := input.(counterOp)
-		if in.Read {
+		switch {
+		case in.After:
+			return fmt.Sprintf("total %s → %d", in.Counter, output)
+		case in.Read:
 			return fmt.Sprintf("read %s → %d", in.Counter, output)
 		}
 		return fmt.Sprintf("add %s %+d", in.Counter, in.Delta)
@@ -251,11 +288,13 @@ var counterModel = porcupine.Model{
 const checkTimeout = time.Minute
 
 // testLinearizable records a history of writes (Add, one-item and
-// two-counter Apply) and strong reads (ReadCounter, ReadCounters of one
-// counter and of both) on two counters from several clients, while a
-// resharder changes their shard counts, and checks it with porcupine: a
-// read must return a value the counter held at some moment between the
-// call and the reply, in an order consistent with every write's. A batch
+// two-counter Apply, half of them asking for the counter's total) and
+// strong reads (ReadCounter, ReadCounters of one counter and of both) on
+// two counters from several clients, while a resharder changes their
+// shard counts, and checks it with porcupine: a read, and a write's total,
+// must be a value the counter held at some moment between the call and
+// the reply (the total: right after the write), in an order consistent
+// with every write's. A batch
 // read or write of both counters is checked as one operation per counter
 // with the batch's interval, which holds whether or not the store makes
 // the batch one snapshot.
@@ -276,6 +315,15 @@ func testLinearizable(t *testing.T, s shardcounter.CounterStore) {
 		mu.Lock()
 		history = append(history, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
 		mu.Unlock()
+	}
+	// recordWrite records a write, and the total it returned, if any.
+	recordWrite := func(client int, call, ret int64, counter string, delta int64, total *int64) {
+		if total == nil {
+			record(client, call, ret, counterOp{Counter: counter, Client: client, Delta: delta}, nil)
+			return
+		}
+		record(client, call, ret, counterOp{Counter: counter, Client: client, Delta: delta, Then: true}, nil)
+		record(client, call, ret, counterOp{Counter: counter, Client: client, Read: true, After: true}, *total)
 	}
 	var failed atomic.Bool
 	fail := func(format string, args ...any) {
@@ -299,20 +347,22 @@ func testLinearizable(t *testing.T, s shardcounter.CounterStore) {
 				}
 				call := clk.now()
 				switch rng.IntN(6) {
-				case 0, 1: // one write
-					if err := writeOnce(ctx, s, id, delta, rng); err != nil {
+				case 0, 1: // one write, which asks for its total half the time
+					total, err := writeTotal(ctx, s, id, delta, rng.IntN(2) == 0, rng)
+					if err != nil {
 						fail("write: %v", err)
 						return
 					}
-					record(c, call, clk.now(), counterOp{Counter: id, Delta: delta}, nil)
+					recordWrite(c, call, clk.now(), id, delta, total)
 				case 2: // one batch writing both counters
 					other := -delta / 2
 					if other == 0 {
 						other = 1
 					}
+					total := rng.IntN(2) == 0
 					out, err := s.Apply(ctx, []shardcounter.Increment{
-						{Counter: ids[0], Delta: delta, Pick: rng.Uint64()},
-						{Counter: ids[1], Delta: other, Pick: rng.Uint64()},
+						{Counter: ids[0], Delta: delta, Pick: rng.Uint64(), Total: total},
+						{Counter: ids[1], Delta: other, Pick: rng.Uint64(), Total: total},
 					})
 					if err == nil && (out[0].Err != nil || out[1].Err != nil) {
 						err = fmt.Errorf("%v; %v", out[0].Err, out[1].Err)
@@ -322,8 +372,8 @@ func testLinearizable(t *testing.T, s shardcounter.CounterStore) {
 						return
 					}
 					ret := clk.now()
-					record(c, call, ret, counterOp{Counter: ids[0], Delta: delta}, nil)
-					record(c, call, ret, counterOp{Counter: ids[1], Delta: other}, nil)
+					recordWrite(c, call, ret, ids[0], delta, out[0].Total)
+					recordWrite(c, call, ret, ids[1], other, out[1].Total)
 				case 3: // one batch reading both counters
 					rs, err := s.ReadCounters(ctx, ids)
 					if err == nil && (rs[0] == nil || rs[1] == nil) {
@@ -360,7 +410,7 @@ func testLinearizable(t *testing.T, s shardcounter.CounterStore) {
 	case porcupine.Ok:
 		t.Logf("%d operations linearizable (checked in %v)", len(history), time.Since(start).Round(time.Millisecond))
 	case porcupine.Illegal:
-		msg := fmt.Sprintf("the history of %d operations is not linearizable: a strong read returned a value the counter never held during the call", len(history))
+		msg := fmt.Sprintf("the history of %d operations is not linearizable: a strong read, or a write's total, returned a value the counter never held during the call", len(history))
 		if f, err := writeVisualization(info); err == nil {
 			msg += "; the history and its longest linearizable prefix are drawn in " + f
 		}

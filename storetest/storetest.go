@@ -73,6 +73,12 @@ type Options struct {
 	// retention) follows it. It may share Open's database. The window
 	// cases need it and fail without it.
 	OpenWithClock func(tb testing.TB, now func() time.Time) shardcounter.CounterStore
+
+	// Totals is set by a store that gives every item asking for it its
+	// counter's total with the commit (Outcome.Total). The suite then
+	// checks that each comes; without it, only that those that come are
+	// right.
+	Totals bool
 }
 
 // RunCounterStore runs every test of the contract.
@@ -100,6 +106,7 @@ func RunCounterStore(t *testing.T, open OpenFunc, opts Options) {
 	t.Run("BatchSnapshot", func(t *testing.T) { testBatchSnapshot(t, open(t), opts) })
 	t.Run("Transfer", func(t *testing.T) { testTransfer(t, open(t)) })
 	t.Run("Linearizable", func(t *testing.T) { testLinearizable(t, open(t)) })
+	t.Run("Totals", func(t *testing.T) { testTotals(t, open(t), opts) })
 	t.Run("Distinct", func(t *testing.T) { testDistinct(t, open(t)) })
 	t.Run("ListMembers", func(t *testing.T) { testListMembers(t, open(t)) })
 	t.Run("MembersConcurrent", func(t *testing.T) { testMembersConcurrent(t, open(t), false) })
