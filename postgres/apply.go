@@ -257,16 +257,17 @@ func (s *CounterStore) applyOnce(ctx context.Context, conn *pgx.Conn, own bool, 
 	// request ids to make up for.
 	var x expiry
 	limit := expireBatch + len(a.recorded)
+	var t *totals
 	if own {
 		q.Queue(expireSQL, clk.now, clk.windowUS, limit, clk.from).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&x.deleted, &x.newest, &x.cutoff)
 		})
-		q.Queue("COMMIT")
+		t = s.queueTotals(q, q.Queue("COMMIT"), b, out)
 	}
 	if q.Len() == 0 {
 		return nil
 	}
-	if err := conn.SendBatch(ctx, q).Close(); err != nil {
+	if err := conn.SendBatch(ctx, q).Close(); err != nil && !t.committed() {
 		if own && (conn.PgConn().TxStatus() == 'I' || conn.IsClosed()) {
 			// The connection broke or the commit itself answered an error.
 			return mapError("apply", err, atCommit)
@@ -277,7 +278,78 @@ func (s *CounterStore) applyOnce(ctx context.Context, conn *pgx.Conn, own bool, 
 	if own {
 		s.expired(x, limit)
 	}
+	t.give(b, out)
 	return nil
+}
+
+// totals is the read of the counters whose items asked for their total
+// (Increment.Total), queued after COMMIT in the commit's round trip. It
+// is readSQL, a statement that begins once the commit is done, so each
+// value is one the counter held between the commit and the reply, as a
+// strong read's is, without a round trip of its own.
+type totals struct {
+	ids      []string
+	index    map[string]int // of each id in ids
+	readings []*shardcounter.Reading
+	commit   bool // COMMIT's result came, without error
+}
+
+// totalsSQL is readSQL; a test replaces it with a statement that fails.
+var totalsSQL = readSQL
+
+// queueTotals queues, at the end of q, after commit (its COMMIT), the read
+// of the counters of b's items that asked for their total and have not
+// failed (out). It returns nil when none did.
+func (s *CounterStore) queueTotals(q *pgx.Batch, commit *pgx.QueuedQuery, b *batch, out []shardcounter.Outcome) *totals {
+	var t *totals
+	for i, inc := range b.incs {
+		if !inc.Total || b.errs[i] != nil || out[i].Err != nil {
+			continue
+		}
+		if t == nil {
+			t = &totals{index: make(map[string]int)}
+		}
+		if _, ok := t.index[inc.Counter]; !ok {
+			t.index[inc.Counter] = len(t.ids)
+			t.ids = append(t.ids, inc.Counter)
+		}
+	}
+	if t == nil {
+		return nil
+	}
+	t.readings = make([]*shardcounter.Reading, len(t.ids))
+	commit.Exec(func(pgconn.CommandTag) error {
+		t.commit = true
+		return nil
+	})
+	q.Queue(pinPlans) // COMMIT ended the batch's settings: see ReadCounters
+	q.Queue(totalsSQL, t.ids, s.nowArg()).Query(func(rows pgx.Rows) error {
+		return scanReadings(rows, t.ids, t.readings)
+	})
+	return t
+}
+
+// committed reports whether the round trip's error, if any, came after
+// its COMMIT succeeded: from the read of the totals, which leaves the
+// items without a total (the engine then reads them) but applied.
+func (t *totals) committed() bool { return t != nil && t.commit }
+
+// give sets the total of each item that asked for it and has not failed,
+// from the readings that came.
+func (t *totals) give(b *batch, out []shardcounter.Outcome) {
+	if t == nil {
+		return
+	}
+	for i, inc := range b.incs {
+		j, ok := t.index[inc.Counter]
+		if !inc.Total || out[i].Err != nil || !ok {
+			continue
+		}
+		if r := t.readings[j]; r != nil {
+			v := r.Value
+			out[i].Total = &v
+		}
+	}
 }
 
 // readLocks reads lockSQL's rows into the attempt: each existing counter's

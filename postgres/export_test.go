@@ -7,3 +7,11 @@ func SetExpireRescan(n int64) (restore func()) {
 	expireRescan = n
 	return func() { expireRescan = old }
 }
+
+// SetTotalsSQL sets the statement that reads a batch's totals after its
+// commit, for tests, and returns a func that restores it.
+func SetTotalsSQL(q string) (restore func()) {
+	old := totalsSQL
+	totalsSQL = q
+	return func() { totalsSQL = old }
+}

@@ -75,8 +75,8 @@ func (s *CounterStore) applyPlain(ctx context.Context, conn *pgx.Conn, b *batch,
 	q.Queue(expireSQL, clk.now, clk.windowUS, expireBatch, clk.from).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&x.deleted, &x.newest, &x.cutoff)
 	})
-	q.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, q).Close(); err != nil {
+	t := s.queueTotals(q, q.Queue("COMMIT"), b, out)
+	if err := conn.SendBatch(ctx, q).Close(); err != nil && !t.committed() {
 		if conn.PgConn().TxStatus() == 'I' || conn.IsClosed() {
 			// The connection broke or the commit itself answered an error.
 			return false, mapError("apply", err, atCommit)
@@ -92,6 +92,7 @@ func (s *CounterStore) applyPlain(ctx context.Context, conn *pgx.Conn, b *batch,
 	}
 	clear(out)
 	s.expired(x, expireBatch)
+	t.give(b, out)
 	return true, nil
 }
 

@@ -79,6 +79,7 @@ func TestCounterStore(t *testing.T) {
 		OpenWithClock: func(tb testing.TB, now func() time.Time) shardcounter.CounterStore {
 			return mustOpenDSN(tb, dsn, postgres.Options{Now: now})
 		},
+		Totals: true,
 	})
 }
 
@@ -315,4 +316,36 @@ func allVersions() string {
 		v = append(v, i)
 	}
 	return fmt.Sprint(v)
+}
+
+// TestTotalsReadFails makes the read of a batch's totals, queued after its
+// COMMIT, fail: the batch was committed, so its items apply without a
+// total (the engine then reads the counters), on the plain path and the
+// general one, and the connection serves the next batch.
+func TestTotalsReadFails(t *testing.T) {
+	ctx := context.Background()
+	s := MustOpen(t)
+	storetest.MustCreate(t, s, "plain", 2)
+	if _, err := s.CreateCounter(ctx, "bounded", shardcounter.Spec{Shards: 2, Min: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	restore := postgres.SetTotalsSQL(`SELECT 1/0, $1::text[], $2::timestamptz`)
+	for round := range 3 {
+		out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: "plain", Delta: 2, Pick: 1, Total: true}})
+		if err != nil || out[0].Err != nil || out[0].Total != nil {
+			t.Fatalf("round %d, plain: Apply = %+v, %v; want applied without a total", round, out, err)
+		}
+		out, err = s.Apply(ctx, []shardcounter.Increment{{Counter: "bounded", Delta: 3, Pick: 0, Total: true}})
+		if err != nil || out[0].Err != nil || out[0].Total != nil {
+			t.Fatalf("round %d, general: Apply = %+v, %v; want applied without a total", round, out, err)
+		}
+	}
+	restore()
+	out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: "plain", Delta: 1, Pick: 0, Total: true}})
+	if err != nil || out[0].Total == nil || *out[0].Total != 7 {
+		t.Fatalf("after the failing reads: Apply = %+v, %v; want the total 7", out, err)
+	}
+	if got := storetest.MustRead(t, s, "bounded"); got != 9 {
+		t.Fatalf("bounded reads %d, want 9: every write applied once", got)
+	}
 }

@@ -47,6 +47,13 @@ func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounte
 // other. A counter that does not exist reads as nil; one whose shards sum
 // outside int64 (written before that was refused) fails the call with
 // ErrOutOfRange.
+//
+// The statement goes after pinPlans, in the same round trip and implicit
+// transaction, for the reason the batches do: left to choose, PostgreSQL
+// planned it afresh on every call (its generic plan's estimate for the
+// array looked dearer than a custom plan's): a read of one counter took
+// 0.16 ms, round trip included, and takes 0.09 ms on the generic plan
+// (BenchmarkReadPlan).
 func (s *CounterStore) ReadCounters(ctx context.Context, ids []string) ([]*shardcounter.Reading, error) {
 	if err := shardcounter.CheckReadBatch(len(ids)); err != nil {
 		return nil, err
@@ -60,16 +67,25 @@ func (s *CounterStore) ReadCounters(ctx context.Context, ids []string) ([]*shard
 	if len(ids) == 0 {
 		return out, nil
 	}
-	var asOf time.Time
-	rows, err := s.pool.Query(ctx, readSQL, ids, s.nowArg())
-	if err != nil {
+	q := &pgx.Batch{}
+	q.Queue(pinPlans)
+	q.Queue(readSQL, ids, s.nowArg()).Query(func(rows pgx.Rows) error {
+		return scanReadings(rows, ids, out)
+	})
+	if err := s.pool.SendBatch(ctx, q).Close(); err != nil {
 		return nil, mapError("read counters", err, beforeCommit)
 	}
-	i := 0
+	return out, nil
+}
+
+// scanReadings reads readSQL's rows, for ids, into out.
+func scanReadings(rows pgx.Rows, ids []string, out []*shardcounter.Reading) error {
+	var asOf time.Time
 	var shards *int
 	var total *int64
 	var fits bool
-	_, err = pgx.ForEachRow(rows, []any{&asOf, &shards, &total, &fits}, func() error {
+	i := 0
+	_, err := pgx.ForEachRow(rows, []any{&asOf, &shards, &total, &fits}, func() error {
 		switch {
 		case shards == nil:
 		case !fits:
@@ -80,10 +96,7 @@ func (s *CounterStore) ReadCounters(ctx context.Context, ids []string) ([]*shard
 		i++
 		return nil
 	})
-	if err != nil {
-		return nil, mapError("read counters", err, beforeCommit)
-	}
-	return out, nil
+	return err
 }
 
 // ReadShards returns the counter and its shard values from one statement.
