@@ -66,6 +66,30 @@ var errClosed = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "the server is sh
 func (q *queue) add(ctx context.Context, w shardcounter.Write, c *call) (*batch, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.addLocked(ctx, w, c)
+}
+
+// addAll adds ws, with their calls, in order, setting the batch of each in
+// batches. It holds q.mu from one write to the next, so the loop cannot
+// cut a batch between them: the writes of one WriteBatch (a pipeline of
+// RESP commands) share one commit, unless they fill a batch or wait for
+// room in the queue. It returns how many it queued: all, or those before
+// the one that failed with err.
+func (q *queue) addAll(ctx context.Context, ws []shardcounter.Write, calls []*call, batches []*batch) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, w := range ws {
+		b, err := q.addLocked(ctx, w, calls[i])
+		if err != nil {
+			return i, err
+		}
+		batches[i] = b
+	}
+	return len(ws), nil
+}
+
+// addLocked is add with q.mu held; it releases it while it waits for room.
+func (q *queue) addLocked(ctx context.Context, w shardcounter.Write, c *call) (*batch, error) {
 	for !q.closed && q.queued.Load() >= int64(q.maxQueued) {
 		room := q.room
 		q.mu.Unlock()

@@ -53,8 +53,9 @@ func accepted(w shardcounter.Write) *shardcounter.WriteResult {
 
 // WriteBatch validates every write, queues them all and answers once they
 // have committed (in async mode, once queued, unless a write asks for its
-// value). Writes of one call may be split over consecutive flushes; a
-// failure of one write does not fail the others.
+// value). The writes of one call join one batch, unless they fill it
+// (MaxBatch) or wait for room in the queue (MaxQueued), and then
+// consecutive flushes; a failure of one write does not fail the others.
 func (e *Engine) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]shardcounter.WriteResult, error) {
 	for i, w := range ws {
 		if err := shardcounter.ValidateWrite(w); err != nil {
@@ -64,24 +65,20 @@ func (e *Engine) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]sha
 		}
 	}
 	calls := make([]*call, len(ws))
-	batches := make([]*batch, len(ws)) // the batch of each queued write
-	queued := len(ws)                  // writes before this index are queued
 	for i, w := range ws {
 		calls[i] = &call{w: w}
-		b, err := e.queue.add(ctx, w, calls[i])
-		if err != nil {
-			if i == 0 {
-				return nil, err
-			}
-			// Earlier writes are queued and will apply; say so per item.
-			queued = i
-			for j := i; j < len(ws); j++ {
-				calls[j].res = shardcounter.WriteResult{Counter: ws[j].Counter}
-				calls[j].err = err
-			}
-			break
+	}
+	batches := make([]*batch, len(ws)) // the batch of each queued write
+	queued, err := e.queue.addAll(ctx, ws, calls, batches)
+	if err != nil {
+		if queued == 0 {
+			return nil, err
 		}
-		batches[i] = b
+		// Earlier writes are queued and will apply; say so per item.
+		for j := queued; j < len(ws); j++ {
+			calls[j].res = shardcounter.WriteResult{Counter: ws[j].Counter}
+			calls[j].err = err
+		}
 	}
 	res := make([]shardcounter.WriteResult, len(ws))
 	wantValue := slices.ContainsFunc(ws, func(w shardcounter.Write) bool { return w.WantValue })

@@ -2,6 +2,9 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -46,4 +49,40 @@ func TestQueueFullHonoursContext(t *testing.T) {
 			t.Fatalf("c = %d, want 1: the refused write must not apply", got)
 		}
 	})
+}
+
+// TestWriteBatchOneCommit checks that the writes of one WriteBatch (a
+// RESP pipeline's) share one commit when they fit in one batch: the
+// flusher cannot cut the batch between two of them, even when the first
+// wakes it.
+func TestWriteBatchOneCommit(t *testing.T) {
+	store := MustOpenStore(t)
+	for i := range 7 {
+		storetest.MustCreate(t, store, fmt.Sprint("c", i), 4)
+	}
+	var mu sync.Mutex
+	var flushes []int
+	e := MustNew(t, store, engine.Config{OnFlush: func(ev engine.FlushEvent) {
+		mu.Lock()
+		flushes = append(flushes, ev.Writes)
+		mu.Unlock()
+	}})
+	ws := make([]shardcounter.Write, 200)
+	for i := range ws {
+		ws[i] = shardcounter.Write{Counter: fmt.Sprint("c", i%7), Delta: 1}
+	}
+	for round := range 20 {
+		mu.Lock()
+		flushes = flushes[:0]
+		mu.Unlock()
+		if _, err := e.WriteBatch(context.Background(), ws); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		got := slices.Clone(flushes)
+		mu.Unlock()
+		if len(got) != 1 || got[0] != len(ws) {
+			t.Fatalf("round %d: the %d writes of one WriteBatch took commits of %v writes, want one", round, len(ws), got)
+		}
+	}
 }

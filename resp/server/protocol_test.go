@@ -81,8 +81,8 @@ func TestMalformedFrames(t *testing.T) {
 func TestInline(t *testing.T) {
 	_, addr := MustServe(t, MustEngine(t), serverOptions())
 	c := MustRaw(t, addr)
-	// The two writes are pipelined, so they commit together and share
-	// the value read after that commit.
+	// The two writes are pipelined, so they are one WriteBatch, which
+	// commits them together: both reply the value after that commit.
 	c.send("INCR likes\r\nINCRBY likes 41\nGET likes\r\n\r\nECHO \"a b\\x21\"\r\nGET 'likes'\r\n")
 	c.expect(":42\r\n", ":42\r\n", "$2\r\n42\r\n", "$4\r\na b!\r\n", "$2\r\n42\r\n")
 }
