@@ -16,11 +16,14 @@ import (
 	"github.com/shardcounter/shardcounter/resp/server"
 )
 
-// TestLoopBatchesConnections checks that the event loop executes the
-// writes of every connection with input in one WriteBatch: ten clients
-// that send an INCR while the loop waits for another client's commit get
-// theirs in the next batch, one call, which leaves the counter at 11.
-func TestLoopBatchesConnections(t *testing.T) {
+// heldLoop serves an engine through the event loop behind a faulty
+// service, connects 11 clients, each served once (a PING answered), and
+// sends INCR key from the first. It returns while the loop waits in that
+// INCR's WriteBatch, until the test closes f.gate: what the others send
+// meanwhile is read in the loop's next cycle. It skips where the loop
+// does not serve: off Linux, and in the goroutine pass of the tests.
+func heldLoop(t *testing.T, key string) (*faulty, []*raw) {
+	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("the event loop serves connections on Linux only")
 	}
@@ -29,17 +32,25 @@ func TestLoopBatchesConnections(t *testing.T) {
 	}
 	f := &faulty{CounterService: MustEngine(t), entered: make(chan struct{}, 1), gate: make(chan struct{})}
 	_, addr := MustServe(t, f, server.Options{})
-	// Every connection is served (a PING answered) before the loop blocks.
 	conns := make([]*raw, 11)
 	for i := range conns {
 		conns[i] = MustRaw(t, addr)
 		conns[i].send("PING\r\n")
 		conns[i].expect("+PONG\r\n")
 	}
-	first, others := conns[0], conns[1:]
-	first.send("INCR k\r\n")
+	conns[0].send("INCR " + key + "\r\n")
 	<-f.entered // the loop waits in this WriteBatch
 	f.set(func(f *faulty) { f.entered = nil })
+	return f, conns
+}
+
+// TestLoopBatchesConnections checks that the event loop executes the
+// writes of every connection with input in one WriteBatch: ten clients
+// that send an INCR while the loop waits for another client's commit get
+// theirs in the next batch, one call, which leaves the counter at 11.
+func TestLoopBatchesConnections(t *testing.T) {
+	f, conns := heldLoop(t, "k")
+	first, others := conns[0], conns[1:]
 	for _, o := range others {
 		// On loopback the command is in the server's socket when the
 		// write returns, and the loop reads every ready socket in one
@@ -49,7 +60,7 @@ func TestLoopBatchesConnections(t *testing.T) {
 	close(f.gate)
 	first.expect(":1\r\n")
 	for _, o := range others {
-		// INCR's value is read after its batch: 11 here.
+		// INCR's value is the counter's after its batch: 11 here.
 		if got := o.line(); got != ":11" {
 			t.Errorf("INCR of a client in the second batch: %s, want :11", got)
 		}
@@ -112,23 +123,7 @@ func TestClientThatStopsReading(t *testing.T) {
 // clients whose commands arrive while the loop waits for a commit make one
 // ReadCounters call between them.
 func TestLoopBatchesReads(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the event loop serves connections on Linux only")
-	}
-	if connGoroutines {
-		t.Skip("SHARDCOUNTER_RESP_GOROUTINES=1: this pass tests serving on goroutines, and the first tested the loop")
-	}
-	f := &faulty{CounterService: MustEngine(t), entered: make(chan struct{}, 1), gate: make(chan struct{})}
-	_, addr := MustServe(t, f, server.Options{})
-	conns := make([]*raw, 11)
-	for i := range conns {
-		conns[i] = MustRaw(t, addr)
-		conns[i].send("PING\r\n")
-		conns[i].expect("+PONG\r\n")
-	}
-	conns[0].send("INCR a\r\n")
-	<-f.entered
-	f.set(func(f *faulty) { f.entered = nil })
+	f, conns := heldLoop(t, "a")
 	for i, c := range conns[1:] {
 		switch i % 3 {
 		case 0:
