@@ -73,17 +73,23 @@ func Open(ctx context.Context, dsn string) (shardcounter.CounterStore, error) {
 }
 
 // Redact returns the DSN with any password replaced by "xxxxx", for logs.
-// It trusts net/url only when the URL it parsed starts as the DSN does;
-// otherwise (a DSN url.Parse reads another way, or cannot read) it hides
-// everything between "://" and the last "@", which is where a password
-// would be, and everything before that "@" when what precedes "://" is not
-// a scheme.
+// It trusts net/url only when the URL it parsed starts as the DSN does and
+// every "@" is in the URL's authority, so in its user information, the
+// only part Redacted hides: an "@" in the path, query or fragment could
+// end a password that url.Parse read as something else. Otherwise (a DSN
+// url.Parse reads another way, or cannot read) it hides everything between
+// "://" and the last "@", which is where a password would be, and
+// everything before that "@" when what precedes "://" is not a scheme.
 func Redact(dsn string) string {
 	if !strings.Contains(dsn, "://") {
 		return dsn
 	}
 	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" && strings.HasPrefix(dsn, u.Scheme+"://") {
-		return u.Redacted()
+		rest := dsn[len(u.Scheme)+len("://"):]
+		end := strings.IndexAny(rest, "/?#") // the authority ends here
+		if end < 0 || !strings.Contains(rest[end:], "@") {
+			return u.Redacted()
+		}
 	}
 	// Not a URL: everything before the last "@" may be a password, the
 	// scheme too when it is not a scheme's letters.

@@ -60,6 +60,11 @@ func TestRedact(t *testing.T) {
 		{"redis://:secret@127.0.0.1:6379/0", "redis://:xxxxx@127.0.0.1:6379/0"},
 		{"bolt:./x.db", "bolt:./x.db"},
 		{"postgres://user@db/x", "postgres://user@db/x"},
+		// An "@" outside the authority: url.Parse reads no password, but
+		// what precedes that "@" may be one.
+		{"a://#:pw-secret@", "a://xxxxx@"},
+		{"redis://u:x@h/:pw-secret@y", "redis://xxxxx@y"},
+		{"postgres://db/x?password=s@h", "postgres://xxxxx@h"},
 	} {
 		if got := dsn.Redact(tc.in); got != tc.want {
 			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
