@@ -312,16 +312,24 @@ func (s *CounterStore) parseShards(l *layout, cmds []*goredis.SliceCmd) ([]int64
 		if err != nil {
 			return nil, nil, err
 		}
-		if e, _ := r[1].(string); e != ep {
-			return nil, nil, errStale
+		if vals[k], err = shardValue(l, ep, k, r); err != nil {
+			return nil, nil, err
 		}
-		v, _ := r[0].(string)
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, nil, shardcounter.Errorf(shardcounter.EINTERNAL, "redis: shard %d of counter %q holds %q, not an integer", k, l.id, v)
-		}
-		vals[k] = n
 		vers[k], _ = r[2].(string)
 	}
 	return vals, vers, nil
+}
+
+// shardValue reads shard k's value from r, its fields v and e (then any
+// others): errStale when e is not ep, the layout's epoch.
+func shardValue(l *layout, ep string, k int, r []any) (int64, error) {
+	if e, _ := r[1].(string); e != ep {
+		return 0, errStale
+	}
+	v, _ := r[0].(string)
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, shardcounter.Errorf(shardcounter.EINTERNAL, "redis: shard %d of counter %q holds %q, not an integer", k, l.id, v)
+	}
+	return n, nil
 }

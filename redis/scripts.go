@@ -431,4 +431,16 @@ if redis.call('HGET', KEYS[1], 'st') ~= 'delete' then return 0 end
 return redis.call('DEL', KEYS[1])
 `)
 
-var allScripts = []*goredis.Script{addScript, newShardScript, newBoundsScript, isMemberScript, bucketsScript, resetMembersScript, copyMembersScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, markDeleteScript, deleteMetaScript}
+// shardsScript returns the fields v and e of every shard KEYS, as one
+// flat list, read in one step: a batch's totals (totals.go).
+var shardsScript = goredis.NewScript(`
+local out = {}
+for i, k in ipairs(KEYS) do
+  local r = redis.call('HMGET', k, 'v', 'e')
+  out[2*i-1] = r[1]
+  out[2*i] = r[2]
+end
+return out
+`)
+
+var allScripts = []*goredis.Script{shardsScript, addScript, newShardScript, newBoundsScript, isMemberScript, bucketsScript, resetMembersScript, copyMembersScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, markDeleteScript, deleteMetaScript}

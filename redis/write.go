@@ -239,6 +239,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 			}
 		}
 	}
+	tot := s.queueTotals(ctx, nr, incs, todo, ls)
 	s.runOnNodes(ctx, nr.runs)
 	if err := nr.loadScripts(ctx); err != nil {
 		return nil, err
@@ -334,6 +335,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		}
 	}
 	slices.Sort(retry) // in batch order, as items of one counter apply
+	tot.give(incs, out, todo, retry)
 	return retry, nil
 }
 
