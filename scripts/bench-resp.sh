@@ -4,6 +4,8 @@
 #
 #   - shardcounter serve --resp-listen, durable, on bolt
 #   - shardcounter serve --resp-listen, durable, on PostgreSQL
+#   - shardcounter serve --resp-listen on a redis-server of its own
+#     (appendonly yes, appendfsync always): shardcounter in front of Redis
 #   - redis-server, appendonly yes, appendfsync always
 #   - redis-server, appendonly yes, appendfsync everysec
 #
@@ -29,7 +31,7 @@ CLIENTS=${CLIENTS:-64}
 N1=${N1:-100000}
 N16=${N16:-400000}
 ROUNDS=${ROUNDS:-1}
-BASE=${BASE:-7500} # RESP ports BASE..BASE+3
+BASE=${BASE:-7500} # ports BASE..BASE+5
 PG=${SHARDCOUNTER_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 DIR=$(mktemp -d)
 PIDS=()
@@ -71,11 +73,13 @@ start_shardcounter() { # port, store DSN
 	wait_port "$1" "$DIR/$1/log"
 }
 
-TARGETS=("shardcounter bolt:$BASE" "shardcounter postgres:$((BASE + 1))" "redis always:$((BASE + 2))" "redis everysec:$((BASE + 3))")
+TARGETS=("shardcounter bolt:$BASE" "shardcounter postgres:$((BASE + 1))" "shardcounter redis:$((BASE + 4))" "redis always:$((BASE + 2))" "redis everysec:$((BASE + 3))")
 start_shardcounter "$BASE" "bolt:$DIR/$BASE/shardcounter.db"
 start_shardcounter $((BASE + 1)) "$PGBENCH"
 start_redis $((BASE + 2)) always
 start_redis $((BASE + 3)) everysec
+start_redis $((BASE + 5)) always # the store of "shardcounter redis"
+start_shardcounter $((BASE + 4)) "redis://127.0.0.1:$((BASE + 5))/0"
 
 echo "== machine (shared with other engineers' builds and tests while this ran: ratios within the run are what count)"
 echo "nproc: $(nproc); $(free -g | awk 'NR==2 {print "memory: " $2 " GiB"}'); $(go version); $(redis-server --version | cut -d' ' -f1-3)"
@@ -131,6 +135,6 @@ fi
 
 echo
 echo "== shardcounter's engine after the runs (INFO engine): the group commit at work"
-for t in "${TARGETS[@]:0:2}"; do
+for t in "${TARGETS[@]:0:3}"; do
 	echo "${t%:*}: $(redis-cli -p "${t##*:}" info engine | tr -d '\r' | grep -E 'engine_(writes|commits|mean_writes_per_commit|mean_commit_ms):' | tr '\n' ' ')"
 done
