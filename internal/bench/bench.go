@@ -316,6 +316,10 @@ type Memory struct {
 	Process     string `json:"process"` // "bench" (served in process), "server" or "redis"
 	RSSBefore   int64  `json:"rss_before_bytes"`
 	RSSMax      int64  `json:"rss_max_bytes"`
+	// RSSMaxFiles is the part of RSSMax that maps files (the executable,
+	// bbolt's database file: page cache the kernel can drop, see
+	// fileProbe), when the serving process says: in-process runs on Linux.
+	RSSMaxFiles *int64 `json:"rss_max_files_bytes,omitempty"`
 	RSSAfter    int64  `json:"rss_after_bytes"`
 	SampleEvery string `json:"sample_every"` // how often RSSMax was sampled
 }

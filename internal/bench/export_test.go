@@ -26,5 +26,5 @@ func Draws(cfg Config, n int) []Draw {
 	return out
 }
 
-// StatusRSS is statusRSS, for its parsing test.
-var StatusRSS = statusRSS
+// StatusField is statusField, for its parsing test.
+var StatusField = statusField

@@ -18,6 +18,17 @@ type memoryProbe interface {
 	process() string // what was measured, as Memory.Process says it
 }
 
+// fileProbe is a memoryProbe that can also tell how much of the resident
+// memory maps files: the executable, and bbolt's database file, which
+// bbolt reads through a memory map. Those pages are the page cache's,
+// shared and clean (bbolt writes with pwrite, not through the map): the
+// kernel drops them under memory pressure and reads them again when
+// touched, where memory the process allocated would have to be swapped.
+// A run that can say so reports the part apart (Memory.RSSMaxFiles).
+type fileProbe interface {
+	files() (bytes int64, ok bool)
+}
+
 // selfMemory is this process, which serves the naive, engine and
 // in-process http runs: the figure includes the load generator, which
 // keeps a bit per counter and makes ids as it needs them.
@@ -26,18 +37,27 @@ type selfMemory struct{}
 func (selfMemory) process() string { return "bench" }
 
 func (selfMemory) rss(context.Context) (int64, bool, error) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, false, nil // not Linux: no figure
-	}
-	n, ok := statusRSS(string(b))
+	n, ok := statusField(selfStatus(), "VmRSS")
 	return n, ok, nil
 }
 
-// statusRSS reads VmRSS from the text of /proc/PID/status.
-func statusRSS(status string) (int64, bool) {
+func (selfMemory) files() (int64, bool) { return statusField(selfStatus(), "RssFile") }
+
+// selfStatus returns /proc/self/status, "" where there is none (not
+// Linux: no figure).
+func selfStatus() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// statusField reads a size in kB, such as VmRSS, from the text of
+// /proc/PID/status, in bytes.
+func statusField(status, name string) (int64, bool) {
 	for line := range strings.Lines(status) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
 			f := strings.Fields(v)
 			if len(f) == 2 && f[1] == "kB" {
 				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
@@ -61,19 +81,41 @@ type memorySampler struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	max    int64
+	files  *int64 // the mapped files' part of the sample that set max, when known
+}
+
+// sample reads the probe and keeps the figure when it is the largest yet.
+func (s *memorySampler) sample(ctx context.Context) (int64, bool, error) {
+	n, ok, err := s.probe.rss(ctx)
+	if err != nil || !ok {
+		return n, ok, err
+	}
+	var files *int64
+	if p, can := s.probe.(fileProbe); can {
+		if f, ok := p.files(); ok {
+			files = &f
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n >= s.max {
+		s.max, s.files = n, files
+	}
+	return n, true, nil
 }
 
 // startSampler reads the memory before the run and starts sampling. It
 // returns nil, and no error, when the probe has no figure.
 func startSampler(ctx context.Context, p memoryProbe) (*memorySampler, error) {
-	n, ok, err := p.rss(ctx)
+	s := &memorySampler{probe: p, done: make(chan struct{})}
+	n, ok, err := s.sample(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("memory of the %s process: %w", p.process(), err)
 	}
 	if !ok {
 		return nil, nil
 	}
-	s := &memorySampler{probe: p, before: n, max: n, done: make(chan struct{})}
+	s.before = n
 	s.wg.Go(func() {
 		tick := time.NewTicker(sampleEvery)
 		defer tick.Stop()
@@ -84,11 +126,7 @@ func startSampler(ctx context.Context, p memoryProbe) (*memorySampler, error) {
 			case <-tick.C:
 				// A failed sample only misses a maximum; the end's read
 				// reports errors.
-				if n, ok, err := p.rss(ctx); err == nil && ok {
-					s.mu.Lock()
-					s.max = max(s.max, n)
-					s.mu.Unlock()
-				}
+				s.sample(ctx) //nolint:errcheck // see above
 			}
 		}
 	})
@@ -103,14 +141,15 @@ func (s *memorySampler) stop(ctx context.Context) *Memory {
 	}
 	close(s.done)
 	s.wg.Wait()
-	after, ok, err := s.probe.rss(ctx)
+	after, ok, err := s.sample(ctx)
 	if err != nil || !ok {
 		return nil
 	}
 	return &Memory{
 		Process:     s.probe.process(),
 		RSSBefore:   s.before,
-		RSSMax:      max(s.max, after),
+		RSSMax:      s.max,
+		RSSMaxFiles: s.files,
 		RSSAfter:    after,
 		SampleEvery: sampleEvery.String(),
 	}

@@ -66,9 +66,11 @@ func TestPathsHTTP(t *testing.T) {
 	if runs[1].Name != "postgres/http/shards=4" || runs[1].Path != "http" {
 		t.Errorf("run = %+v, want postgres/http/shards=4", runs[1])
 	}
-	// Served in this process: the memory is the bench's.
-	if m := runs[0].Memory; m == nil || m.Process != "bench" || m.RSSBefore <= 0 || m.RSSAfter <= 0 {
-		t.Errorf("memory = %+v, want this process's RSS", m)
+	// Served in this process: the memory is the bench's, with the part
+	// that maps files (at least the executable's code).
+	if m := runs[0].Memory; m == nil || m.Process != "bench" || m.RSSBefore <= 0 || m.RSSAfter <= 0 ||
+		m.RSSMaxFiles == nil || *m.RSSMaxFiles <= 0 || *m.RSSMaxFiles > m.RSSMax {
+		t.Errorf("memory = %+v, want this process's RSS and its mapped files' part", m)
 	}
 	mustNoCounters(t, s)
 }
@@ -92,8 +94,8 @@ func TestPathsHTTPServer(t *testing.T) {
 	checkRuns(t, runs, 1)
 	mustNoCounters(t, s)
 	// The server's own memory, from its /metrics.
-	if m := runs[0].Memory; m == nil || m.Process != "server" || m.RSSBefore <= 0 || m.RSSMax < m.RSSBefore {
-		t.Errorf("memory = %+v, want the server's RSS from /metrics", m)
+	if m := runs[0].Memory; m == nil || m.Process != "server" || m.RSSBefore <= 0 || m.RSSMax < m.RSSBefore || m.RSSMaxFiles != nil {
+		t.Errorf("memory = %+v, want the server's RSS from /metrics, which does not say what maps files", m)
 	}
 
 	cfg.Token = "wrong"

@@ -117,6 +117,15 @@ func (s *respService) rss(ctx context.Context) (int64, bool, error) {
 	return infoRSS(ctx, s.c)
 }
 
+// files is selfMemory's when this process serves the run; a server's
+// INFO does not say.
+func (s *respService) files() (int64, bool) {
+	if s.stop != nil {
+		return selfMemory{}.files()
+	}
+	return 0, false
+}
+
 // infoRSS reads used_memory_rss from a RESP server's INFO memory.
 func infoRSS(ctx context.Context, c *goredis.Client) (int64, bool, error) {
 	info, err := c.Info(ctx, "memory").Result()

@@ -41,7 +41,7 @@ func WriteTable(w io.Writer, runs []Run) error {
 		fmt.Fprintf(tw, "%v\t", r.Verified)
 		if memory {
 			if m := r.Memory; m != nil {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t", mib(m.RSSBefore), mib(m.RSSMax), mib(m.RSSAfter))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t", mib(m.RSSBefore), maxText(m), mib(m.RSSAfter))
 			} else {
 				fmt.Fprint(tw, "-\t-\t-\t")
 			}
@@ -53,6 +53,15 @@ func WriteTable(w io.Writer, runs []Run) error {
 
 // mib formats a byte count in MiB with one decimal.
 func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
+
+// maxText is the most resident memory seen, with its mapped files' part
+// when known: "590.0 (files 400.0)".
+func maxText(m *Memory) string {
+	if m.RSSMaxFiles == nil {
+		return mib(m.RSSMax)
+	}
+	return fmt.Sprintf("%s (files %s)", mib(m.RSSMax), mib(*m.RSSMaxFiles))
+}
 
 // WriteRatios writes, under the table, each of shardcounter's runs as a
 // multiple of each peer's throughput: one column per peer, measured in the
@@ -116,7 +125,7 @@ func WriteMarkdown(w io.Writer, runs []Run) error {
 		fmt.Fprintf(w, " %v |", r.Verified)
 		if memory {
 			if m := r.Memory; m != nil {
-				fmt.Fprintf(w, " %s / %s / %s (%s) |", mib(m.RSSBefore), mib(m.RSSMax), mib(m.RSSAfter), m.Process)
+				fmt.Fprintf(w, " %s / %s / %s (%s) |", mib(m.RSSBefore), maxText(m), mib(m.RSSAfter), m.Process)
 			} else {
 				fmt.Fprint(w, " - |")
 			}

@@ -75,13 +75,18 @@ func TestDrawsDistinct(t *testing.T) {
 	}
 }
 
-func TestStatusRSS(t *testing.T) {
-	status := "Name:\tshardcounter\nVmPeak:\t  900000 kB\nVmRSS:\t   12345 kB\nThreads:\t8\n"
-	if n, ok := bench.StatusRSS(status); !ok || n != 12345*1024 {
-		t.Errorf("StatusRSS = %d, %v, want %d", n, ok, 12345*1024)
+func TestStatusField(t *testing.T) {
+	status := "Name:\tshardcounter\nVmPeak:\t  900000 kB\nVmRSS:\t   12345 kB\nRssAnon:\t    2345 kB\nRssFile:\t   10000 kB\nThreads:\t8\n"
+	for name, want := range map[string]int64{"VmRSS": 12345 * 1024, "RssFile": 10000 * 1024} {
+		if n, ok := bench.StatusField(status, name); !ok || n != want {
+			t.Errorf("StatusField(%s) = %d, %v, want %d", name, n, ok, want)
+		}
 	}
-	if _, ok := bench.StatusRSS("Name:\tx\nVmRSS:\t12 MB\n"); ok {
-		t.Error("StatusRSS read a VmRSS in a unit it does not know")
+	if _, ok := bench.StatusField(status, "Rss"); ok {
+		t.Error("StatusField read Rss from a line of another name")
+	}
+	if _, ok := bench.StatusField("Name:\tx\nVmRSS:\t12 MB\n", "VmRSS"); ok {
+		t.Error("StatusField read a VmRSS in a unit it does not know")
 	}
 }
 
