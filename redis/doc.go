@@ -39,10 +39,10 @@
 //
 // On one server a read is one MULTI/EXEC. On a cluster it is a double
 // collect: every write bumps its shard's version, and a read collects
-// every shard twice, accepting when no version changed in between; a
-// counter written too fast for that is frozen (a reshard to its own shard
-// count) and read while frozen. Either way the read is linearizable. See
-// read.go.
+// every shard twice (a counter of one shard once), accepting when no
+// version changed in between; a counter written too fast for that is
+// frozen (a reshard to its own shard count) and read while frozen. Either
+// way the read is linearizable. See read.go.
 //
 // # Resharding
 //

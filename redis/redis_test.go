@@ -32,8 +32,8 @@ func TestSharedStore(t *testing.T) {
 
 // suiteOptions says what the store offers: on a cluster, ReadCounters is
 // linearizable per counter, not one snapshot across counters on several
-// masters (docs/REDIS.md, Reads), and writes come without their totals
-// (totals.go).
+// masters (docs/REDIS.md, Reads), and only writes to counters of one
+// shard come with their totals (totals.go, TestTotalsAndCollects).
 func suiteOptions(dsn string) storetest.Options {
 	return storetest.Options{
 		NoBatchSnapshot: strings.HasPrefix(dsn, "redis+cluster:"),

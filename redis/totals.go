@@ -10,7 +10,7 @@ import (
 	"github.com/shardcounter/shardcounter/internal/overflow"
 )
 
-// Totals (Increment.Total, INCR's reply) on one server.
+// Totals (Increment.Total, INCR's reply).
 //
 // After a batch's scripts, in the same pipeline, shardsScript reads every
 // shard of each counter whose items asked for their total, in one atomic
@@ -23,42 +23,58 @@ import (
 // publishes it, but nothing else can write to them until then: the sum
 // is the value it has once published.
 //
-// On a cluster a counter's shards sit on several masters, which no one
-// step reads (read.go): the store gives no totals there.
+// On one server one script reads every counter asked about. On a cluster
+// a script reads keys of one slot, and a counter's shards are spread over
+// slots, on several masters that no one step reads (read.go): only a
+// counter of one shard gets its total there, from a script of its own on
+// its shard's master.
 
 // batchTotals is the totals read of one attempt of Apply.
 type batchTotals struct {
+	reads []totalsRead
+}
+
+// totalsRead is one shardsScript call.
+type totalsRead struct {
 	run *nodeRun
 	at  int       // the read is run.cmds[at]
 	ls  []*layout // the counters read, in the order of their shards' keys
 }
 
-// queueTotals queues on nr, after what is queued there, the read of the
+// queueTotals queues on nr, after what is queued there, the reads of the
 // counters of the items of todo that ask for their total, with the
-// layouts in ls. It returns nil when there is nothing to read, or on a
-// cluster.
+// layouts in ls. It returns nil when there is nothing to read.
 func (s *CounterStore) queueTotals(ctx context.Context, nr *nodeRuns, incs []shardcounter.Increment, todo []int, ls map[string]*layout) *batchTotals {
-	if s.cluster != nil {
-		return nil
-	}
-	t := &batchTotals{}
-	var keys []string
+	var asked []*layout
 	for _, i := range todo {
 		l := ls[incs[i].Counter]
-		if !incs[i].Total || l == nil || slices.Contains(t.ls, l) {
+		if !incs[i].Total || l == nil || slices.Contains(asked, l) || s.cluster != nil && l.n != 1 {
 			continue
 		}
-		t.ls = append(t.ls, l)
-		keys = append(keys, l.keys.shards(l.n)...)
+		asked = append(asked, l)
 	}
-	if len(keys) == 0 {
+	if len(asked) == 0 {
 		return nil
 	}
-	t.run, t.at = nr.add(ctx, keys[0], func(p goredis.Pipeliner) *goredis.Cmd {
-		return shardsScript.EvalSha(ctx, p, keys)
-	})
-	if t.run == nil {
-		return nil
+	groups := [][]*layout{asked} // one server: one read
+	if s.cluster != nil {
+		groups = make([][]*layout, len(asked)) // a read per counter, in its slot
+		for i, l := range asked {
+			groups[i] = []*layout{l}
+		}
+	}
+	t := &batchTotals{}
+	for _, g := range groups {
+		var keys []string
+		for _, l := range g {
+			keys = append(keys, l.keys.shards(l.n)...)
+		}
+		run, at := nr.add(ctx, keys[0], func(p goredis.Pipeliner) *goredis.Cmd {
+			return shardsScript.EvalSha(ctx, p, keys)
+		})
+		if run != nil {
+			t.reads = append(t.reads, totalsRead{run: run, at: at, ls: g})
+		}
 	}
 	return t
 }
@@ -71,13 +87,32 @@ func (t *batchTotals) give(incs []shardcounter.Increment, out []shardcounter.Out
 	if t == nil {
 		return
 	}
-	r, err := t.run.cmds[t.at].Slice()
+	sums := make(map[string]int64)
+	for _, rd := range t.reads {
+		rd.sums(sums)
+	}
+	for _, i := range todo {
+		if !incs[i].Total || out[i].Err != nil {
+			continue
+		}
+		if _, retried := slices.BinarySearch(retry, i); retried {
+			continue
+		}
+		if sum, ok := sums[incs[i].Counter]; ok {
+			out[i].Total = &sum
+		}
+	}
+}
+
+// sums adds to sums the total of each counter of the read whose shards
+// were all at its layout's epoch and sum within int64.
+func (rd totalsRead) sums(sums map[string]int64) {
+	r, err := rd.run.cmds[rd.at].Slice()
 	if err != nil {
 		return
 	}
-	sums := make(map[string]int64, len(t.ls))
 	off := 0
-	for _, l := range t.ls {
+	for _, l := range rd.ls {
 		if len(r) < 2*(off+l.n) {
 			return // not the script's reply: no totals
 		}
@@ -94,17 +129,6 @@ func (t *batchTotals) give(incs []shardcounter.Increment, out []shardcounter.Out
 		off += l.n
 		if sum, fits := overflow.Sum(vals); ok && fits {
 			sums[l.id] = sum
-		}
-	}
-	for _, i := range todo {
-		if !incs[i].Total || out[i].Err != nil {
-			continue
-		}
-		if _, retried := slices.BinarySearch(retry, i); retried {
-			continue
-		}
-		if sum, ok := sums[incs[i].Counter]; ok {
-			out[i].Total = &sum
 		}
 	}
 }
