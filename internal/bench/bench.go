@@ -313,9 +313,9 @@ type Run struct {
 // before the load (and the prefill), the most seen while it ran, and
 // after it, before the counters are read back.
 type Memory struct {
-	Process     string `json:"process"` // "bench" (served in process), "server" or "redis"
-	RSSBefore   int64  `json:"rss_before_bytes"`
-	RSSMax      int64  `json:"rss_max_bytes"`
+	Process   string `json:"process"` // "bench" (served in process), "server" or "redis"
+	RSSBefore int64  `json:"rss_before_bytes"`
+	RSSMax    int64  `json:"rss_max_bytes"`
 	// RSSMaxFiles is the part of RSSMax that maps files (the executable,
 	// bbolt's database file: page cache the kernel can drop, see
 	// fileProbe), when the serving process says: in-process runs on Linux.
