@@ -46,11 +46,13 @@ type totalsRead struct {
 // layouts in ls. It returns nil when there is nothing to read.
 func (s *CounterStore) queueTotals(ctx context.Context, nr *nodeRuns, incs []shardcounter.Increment, todo []int, ls map[string]*layout) *batchTotals {
 	var asked []*layout
+	seen := make(map[*layout]bool)
 	for _, i := range todo {
 		l := ls[incs[i].Counter]
-		if !incs[i].Total || l == nil || slices.Contains(asked, l) || s.cluster != nil && l.n != 1 {
+		if !incs[i].Total || l == nil || seen[l] || s.cluster != nil && l.n != 1 {
 			continue
 		}
+		seen[l] = true
 		asked = append(asked, l)
 	}
 	if len(asked) == 0 {
