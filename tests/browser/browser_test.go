@@ -142,7 +142,7 @@ func runDashboard(t *testing.T, bin, token, shots string) {
 	defer scancel()
 	cmd := exec.CommandContext(sctx, "node", "dashboard.mjs")
 	cmd.Env = append(os.Environ(),
-		"SC_URL="+url, "SC_TOKEN="+token, "SC_PREFIX="+prefix, "SC_COUNTER="+counter,
+		"SC_URL="+url, "SC_TOKEN="+token, "SC_PREFIX="+prefix, "SC_COUNTER="+counter, "SC_IDLE=video/2/views",
 		fmt.Sprintf("SC_SHARDS=%d", shards), "SC_COLLECTION=trades", "SC_INDEX=exchange", "SC_INDEX_VALUE=XLON",
 		"SC_PROFILE="+filepath.Join(dir, "chromium-profile"), "SC_SCREENSHOTS="+shots)
 	var stderr strings.Builder
