@@ -19,6 +19,15 @@
 // engine implements over a store and the HTTP client implements over the
 // network. It imports no store and no net/http.
 //
+// # Getting started
+//
+// The package's examples (example_test.go; `go doc -http` shows them) are
+// programs that go test runs and checks: each opens the embedded store in
+// a temporary directory with dsn.Open, starts the engine (package engine)
+// over it, and creates, writes and reads a counter, a distinct counter, a
+// counter with a floor, one with a time window, and a collection. Another
+// DSN on the dsn.Open line runs an example against another store.
+//
 // # Collections
 //
 // The same hotspot hits an index on a timestamp: every new entry lands at

@@ -33,12 +33,15 @@ type CounterService interface {
 	// store has one (bolt, PostgreSQL, Redis standalone).
 	ReadCounters(ctx context.Context, ids []string, c Consistency) ([]ReadResult, error)
 	// ReadWindow returns the sum of a windowed counter's writes committed
-	// in the last span of time, from the start of the bucket holding
-	// now−last to now; Reading.Window says which interval that is.
+	// in its last ⌈last/bucket⌉ buckets, the current one (still filling)
+	// included, cut to those it retains: on hourly buckets, last=24h is
+	// the current hour and the 23 before it. Reading.Window says which
+	// interval that is.
 	ReadWindow(ctx context.Context, id string, last time.Duration) (*Reading, error)
 	// ReadSeries returns a windowed counter's buckets over the last span
 	// of time, summed into buckets of the given width (a multiple of the
-	// counter's own; 0 means the counter's own).
+	// counter's own; 0 means the counter's own): ⌈last/width⌉ of them, as
+	// ReadWindow counts, oldest first, zeros included.
 	ReadSeries(ctx context.Context, id string, last, bucket time.Duration) (*Series, error)
 	// Placement returns each shard's value and the node that holds it.
 	Placement(ctx context.Context, id string) (*Placement, error)

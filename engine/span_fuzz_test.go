@@ -11,9 +11,10 @@ import (
 )
 
 // FuzzSpan checks, for any window, clock, span and width, that the
-// interval read is whole buckets of the width, holds now, starts with
-// the bucket holding now−last unless that is past the retention, and
-// never reaches before the buckets the window keeps.
+// interval read is whole buckets of the width, ends with the bucket
+// holding now, is ⌈last/width⌉ buckets long unless that reaches past the
+// retention, and then starts with the first whole bucket the window
+// keeps, never before.
 func FuzzSpan(f *testing.F) {
 	f.Add(uint8(1), uint16(24), int64(1_772_357_400), int64(time.Hour), int64(0))
 	f.Add(uint8(0), uint16(60), int64(1_772_357_401), int64(48*time.Hour), int64(2*time.Minute))
@@ -39,7 +40,11 @@ func FuzzSpan(f *testing.F) {
 			return
 		}
 		oldest := w.BucketOf(now).Add(time.Duration(w.Bucket - w.Retention))
-		from := now.Add(-time.Duration(last))
+		count := time.Duration(w.Retention)/width + 2 // more than retained, without overflow
+		if time.Duration(last) <= time.Duration(w.Retention)+width {
+			count = (time.Duration(last) + width - 1) / width
+		}
+		want := sp.To.Add(-count * width)
 		switch {
 		case !sp.From.Before(sp.To) || sp.To.Sub(sp.From)%width != 0:
 			t.Fatalf("span %+v is not whole %v buckets", sp, width)
@@ -49,8 +54,10 @@ func FuzzSpan(f *testing.F) {
 			t.Fatalf("span %+v does not end with the bucket holding %v", sp, now)
 		case sp.From.Before(oldest) && sp.To.Sub(sp.From) > width:
 			t.Fatalf("span %+v starts before the oldest bucket kept, %v", sp, oldest)
-		case !from.Before(oldest) && !sp.From.Equal(from.Truncate(width)):
-			t.Fatalf("span %+v does not start with the bucket holding %v", sp, from)
+		case !want.Before(oldest) && !sp.From.Equal(want):
+			t.Fatalf("span %+v of the last %v is not %d buckets of %v", sp, time.Duration(last), count, width)
+		case want.Before(oldest) && !sp.From.Add(-width).Before(oldest):
+			t.Fatalf("span %+v of the last %v is cut to the retention after its first whole bucket, from %v", sp, time.Duration(last), oldest)
 		case sp.To.Sub(sp.From)/width > shardcounter.MaxWindowBuckets+1:
 			t.Fatalf("span %+v has %d buckets", sp, sp.To.Sub(sp.From)/width)
 		}

@@ -10,11 +10,11 @@ import (
 	"github.com/shardcounter/shardcounter"
 )
 
-// ReadWindow returns the sum of a windowed counter's writes committed from
-// the start of the bucket holding now−last to the end of the current
-// bucket, by the engine's clock (Config.Now). The range is cut to the
-// buckets the counter retains; Reading.Window says which interval the sum
-// covers.
+// ReadWindow returns the sum of a windowed counter's writes committed in
+// its last ⌈last/bucket⌉ buckets, the current one (still filling, by the
+// engine's clock, Config.Now) included: on hourly buckets, last=24h is the
+// current hour and the 23 before it. The range is cut to the buckets the
+// counter retains; Reading.Window says which interval the sum covers.
 func (e *Engine) ReadWindow(ctx context.Context, id string, last time.Duration) (*shardcounter.Reading, error) {
 	c, span, err := e.window(ctx, id, last, 0)
 	if err != nil {
@@ -26,9 +26,9 @@ func (e *Engine) ReadWindow(ctx context.Context, id string, last time.Duration) 
 // ReadSeries returns a windowed counter's buckets over the last span of
 // time, summed into buckets of width bucket (a multiple of the counter's
 // own that divides a day or is whole days, so that buckets start at round
-// UTC times; 0 means the counter's own), oldest first, zeros included. The
-// first bucket is the one holding now−last, or the first whole one the
-// counter retains; the last is the current one.
+// UTC times; 0 means the counter's own), oldest first, zeros included:
+// ⌈last/width⌉ buckets ending with the current one, or from the first
+// whole one the counter retains when it keeps fewer.
 func (e *Engine) ReadSeries(ctx context.Context, id string, last, bucket time.Duration) (*shardcounter.Series, error) {
 	c, span, err := e.window(ctx, id, last, bucket)
 	if err != nil {
@@ -137,10 +137,12 @@ func (s *windowSpecs) forget(id string) {
 }
 
 // span returns the interval a read of the last span of time before now
-// covers, in buckets of width bucket (0: the window's own; last > 0):
-// aligned to bucket, ending with the bucket holding now, and starting
-// with the bucket holding now−last or, when that reaches past the
-// retention, with the first whole bucket the window retains.
+// covers, in buckets of width bucket (0: the window's own; last > 0): the
+// bucket holding now, which is still filling, and the whole buckets
+// before it, ⌈last/bucket⌉ buckets in all, cut to the buckets the window
+// retains (starting then with the first whole bucket retained). So on
+// hourly buckets last=24h is 24 buckets, the current one included, and
+// last=90m is two.
 func span(w *shardcounter.Window, now time.Time, last, bucket time.Duration) (shardcounter.Interval, error) {
 	own, retention := time.Duration(w.Bucket), time.Duration(w.Retention)
 	if bucket == 0 {
@@ -155,16 +157,22 @@ func span(w *shardcounter.Window, now time.Time, last, bucket time.Duration) (sh
 	if bucket > retention {
 		return shardcounter.Interval{}, shardcounter.Errorf(shardcounter.EINVALID, "bucket %s is wider than the counter's retention of %s: give at most %s", shardcounter.Duration(bucket), w.Retention, w.Retention)
 	}
+	// The buckets covered, rounded up; at most one more than the retention
+	// holds, so that n*bucket cannot overflow.
+	n := last / bucket
+	if last%bucket != 0 {
+		n++
+	}
+	n = min(n, retention/bucket+1)
 	// The window keeps retention/own buckets, the current one included.
 	oldest := w.BucketOf(now).Add(own - retention)
-	var sp shardcounter.Interval
-	sp.To = now.Truncate(bucket).Add(bucket).UTC()
-	sp.From = now.Add(-last).Truncate(bucket).UTC()
+	current := now.Truncate(bucket).UTC()
+	sp := shardcounter.Interval{From: current.Add(-(n - 1) * bucket), To: current.Add(bucket)}
 	if sp.From.Before(oldest) {
 		sp.From = oldest.Add(bucket - 1).Truncate(bucket).UTC() // the first whole bucket retained
 	}
 	if !sp.From.Before(sp.To) {
-		sp.From = sp.To.Add(-bucket)
+		sp.From = current
 	}
 	return sp, nil
 }

@@ -57,9 +57,11 @@ func TestWindow(t *testing.T) {
 			value    int64
 			describe string
 		}{
-			{time.Minute, at(12), 4, "the current bucket"},
-			{time.Hour, at(11), 4, "from the bucket holding 11:30"},
-			{150 * time.Minute, at(10), 6, "from the bucket holding 10:00"},
+			{time.Minute, at(12), 4, "the current bucket, still filling"},
+			{time.Hour, at(12), 4, "one bucket: the current one"},
+			{2 * time.Hour, at(11), 4, "two buckets: the current one and the one before"},
+			{150 * time.Minute, at(10), 6, "⌈2.5⌉ = 3 buckets"},
+			{6 * time.Hour, at(7), 7, "the 6 buckets retained"},
 			{48 * time.Hour, at(7), 7, "cut to the 6 buckets retained"},
 		} {
 			r, err := e.ReadWindow(ctx, "views", tc.last)
@@ -75,13 +77,13 @@ func TestWindow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []int64{0, 1, 2, 0, 4} // 08:00 to 12:00
-		if len(s.Buckets) != len(want) || !s.From.Equal(at(8)) || !s.To.Equal(at(13)) || s.Bucket != hour {
-			t.Fatalf("ReadSeries(4h) = %+v; want %d hourly buckets from 08:00 to 13:00", s, len(want))
+		want := []int64{1, 2, 0, 4} // 09:00 to 12:00, the current hour last
+		if len(s.Buckets) != len(want) || !s.From.Equal(at(9)) || !s.To.Equal(at(13)) || s.Bucket != hour {
+			t.Fatalf("ReadSeries(4h) = %+v; want %d hourly buckets from 09:00 to 13:00", s, len(want))
 		}
 		for i, b := range s.Buckets {
-			if !b.Start.Equal(at(8+i)) || b.Value != want[i] {
-				t.Fatalf("bucket %d = %+v, want %v at %v", i, b, want[i], at(8+i))
+			if !b.Start.Equal(at(9+i)) || b.Value != want[i] {
+				t.Fatalf("bucket %d = %+v, want %v at %v", i, b, want[i], at(9+i))
 			}
 		}
 
@@ -89,8 +91,7 @@ func TestWindow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// 07:30 is in the bucket from 06:00, before the oldest retained hour
-		// (07:00): the series starts with the first whole 2h bucket, 08:00.
+		// ⌈5h/2h⌉ = 3 buckets of 2h, the last holding 12:30.
 		want = []int64{1, 2, 4} // 08-10, 10-12, 12-14
 		if len(s.Buckets) != len(want) || !s.From.Equal(at(8)) || !s.To.Equal(at(14)) {
 			t.Fatalf("ReadSeries(5h, 2h) = %+v; want 3 buckets from 08:00 to 14:00", s)
@@ -99,6 +100,12 @@ func TestWindow(t *testing.T) {
 			if b.Value != want[i] {
 				t.Fatalf("2h bucket %d = %+v, want %d", i, b, want[i])
 			}
+		}
+		// 7h of 2h buckets would start at 06:00, before the oldest hour
+		// retained (07:00): the series starts with the first whole 2h
+		// bucket, 08:00.
+		if s, err = e.ReadSeries(ctx, "views", 7*time.Hour, 2*time.Hour); err != nil || !s.From.Equal(at(8)) || len(s.Buckets) != 3 {
+			t.Fatalf("ReadSeries(7h, 2h) = %+v, %v; want 3 buckets from 08:00, cut to the retention", s, err)
 		}
 		if _, err := e.ReadSeries(ctx, "views", time.Hour, 90*time.Minute); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
 			t.Fatalf("ReadSeries with 90m buckets on hourly ones = %v, want invalid_argument", err)

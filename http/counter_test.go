@@ -297,6 +297,30 @@ func TestList(t *testing.T) {
 			t.Fatalf("got %v, want %v", got, want)
 		}
 	})
+	t.Run("DocExample", func(t *testing.T) {
+		// docs/API.md's listing example, with its own data and token.
+		for i := 1; i <= 3; i++ {
+			e.MustCreate(t, fmt.Sprint("post/", i), 16)
+		}
+		const token = "AQVwb3N0L3Bvc3QvMg"
+		for _, page := range []struct{ query, ids, next string }{
+			{"?prefix=post%2F&limit=2", "[post/1 post/2]", token},
+			{"?prefix=post%2F&limit=2&page_token=" + token, "[post/3]", ""},
+		} {
+			var resp shttp.ListResponse
+			e.Do(t, "GET", "/v1/counters"+page.query, "").MustOK(t, http.StatusOK, &resp)
+			var ids []string
+			for _, c := range resp.Counters {
+				ids = append(ids, c.ID)
+			}
+			if fmt.Sprint(ids) != page.ids || resp.NextPageToken != page.next {
+				t.Fatalf("%s: %v and token %q, want %s and %q", page.query, ids, resp.NextPageToken, page.ids, page.next)
+			}
+		}
+		for i := 1; i <= 3; i++ {
+			e.Do(t, "DELETE", fmt.Sprint("/v1/counters/post%2F", i), "").MustOK(t, http.StatusNoContent, nil)
+		}
+	})
 	t.Run("All", func(t *testing.T) {
 		var resp shttp.ListResponse
 		e.Do(t, "GET", "/v1/counters", "").MustOK(t, http.StatusOK, &resp)

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/dialerr"
 )
 
 // Pool defaults that Open applies when the DSN does not set them.
@@ -109,8 +111,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*CounterStore, error) 
 		pool.Close()
 		cc := cfg.ConnConfig
 		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE,
-			"postgres: cannot connect to %s:%d (database %q, user %q): %v: check that PostgreSQL runs there and that the DSN's host, port, user, password and database are right",
-			cc.Host, cc.Port, cc.Database, cc.User, unwrapConnect(err))
+			"postgres: cannot connect to %s:%d (database %q, user %q): %s; check that PostgreSQL runs there and that the DSN's host, port, user, password and database are right",
+			cc.Host, cc.Port, cc.Database, cc.User, connectCause(err))
 	}
 	s, err := New(ctx, pool, opts)
 	if err != nil {
@@ -185,14 +187,20 @@ func parseConfig(dsn string) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// unwrapConnect drops pgx's "failed to connect to user=... database=..."
-// prefix, which Open's message already says in its own words.
-func unwrapConnect(err error) error {
+// connectCause says why Open could not connect, without the address and
+// user that pgx's error repeats at each layer and Open's message names
+// once: the server's refusal (a wrong password, a missing database), or
+// the network's reason.
+func connectCause(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("the server refused: %s (SQLSTATE %s)", pe.Message, pe.Code)
+	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) && ce.Unwrap() != nil {
-		return ce.Unwrap()
+		err = ce.Unwrap()
 	}
-	return err
+	return dialerr.Cause(err)
 }
 
 // Pool returns the store's connection pool, for applications that run

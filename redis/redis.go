@@ -15,6 +15,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/dialerr"
 )
 
 // Defaults of Options and of the clients that Open makes.
@@ -231,9 +232,22 @@ func Open(ctx context.Context, dsn string, opts Options) (*CounterStore, error) 
 	s.owned = true
 	if err := s.pingAny(ctx); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("redis: open %s: %w", d, err)
+		return nil, unreachable(d, err)
 	}
 	return s, nil
+}
+
+// unreachable is Open's error when no server answers its PING: what was
+// tried, why it failed, and what to check.
+func unreachable(d *DSN, err error) error {
+	if d.Cluster {
+		return shardcounter.Errorf(shardcounter.EUNAVAILABLE,
+			"redis: cannot reach the cluster through its seed nodes %s: %s; check that its nodes run there and that the DSN's addresses and password are right",
+			strings.Join(d.Addrs, ", "), dialerr.Cause(err))
+	}
+	return shardcounter.Errorf(shardcounter.EUNAVAILABLE,
+		"redis: cannot connect to %s (database %d): %s; check that redis-server runs there and that the DSN's host, port, password and database are right",
+		d.Addrs[0], d.DB, dialerr.Cause(err))
 }
 
 // Ping checks that the server, or every master of the cluster, answers:
@@ -251,10 +265,11 @@ func (s *CounterStore) Ping(ctx context.Context) error {
 	return storeErr("ping", s.client.Ping(ctx).Err(), false)
 }
 
-// pingAny checks that the server, or some master of the cluster, answers.
+// pingAny checks that the server, or some master of the cluster, answers,
+// and returns the client's error when none does.
 func (s *CounterStore) pingAny(ctx context.Context) error {
 	if s.cluster == nil {
-		return storeErr("ping", s.client.Ping(ctx).Err(), false)
+		return s.client.Ping(ctx).Err()
 	}
 	var mu sync.Mutex
 	var up bool
@@ -270,7 +285,7 @@ func (s *CounterStore) pingAny(ctx context.Context) error {
 	if up {
 		return nil
 	}
-	return storeErr("ping", err, false)
+	return err
 }
 
 // Close releases the client when the store made it (Open).

@@ -1,10 +1,15 @@
 #!/bin/sh
-# ensure-redis-tools.sh makes redis-cli and redis-benchmark available for
-# the RESP front end's tests (resp/server) and scripts/bench-resp.sh: it
-# installs Debian's redis-tools when either is not on PATH. Idempotent, and
-# instant when both are there.
+# ensure-redis-tools.sh makes the command-line clients available: redis-cli
+# and redis-benchmark for the RESP front end's tests (resp/server) and
+# scripts/bench-resp.sh, and curl, and all three for the README's examples,
+# which tests/readme runs as written. It installs Debian's redis-tools and
+# curl when one of them is not on PATH. Idempotent, and instant when all
+# are there.
 set -eu
-if command -v redis-cli >/dev/null 2>&1 && command -v redis-benchmark >/dev/null 2>&1; then
+need=
+command -v redis-cli >/dev/null 2>&1 && command -v redis-benchmark >/dev/null 2>&1 || need="$need redis-tools"
+command -v curl >/dev/null 2>&1 || need="$need curl"
+if [ -z "$need" ]; then
 	exit 0
 fi
 SUDO=
@@ -13,7 +18,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends redis-tools
-for b in redis-cli redis-benchmark; do
-	command -v "$b" >/dev/null 2>&1 || { echo "ensure-redis-tools.sh: $b still not on PATH after installing redis-tools" >&2; exit 1; }
+# shellcheck disable=SC2086 # a list of package names
+$SUDO apt-get install -y -q --no-install-recommends $need
+for b in redis-cli redis-benchmark curl; do
+	command -v "$b" >/dev/null 2>&1 || { echo "ensure-redis-tools.sh: $b still not on PATH after installing$need" >&2; exit 1; }
 done

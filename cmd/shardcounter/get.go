@@ -28,7 +28,7 @@ func newGetCommand(m *Main) command { return &getCommand{clientFlags: clientFlag
 func (c *getCommand) flags(fs *flag.FlagSet) {
 	c.register(fs)
 	fs.BoolVar(&c.cached, "cached", false, "read the cached rollup: cheaper, may lag by max_staleness_ms")
-	fs.Var(&c.last, "last", "the sum of the writes of the last `DURATION` (24h, 7d) of a counter with a window")
+	fs.Var(&c.last, "last", "the sum of the writes of a counter with a window over its last `DURATION` (24h, 7d): as many buckets as that spans, the current one included")
 }
 
 func (c *getCommand) run(ctx context.Context, args []string) error {

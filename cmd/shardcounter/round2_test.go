@@ -56,8 +56,8 @@ func TestRound2Commands(t *testing.T) {
 		t.Fatalf("get --last printed %q, want 3", got)
 	}
 	series := Run(t, dir, env, "series", "stock", "--last", "3h").MustOK(t)
-	if lines := strings.Split(strings.TrimSpace(series), "\n"); len(lines) < 4 || !strings.HasPrefix(lines[0], "START (1h buckets)") || !strings.HasSuffix(lines[len(lines)-1], " 3") {
-		t.Fatalf("series printed %q", series)
+	if lines := strings.Split(strings.TrimSpace(series), "\n"); len(lines) != 4 || !strings.HasPrefix(lines[0], "START (1h buckets)") || !strings.HasSuffix(lines[len(lines)-1], " 3") {
+		t.Fatalf("series --last 3h printed %q; want a header and 3 hours, the current one last", series)
 	}
 
 	// Many at once, and the shards.

@@ -22,7 +22,7 @@ func newSeriesCommand(m *Main) command { return &seriesCommand{clientFlags: clie
 
 func (c *seriesCommand) flags(fs *flag.FlagSet) {
 	c.register(fs)
-	fs.Var(&c.last, "last", "the last `DURATION` (24h, 7d) (default: all the counter retains)")
+	fs.Var(&c.last, "last", "the buckets of the last `DURATION` (24h, 7d), the current one included: 3h of hourly buckets is 3 (default: all the counter retains)")
 	fs.Var(&c.bucket, "bucket", "sum into buckets of width `B`, a multiple of the counter's own (default: its own)")
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/shardcounter/shardcounter/engine"
 	shttp "github.com/shardcounter/shardcounter/http"
 	"github.com/shardcounter/shardcounter/metrics"
+	"github.com/shardcounter/shardcounter/redis"
 	respserver "github.com/shardcounter/shardcounter/resp/server"
 )
 
@@ -196,6 +197,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 	defer signal.Stop(hup)
 
 	m := metrics.New()
+	redis.SetClientLog(log) // the Redis client's own lines, at debug level
 	store, err := dsn.Open(ctx, c.store)
 	if err != nil {
 		return fmt.Errorf("cannot open store %s: %s", dsn.Redact(c.store), errorText(err))

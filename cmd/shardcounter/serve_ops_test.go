@@ -240,3 +240,42 @@ func TestServeFlagErrors(t *testing.T) {
 		t.Fatalf("message %q does not name the flag", msg)
 	}
 }
+
+// TestServeUnreachableStore: serve with a store nobody answers at exits 1
+// with one line on stderr that names the DSN with its password masked,
+// what was tried, why it failed and what to check, and nothing else (no
+// line of the Redis client's own, no cause said twice, no words of a
+// failed write).
+func TestServeUnreachableStore(t *testing.T) {
+	// Port 1 on the loopback refuses connections at once.
+	for _, tc := range []struct {
+		name, dsn, masked, tried, check string
+	}{
+		{"Redis", "redis://:secret@127.0.0.1:1/3", "redis://:xxxxx@127.0.0.1:1/3", "cannot connect to 127.0.0.1:1 (database 3)", "check that redis-server runs there"},
+		{"RedisCluster", "redis+cluster://:secret@127.0.0.1:1?addr=127.0.0.1:2", "redis+cluster://:xxxxx@127.0.0.1:1?addr=127.0.0.1:2", "cannot reach the cluster through its seed nodes 127.0.0.1:1, 127.0.0.1:2", "check that its nodes run there"},
+		{"Postgres", "postgres://bob:secret@localhost:1/app?sslmode=disable", "postgres://bob:xxxxx@localhost:1/app?sslmode=disable", `cannot connect to localhost:1 (database "app", user "bob")`, "check that PostgreSQL runs there"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			res := Run(t, dir, nil, "serve", "--listen", "127.0.0.1:0", "--store", tc.dsn)
+			msg := res.MustFail(t, 1)
+			want := "shardcounter serve: cannot open store " + tc.masked + ": "
+			switch {
+			case res.Stdout != "":
+				t.Errorf("stdout %q, want nothing", res.Stdout)
+			case strings.Count(msg, "\n") != 1 || !strings.HasSuffix(msg, "\n"):
+				t.Errorf("stderr is not one line:\n%s", msg)
+			case !strings.HasPrefix(msg, want):
+				t.Errorf("stderr %q does not start %q", msg, want)
+			case strings.Contains(msg, "secret"):
+				t.Errorf("stderr %q shows the password", msg)
+			case !strings.Contains(msg, tc.tried) || !strings.Contains(msg, tc.check):
+				t.Errorf("stderr %q does not say %q and %q", msg, tc.tried, tc.check)
+			case strings.Count(msg, "connection refused") != 1 || strings.Contains(msg, "dial"):
+				t.Errorf("stderr %q does not say connection refused once, in those words", msg)
+			case strings.Contains(msg, "applied") || strings.Contains(msg, "retry"):
+				t.Errorf("stderr %q words it as a failed write", msg)
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	shttp "github.com/shardcounter/shardcounter/http"
+	"github.com/shardcounter/shardcounter/internal/testbin"
 )
 
 // chromiumPath is where Debian's chromium package puts the browser; the
@@ -142,7 +143,7 @@ func runDashboard(t *testing.T, bin, token, shots string) {
 	defer scancel()
 	cmd := exec.CommandContext(sctx, "node", "dashboard.mjs")
 	cmd.Env = append(os.Environ(),
-		"SC_URL="+url, "SC_TOKEN="+token, "SC_PREFIX="+prefix, "SC_COUNTER="+counter,
+		"SC_URL="+url, "SC_TOKEN="+token, "SC_PREFIX="+prefix, "SC_COUNTER="+counter, "SC_IDLE=video/2/views",
 		fmt.Sprintf("SC_SHARDS=%d", shards), "SC_COLLECTION=trades", "SC_INDEX=exchange", "SC_INDEX_VALUE=XLON",
 		"SC_PROFILE="+filepath.Join(dir, "chromium-profile"), "SC_SCREENSHOTS="+shots)
 	var stderr strings.Builder
@@ -180,35 +181,14 @@ func requireTools(t *testing.T) {
 }
 
 // buildBinary builds cmd/shardcounter, so that the dashboard is tested as
-// users get it: embedded in the binary. It first reads the sources the
-// binary is made of, because go test caches a pass by the files the test
-// process opens, and the build subprocess's inputs are not among them.
+// users get it: embedded in the binary.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		switch filepath.Ext(path) {
-		case ".go", ".mod", ".sum", ".html", ".css", ".js", ".mjs":
-			os.ReadFile(path)
-		}
-		return nil
-	})
-	bin := filepath.Join(t.TempDir(), "shardcounter")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/shardcounter")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building shardcounter: %v\n%s", err, out)
-	}
-	return bin
+	return testbin.Build(t, root, t.TempDir())
 }
 
 var addrRE = regexp.MustCompile(`msg="shardcounter serving" addr=(\S+)`)

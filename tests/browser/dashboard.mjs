@@ -10,6 +10,7 @@
 //   SC_PREFIX       a prefix that PAGE_SIZE+ counters share (paging)
 //   SC_COUNTER      the counter being written to (under SC_PREFIX)
 //   SC_SHARDS       its shard count
+//   SC_IDLE         a counter nobody writes to, which the script deletes
 //   SC_COLLECTION   a collection with documents and an index SC_INDEX
 //   SC_INDEX, SC_INDEX_VALUE   a filter that matches some documents
 //   SC_PROFILE      a fresh directory for Chromium's profile
@@ -30,6 +31,7 @@ const TOKEN = env('SC_TOKEN', '');
 const PREFIX = env('SC_PREFIX');
 const COUNTER = env('SC_COUNTER');
 const SHARDS = Number(env('SC_SHARDS'));
+const IDLE = env('SC_IDLE');
 const COLLECTION = env('SC_COLLECTION');
 const INDEX = env('SC_INDEX');
 const INDEX_VALUE = env('SC_INDEX_VALUE');
@@ -39,6 +41,7 @@ const TIMEOUT = 20000;
 
 const seen = { values: [] };
 const problems = [];
+let deleted = false; // after the script deletes IDLE, its 404s are expected
 
 function check(cond, what) {
   if (!cond) throw new Error(what);
@@ -62,6 +65,7 @@ try {
     if (m.type() !== 'error') return;
     // Chromium logs every 401 as a failed load; the login flow causes them.
     if (TOKEN && /status of 401/.test(m.text())) return;
+    if (deleted && /status of 404/.test(m.text())) return;
     problems.push(`console error: ${m.text()}`);
   });
   page.on('request', (r) => {
@@ -139,6 +143,34 @@ try {
   seen.commitMs = num(await page.textContent('[data-testid=commit-ms]'));
   await page.waitForTimeout(6000); // a few more points on the chart for the screenshot
   await page.screenshot({ path: join(SHOTS, 'dashboard-counter.png'), fullPage: true });
+
+  // An idle counter: its rate chart's y-axis up to 1 /s reads 1, 0.5, 0,
+  // not two ticks of "1 /s".
+  await page.goto(`${URL}/ui/#/counter/${encodeURIComponent(IDLE)}`);
+  await page.waitForFunction(() => /live/.test(document.querySelector('[data-testid=watch-status]')?.textContent ?? ''));
+  const ticks = await page.$$eval('[data-testid=rate-chart] text', (ts) => ts.map((t) => t.textContent).filter((t) => t.endsWith(' /s')));
+  check(JSON.stringify(ticks) === JSON.stringify(['1 /s', '0.5 /s', '0 /s']), `idle counter's rate ticks ${JSON.stringify(ticks)}, want 1, 0.5 and 0 /s`);
+  seen.idleTicks = ticks;
+
+  // Deleted while on show: the page says so and links back, and the panels go.
+  deleted = true;
+  const status = await page.evaluate(async ([id, token]) => {
+    const headers = token ? { Authorization: 'Bearer ' + token } : {};
+    return (await fetch('/v1/counters/' + encodeURIComponent(id), { method: 'DELETE', headers })).status;
+  }, [IDLE, TOKEN]);
+  check(status === 204, `deleting ${IDLE} from the page: status ${status}`);
+  await page.waitForSelector('[data-testid=not-found]');
+  check(await page.$('[data-testid=value]') === null && await page.$('[data-testid=rate-chart]') === null, `the deleted counter's panels are still drawn`);
+
+  // A counter that never existed: the same line and link, nothing half-drawn.
+  await page.goto(`${URL}/ui/#/counter/${encodeURIComponent('no/such/counter')}`);
+  await page.waitForSelector('[data-testid=not-found]');
+  seen.notFound = await page.textContent('[data-testid=not-found]');
+  check(seen.notFound.includes('no/such/counter'), `not-found line ${seen.notFound} does not name the counter`);
+  check(await page.$('[data-testid=value]') === null && await page.$('[data-testid=shards]') === null && await page.$('[data-testid=batch-size]') === null,
+    'a counter that does not exist is half-drawn');
+  await page.click('[data-testid=back]');
+  await page.waitForSelector('[data-testid=counters] tbody tr');
 
   // The write engine.
   await page.click('nav a[data-screen=engine]');

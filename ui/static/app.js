@@ -110,7 +110,7 @@ async function every(ms, signal, fn) {
 
 // watch reads a counter's event stream (the WHATWG text/event-stream
 // format) and calls onReading for each reading, onStatus('live' |
-// 'reconnecting' | 'error', message) as the connection goes. It
+// 'reconnecting' | 'error', message, error code) as the connection goes. It
 // reconnects as EventSource would: after the server's retry delay, with
 // Last-Event-ID, so a reconnection repeats nothing.
 async function watch(id, signal, onReading, onStatus) {
@@ -125,7 +125,7 @@ async function watch(id, signal, onReading, onStatus) {
       if (resp.status === 401) { needLogin(); return; }
       if (!resp.ok) {
         const e = await errorOf(resp);
-        if (resp.status !== 503) { onStatus('error', e.message); return; }
+        if (resp.status !== 503) { onStatus('error', e.message, e.code); return; }
         throw e;
       }
       onStatus('live');
@@ -148,7 +148,7 @@ async function watch(id, signal, onReading, onStatus) {
               if (type === '' || type === 'message') onReading(JSON.parse(text));
               else if (type === 'error') {
                 const e = JSON.parse(text).error;
-                onStatus('error', e.message);
+                onStatus('error', e.message, e.code);
                 if (e.code === 'not_found') return;
               }
             }
@@ -207,6 +207,10 @@ function niceCeil(x) {
   return 10 * p;
 }
 
+// fmtTick writes an axis tick with the decimals it needs and no more:
+// 1, 0.5 and 0 on an axis up to 1 /s, never two ticks that read alike.
+const fmtTick = (v) => v.toLocaleString('en-US', { maximumFractionDigits: 3 });
+
 function fmtSpan(ms) {
   const s = Math.round(ms / 1000);
   return s < 120 ? `${s} s` : `${Math.round(s / 60)} min`;
@@ -228,7 +232,7 @@ function drawChart(svg, series, now) {
   const y = (v) => T + (H - T - B) * (hi - v) / (hi - lo);
   for (const v of lo < 0 ? [hi, 0, lo] : [hi, hi / 2, 0]) {
     svg.append(h('line', { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: '#d9dee3' }));
-    svg.append(h('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end', text: fmtNum(v, 0) + ' /s' }));
+    svg.append(h('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end', text: fmtTick(v) + ' /s' }));
   }
   svg.append(h('text', { x: L, y: H - 6, text: '−' + fmtSpan(t1 - t0) }));
   svg.append(h('text', { x: W - R, y: H - 6, 'text-anchor': 'end', text: 'now' }));
@@ -324,21 +328,77 @@ async function countersScreen(params, signal) {
     pager);
 }
 
+// counterMeta is a line of a counter's kind, shards, creation and bounds.
+function counterMeta(c) {
+  const meta = h('div', { class: 'meta' },
+    h('span', {}, 'kind ', h('b', { text: c.kind || 'sum' })),
+    h('span', {}, 'shards ', h('b', { 'data-testid': 'shard-count', text: fmtInt(c.shards) })),
+    h('span', {}, 'created ', h('b', { text: fmtDate(c.created_at) })));
+  if (c.min !== undefined) meta.append(h('span', {}, 'min ', h('b', { text: fmtInt(c.min) })));
+  if (c.max !== undefined) meta.append(h('span', {}, 'max ', h('b', { text: fmtInt(c.max) })));
+  if (c.window) meta.append(h('span', {}, 'window ', h('b', { text: `${c.window.bucket} buckets, ${c.window.retention} kept` })));
+  return meta;
+}
+
+// shardsTable is a counter's placement: a row a shard, and the total.
+function shardsTable(p) {
+  const total = p.placement.reduce((s, x) => s + x.value, 0);
+  const slots = p.placement.some((x) => x.slot !== undefined);
+  return h('table', { 'data-testid': 'shards' },
+    h('thead', {}, h('tr', {}, h('th', { class: 'num', text: 'Shard' }), h('th', { class: 'num', text: 'Value' }), h('th', { text: 'Node' }), slots ? h('th', { class: 'num', text: 'Slot' }) : null)),
+    h('tbody', {}, p.placement.map((x) => h('tr', {},
+      h('td', { class: 'num', text: x.shard }),
+      h('td', { class: 'num', text: fmtInt(x.value) }),
+      h('td', { class: 'id', text: x.node }),
+      slots ? h('td', { class: 'num', text: x.slot ?? '' }) : null))),
+    h('tfoot', {}, h('tr', {}, h('td', { text: 'Total' }), h('td', { class: 'num', 'data-testid': 'shards-total', text: fmtInt(total) }), h('td', { text: `${p.shards} shards, as of ${fmtTime(p.as_of)}` }), slots ? h('td') : null)));
+}
+
 // How is this counter doing? Its live value and rate (watch), its shards
-// and where they live (placement), and the write path serving it.
-async function counterScreen(id, signal) {
+// and where they live (placement), and the write path serving it. A
+// counter that does not exist, or is deleted while on show, gets a line
+// saying so and the way back, not a page of empty panels.
+async function counterScreen(id, parentSignal) {
+  const crumb = () => h('p', { class: 'note' }, h('a', { href: '#/', text: 'Counters' }), ' / counter');
+  show(id, crumb(), h('h1', { text: id }), h('p', { class: 'note', text: 'Loading…' }));
+  // Metadata: the list's entry for this id, which sorts first among the
+  // ids it prefixes.
+  let c;
+  try {
+    const list = await api('GET', '/v1/counters?' + new URLSearchParams({ prefix: id, limit: 1 }), undefined, parentSignal);
+    c = list.counters[0];
+  } catch (e) {
+    if (!parentSignal.aborted) show(id, crumb(), h('h1', { text: id }), errorLine(e));
+    return;
+  }
+  if (parentSignal.aborted) return;
+  // The screen's own signal, so that a deletion seen later stops its polls.
+  const screen = new AbortController();
+  const signal = screen.signal;
+  parentSignal.addEventListener('abort', () => screen.abort(), { once: true });
+  const missing = () => {
+    if (parentSignal.aborted) return; // another screen is on show
+    screen.abort();
+    show(id, crumb(), h('h1', { text: id }),
+      h('p', { class: 'error', role: 'alert', 'data-testid': 'not-found', text: `There is no counter “${id}”: it was never created, or it has been deleted.` }),
+      h('p', {}, h('a', { href: '#/', 'data-testid': 'back', text: '← Back to the counters' })));
+  };
+  if (!c || c.id !== id) {
+    missing();
+    return;
+  }
+
   const valueEl = h('div', { class: 'value', 'data-testid': 'value', text: '…' });
   const asOf = h('span', { 'data-testid': 'as-of' });
   const status = h('span', { class: 'status', 'data-testid': 'watch-status', text: 'connecting…' });
-  const meta = h('div', { class: 'meta' });
   const svg = h('svg', { class: 'chart', role: 'img', 'aria-label': 'Change per second, up to the last 5 minutes', 'data-testid': 'rate-chart' });
   const rateNow = h('span', { 'data-testid': 'rate' , text: '–' });
   const shards = h('div', {}, h('p', { class: 'note', text: 'Loading…' }));
   const engine = h('div', { class: 'stats' });
   show(id,
-    h('p', { class: 'note' }, h('a', { href: '#/', text: 'Counters' }), ' / counter'),
+    crumb(),
     h('h1', { text: id }),
-    meta,
+    counterMeta(c),
     h('section', { class: 'panel' },
       h('div', { class: 'note', text: 'Value (strong read, live)' }),
       valueEl,
@@ -350,18 +410,6 @@ async function counterScreen(id, signal) {
     shards,
     h('h2', { text: 'Write path (whole server, last 10 s)' }),
     engine);
-
-  // Metadata: the list's entry for this id.
-  api('GET', '/v1/counters?' + new URLSearchParams({ prefix: id, limit: 1 }), undefined, signal).then((list) => {
-    const c = list.counters[0];
-    if (!c || c.id !== id) return;
-    meta.append(h('span', {}, 'kind ', h('b', { text: c.kind || 'sum' })),
-      h('span', {}, 'shards ', h('b', { 'data-testid': 'shard-count', text: fmtInt(c.shards) })),
-      h('span', {}, 'created ', h('b', { text: fmtDate(c.created_at) })));
-    if (c.min !== undefined) meta.append(h('span', {}, 'min ', h('b', { text: fmtInt(c.min) })));
-    if (c.max !== undefined) meta.append(h('span', {}, 'max ', h('b', { text: fmtInt(c.max) })));
-    if (c.window) meta.append(h('span', {}, 'window ', h('b', { text: `${c.window.bucket} buckets, ${c.window.retention} kept` })));
-  }).catch(() => {});
 
   const series = new RateSeries();
   const redraw = () => {
@@ -376,7 +424,11 @@ async function counterScreen(id, signal) {
     asOf.textContent = fmtTime(r.as_of);
     series.add(r);
     redraw();
-  }, (s, msg) => {
+  }, (s, msg, code) => {
+    if (code === 'not_found') {
+      missing();
+      return;
+    }
     status.className = 'status ' + s;
     status.textContent = s === 'live' ? `● live, at most every ${WATCH_INTERVAL}` : s === 'reconnecting' ? 'reconnecting…' : msg;
   });
@@ -388,20 +440,11 @@ async function counterScreen(id, signal) {
     try {
       p = await api('GET', `/v1/counters/${escapeID(id)}/shards`, undefined, signal);
     } catch (e) {
-      shards.replaceChildren(errorLine(e));
+      if (e.code === 'not_found') missing();
+      else shards.replaceChildren(errorLine(e));
       return;
     }
-    const total = p.placement.reduce((s, x) => s + x.value, 0);
-    const slots = p.placement.some((x) => x.slot !== undefined);
-    shards.replaceChildren(
-      h('table', { 'data-testid': 'shards' },
-        h('thead', {}, h('tr', {}, h('th', { class: 'num', text: 'Shard' }), h('th', { class: 'num', text: 'Value' }), h('th', { text: 'Node' }), slots ? h('th', { class: 'num', text: 'Slot' }) : null)),
-        h('tbody', {}, p.placement.map((x) => h('tr', {},
-          h('td', { class: 'num', text: x.shard }),
-          h('td', { class: 'num', text: fmtInt(x.value) }),
-          h('td', { class: 'id', text: x.node }),
-          slots ? h('td', { class: 'num', text: x.slot ?? '' }) : null))),
-        h('tfoot', {}, h('tr', {}, h('td', { text: 'Total' }), h('td', { class: 'num', 'data-testid': 'shards-total', text: fmtInt(total) }), h('td', { text: `${p.shards} shards, as of ${fmtTime(p.as_of)}` }), slots ? h('td') : null))));
+    shards.replaceChildren(shardsTable(p));
   });
 
   engineStats(signal, (s) => engine.replaceChildren(

@@ -1,0 +1,62 @@
+// Package testbin builds the shardcounter binary for the tests that run it
+// as a user does (tests/browser, tests/readme).
+package testbin
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Build builds cmd/shardcounter of the module at root into dir, as
+// dir/shardcounter, and returns its path. It first reads the sources the
+// binary is made of, because go test caches a pass by the files the test
+// process opens, and the build subprocess's inputs are not among them:
+// without it, a change to the server would not run the test again.
+func Build(tb testing.TB, root, dir string) string {
+	tb.Helper()
+	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".mod", ".sum", ".html", ".css", ".js", ".mjs", ".md":
+			os.ReadFile(path)
+		}
+		return nil
+	})
+	bin := filepath.Join(dir, "shardcounter")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/shardcounter")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("building shardcounter: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Output collects what a running process writes, for a test that reads it
+// while the process runs. It is safe for concurrent use.
+type Output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (o *Output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
