@@ -210,7 +210,7 @@ func New(ctx context.Context, project, database string, opts Options) (*CounterS
 	}
 	s.cache, _ = lru.New[string, *counterState](cacheSize)
 	s.SetDedupeWindow(opts.DedupeWindow)
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := s.Ping(pctx); err != nil {
 		client.Close()

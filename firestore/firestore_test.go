@@ -40,5 +40,6 @@ func TestCounterStore(t *testing.T) {
 		OpenWithClock: func(tb testing.TB, now func() time.Time) shardcounter.CounterStore {
 			return mustOpenProject(tb, project, firestore.Options{Now: now})
 		},
+		LoadScale: 0.25, // the emulator commits a few hundred batches a second
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,16 +137,21 @@ func Start(mode Mode) (*Emulator, error) {
 		e.Stop()
 		return nil, fmt.Errorf("the Firestore emulator on %s did not start within 90s:\n%s", e.Addr, e.log.String())
 	}
-	// The line comes before the port always answers: wait for it.
+	// The line may come before the server answers, and its first
+	// answers are slow while the JVM warms up: wait for one.
+	client := &http.Client{Timeout: 30 * time.Second}
 	for i := 0; ; i++ {
-		c, err := net.DialTimeout("tcp", e.Addr, time.Second)
+		resp, err := client.Get("http://" + e.Addr + "/")
 		if err == nil {
-			c.Close()
-			return e, nil
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return e, nil
+			}
+			err = fmt.Errorf("status %s", resp.Status)
 		}
 		if i == 100 {
 			e.Stop()
-			return nil, fmt.Errorf("the Firestore emulator on %s does not accept connections: %v", e.Addr, err)
+			return nil, fmt.Errorf("the Firestore emulator on %s does not answer: %v", e.Addr, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -175,6 +181,9 @@ func Main(m *testing.M, mode Mode) {
 	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
 		os.Exit(m.Run()) // a fuzz target needs no database
 	}
+	if os.Getenv(ChildEnv) != "" {
+		os.Exit(m.Run()) // a child of a test: its parent's emulator is in the environment
+	}
 	e, err := Start(mode)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
@@ -190,6 +199,11 @@ func Main(m *testing.M, mode Mode) {
 	e.Stop()
 	os.Exit(code)
 }
+
+// ChildEnv, set in the environment of a test binary that a test runs as
+// a child process (a crash test, say), makes Main use the parent's
+// emulator, whose address the child inherits, instead of starting one.
+const ChildEnv = "SHARDCOUNTER_EMULATOR_CHILD"
 
 // running is the emulator Main started.
 var running *Emulator
