@@ -345,8 +345,8 @@ func (b *batchState) committed(results []*firestore.WriteResult, sw []shardWrite
 		sh := &w.t.st.shards[w.shard]
 		sh.ut, sh.exists, sh.known, sh.wide = results[w.result].UpdateTime, true, true, w.wide
 		b.s.stats.Commits.Add(1)
-		if f := b.s.stats.ShardCommits; f != nil {
-			f(w.t.id, w.shard)
+		if f := b.s.stats.onCommit.Load(); f != nil {
+			(*f)(w.t.id, w.shard)
 		}
 	}
 	for _, id := range order {

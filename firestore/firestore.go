@@ -91,16 +91,15 @@ var (
 
 // Stats are the store's running totals, exported in /metrics.
 type Stats struct {
-	// Commits counts commits of shard documents, by document: every
-	// write or check of a shard in a committed batch counts once.
-	Commits atomic.Int64
 	// Conflicts counts batches that found their reads out of date at
 	// commit (another writer came first) or were aborted for contention,
 	// and were tried again.
 	Conflicts atomic.Int64
-	// ShardCommits, when set, is called with each shard document a
-	// committed batch wrote (the per-document commit counter of /metrics).
-	ShardCommits func(counter string, shard int)
+	// Commits counts commits of shard documents: every shard a committed
+	// batch wrote or checked counts once.
+	Commits atomic.Int64
+
+	onCommit atomic.Pointer[func(counter string, shard int)]
 }
 
 // cacheSize bounds the counters whose metadata and shard versions the
@@ -225,6 +224,13 @@ func (s *CounterStore) Client() *firestore.Client { return s.client }
 
 // Stats returns the store's running totals.
 func (s *CounterStore) Stats() *Stats { return &s.stats }
+
+// Conflicts returns Stats().Conflicts (metrics.DocumentStore).
+func (s *CounterStore) Conflicts() int64 { return s.stats.Conflicts.Load() }
+
+// OnShardCommit sets f to be called with each shard document a committed
+// batch wrote (metrics.DocumentStore): the per-document commit counter.
+func (s *CounterStore) OnShardCommit(f func(counter string, shard int)) { s.stats.onCommit.Store(&f) }
 
 // ShardWriteInterval is the pace the engine keeps per shard document
 // (shardcounter.ShardPacer): 0 when pacing is off.
