@@ -163,6 +163,14 @@ type RequestIDExpirer interface {
 	SetDedupeWindow(d time.Duration)
 }
 
+// ShardPacer is implemented by a store whose records take only so many
+// commits a second (Firestore, Datastore: about one per document): its
+// ShardWriteInterval is the pace per shard record the engine keeps by
+// default (engine.Config.ShardWriteInterval), 0 for none.
+type ShardPacer interface {
+	ShardWriteInterval() time.Duration
+}
+
 // DefaultDedupeWindow is how long a request id is remembered when nobody
 // says otherwise: the engine's Config.DedupeWindow and each store's own
 // default until SetDedupeWindow. A day outlasts any client's retries.

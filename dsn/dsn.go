@@ -6,6 +6,7 @@
 //	postgres://USER:PASS@HOST:PORT/DB?sslmode=…   PostgreSQL (also postgresql://)
 //	redis://HOST:PORT[/DB]                        one Redis server
 //	redis+cluster://HOST:PORT[?addr=HOST:PORT…]   Redis Cluster seed nodes
+//	firestore://PROJECT[/DATABASE][?count_field=…] Cloud Firestore, native mode
 package dsn
 
 import (
@@ -15,6 +16,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
+	"github.com/shardcounter/shardcounter/firestore"
 	"github.com/shardcounter/shardcounter/postgres"
 	"github.com/shardcounter/shardcounter/redis"
 )
@@ -25,9 +27,10 @@ const (
 	Postgres     = "postgres"
 	Redis        = "redis"
 	RedisCluster = "redis+cluster"
+	Firestore    = "firestore"
 )
 
-const usage = "use bolt:PATH, postgres://USER:PASS@HOST:PORT/DB, redis://HOST:PORT or redis+cluster://HOST:PORT"
+const usage = "use bolt:PATH, postgres://USER:PASS@HOST:PORT/DB, redis://HOST:PORT, redis+cluster://HOST:PORT or firestore://PROJECT"
 
 // Scheme returns the kind of store a DSN names, or an EINVALID error.
 func Scheme(dsn string) (string, error) {
@@ -50,6 +53,11 @@ func Scheme(dsn string) (string, error) {
 		return Redis, nil
 	case "redis+cluster":
 		return RedisCluster, nil
+	case "firestore":
+		if _, err := firestore.ParseDSN(dsn); err != nil {
+			return "", err
+		}
+		return Firestore, nil
 	}
 	return "", shardcounter.Errorf(shardcounter.EINVALID, "store scheme %q is unknown: %s", scheme, usage)
 }
@@ -68,6 +76,8 @@ func Open(ctx context.Context, dsn string) (shardcounter.CounterStore, error) {
 		return postgres.Open(ctx, dsn, postgres.Options{})
 	case Redis, RedisCluster:
 		return redis.Open(ctx, dsn, redis.Options{})
+	case Firestore:
+		return firestore.Open(ctx, dsn)
 	}
 	return nil, shardcounter.Errorf(shardcounter.EINVALID, "store %q: this build has no %s store", Redact(dsn), kind)
 }
@@ -127,6 +137,8 @@ func Collections(store shardcounter.CounterStore) (shardcounter.CollectionStore,
 	case *redis.CounterStore:
 		return s.Collections(), nil
 	case *postgres.CounterStore:
+		return s.Collections(), nil
+	case *firestore.CounterStore:
 		return s.Collections(), nil
 	}
 	return nil, shardcounter.Errorf(shardcounter.EINVALID, "store %T has no collections", store)

@@ -20,12 +20,14 @@ func TestScheme(t *testing.T) {
 		{"postgresql://localhost/db", dsn.Postgres},
 		{"redis://127.0.0.1:6379/0", dsn.Redis},
 		{"redis+cluster://127.0.0.1:7000?addr=127.0.0.1:7001", dsn.RedisCluster},
+		{"firestore://demo-project", dsn.Firestore},
+		{"firestore://p/db?count_field=Count", dsn.Firestore},
 	} {
 		if got, err := dsn.Scheme(tc.dsn); err != nil || got != tc.want {
 			t.Errorf("Scheme(%q) = %q, %v; want %q", tc.dsn, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "shardcounter.db", "bolt:", "bolt://x.db", "mysql://localhost/db", ":x", "sqlite:x.db"} {
+	for _, bad := range []string{"", "shardcounter.db", "bolt:", "bolt://x.db", "mysql://localhost/db", ":x", "sqlite:x.db", "firestore://", "firestore://p?x=1"} {
 		if _, err := dsn.Scheme(bad); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
 			t.Errorf("Scheme(%q) = %v, want invalid_argument", bad, err)
 		}
@@ -73,7 +75,7 @@ func TestRedact(t *testing.T) {
 }
 
 func FuzzScheme(f *testing.F) {
-	for _, s := range []string{"bolt:x.db", "postgres://u:p@h:1/d", "redis://h:1/0", "redis+cluster://h:1?addr=h:2", "", ":", "bolt://", "x:y"} {
+	for _, s := range []string{"bolt:x.db", "postgres://u:p@h:1/d", "redis://h:1/0", "redis+cluster://h:1?addr=h:2", "firestore://p/db?count_field=Count", "", ":", "bolt://", "x:y"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -146,6 +146,14 @@ type Config struct {
 	Logger *slog.Logger
 	// Now returns the current time, for cached readings. Default time.Now.
 	Now func() time.Time
+	// ShardWriteInterval, when positive, paces commits per shard: each
+	// shard of a counter is committed at most once per interval, the
+	// shards taking turns, and a write is answered at the next commit of
+	// any shard of its counter (see pace.go and docs/ENGINE.md, "Pacing").
+	// For stores whose records take about one write a second: Firestore
+	// and Datastore, where serve turns it on at 1s. Default 0: off, and
+	// then the flush path is exactly what it is without it.
+	ShardWriteInterval time.Duration
 }
 
 // Validate returns the invalid_argument error New would return for c, or
@@ -175,8 +183,8 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("MaxReadsInFlight", c.MaxReadsInFlight, "give a positive number, or 0 for the default")
 	case c.CacheSize < 0:
 		return bad("CacheSize", c.CacheSize, "give a positive number, or 0 for the default")
-	case c.MaxStaleness < 0, c.FlushInterval < 0, c.DedupeWindow < 0, c.FlushTimeout < 0:
-		return bad("MaxStaleness, FlushInterval, DedupeWindow or FlushTimeout", "negative", "give a positive duration, or 0 for the default")
+	case c.MaxStaleness < 0, c.FlushInterval < 0, c.DedupeWindow < 0, c.FlushTimeout < 0, c.ShardWriteInterval < 0:
+		return bad("MaxStaleness, FlushInterval, DedupeWindow, FlushTimeout or ShardWriteInterval", "negative", "give a positive duration, or 0 for the default")
 	}
 	switch c.Durability {
 	case "":

@@ -24,6 +24,9 @@ type Stats struct {
 	Items      atomic.Int64 // increments sent to the store (after folding)
 	FlushNanos atomic.Int64 // total time spent in store.Apply
 	Queued     atomic.Int64 // writes waiting now
+	// PaceWaitNanos is the time flushes waited for a shard to be due
+	// (Config.ShardWriteInterval).
+	PaceWaitNanos atomic.Int64
 }
 
 // FlushEvent describes one store.Apply made by the flusher, for
@@ -62,6 +65,9 @@ type Engine struct {
 	// windows are the windows of counters read recently (ReadWindow,
 	// ReadSeries).
 	windows *windowSpecs
+	// pacer spaces commits per shard (Config.ShardWriteInterval); nil
+	// when pacing is off.
+	pacer *pacer
 }
 
 var _ shardcounter.CounterService = (*Engine)(nil)
@@ -87,6 +93,9 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	e.strong = newStrongReads(cfg.MaxReadsInFlight, cfg.Now, e.fetch, e.cache.put)
 	if !cfg.NoAutoCreate {
 		e.create = newAutoCreate(cfg.DefaultShards)
+	}
+	if cfg.ShardWriteInterval > 0 {
+		e.pacer = newPacer(cfg.ShardWriteInterval, store, cfg.CacheSize)
 	}
 	e.queue = newQueue(cfg, &e.stats.Queued, e.flush)
 	return e, nil

@@ -26,10 +26,47 @@ import (
 // It returns the number of increments its first commit sent: how broad
 // the batch was, after folding.
 func (e *Engine) flush(b *batch) int {
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.FlushTimeout)
-	defer cancel()
 	groups := increasesFirst(foldSums(fold(b.calls, e.create), b.sums, e.create))
 	items := len(groups)
+	if e.pacer == nil {
+		e.commit(groups)
+	} else {
+		items = e.commitPaced(groups)
+	}
+	b.values.note(b.calls)
+	return items
+}
+
+// commitPaced commits groups as the pacer lets them: those whose counter
+// has a shard due now at once, the others when one is (see pacer). It
+// returns the increments of its first commit.
+func (e *Engine) commitPaced(groups []*group) int {
+	items := -1
+	for len(groups) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.FlushTimeout)
+		due, rest, wait := e.pacer.take(ctx, groups)
+		cancel()
+		if len(due) > 0 {
+			if items < 0 {
+				items = len(due)
+			}
+			e.commit(due)
+		}
+		groups = rest
+		if len(groups) > 0 && wait > 0 {
+			e.stats.PaceWaitNanos.Add(int64(wait))
+			time.Sleep(wait)
+		}
+	}
+	return max(items, 0)
+}
+
+// commit applies groups with the store, retrying what a store that does
+// not create on write, or a folded write out of range, needs retried, and
+// gives every call its result, all within one FlushTimeout.
+func (e *Engine) commit(groups []*group) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.FlushTimeout)
+	defer cancel()
 	for len(groups) > 0 {
 		out := e.apply(ctx, groups)
 		moved := make(map[string]int) // counter → index of its last applied item
@@ -75,8 +112,6 @@ func (e *Engine) flush(b *batch) int {
 		slices.SortFunc(singles, func(a, b *group) int { return a.calls[0].seq - b.calls[0].seq })
 		groups = append(groups, singles...)
 	}
-	b.values.note(b.calls)
-	return items
 }
 
 // apply sends groups' increments to the store in one store.Apply and

@@ -82,6 +82,9 @@ func (e *Engine) ReshardCounter(ctx context.Context, id string, shards int) (*sh
 	if err := shardcounter.ValidateShards(shards); err != nil {
 		return nil, err
 	}
+	if e.pacer != nil {
+		defer e.pacer.reshard(id)
+	}
 	return e.store.ReshardCounter(ctx, id, shards)
 }
 

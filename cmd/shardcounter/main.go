@@ -38,6 +38,7 @@ var subcommands = []subcommand{
 	{"put", "NAME JSON|- [--id S]", "write one document, or NDJSON documents from stdin", newPutCommand},
 	{"query", "NAME [--where FIELD==VALUE] [--after T] [--before T] [--order desc|asc] [--limit N] [--page-token S]", "print a page of a collection's documents by timestamp", newQueryCommand},
 	{"bench", "[--store DSN] [--server URL] [--path naive|engine|http|peer]... [--peer redis-incr|postgres-update|http-bare]... [--shards 1,4,16,64] [--clients 64] [--counters 1] [--duration 10s] [--json FILE] [--svg FILE]", "measure throughput against the peers", newBenchCommand},
+	{"firestore-indexes", "[--store firestore://PROJECT]", "print the firestore.indexes.json a real Firestore project needs", newFirestoreIndexesCommand},
 	{"version", "", "print the version", newVersionCommand},
 }
 

@@ -63,6 +63,8 @@ type serveCommand struct {
 	maxStaleness  time.Duration
 	cacheSize     int
 	readsInFlight int
+	// shardInterval is --shard-write-interval; nil: the store's default.
+	shardInterval *time.Duration
 }
 
 func newServeCommand(m *Main) command { return &serveCommand{m: m} }
@@ -70,7 +72,7 @@ func newServeCommand(m *Main) command { return &serveCommand{m: m} }
 func (c *serveCommand) flags(fs *flag.FlagSet) {
 	// Environment variables are flag defaults, so a flag always wins.
 	fs.StringVar(&c.listen, "listen", c.env("SHARDCOUNTER_LISTEN", DefaultListen), "HTTP `ADDR` to listen on (env SHARDCOUNTER_LISTEN)")
-	fs.StringVar(&c.store, "store", c.env("SHARDCOUNTER_STORE", DefaultStore), "store `DSN`: bolt:PATH, postgres://..., redis://... (env SHARDCOUNTER_STORE)")
+	fs.StringVar(&c.store, "store", c.env("SHARDCOUNTER_STORE", DefaultStore), "store `DSN`: bolt:PATH, postgres://..., redis://..., firestore://PROJECT (env SHARDCOUNTER_STORE)")
 	fs.IntVar(&c.defaultShards, "default-shards", 16, "`N` shards for counters created without a shard count")
 	fs.BoolVar(&c.autoCreate, "auto-create", true, "a write to an unknown counter creates it")
 	fs.StringVar(&c.durability, "durability", "durable", "`MODE` durable: answer a write once it is committed; async: answer once queued, commit within --flush-interval (a crash loses what is queued)")
@@ -89,6 +91,14 @@ func (c *serveCommand) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.maxStaleness, "max-staleness", engine.DefaultMaxStaleness, "a cached read may be this `DURATION` old; longer means fewer store reads for pages of many counters")
 	fs.IntVar(&c.cacheSize, "cache-size", engine.DefaultCacheSize, "keep the cached readings of at most `N` counters, the least recently read dropped first")
 	fs.IntVar(&c.readsInFlight, "max-reads-in-flight", engine.DefaultMaxReadsInFlight, "at most `N` store reads at once for cached-read misses, and N for strong reads; reads that wait go together in the next")
+	fs.Func("shard-write-interval", "commit each shard record at most once per `DURATION`, the shards of a counter taking turns; 0 turns it off (default 1s on firestore:// and datastore://, whose documents take about one write a second, and off elsewhere)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("give a duration such as 1s, or 0 to turn pacing off")
+		}
+		c.shardInterval = &d
+		return nil
+	})
 	fs.StringVar(&c.respListen, "resp-listen", c.env("SHARDCOUNTER_RESP_LISTEN", ""),
 		"also serve the Redis protocol (RESP2, RESP3) on `ADDR`, such as 127.0.0.1:6380; off unless given (env SHARDCOUNTER_RESP_LISTEN)")
 	fs.BoolVar(&c.respGoroutine, "resp-conn-goroutines", false,
@@ -216,6 +226,15 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 		colls = collection.New(cs, collection.Config{})
 	}
 	cfg.OnFlush, cfg.Logger = m.ObserveFlush, log
+	switch sp, ok := store.(shardcounter.ShardPacer); {
+	case c.shardInterval != nil:
+		cfg.ShardWriteInterval = *c.shardInterval
+	case ok:
+		cfg.ShardWriteInterval = sp.ShardWriteInterval()
+	}
+	if ds, ok := store.(metrics.DocumentStore); ok {
+		m.RegisterDocumentStore(ds)
+	}
 	eng, err := engine.New(m.Store(store), cfg)
 	if err != nil {
 		return err
@@ -281,7 +300,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 		served <- srv.Serve(ln)
 	}()
 	log.Info("shardcounter serving", "addr", ln.Addr().String(), "store", dsn.Redact(c.store),
-		"durability", c.durability, "auth", len(tokens) > 0, "tls", c.tlsCert != "", "version", Version())
+		"durability", c.durability, "shard_write_interval", cfg.ShardWriteInterval, "auth", len(tokens) > 0, "tls", c.tlsCert != "", "version", Version())
 	if len(tokens) == 0 && !loopback(ln.Addr()) {
 		log.Warn("UNPROTECTED: listening on a non-loopback address without --auth-token-file: "+
 			"anyone who can reach this address can read and change every counter; "+

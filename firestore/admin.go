@@ -1,0 +1,278 @@
+package firestore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/shard"
+)
+
+// CreateCounter writes the counter document and its zeroed shards in one
+// commit, as seed 000's createCounter does with a batch.
+func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	if err := shardcounter.ValidateSpec(spec); err != nil {
+		return nil, err
+	}
+	if spec.Kind == "" {
+		spec.Kind = shardcounter.KindSum
+	}
+	m := meta{spec: spec, created: s.now().UTC().Truncate(time.Microsecond)}
+	ref := s.counterRef(id)
+	wb := s.client.Batch() //nolint:staticcheck // the one atomic commit in one round trip
+	wb.Create(ref, metaFields(id, m))
+	for i := range spec.Shards {
+		wb.Create(shardRef(ref, i), map[string]any{s.field: int64(0), fieldNumShards: int64(spec.Shards)})
+	}
+	if _, err := wb.Commit(ctx); err != nil {
+		if status.Code(err) == codes.AlreadyExists {
+			return nil, shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists", id)
+		}
+		return nil, writeError("create counter", err)
+	}
+	s.fullHint.Delete(id)
+	s.cache.Remove(id)
+	return m.counter(id), nil
+}
+
+// writeError maps a failed commit of an administrative write.
+func writeError(op string, err error) error {
+	if errors.Is(commitError(err), errConflict) {
+		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: %s: another writer came first; nothing applied, try again", op)
+	}
+	if e := commitError(err); shardcounter.IsOutcomeUnknown(e) {
+		return shardcounter.OutcomeUnknownf("firestore: %s: %v", op, err)
+	}
+	return commitError(err)
+}
+
+// DeleteCounter deletes the counter document and its shards in one
+// commit, then its members, buckets and request ids. Those left behind by
+// a failure are never read again: they carry the deleted counter's
+// created_at, which a counter made again under the id does not have.
+func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return err
+	}
+	ref := s.counterRef(id)
+	for attempt := 0; ; attempt++ {
+		sn, err := s.read(ctx, []string{id})
+		if err != nil {
+			return err
+		}
+		m, ok := sn.metas[id]
+		if !ok {
+			return shardcounter.CounterNotFound(id)
+		}
+		unlock := s.lockAll(id, m.spec.Shards)
+		wb := s.client.Batch() //nolint:staticcheck // see CreateCounter
+		wb.Delete(ref, firestore.Exists)
+		for i := range m.spec.Shards {
+			wb.Delete(shardRef(ref, i))
+		}
+		_, err = wb.Commit(ctx)
+		s.cache.Remove(id)
+		unlock()
+		if err == nil {
+			break
+		}
+		if !errors.Is(commitError(err), errConflict) || attempt == 5 {
+			return writeError("delete counter", err)
+		}
+	}
+	s.fullHint.Delete(id)
+	for _, c := range []string{membersCollection, bucketsCollection, requestsCollection} {
+		if err := s.deleteAll(ctx, ref.Collection(c)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteAll deletes every document of a collection, a commit per page.
+func (s *CounterStore) deleteAll(ctx context.Context, col *firestore.CollectionRef) error {
+	for {
+		docs, err := col.Limit(400).Documents(ctx).GetAll()
+		if err != nil {
+			return readError("delete counter", err)
+		}
+		if len(docs) == 0 {
+			return nil
+		}
+		wb := s.client.Batch() //nolint:staticcheck // see CreateCounter
+		for _, d := range docs {
+			wb.Delete(d.Ref)
+		}
+		if _, err := wb.Commit(ctx); err != nil {
+			return writeError("delete counter", err)
+		}
+	}
+}
+
+// lockAll takes the in-process locks of every shard of a counter.
+func (s *CounterStore) lockAll(id string, n int) func() {
+	keys := make([]int, 0, n)
+	for i := range n {
+		keys = append(keys, stripeOf(id, i))
+	}
+	return s.locks.lock(keys)
+}
+
+// ReshardCounter rewrites the counter in one commit: its num_shards, every
+// shard that stays (shard i of the new count gets the old shards j with
+// j mod n = i; a distinct counter's shards are its members counted again),
+// new shards at 0 and the removed ones deleted. Every shard document it
+// keeps is rewritten with the new count, so a writer that decided on the
+// old one fails its precondition and decides again.
+func (s *CounterStore) ReshardCounter(ctx context.Context, id string, n int) (*shardcounter.Counter, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	if err := shardcounter.ValidateShards(n); err != nil {
+		return nil, err
+	}
+	ref := s.counterRef(id)
+	for attempt := 0; ; attempt++ {
+		c, err := s.reshardOnce(ctx, id, ref, n)
+		if err == nil || !errors.Is(err, errConflict) {
+			return c, err
+		}
+		s.stats.Conflicts.Add(1)
+		if attempt == 50 || ctx.Err() != nil {
+			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: reshard of %q kept meeting writers; nothing applied, try again", id)
+		}
+		time.Sleep(time.Duration(1+attempt) * time.Millisecond)
+	}
+}
+
+func (s *CounterStore) reshardOnce(ctx context.Context, id string, ref *firestore.DocumentRef, n int) (*shardcounter.Counter, error) {
+	m, err := s.getMeta(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	old := m.spec.Shards
+	if old == n {
+		return m.counter(id), nil
+	}
+	unlock := s.lockAll(id, max(old, n))
+	defer unlock()
+	refs := []*firestore.DocumentRef{ref}
+	for i := range max(old, n) {
+		refs = append(refs, shardRef(ref, i))
+	}
+	snaps, err := s.client.GetAll(ctx, refs)
+	if err != nil {
+		return nil, readError("reshard", err)
+	}
+	if !snaps[0].Exists() {
+		return nil, shardcounter.CounterNotFound(id)
+	}
+	if m, err = decodeMeta(snaps[0]); err != nil {
+		return nil, err
+	}
+	if m.spec.Shards != old {
+		return nil, errConflict
+	}
+	vals := make([]int64, n)
+	for i := range old {
+		vals[i%n] += s.shardFromSnap(snaps[1+i]).value
+	}
+	if kindOf(m.spec) == shardcounter.KindDistinct {
+		if vals, err = s.countMembers(ctx, ref, m, n); err != nil {
+			return nil, err
+		}
+	}
+	wide := false
+	for _, v := range vals {
+		wide = wide || v > zone(n) || v < -zone(n)
+	}
+	wb := s.client.Batch() //nolint:staticcheck // see CreateCounter
+	wb.Update(ref, []firestore.Update{{Path: fieldNumShards, Value: int64(n)}}, firestore.LastUpdateTime(snaps[0].UpdateTime))
+	for i := range max(old, n) {
+		sr := shardRef(ref, i)
+		switch {
+		case i >= n && snaps[1+i].Exists():
+			wb.Delete(sr, firestore.LastUpdateTime(snaps[1+i].UpdateTime))
+		case i >= n:
+			wb.Delete(sr)
+		case snaps[1+i].Exists():
+			wb.Update(sr, []firestore.Update{{Path: s.field, Value: vals[i]}, {Path: fieldNumShards, Value: int64(n)}, {Path: fieldWide, Value: wide}}, firestore.LastUpdateTime(snaps[1+i].UpdateTime))
+		default:
+			wb.Create(sr, map[string]any{s.field: vals[i], fieldNumShards: int64(n), fieldWide: wide})
+		}
+	}
+	_, err = wb.Commit(ctx)
+	s.cache.Remove(id)
+	if err != nil {
+		if errors.Is(commitError(err), errConflict) {
+			return nil, errConflict
+		}
+		return nil, writeError("reshard", err)
+	}
+	m.spec.Shards = n
+	return m.counter(id), nil
+}
+
+// countMembers counts a distinct counter's members per shard of n.
+func (s *CounterStore) countMembers(ctx context.Context, ref *firestore.DocumentRef, m meta, n int) ([]int64, error) {
+	docs, err := ref.Collection(membersCollection).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, readError("reshard", err)
+	}
+	vals := make([]int64, n)
+	for _, d := range docs {
+		member, err := Unescape(d.Ref.ID)
+		if err != nil || !sameTime(d.Data()[fieldOf], m.created) {
+			continue
+		}
+		vals[shard.Of(shard.ForMember(member), n)]++
+	}
+	return vals, nil
+}
+
+// expireBatch is how many expired request ids an Apply deletes beyond the
+// number it records.
+const expireBatch = 64
+
+// expire deletes up to expireBatch+recorded expired request ids, oldest
+// first, in a commit of their own after the batch's. When it finds fewer
+// than it may delete, none is left to expire for a while, and the next
+// batches skip the query until then.
+func (s *CounterStore) expire(ctx context.Context, recorded int) {
+	now := s.now()
+	s.expiryMu.Lock()
+	skip := now.Before(s.nextExpiry)
+	s.expiryMu.Unlock()
+	if skip {
+		return
+	}
+	window := time.Duration(s.window.Load())
+	limit := expireBatch + recorded
+	docs, err := s.client.CollectionGroup(requestsCollection).Where(fieldAt, "<=", now.Add(-window)).
+		OrderBy(fieldAt, firestore.Asc).Limit(limit).Documents(ctx).GetAll()
+	if err != nil {
+		return // the next batch tries again
+	}
+	if len(docs) > 0 {
+		wb := s.client.Batch() //nolint:staticcheck // see CreateCounter
+		for _, d := range docs {
+			wb.Delete(d.Ref, firestore.LastUpdateTime(d.UpdateTime))
+		}
+		if _, err := wb.Commit(ctx); err != nil {
+			return
+		}
+	}
+	if len(docs) < limit {
+		s.expiryMu.Lock()
+		s.nextExpiry = now.Add(min(window/16, time.Minute))
+		s.expiryMu.Unlock()
+	}
+}

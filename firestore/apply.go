@@ -1,0 +1,345 @@
+package firestore
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/shard"
+)
+
+// errConflict is an attempt whose reads were out of date at its commit
+// (a precondition failed, a document it would create existed) or that
+// Firestore aborted for contention: nothing was applied, and the batch is
+// tried again on fresh reads.
+var errConflict = errors.New("firestore: conflict")
+
+// errFull is an attempt that found a counter whose total must be checked
+// over every shard: it starts again at once, reading them all.
+var errFull = errors.New("firestore: counter needs its total")
+
+// Add adds delta to shard pick mod n: the seed's increment, one commit of
+// one Increment transform (see Apply).
+func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uint64) error {
+	out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: delta, Pick: pick}})
+	if err != nil {
+		return err
+	}
+	return out[0].Err
+}
+
+// Apply applies the batch in one Firestore commit: Increment transforms
+// on the shard documents, each stating the version it was decided on as
+// its precondition, with the request ids, members and buckets of the batch
+// beside them. A conflict (a precondition that no longer holds) applies
+// nothing; the batch is decided again on fresh reads and committed again,
+// with backoff, and counted in Stats.Conflicts.
+func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
+	out := make([]shardcounter.Outcome, len(incs))
+	if len(incs) == 0 {
+		return out, nil
+	}
+	pause := time.Millisecond
+	for {
+		recorded, err := s.applyOnce(ctx, incs, out)
+		switch {
+		case err == nil:
+			s.expire(ctx, recorded)
+			return out, nil
+		case errors.Is(err, errFull):
+			continue
+		case !errors.Is(err, errConflict):
+			return nil, err
+		}
+		s.stats.Conflicts.Add(1)
+		t := time.NewTimer(rand.N(pause) + pause/2)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: the batch kept meeting other writers until %v; nothing applied", ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, 200*time.Millisecond)
+	}
+}
+
+// target is one counter as a batch's items leave it.
+type target struct {
+	id      string
+	ref     *firestore.DocumentRef
+	st      *counterState // nil while the counter does not exist
+	create  bool          // the batch creates it
+	err     error         // every item on it fails with err
+	shards  map[int]bool  // shards read for the batch
+	deltas  map[int]int64 // what the commit adds to each shard
+	verify  map[int]bool  // shards whose version the commit checks
+	total   int64         // the total, when st.full
+	summed  bool          // total holds the sum of the shards
+	touched bool          // an item on it applied: the commit writes it
+	members map[string]*memberDoc
+	buckets map[int64]int64 // bucket start (unix s) → delta
+}
+
+type memberDoc struct {
+	snap    *firestore.DocumentSnapshot
+	present bool // as the batch leaves it
+	was     bool // before the batch
+}
+
+type requestKey struct{ counter, id string }
+
+// applyOnce makes one attempt; it returns how many request ids it
+// recorded.
+func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome) (int, error) {
+	clear(out)
+	now := s.now()
+	targets, order, err := s.targets(ctx, incs, now)
+	if err != nil {
+		return 0, err
+	}
+	unlock := s.lockShards(targets, order)
+	defer unlock()
+	reqs, err := s.readForBatch(ctx, incs, targets, order)
+	if err != nil {
+		return 0, err
+	}
+	b := &batchState{s: s, now: now, cutoff: now.Add(-time.Duration(s.window.Load())), targets: targets, reqs: reqs, seen: make(map[requestKey]bool)}
+	for i, inc := range incs {
+		if err := b.apply(inc, &out[i]); err != nil {
+			return 0, err
+		}
+	}
+	if err := s.sweepBuckets(ctx, b, order); err != nil {
+		return 0, err
+	}
+	wb := s.client.Batch() //nolint:staticcheck // the one atomic commit in one round trip; a transaction takes two more
+	shardWrites := b.writes(wb, order)
+	if len(b.writesList) == 0 {
+		return b.recorded, nil
+	}
+	results, err := wb.Commit(ctx)
+	if err != nil {
+		for _, id := range order {
+			s.cache.Remove(id)
+		}
+		return 0, commitError(err)
+	}
+	b.committed(results, shardWrites, order, out, incs)
+	return b.recorded, nil
+}
+
+// targets reads the counters of incs that the store does not know yet,
+// and decides which shards each batch item needs.
+func (s *CounterStore) targets(ctx context.Context, incs []shardcounter.Increment, now time.Time) (map[string]*target, []string, error) {
+	targets := make(map[string]*target)
+	var order []string
+	var missing []*firestore.DocumentRef
+	for _, inc := range incs {
+		if _, ok := targets[inc.Counter]; ok || shardcounter.ValidateID("counter id", inc.Counter) != nil {
+			continue
+		}
+		t := &target{id: inc.Counter, ref: s.counterRef(inc.Counter), shards: map[int]bool{}, deltas: map[int]int64{}, verify: map[int]bool{}}
+		targets[inc.Counter] = t
+		order = append(order, inc.Counter)
+		if st, ok := s.cache.Get(inc.Counter); ok {
+			t.st = st.clone()
+		} else {
+			missing = append(missing, t.ref)
+		}
+	}
+	if len(missing) > 0 {
+		snaps, err := s.client.GetAll(ctx, missing)
+		if err != nil {
+			return nil, nil, readError("read counters", err)
+		}
+		for _, snap := range snaps {
+			id, _ := Unescape(snap.Ref.ID)
+			t := targets[id]
+			if !snap.Exists() {
+				continue
+			}
+			m, err := decodeMeta(snap)
+			if err != nil {
+				t.err = err
+				continue
+			}
+			t.st = &counterState{meta: m, shards: make([]shardState, m.spec.Shards), full: m.spec.Bounded()}
+		}
+	}
+	for _, id := range order {
+		if t := targets[id]; t.st != nil && !t.st.full {
+			if _, ok := s.fullHint.Load(id); ok {
+				t.st.full = true
+			}
+		}
+	}
+	for _, inc := range incs {
+		t := targets[inc.Counter]
+		if t == nil || t.st == nil {
+			continue
+		}
+		n := t.st.meta.spec.Shards
+		if t.st.full {
+			for i := range n {
+				t.shards[i] = true
+			}
+			continue
+		}
+		pick := inc.Pick
+		if inc.Member != "" {
+			pick = shard.ForMember(inc.Member)
+		}
+		t.shards[shard.Of(pick, n)] = true
+	}
+	return targets, order, nil
+}
+
+// lockShards takes the in-process locks of the shards the batch reads.
+func (s *CounterStore) lockShards(targets map[string]*target, order []string) func() {
+	var keys []int
+	for _, id := range order {
+		t := targets[id]
+		for i := range t.shards {
+			keys = append(keys, stripeOf(id, i))
+		}
+		if t.st == nil { // created by the batch, perhaps: its future shards
+			keys = append(keys, stripeOf(id, 0))
+		}
+	}
+	return s.locks.lock(keys)
+}
+
+// readForBatch reads, in one round trip, the shard versions the store
+// does not know, and the request ids and members of the batch.
+func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Increment, targets map[string]*target, order []string) (map[requestKey]*firestore.DocumentSnapshot, error) {
+	type slot struct {
+		t     *target
+		shard int
+		req   *requestKey
+		mem   string
+	}
+	var refs []*firestore.DocumentRef
+	var slots []slot
+	for _, id := range order {
+		t := targets[id]
+		if t.st == nil {
+			continue
+		}
+		for i := range t.shards {
+			if !t.st.shards[i].known {
+				refs = append(refs, shardRef(t.ref, i))
+				slots = append(slots, slot{t: t, shard: i})
+			}
+		}
+	}
+	seenReq := make(map[requestKey]bool)
+	seenMem := make(map[requestKey]bool)
+	for _, inc := range incs {
+		t := targets[inc.Counter]
+		if t == nil {
+			continue
+		}
+		if inc.RequestID != "" && shardcounter.ValidateID("request id", inc.RequestID) == nil {
+			k := requestKey{inc.Counter, inc.RequestID}
+			if !seenReq[k] {
+				seenReq[k] = true
+				refs = append(refs, t.ref.Collection(requestsCollection).Doc(Escape(inc.RequestID)))
+				slots = append(slots, slot{req: &k})
+			}
+		}
+		if inc.Member != "" && shardcounter.ValidateID("member", inc.Member) == nil {
+			k := requestKey{inc.Counter, inc.Member}
+			if !seenMem[k] {
+				seenMem[k] = true
+				refs = append(refs, t.ref.Collection(membersCollection).Doc(Escape(inc.Member)))
+				slots = append(slots, slot{t: t, mem: inc.Member})
+			}
+		}
+	}
+	reqs := make(map[requestKey]*firestore.DocumentSnapshot)
+	if len(refs) == 0 {
+		return reqs, nil
+	}
+	snaps, err := s.client.GetAll(ctx, refs)
+	if err != nil {
+		return nil, readError("read shards", err)
+	}
+	for i, snap := range snaps {
+		sl := slots[i]
+		switch {
+		case sl.req != nil:
+			reqs[*sl.req] = snap
+		case sl.mem != "":
+			if sl.t.members == nil {
+				sl.t.members = make(map[string]*memberDoc)
+			}
+			present := sl.t.st != nil && snap.Exists() && sameTime(snap.Data()[fieldOf], sl.t.st.meta.created)
+			sl.t.members[sl.mem] = &memberDoc{snap: snap, present: present, was: present}
+		default:
+			sl.t.st.shards[sl.shard] = s.shardFromSnap(snap)
+			if sl.t.st.shards[sl.shard].wide {
+				sl.t.st.full = true
+			}
+		}
+	}
+	for _, id := range order {
+		if t := targets[id]; t.st != nil && t.st.full && !t.allKnown() {
+			s.cache.Add(id, t.st) // remember it is full: the next attempt reads every shard
+			return nil, errFull
+		}
+	}
+	return reqs, nil
+}
+
+func (t *target) allKnown() bool {
+	for _, sh := range t.st.shards {
+		if !sh.known {
+			return false
+		}
+	}
+	return true
+}
+
+func sameTime(v any, t time.Time) bool {
+	u, ok := v.(time.Time)
+	return ok && u.Equal(t)
+}
+
+// shardFromSnap reads a shard document's value and version.
+func (s *CounterStore) shardFromSnap(snap *firestore.DocumentSnapshot) shardState {
+	if !snap.Exists() {
+		return shardState{known: true}
+	}
+	d := snap.Data()
+	v, _ := d[s.field].(int64)
+	wide, _ := d[fieldWide].(bool)
+	return shardState{value: v, ut: snap.UpdateTime, exists: true, known: true, wide: wide}
+}
+
+// fieldWide marks every shard of a counter whose shards are not all
+// within ±MaxInt64/n: writes to it check its total (see the package doc).
+const fieldWide = "sc_wide"
+
+// zone is the bound within which every shard of a counter of n shards
+// keeps its total in int64.
+func zone(n int) int64 { return math.MaxInt64 / int64(n) }
+
+// commitError maps a failed commit. Firestore commits atomically: a
+// refused precondition, an existing document or an abort applied nothing;
+// a commit cut off on the way may have been applied.
+func commitError(err error) error {
+	switch status.Code(err) {
+	case codes.FailedPrecondition, codes.AlreadyExists, codes.NotFound, codes.Aborted:
+		return errConflict
+	case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated, codes.ResourceExhausted:
+		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: commit refused, nothing applied: %v", status.Convert(err).Message())
+	}
+	return shardcounter.OutcomeUnknownf("firestore: commit failed (%v)", err)
+}

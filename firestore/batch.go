@@ -1,0 +1,368 @@
+package firestore
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/overflow"
+	"github.com/shardcounter/shardcounter/internal/shard"
+)
+
+// batchState is one attempt's decisions: what each item does to its
+// counter, in batch order, on the versions read.
+type batchState struct {
+	s           *CounterStore
+	now, cutoff time.Time
+	targets     map[string]*target
+	reqs        map[requestKey]*firestore.DocumentSnapshot
+	seen        map[requestKey]bool // request ids this batch applies
+	recorded    int
+	records     []record
+	sweeps      []*firestore.DocumentRef
+	writesList  []string // what the commit writes, for its results
+}
+
+// record is a request id the commit records.
+type record struct {
+	t    *target
+	ref  *firestore.DocumentRef
+	snap *firestore.DocumentSnapshot
+}
+
+// apply decides one item, or sets why it fails in o. Its error ends the
+// attempt (errFull).
+func (b *batchState) apply(inc shardcounter.Increment, o *shardcounter.Outcome) error {
+	if err := shardcounter.ValidateIncrement(inc); err != nil {
+		o.Err = err
+		return nil
+	}
+	t := b.targets[inc.Counter]
+	if t.err != nil {
+		o.Err = t.err
+		return nil
+	}
+	st, creating := t.st, false
+	if st == nil {
+		if inc.Create == nil {
+			o.Err = shardcounter.CounterNotFound(inc.Counter)
+			return nil
+		}
+		st, creating = newState(*inc.Create, b.now), true
+	}
+	if o.Err = shardcounter.ValidateIncrementKind(inc, kindOf(st.meta.spec)); o.Err != nil {
+		return nil
+	}
+	var rk requestKey
+	if inc.RequestID != "" {
+		rk = requestKey{inc.Counter, inc.RequestID}
+		if b.seen[rk] || (!creating && b.duplicate(rk, st)) {
+			o.Duplicate = true
+			return nil
+		}
+	}
+	n := st.meta.spec.Shards
+	pick := inc.Pick
+	var md *memberDoc
+	if inc.Member != "" {
+		pick = shard.ForMember(inc.Member)
+		md = t.members[inc.Member]
+		if md == nil { // a counter the batch creates: the read found no document of this incarnation
+			md = &memberDoc{}
+		}
+		if md.present == (inc.Delta > 0) {
+			o.Unchanged = true
+			b.adopt(t, st, creating)
+			t.verify[shard.Of(pick, n)] = true
+			b.record(t, rk)
+			return nil
+		}
+	}
+	k := shard.Of(pick, n)
+	v, ok := overflow.Add(st.shards[k].value, inc.Delta)
+	if !ok {
+		o.Err = outOfRange(inc)
+		return nil
+	}
+	if st.full {
+		sum, ok := overflow.Add(t.totalOf(st), inc.Delta)
+		if !ok {
+			o.Err = outOfRange(inc)
+			return nil
+		}
+		if err := bounds(inc.Counter, st.meta.spec, inc.Delta, sum); err != nil {
+			o.Err = err
+			return nil
+		}
+		t.total = sum
+	} else if v > zone(n) || v < -zone(n) {
+		b.s.fullHint.Store(inc.Counter, true)
+		b.s.cache.Remove(inc.Counter)
+		return errFull
+	}
+	var bucket int64
+	if w := st.meta.spec.Window; w != nil {
+		bucket = w.BucketOf(b.now).Unix()
+		if _, ok := overflow.Add(t.buckets[bucket], inc.Delta); !ok {
+			o.Err = outOfRange(inc)
+			return nil
+		}
+	}
+	b.adopt(t, st, creating)
+	st.shards[k].value = v
+	t.deltas[k] += inc.Delta
+	if md != nil {
+		md.present = inc.Delta > 0
+		if t.members == nil {
+			t.members = make(map[string]*memberDoc)
+		}
+		t.members[inc.Member] = md
+	}
+	if st.meta.spec.Window != nil {
+		if t.buckets == nil {
+			t.buckets = make(map[int64]int64)
+		}
+		t.buckets[bucket] += inc.Delta
+	}
+	b.record(t, rk)
+	return nil
+}
+
+// newState is a counter an item creates: every shard new and 0.
+func newState(spec shardcounter.Spec, now time.Time) *counterState {
+	st := &counterState{meta: meta{spec: spec, created: now.UTC().Truncate(time.Microsecond)}, shards: make([]shardState, spec.Shards), full: spec.Bounded()}
+	for i := range st.shards {
+		st.shards[i].known = true
+	}
+	return st
+}
+
+// adopt makes st the target's state once an item on it applies: for a
+// counter the batch creates, its first applied item's spec.
+func (b *batchState) adopt(t *target, st *counterState, creating bool) {
+	if creating {
+		t.st, t.create = st, true
+	}
+	t.touched = true
+}
+
+// totalOf returns the counter's total before the batch's first applied
+// item: the sum of its shards, all read.
+func (t *target) totalOf(st *counterState) int64 {
+	if !t.summed {
+		t.summed = true
+		vals := make([]int64, len(st.shards))
+		for i, sh := range st.shards {
+			vals[i] = sh.value
+		}
+		t.total, _ = overflow.Sum(vals)
+	}
+	return t.total
+}
+
+// duplicate reports whether the request id was recorded for this
+// counter (this incarnation of it) within the dedupe window.
+func (b *batchState) duplicate(k requestKey, st *counterState) bool {
+	snap := b.reqs[k]
+	if snap == nil || !snap.Exists() {
+		return false
+	}
+	d := snap.Data()
+	at, ok := d[fieldAt].(time.Time)
+	return ok && at.After(b.cutoff) && sameTime(d[fieldOf], st.meta.created)
+}
+
+// record marks the request id of an applied item, to be recorded by the
+// commit.
+func (b *batchState) record(t *target, k requestKey) {
+	if k.id == "" {
+		return
+	}
+	b.seen[k] = true
+	b.recorded++
+	ref := t.ref.Collection(requestsCollection).Doc(Escape(k.id))
+	b.records = append(b.records, record{t: t, ref: ref, snap: b.reqs[k]})
+}
+
+func outOfRange(inc shardcounter.Increment) error {
+	return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", inc.Counter, inc.Delta)
+}
+
+// bounds refuses a write that would take a bounded counter's total to
+// sum, outside its Min and Max.
+func bounds(id string, spec shardcounter.Spec, delta, sum int64) error {
+	if spec.Min != nil && sum < *spec.Min {
+		return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it to %d, below its min %d", id, delta, sum, *spec.Min)
+	}
+	if spec.Max != nil && sum > *spec.Max {
+		return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it to %d, above its max %d", id, delta, sum, *spec.Max)
+	}
+	return nil
+}
+
+// sweepBuckets finds the buckets past retention of the windowed counters
+// the batch writes, for the commit to delete: a few per counter and
+// batch, so the work follows the writes.
+func (s *CounterStore) sweepBuckets(ctx context.Context, b *batchState, order []string) error {
+	for _, id := range order {
+		t := b.targets[id]
+		if t.st == nil || t.create || len(t.buckets) == 0 {
+			continue
+		}
+		w := t.st.meta.spec.Window
+		cut := w.BucketOf(b.now.Add(-time.Duration(w.Retention)))
+		docs, err := t.ref.Collection(bucketsCollection).Where(fieldStart, "<", cut).Limit(sweepBatch).Documents(ctx).GetAll()
+		if err != nil {
+			return readError("read window buckets", err)
+		}
+		for _, d := range docs {
+			b.sweeps = append(b.sweeps, d.Ref)
+		}
+	}
+	return nil
+}
+
+// sweepBatch bounds the buckets one batch deletes per counter.
+const sweepBatch = 64
+
+// shardWrite is a shard document the commit writes, and where its result
+// is.
+type shardWrite struct {
+	t      *target
+	shard  int
+	delta  int64
+	result int
+	wide   bool
+}
+
+// writes adds the batch's writes to wb and returns its shard writes.
+func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWrite { //nolint:staticcheck // see applyOnce
+	var sw []shardWrite
+	add := func(what string) int {
+		b.writesList = append(b.writesList, what)
+		return len(b.writesList) - 1
+	}
+	for _, id := range order {
+		t := b.targets[id]
+		if t.st == nil || !t.touched {
+			continue
+		}
+		st := t.st
+		n := st.meta.spec.Shards
+		if t.create {
+			wb.Create(t.ref, metaFields(id, st.meta))
+			add("counter")
+			for i := range n {
+				wb.Create(shardRef(t.ref, i), map[string]any{b.s.field: t.deltas[i], fieldNumShards: int64(n)})
+				sw = append(sw, shardWrite{t: t, shard: i, delta: t.deltas[i], result: add("shard")})
+			}
+		} else {
+			// A shard document that is missing (a counter made by another
+			// program, or a shard count read before a reshard) is created
+			// only if the counter document still says it exists.
+			checkCounter := false
+			wide := false
+			if st.full {
+				for _, sh := range st.shards {
+					if sh.value > zone(n) || sh.value < -zone(n) {
+						wide = true
+					}
+				}
+			}
+			for i := range n {
+				_, written := t.deltas[i]
+				if !written && !t.verify[i] && !st.full {
+					continue
+				}
+				sh := st.shards[i]
+				ref := shardRef(t.ref, i)
+				ups := []firestore.Update{{Path: b.s.field, Value: firestore.Increment(t.deltas[i])}}
+				if st.full && sh.wide != wide {
+					ups = append(ups, firestore.Update{Path: fieldWide, Value: wide})
+				}
+				if sh.exists {
+					wb.Update(ref, ups, firestore.LastUpdateTime(sh.ut))
+				} else {
+					checkCounter = true
+					fields := map[string]any{b.s.field: t.deltas[i]}
+					if wide {
+						fields[fieldWide] = true
+					}
+					wb.Create(ref, fields)
+				}
+				sw = append(sw, shardWrite{t: t, shard: i, delta: t.deltas[i], result: add("shard"), wide: st.full && wide})
+			}
+			if checkCounter {
+				wb.Update(t.ref, []firestore.Update{{Path: fieldNumShards, Value: int64(n)}}, firestore.LastUpdateTime(st.meta.ut))
+				add("counter")
+			}
+		}
+		for m, md := range t.members {
+			if md.present == md.was {
+				continue
+			}
+			ref := t.ref.Collection(membersCollection).Doc(Escape(m))
+			switch {
+			case md.present && md.snap != nil && md.snap.Exists():
+				wb.Update(ref, []firestore.Update{{Path: fieldOf, Value: st.meta.created}}, firestore.LastUpdateTime(md.snap.UpdateTime))
+			case md.present:
+				wb.Create(ref, map[string]any{fieldOf: st.meta.created})
+			default:
+				wb.Delete(ref, firestore.LastUpdateTime(md.snap.UpdateTime))
+			}
+			add("member")
+		}
+		for start, d := range t.buckets {
+			ref := t.ref.Collection(bucketsCollection).Doc(strconv.FormatInt(start, 10))
+			wb.Set(ref, map[string]any{fieldStart: time.Unix(start, 0).UTC(), b.s.field: firestore.Increment(d)}, firestore.MergeAll)
+			add("bucket")
+		}
+	}
+	for _, r := range b.records {
+		fields := map[string]any{fieldAt: b.now, fieldOf: r.t.st.meta.created}
+		if r.snap != nil && r.snap.Exists() {
+			wb.Update(r.ref, []firestore.Update{{Path: fieldAt, Value: b.now}, {Path: fieldOf, Value: r.t.st.meta.created}}, firestore.LastUpdateTime(r.snap.UpdateTime))
+		} else {
+			wb.Create(r.ref, fields)
+		}
+		add("request")
+	}
+	for _, ref := range b.sweeps {
+		wb.Delete(ref)
+		add("sweep")
+	}
+	return sw
+}
+
+// committed takes in a committed batch: the shard versions it wrote, the
+// counters' totals for the items that asked, and the per-document commit
+// counts.
+func (b *batchState) committed(results []*firestore.WriteResult, sw []shardWrite, order []string, out []shardcounter.Outcome, incs []shardcounter.Increment) {
+	for _, w := range sw {
+		sh := &w.t.st.shards[w.shard]
+		sh.ut, sh.exists, sh.known, sh.wide = results[w.result].UpdateTime, true, true, w.wide
+		b.s.stats.Commits.Add(1)
+		if f := b.s.stats.onCommit.Load(); f != nil {
+			(*f)(w.t.id, w.shard)
+		}
+	}
+	for _, id := range order {
+		if t := b.targets[id]; t.st != nil && t.touched {
+			if t.create {
+				b.s.fullHint.Delete(id)
+			}
+			b.s.cache.Add(id, t.st)
+		}
+	}
+	for i, inc := range incs {
+		t := b.targets[inc.Counter]
+		if !inc.Total || out[i].Err != nil || t == nil || t.st == nil || !t.st.full || !t.touched {
+			continue
+		}
+		v := t.totalOf(t.st)
+		out[i].Total = &v
+	}
+}

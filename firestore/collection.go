@@ -1,0 +1,367 @@
+package firestore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// Collections (seed 001's sharded timestamps) live as the seed's example
+// keeps its instruments: each document of collection NAME is a Firestore
+// document of the top-level collection NAME (escaped), its data as its
+// fields, the timestamp field a Firestore timestamp, and a `shard` field;
+// a query runs once per chunk of shards (`shard in [...]`, Firestore's
+// limit of 30 values) ordered by the timestamp then the document id, and
+// package collection merges the chunks. The metadata is in
+// sc_collections/NAME; each document also has `sc_of`, its collection's
+// created_at, so that a writer that read a collection before it was
+// deleted and made again cannot put documents into the new one.
+const (
+	collectionsCollection = "sc_collections"
+	fieldShard            = "shard"
+	fieldDocOf            = "sc_of"
+)
+
+// CollectionStore is a shardcounter.CollectionStore on the same database
+// as a CounterStore. It is safe for concurrent use.
+type CollectionStore struct {
+	s *CounterStore
+}
+
+var _ shardcounter.CollectionStore = (*CollectionStore)(nil)
+
+// Collections returns the collection store on the counters' database.
+func (s *CounterStore) Collections() *CollectionStore { return &CollectionStore{s: s} }
+
+// MaxScanShards is Firestore's limit on the values of one `in` filter.
+func (cs *CollectionStore) MaxScanShards() int { return 30 }
+
+func (cs *CollectionStore) metaRef(name string) *firestore.DocumentRef {
+	return cs.s.client.Collection(collectionsCollection).Doc(Escape(name))
+}
+
+func (cs *CollectionStore) docs(name string) *firestore.CollectionRef {
+	return cs.s.client.Collection(Escape(name))
+}
+
+// CreateCollection writes the collection's metadata document.
+func (cs *CollectionStore) CreateCollection(ctx context.Context, c *shardcounter.Collection) error {
+	if n := Escape(c.Name); n == countersCollection || strings.HasPrefix(n, "sc_") {
+		return shardcounter.Errorf(shardcounter.EINVALID, "collection name %q is taken by the store's own documents on Firestore: choose another", c.Name)
+	}
+	c.CreatedAt = c.CreatedAt.UTC().Truncate(time.Microsecond)
+	_, err := cs.metaRef(c.Name).Create(ctx, map[string]any{
+		"name": c.Name, "shards": int64(c.Shards), "timestamp_field": c.TimestampField,
+		"indexes": c.Indexes, "shard_key": string(c.ShardKey), "created_at": c.CreatedAt,
+	})
+	if status.Code(err) == codes.AlreadyExists {
+		return shardcounter.Errorf(shardcounter.EEXISTS, "collection %q already exists", c.Name)
+	}
+	if err != nil {
+		return writeError("create collection", err)
+	}
+	return nil
+}
+
+// GetCollection reads the metadata document.
+func (cs *CollectionStore) GetCollection(ctx context.Context, name string) (*shardcounter.Collection, error) {
+	c, _, err := cs.get(ctx, name)
+	return c, err
+}
+
+func (cs *CollectionStore) get(ctx context.Context, name string) (*shardcounter.Collection, *firestore.DocumentSnapshot, error) {
+	snap, err := cs.metaRef(name).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return nil, nil, shardcounter.CollectionNotFound(name)
+	}
+	if err != nil {
+		return nil, nil, readError("read collection", err)
+	}
+	d := snap.Data()
+	c := &shardcounter.Collection{Name: name, Indexes: []string{}}
+	n, _ := d["shards"].(int64)
+	c.Shards = int(n)
+	c.TimestampField, _ = d["timestamp_field"].(string)
+	if k, ok := d["shard_key"].(string); ok {
+		c.ShardKey = shardcounter.ShardKey(k)
+	}
+	c.CreatedAt, _ = d["created_at"].(time.Time)
+	if ix, ok := d["indexes"].([]any); ok {
+		for _, f := range ix {
+			if s, ok := f.(string); ok {
+				c.Indexes = append(c.Indexes, s)
+			}
+		}
+	}
+	return c, snap, nil
+}
+
+// GrowCollection raises the shard count, with the metadata document's
+// version as precondition.
+func (cs *CollectionStore) GrowCollection(ctx context.Context, name string, shards int) (*shardcounter.Collection, error) {
+	for attempt := 0; ; attempt++ {
+		c, snap, err := cs.get(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if shards < c.Shards {
+			return nil, shardcounter.Errorf(shardcounter.EINVALID, "collection %q has %d shards: a count never shrinks, documents stay on the shard they were written to", name, c.Shards)
+		}
+		if shards == c.Shards {
+			return c, nil
+		}
+		_, err = snap.Ref.Update(ctx, []firestore.Update{{Path: "shards", Value: int64(shards)}}, firestore.LastUpdateTime(snap.UpdateTime))
+		if err == nil {
+			c.Shards = shards
+			return c, nil
+		}
+		if !errors.Is(commitError(err), errConflict) || attempt == 10 {
+			return nil, writeError("grow collection", err)
+		}
+	}
+}
+
+// DeleteCollection deletes the metadata document, then the documents.
+func (cs *CollectionStore) DeleteCollection(ctx context.Context, name string) error {
+	if _, _, err := cs.get(ctx, name); err != nil {
+		return err
+	}
+	if _, err := cs.metaRef(name).Delete(ctx, firestore.Exists); err != nil {
+		if status.Code(err) == codes.NotFound {
+			return shardcounter.CollectionNotFound(name)
+		}
+		return writeError("delete collection", err)
+	}
+	return cs.s.deleteAll(ctx, cs.docs(name))
+}
+
+// current checks that c is still the collection of its name.
+func (cs *CollectionStore) current(ctx context.Context, c *shardcounter.Collection) error {
+	got, _, err := cs.get(ctx, c.Name)
+	if err != nil {
+		return err
+	}
+	if !got.CreatedAt.Equal(c.CreatedAt.UTC().Truncate(time.Microsecond)) {
+		return shardcounter.CollectionNotFound(c.Name)
+	}
+	return nil
+}
+
+// PutDocuments writes the documents in one commit, each replacing any
+// document of its id.
+func (cs *CollectionStore) PutDocuments(ctx context.Context, c *shardcounter.Collection, docs []*shardcounter.Document) error {
+	if err := cs.current(ctx, c); err != nil {
+		return err
+	}
+	wb := cs.s.client.Batch() //nolint:staticcheck // see CreateCounter
+	of := c.CreatedAt.UTC().Truncate(time.Microsecond)
+	for _, d := range docs {
+		fields, err := toFields(c, d, of)
+		if err != nil {
+			return err
+		}
+		wb.Set(cs.docs(c.Name).Doc(Escape(d.ID)), fields)
+	}
+	if _, err := wb.Commit(ctx); err != nil {
+		return writeError("put documents", err)
+	}
+	return nil
+}
+
+// toFields is a document as Firestore fields: its data, the timestamp
+// field as a timestamp, its shard and its collection's created_at.
+func toFields(c *shardcounter.Collection, d *shardcounter.Document, of time.Time) (map[string]any, error) {
+	for _, f := range []string{fieldShard, fieldDocOf} {
+		if _, ok := d.Data[f]; ok {
+			return nil, shardcounter.Errorf(shardcounter.EINVALID, "document %q has a field %q, which the Firestore store keeps for itself: rename it", d.ID, f)
+		}
+	}
+	fields := setPath(d.Data, strings.Split(c.TimestampField, "."), d.Timestamp)
+	fields[fieldShard] = int64(d.Shard)
+	fields[fieldDocOf] = of
+	return fields, nil
+}
+
+// setPath returns a copy of m with the value at path set to v, copying
+// the maps on the way.
+func setPath(m map[string]any, path []string, v any) map[string]any {
+	out := make(map[string]any, len(m)+2)
+	for k, x := range m {
+		out[k] = x
+	}
+	if len(path) == 1 {
+		out[path[0]] = v
+		return out
+	}
+	sub, _ := out[path[0]].(map[string]any)
+	out[path[0]] = setPath(sub, path[1:], v)
+	return out
+}
+
+// fromSnap is a Firestore document as a collection's document, or false
+// when it belongs to an earlier collection of the name.
+func fromSnap(c *shardcounter.Collection, snap *firestore.DocumentSnapshot) (*shardcounter.Document, bool) {
+	data := snap.Data()
+	if !sameTime(data[fieldDocOf], c.CreatedAt.UTC().Truncate(time.Microsecond)) {
+		return nil, false
+	}
+	id, err := Unescape(snap.Ref.ID)
+	if err != nil {
+		return nil, false
+	}
+	n, _ := data[fieldShard].(int64)
+	delete(data, fieldShard)
+	delete(data, fieldDocOf)
+	d := &shardcounter.Document{ID: id, Shard: int(n), Data: data}
+	path := strings.Split(c.TimestampField, ".")
+	if t, ok := lookupTime(data, path); ok {
+		d.Timestamp = t.UTC()
+		d.Data = setPath(data, path, d.Timestamp.Format(time.RFC3339Nano))
+	}
+	return d, true
+}
+
+func lookupTime(m map[string]any, path []string) (time.Time, bool) {
+	v, ok := m[path[0]]
+	if !ok {
+		return time.Time{}, false
+	}
+	if len(path) == 1 {
+		t, ok := v.(time.Time)
+		return t, ok
+	}
+	sub, ok := v.(map[string]any)
+	if !ok {
+		return time.Time{}, false
+	}
+	return lookupTime(sub, path[1:])
+}
+
+// GetDocument reads one document.
+func (cs *CollectionStore) GetDocument(ctx context.Context, c *shardcounter.Collection, id string) (*shardcounter.Document, error) {
+	snap, err := cs.docs(c.Name).Doc(Escape(id)).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return nil, shardcounter.DocumentNotFound(c.Name, id)
+	}
+	if err != nil {
+		return nil, readError("read document", err)
+	}
+	d, ok := fromSnap(c, snap)
+	if !ok {
+		return nil, shardcounter.DocumentNotFound(c.Name, id)
+	}
+	return d, nil
+}
+
+// DeleteDocument deletes one document, the version it read.
+func (cs *CollectionStore) DeleteDocument(ctx context.Context, c *shardcounter.Collection, id string) error {
+	snap, err := cs.docs(c.Name).Doc(Escape(id)).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return shardcounter.DocumentNotFound(c.Name, id)
+	}
+	if err != nil {
+		return readError("read document", err)
+	}
+	if _, ok := fromSnap(c, snap); !ok {
+		return shardcounter.DocumentNotFound(c.Name, id)
+	}
+	if _, err := snap.Ref.Delete(ctx, firestore.LastUpdateTime(snap.UpdateTime)); err != nil {
+		if errors.Is(commitError(err), errConflict) {
+			return shardcounter.DocumentNotFound(c.Name, id)
+		}
+		return writeError("delete document", err)
+	}
+	return nil
+}
+
+// ScanDocuments runs the seed's query: shard in r.Shards, the index
+// field equal to the value, ordered by the timestamp and then the
+// document id (which is id order: Escape keeps it), between the bounds.
+func (cs *CollectionStore) ScanDocuments(ctx context.Context, c *shardcounter.Collection, r shardcounter.ScanRange) ([]*shardcounter.Document, error) {
+	shards := make([]any, len(r.Shards))
+	for i, s := range r.Shards {
+		shards[i] = int64(s)
+	}
+	q := cs.docs(c.Name).Query
+	if len(shards) == 1 {
+		q = q.Where(fieldShard, "==", shards[0])
+	} else {
+		q = q.Where(fieldShard, "in", shards)
+	}
+	if r.Index != "" {
+		v, err := indexValue(r.Value)
+		if err != nil {
+			return nil, err
+		}
+		q = q.WherePath(firestore.FieldPath(strings.Split(r.Index, ".")), "==", v)
+	}
+	dir := firestore.Asc
+	if r.Order == shardcounter.Desc {
+		dir = firestore.Desc
+	}
+	q = q.OrderByPath(firestore.FieldPath(strings.Split(c.TimestampField, ".")), dir).OrderBy(firestore.DocumentID, dir)
+	// A bound without an id is one on the timestamp alone: a filter. One
+	// with an id is a cursor on (timestamp, document id).
+	ts := firestore.FieldPath(strings.Split(c.TimestampField, "."))
+	lo, hi := r.After, r.Before // the bounds in position order
+	if lo != nil && lo.ID == "" {
+		q, lo = q.WherePath(ts, ">=", lo.Time), nil
+	}
+	if hi != nil && hi.ID == "" {
+		q, hi = q.WherePath(ts, "<", hi.Time), nil
+	}
+	if dir == firestore.Desc {
+		lo, hi = hi, lo // the cursor that starts the scan, and the one that ends it
+	}
+	if lo != nil {
+		q = q.StartAfter(lo.Time, Escape(lo.ID))
+	}
+	if hi != nil {
+		q = q.EndBefore(hi.Time, Escape(hi.ID))
+	}
+	it := q.Documents(ctx)
+	defer it.Stop()
+	var out []*shardcounter.Document
+	for len(out) < r.Limit {
+		snap, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			break
+		}
+		if err != nil {
+			return nil, readError("query documents", err)
+		}
+		if d, ok := fromSnap(c, snap); ok {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// indexValue turns shardcounter.IndexValue's form back into the value a
+// Firestore equality filter compares: numbers as float64, which Firestore
+// compares by value with integers.
+func indexValue(v string) (any, error) {
+	switch {
+	case strings.HasPrefix(v, "s"):
+		return v[1:], nil
+	case v == "t":
+		return true, nil
+	case v == "f":
+		return false, nil
+	case strings.HasPrefix(v, "n"):
+		f, err := strconv.ParseFloat(v[1:], 64)
+		if err == nil {
+			return f, nil
+		}
+	}
+	return nil, shardcounter.Errorf(shardcounter.EINVALID, "index value %q cannot be queried", v)
+}

@@ -1,0 +1,4 @@
+package firestore
+
+// ExpireBatch is expireBatch, for storetest.RunRequestIDExpiry.
+const ExpireBatch = expireBatch

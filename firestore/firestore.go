@@ -1,0 +1,292 @@
+package firestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// Names of the collections and fields this store writes beside the
+// seed's layout (docs/FIRESTORE.md lists them).
+const (
+	countersCollection = "counters"
+	shardsCollection   = "shards"
+	membersCollection  = "sc_members"
+	bucketsCollection  = "sc_buckets"
+	requestsCollection = "sc_requests"
+
+	fieldNumShards = "num_shards"   // counter and shard documents
+	fieldMeta      = "shardcounter" // counter document: the spec the seed has no place for
+	fieldAt        = "at"           // request documents: when recorded
+	fieldStart     = "start"        // bucket documents: the bucket's start
+	fieldOf        = "of"           // request and member documents: the counter's created_at
+)
+
+// DefaultCountField is the field of a shard document that holds its
+// value, as seed 000's data model and most of its samples name it.
+const DefaultCountField = "count"
+
+// DefaultShardWriteInterval is the pace of commits per shard document the
+// engine keeps on this store unless told otherwise: seed 000's one write a
+// second per document.
+const DefaultShardWriteInterval = time.Second
+
+// Options configure a CounterStore. The zero value uses the defaults.
+type Options struct {
+	// CountField is the shard documents' value field. Default "count";
+	// "Count" serves apps built on seed 000's Go and C# samples.
+	CountField string
+	// ShardWriteInterval is how often the engine may commit to one shard
+	// document (ShardWriteInterval()); 0 leaves the default, a negative
+	// value turns pacing off. Default DefaultShardWriteInterval.
+	ShardWriteInterval time.Duration
+	// Now is the store's clock: created_at, the age of request ids and
+	// the window bucket of a write follow it. Default time.Now.
+	Now func() time.Time
+	// DedupeWindow is how long a request id is remembered. Default
+	// shardcounter.DefaultDedupeWindow; SetDedupeWindow changes it.
+	DedupeWindow time.Duration
+}
+
+// CounterStore is a shardcounter.CounterStore on Cloud Firestore in
+// native mode, in seed 000's layout (see the package doc). It is safe for
+// concurrent use, also by several processes on one database.
+type CounterStore struct {
+	client   *firestore.Client
+	project  string
+	database string
+	field    string
+	interval time.Duration
+	now      func() time.Time
+	window   atomic.Int64 // dedupe window, ns
+
+	cache *lru.Cache[string, *counterState]
+	// fullHint holds counters found near the int64 limits, whose writes
+	// check their total until they are created again.
+	fullHint sync.Map
+	locks    stripes
+	stats    Stats
+
+	expiryMu   sync.Mutex
+	nextExpiry time.Time // no request id expires before it, as far as this process knows
+}
+
+var (
+	_ shardcounter.CounterStore     = (*CounterStore)(nil)
+	_ shardcounter.RequestIDExpirer = (*CounterStore)(nil)
+)
+
+// Stats are the store's running totals, exported in /metrics.
+type Stats struct {
+	// Conflicts counts batches that found their reads out of date at
+	// commit (another writer came first) or were aborted for contention,
+	// and were tried again.
+	Conflicts atomic.Int64
+	// Commits counts commits of shard documents: every shard a committed
+	// batch wrote or checked counts once.
+	Commits atomic.Int64
+
+	onCommit atomic.Pointer[func(counter string, shard int)]
+}
+
+// cacheSize bounds the counters whose metadata and shard versions the
+// store remembers between batches.
+const cacheSize = 100_000
+
+// Config is a parsed firestore:// DSN.
+type Config struct {
+	Project, Database string
+	Options
+}
+
+// ParseDSN reads firestore://PROJECT[/DATABASE][?count_field=F&shard_write_interval=D].
+func ParseDSN(dsn string) (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, shardcounter.Errorf(shardcounter.EINVALID, "store %q: "+format+": write firestore://PROJECT[/DATABASE][?count_field=count&shard_write_interval=1s]", append([]any{dsn}, args...)...)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil || !strings.EqualFold(u.Scheme, "firestore") {
+		return bad("not a firestore:// URL")
+	}
+	if u.User != nil || u.Port() != "" || u.Fragment != "" || u.Opaque != "" {
+		return bad("a firestore DSN has no user, password, port or fragment")
+	}
+	c := Config{Project: u.Host, Database: "(default)"}
+	if !validName(c.Project) {
+		return bad("project %q is not a project id (letters, digits and hyphens)", c.Project)
+	}
+	if db := strings.Trim(u.Path, "/"); db != "" {
+		if strings.Contains(db, "/") || !(db == "(default)" || validName(db)) {
+			return bad("database %q is not a database id", db)
+		}
+		c.Database = db
+	}
+	for k, vs := range u.Query() {
+		if len(vs) != 1 {
+			return bad("option %s given %d times", k, len(vs))
+		}
+		v := vs[0]
+		switch k {
+		case "count_field":
+			if v == "" || strings.ContainsAny(v, ".`*[]~/") {
+				return bad("count_field %q is not a plain field name", v)
+			}
+			c.CountField = v
+		case "shard_write_interval":
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 || d > time.Hour {
+				return bad("shard_write_interval %q is not a duration from 0 to 1h (0 turns pacing off)", v)
+			}
+			c.ShardWriteInterval = d
+			if d == 0 {
+				c.ShardWriteInterval = -1
+			}
+		default:
+			return bad("option %q is unknown (count_field, shard_write_interval)", k)
+		}
+	}
+	return c, nil
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Open opens the store a firestore:// DSN names. With
+// FIRESTORE_EMULATOR_HOST set, Google's client talks to that emulator;
+// otherwise to the project's database with Application Default
+// Credentials. It pings the database before it returns.
+func Open(ctx context.Context, dsn string) (*CounterStore, error) {
+	c, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, c.Project, c.Database, c.Options)
+}
+
+// New opens the store on project's database (("default") when empty).
+func New(ctx context.Context, project, database string, opts Options) (*CounterStore, error) {
+	if database == "" {
+		database = firestore.DefaultDatabaseID
+	}
+	client, err := firestore.NewClientWithDatabase(ctx, project, database)
+	if err != nil {
+		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: connect to project %s: %v (set FIRESTORE_EMULATOR_HOST for the emulator, or Application Default Credentials for Google Cloud)", project, err)
+	}
+	s := &CounterStore{client: client, project: project, database: database, field: opts.CountField, now: opts.Now}
+	if s.field == "" {
+		s.field = DefaultCountField
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	switch {
+	case opts.ShardWriteInterval == 0:
+		s.interval = DefaultShardWriteInterval
+	case opts.ShardWriteInterval > 0:
+		s.interval = opts.ShardWriteInterval
+	}
+	s.cache, _ = lru.New[string, *counterState](cacheSize)
+	s.SetDedupeWindow(opts.DedupeWindow)
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.Ping(pctx); err != nil {
+		client.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Client returns the Firestore client, for tests and for apps that write
+// the seed's way beside the store.
+func (s *CounterStore) Client() *firestore.Client { return s.client }
+
+// Stats returns the store's running totals.
+func (s *CounterStore) Stats() *Stats { return &s.stats }
+
+// Conflicts returns Stats().Conflicts (metrics.DocumentStore).
+func (s *CounterStore) Conflicts() int64 { return s.stats.Conflicts.Load() }
+
+// OnShardCommit sets f to be called with each shard document a committed
+// batch wrote (metrics.DocumentStore): the per-document commit counter.
+func (s *CounterStore) OnShardCommit(f func(counter string, shard int)) { s.stats.onCommit.Store(&f) }
+
+// ShardWriteInterval is the pace the engine keeps per shard document
+// (shardcounter.ShardPacer): 0 when pacing is off.
+func (s *CounterStore) ShardWriteInterval() time.Duration { return s.interval }
+
+// SetDedupeWindow sets how long a request id is remembered; d <= 0
+// restores shardcounter.DefaultDedupeWindow.
+func (s *CounterStore) SetDedupeWindow(d time.Duration) {
+	if d <= 0 {
+		d = shardcounter.DefaultDedupeWindow
+	}
+	s.window.Store(int64(d))
+}
+
+// Close closes the client.
+func (s *CounterStore) Close() error { return s.client.Close() }
+
+// Ping reads a document that need not exist: the database answers.
+func (s *CounterStore) Ping(ctx context.Context) error {
+	_, err := s.client.Collection(countersCollection).Doc("sc_ping").Get(ctx)
+	if err != nil && status.Code(err) != codes.NotFound {
+		return readError("ping", err)
+	}
+	return nil
+}
+
+func (s *CounterStore) counterRef(id string) *firestore.DocumentRef {
+	return s.client.Collection(countersCollection).Doc(Escape(id))
+}
+
+func shardRef(counter *firestore.DocumentRef, i int) *firestore.DocumentRef {
+	return counter.Collection(shardsCollection).Doc(fmt.Sprint(i))
+}
+
+// node names where a counter's documents live, for Placement.
+func (s *CounterStore) node(id string) string {
+	return fmt.Sprintf("firestore://%s/%s/%s/%s", s.project, s.database, countersCollection, Escape(id))
+}
+
+// readError maps a failed read: nothing was applied.
+func readError(op string, err error) error {
+	var e *shardcounter.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: %s: %v", op, err)
+	}
+	switch status.Code(err) {
+	case codes.InvalidArgument:
+		return shardcounter.Errorf(shardcounter.EINVALID, "firestore: %s: %v", op, status.Convert(err).Message())
+	case codes.Internal, codes.Unknown, codes.DataLoss:
+		return fmt.Errorf("firestore: %s: %w", op, err)
+	}
+	return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: %s: %v", op, err)
+}
+
+// EmulatorHost returns FIRESTORE_EMULATOR_HOST, for the log line of serve.
+func EmulatorHost() string { return os.Getenv("FIRESTORE_EMULATOR_HOST") }

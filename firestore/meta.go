@@ -1,0 +1,141 @@
+package firestore
+
+import (
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// meta is a counter document: the shard count the seed keeps in
+// num_shards, and the spec shardcounter keeps beside it.
+type meta struct {
+	spec    shardcounter.Spec
+	created time.Time
+	ut      time.Time // the counter document's update time
+}
+
+// metaFields returns the fields of a new counter document.
+func metaFields(id string, m meta) map[string]any {
+	sc := map[string]any{
+		"id":         id,
+		"kind":       string(kindOf(m.spec)),
+		"created_at": m.created,
+	}
+	if m.spec.Min != nil {
+		sc["min"] = *m.spec.Min
+	}
+	if m.spec.Max != nil {
+		sc["max"] = *m.spec.Max
+	}
+	if w := m.spec.Window; w != nil {
+		sc["bucket_seconds"] = int64(time.Duration(w.Bucket) / time.Second)
+		sc["retention_seconds"] = int64(time.Duration(w.Retention) / time.Second)
+	}
+	return map[string]any{fieldNumShards: int64(m.spec.Shards), fieldMeta: sc}
+}
+
+func kindOf(s shardcounter.Spec) shardcounter.Kind {
+	if s.Kind == "" {
+		return shardcounter.KindSum
+	}
+	return s.Kind
+}
+
+// decodeMeta reads a counter document. One made the seed's way has only
+// num_shards: it is a sum counter created when its document was.
+func decodeMeta(snap *firestore.DocumentSnapshot) (meta, error) {
+	d := snap.Data()
+	n, ok := d[fieldNumShards].(int64)
+	if !ok || shardcounter.ValidateShards(int(n)) != nil {
+		return meta{}, fmt.Errorf("firestore: %s has no num_shards from 1 to %d (%v)", snap.Ref.Path, shardcounter.MaxShards, d[fieldNumShards])
+	}
+	m := meta{spec: shardcounter.Spec{Shards: int(n), Kind: shardcounter.KindSum}, created: snap.CreateTime, ut: snap.UpdateTime}
+	sc, _ := d[fieldMeta].(map[string]any)
+	if sc == nil {
+		return m, nil
+	}
+	if k, ok := sc["kind"].(string); ok {
+		m.spec.Kind = shardcounter.Kind(k)
+	}
+	if t, ok := sc["created_at"].(time.Time); ok {
+		m.created = t
+	}
+	if v, ok := sc["min"].(int64); ok {
+		m.spec.Min = &v
+	}
+	if v, ok := sc["max"].(int64); ok {
+		m.spec.Max = &v
+	}
+	b, ok1 := sc["bucket_seconds"].(int64)
+	r, ok2 := sc["retention_seconds"].(int64)
+	if ok1 && ok2 {
+		m.spec.Window = &shardcounter.Window{Bucket: shardcounter.Duration(time.Duration(b) * time.Second), Retention: shardcounter.Duration(time.Duration(r) * time.Second)}
+	}
+	return m, nil
+}
+
+func (m meta) counter(id string) *shardcounter.Counter {
+	return &shardcounter.Counter{ID: id, Spec: m.spec, CreatedAt: m.created}
+}
+
+// shardState is what the store knows of one shard document: its value and
+// the update time of the version that holds it, which a commit states as
+// its precondition, so that a write based on it applies only if nobody
+// wrote the shard since.
+type shardState struct {
+	value  int64
+	ut     time.Time
+	exists bool // a document exists (a seed-made counter may lack some)
+	known  bool
+	wide   bool // the document has the wide mark
+}
+
+// counterState is what the store knows of a counter between batches: its
+// metadata and the shard versions it last read or wrote. It is immutable
+// once cached; a batch copies what it changes.
+type counterState struct {
+	meta   meta
+	shards []shardState
+	// full: writes to it check its total over every shard, not only their
+	// own shard's zone (bounded counters, and counters near the limits).
+	full bool
+}
+
+func (c *counterState) clone() *counterState {
+	d := *c
+	d.shards = slices.Clone(c.shards)
+	return &d
+}
+
+// stripes are in-process locks on shard documents: a batch holds those of
+// the shards it writes from its reads to its commit, so that batches of
+// one process on one shard queue instead of failing each other's
+// preconditions. They are a courtesy, not what makes writes correct: the
+// preconditions are, across processes too.
+type stripes [512]sync.Mutex
+
+func stripeOf(counter string, shard int) int {
+	h := fnv.New32a()
+	h.Write([]byte(counter))
+	return int((h.Sum32() + uint32(shard)*2654435761) % uint32(len(stripes{})))
+}
+
+// lock locks the stripes of keys, in order, and returns their unlock.
+func (st *stripes) lock(keys []int) func() {
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	for _, k := range keys {
+		st[k].Lock()
+	}
+	return func() {
+		for _, k := range keys {
+			st[k].Unlock()
+		}
+	}
+}
