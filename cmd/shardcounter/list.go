@@ -36,7 +36,7 @@ func (c *listCommand) run(ctx context.Context, args []string) error {
 		return usagef("--limit is %d: give 1 or more, or leave it out for all", c.limit)
 	}
 	if c.prefix != "" {
-		if err := shardcounter.ValidateID("prefix", c.prefix); err != nil {
+		if err := shardcounter.ValidateCounterID("prefix", c.prefix); err != nil {
 			return usagef("--prefix: %s", shardcounter.ErrorMessage(err))
 		}
 	}
