@@ -132,6 +132,11 @@ type Write struct {
 	// that share one commit may share the value: it is never a unique
 	// sequence number.
 	WantValue bool `json:"-"`
+	// JoinNext asks the engine's WriteBatch to commit this write in the
+	// same batch as the next write of the call: a run of writes joined so
+	// is never cut between two commits (a RESP transaction's writes). The
+	// batch is then one store commit, atomic where the store's Apply is.
+	JoinNext bool `json:"-"`
 }
 
 // AddMember returns the write that adds member to a distinct counter.
