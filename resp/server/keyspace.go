@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"hash/fnv"
@@ -287,8 +288,10 @@ func cmdDBSize(c *conn, args [][]byte) {
 }
 
 // cmdFlush is FLUSHDB and FLUSHALL [ASYNC|SYNC]: with Options.AllowFlush,
-// it deletes every counter, one at a time, and replies +OK once they are
-// gone; without, it is refused, and deletes nothing.
+// it deletes every counter, a page of the listing at a time with
+// flushWorkers deletions at once (each with the command timeout of its
+// own), and replies +OK once they are gone; without, it is refused, and
+// deletes nothing. It is O(N) deletions, each a commit of the store.
 func cmdFlush(c *conn, args [][]byte) {
 	name := strings.ToUpper(string(args[0]))
 	if len(args) == 2 && lower(args[1]) != "async" && lower(args[1]) != "sync" || len(args) > 2 {
@@ -299,21 +302,16 @@ func cmdFlush(c *conn, args [][]byte) {
 		c.w.Error("ERR " + name + " is refused: it would delete every counter. Start shardcounter serve with --resp-allow-flush to allow it, or DEL the keys")
 		return
 	}
-	ctx, cancel := c.ctx()
-	defer cancel()
 	defer c.s.types.clear()
 	for {
+		ctx, cancel := c.ctx()
 		list, err := c.s.svc.ListCounters(ctx, shardcounter.ListOptions{Limit: shardcounter.MaxListLimit})
+		cancel()
 		if err == nil && len(list.Counters) == 0 {
 			break
 		}
-		for _, ctr := range list.Counters {
-			if err != nil {
-				break
-			}
-			if err = c.s.svc.DeleteCounter(ctx, ctr.ID); errors.Is(err, shardcounter.ErrNotFound) {
-				err = nil
-			}
+		if err == nil {
+			err = c.s.deleteAll(list.Counters)
 		}
 		if err != nil {
 			c.w.Error(errorReply(err))
@@ -321,6 +319,38 @@ func cmdFlush(c *conn, args [][]byte) {
 		}
 	}
 	c.w.Simple("OK")
+}
+
+// flushWorkers is how many deletions FLUSHALL runs at once.
+const flushWorkers = 8
+
+// deleteAll deletes counters, flushWorkers at a time, and returns the
+// first error other than a counter being gone already.
+func (s *Server) deleteAll(cs []*shardcounter.Counter) error {
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	next := make(chan string)
+	for range flushWorkers {
+		wg.Go(func() {
+			for id := range next {
+				ctx, cancel := s.ctx()
+				err := s.svc.DeleteCounter(ctx, id)
+				cancel()
+				if err != nil && !errors.Is(err, shardcounter.ErrNotFound) {
+					mu.Lock()
+					first = cmp.Or(first, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, ctr := range cs {
+		next <- ctr.ID
+	}
+	close(next)
+	wg.Wait()
+	return first
 }
 
 // cmdFunction is FUNCTION FLUSH [ASYNC|SYNC], which succeeds with nothing
