@@ -60,7 +60,7 @@ func (c *listCommand) run(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(c.m.Stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSHARDS\tCREATED")
 	for _, counter := range counters {
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", counter.ID, counter.Shards, counter.CreatedAt.Format(time.RFC3339))
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", showID(counter.ID), counter.Shards, counter.CreatedAt.Format(time.RFC3339))
 	}
 	return tw.Flush()
 }
