@@ -178,6 +178,9 @@ func writeName(w shardcounter.Write) (string, nameType) {
 // of its names refuses, giving it the error reply. It returns the writes
 // left, with the commands' ranges and an EXEC's joins moved to match.
 func (x *executor) checkTypes(ctx context.Context, ws []shardcounter.Write, ps []pending) []shardcounter.Write {
+	if x.s.types.hold(ws) {
+		return ws // the common case: every name known, of its writes' type
+	}
 	claims := make([]claim, 0, len(ws))
 	index := make(map[claim]int)
 	at := make([]int, len(ws)) // the claim of each write

@@ -188,6 +188,9 @@ func (c *conn) execWrites(ws []shardcounter.Write) ([]shardcounter.Write, *txRun
 	if msg := c.crossSlot(ws[lo:]); msg != "" {
 		return ws[:lo], nil, msg
 	}
+	for i := lo; i < len(ws)-1; i++ {
+		ws[i].JoinNext = true // one commit (checkTypes keeps the joins when it drops writes)
+	}
 	var both []string // read and written: whether each existed before is needed
 	for id := range read {
 		if written[id] {
