@@ -132,6 +132,11 @@ type Write struct {
 	// that share one commit may share the value: it is never a unique
 	// sequence number.
 	WantValue bool `json:"-"`
+	// JoinNext asks the engine's WriteBatch to commit this write in the
+	// same batch as the next write of the call: a run of writes joined so
+	// is never cut between two commits (a RESP transaction's writes). The
+	// batch is then one store commit, atomic where the store's Apply is.
+	JoinNext bool `json:"-"`
 }
 
 // AddMember returns the write that adds member to a distinct counter.
@@ -221,9 +226,26 @@ type ShardPlacement struct {
 	Slot  *int   `json:"slot,omitempty"`
 }
 
-// ValidateID checks a counter id, request id or member: 1–256 bytes of
-// UTF-8 with no control characters.
+// CounterIDKind is the kind of name ValidateID checks as a counter id.
+const CounterIDKind = "counter id"
+
+// ValidateID checks a counter id, request id, member or other name, kind
+// saying which in its error: what ValidateName accepts, and for kind
+// CounterIDKind ("counter id") also the id of a hash's field or marker
+// (HashFieldID, HashMarkerID), up to MaxCounterIDLen bytes. Stores check
+// their ids so, and so hold the counters of hashes as they hold any
+// other.
 func ValidateID(kind, id string) error {
+	if kind == CounterIDKind {
+		return ValidateCounterID(kind, id)
+	}
+	return ValidateName(kind, id)
+}
+
+// ValidateName checks a name a user gives: 1–256 bytes of UTF-8 with no
+// control characters (so never HashSeparator). Counter ids given as keys
+// of the RESP front end, hash names, fields and members are names.
+func ValidateName(kind, id string) error {
 	switch {
 	case id == "":
 		return Errorf(EINVALID, "%s is empty: give 1 to %d bytes of UTF-8", kind, MaxIDLen)

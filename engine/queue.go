@@ -73,37 +73,71 @@ func (q *queue) add(ctx context.Context, w shardcounter.Write, c *call) (*batch,
 // batches. It holds q.mu from one write to the next, so the loop cannot
 // cut a batch between them: the writes of one WriteBatch (a pipeline of
 // RESP commands) share one commit, unless they fill a batch or wait for
-// room in the queue. It returns how many it queued: all, or those before
-// the one that failed with err.
+// room in the queue. A run of writes joined by Write.JoinNext (a RESP
+// transaction) is never cut: it waits for room for all of it, starts a
+// new batch when the pending one cannot take all of it, and goes whole
+// into one batch, past MaxBatch if it is longer. It returns how many it
+// queued: all, or those before the run that failed with err.
 func (q *queue) addAll(ctx context.Context, ws []shardcounter.Write, calls []*call, batches []*batch) (int, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for i, w := range ws {
-		b, err := q.addLocked(ctx, w, calls[i])
-		if err != nil {
+	for i := 0; i < len(ws); {
+		j := i + 1
+		for j < len(ws) && ws[j-1].JoinNext {
+			j++
+		}
+		if err := q.waitForRoom(ctx, j-i); err != nil {
 			return i, err
 		}
-		batches[i] = b
+		if n := q.pending.size(); j-i > 1 && n > 0 && n+(j-i) > q.maxBatch {
+			q.cut()
+		}
+		for k := i; k < j; k++ {
+			batches[k] = q.addOne(ws[k], calls[k], k == j-1)
+		}
+		i = j
 	}
 	return len(ws), nil
 }
 
 // addLocked is add with q.mu held; it releases it while it waits for room.
 func (q *queue) addLocked(ctx context.Context, w shardcounter.Write, c *call) (*batch, error) {
-	for !q.closed && q.queued.Load() >= int64(q.maxQueued) {
+	if err := q.waitForRoom(ctx, 1); err != nil {
+		return nil, err
+	}
+	return q.addOne(w, c, true), nil
+}
+
+// waitForRoom waits, with q.mu held but released while it waits, until n
+// more writes may queue: MaxQueued leaves room for them, or the queue is
+// empty (a run longer than MaxQueued goes alone). It fails when ctx ends
+// first or the queue is closed.
+func (q *queue) waitForRoom(ctx context.Context, n int) error {
+	for !q.closed {
+		queued := q.queued.Load()
+		if queued+int64(n) <= int64(q.maxQueued) || queued == 0 {
+			break
+		}
 		room := q.room
 		q.mu.Unlock()
 		select {
 		case <-room:
 		case <-ctx.Done():
 			q.mu.Lock()
-			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "write queue full until %v: nothing applied, retry", ctx.Err())
+			return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "write queue full until %v: nothing applied, retry", ctx.Err())
 		}
 		q.mu.Lock()
 	}
 	if q.closed {
-		return nil, errClosed
+		return errClosed
 	}
+	return nil
+}
+
+// addOne adds w to the pending batch and returns the batch; mayCut false
+// keeps the batch pending even when full, for the next write of a joined
+// run. q.mu is held.
+func (q *queue) addOne(w shardcounter.Write, c *call, mayCut bool) *batch {
 	// The loop waits on wake only when it found nothing queued, or (in
 	// async mode) while a batch gathers; so only an empty queue that gets
 	// a write, or a batch that fills up, needs to wake it.
@@ -113,16 +147,23 @@ func (q *queue) addLocked(ctx context.Context, w shardcounter.Write, c *call) (*
 		q.since = time.Now()
 	}
 	b.add(w, c)
-	filled := b.size() >= q.maxBatch
-	if filled {
-		q.full = append(q.full, b)
-		q.pending = newBatch()
-	}
 	q.queued.Add(1)
+	filled := mayCut && b.size() >= q.maxBatch
+	if filled {
+		q.cut()
+	}
 	if idle || filled {
 		q.signal()
 	}
-	return b, nil
+	return b
+}
+
+// cut ends the pending batch: it waits in full for the loop to flush it,
+// and a new one collects writes. q.mu is held.
+func (q *queue) cut() {
+	q.full = append(q.full, q.pending)
+	q.pending = newBatch()
+	q.signal()
 }
 
 // makeRoom wakes the writers waiting for room. q.mu is held.

@@ -180,8 +180,8 @@ func listLimit(opts shardcounter.ListOptions) (int, error) {
 	case limit < 0 || limit > shardcounter.MaxListLimit:
 		return 0, shardcounter.Errorf(shardcounter.EINVALID, "limit %d is out of range: give 1 to %d", limit, shardcounter.MaxListLimit)
 	}
-	if len(opts.Prefix) > shardcounter.MaxIDLen || len(opts.After) > shardcounter.MaxIDLen {
-		return 0, shardcounter.Errorf(shardcounter.EINVALID, "prefix or page position longer than %d bytes", shardcounter.MaxIDLen)
+	if len(opts.Prefix) > shardcounter.MaxCounterIDLen || len(opts.After) > shardcounter.MaxCounterIDLen {
+		return 0, shardcounter.Errorf(shardcounter.EINVALID, "prefix or page position longer than %d bytes", shardcounter.MaxCounterIDLen)
 	}
 	return limit, nil
 }

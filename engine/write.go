@@ -55,7 +55,8 @@ func accepted(w shardcounter.Write) *shardcounter.WriteResult {
 // have committed (in async mode, once queued, unless a write asks for its
 // value). The writes of one call join one batch, unless they fill it
 // (MaxBatch) or wait for room in the queue (MaxQueued), and then
-// consecutive flushes; a failure of one write does not fail the others.
+// consecutive flushes; a run of writes joined by Write.JoinNext is never
+// cut (queue.addAll). A failure of one write does not fail the others.
 func (e *Engine) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]shardcounter.WriteResult, error) {
 	for i, w := range ws {
 		if err := shardcounter.ValidateWrite(w); err != nil {

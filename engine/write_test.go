@@ -86,3 +86,77 @@ func TestWriteBatchOneCommit(t *testing.T) {
 		}
 	}
 }
+
+// recordingApplies is a store that notes which Apply call each counter's
+// increments went in.
+type recordingApplies struct {
+	shardcounter.CounterStore
+	mu      sync.Mutex
+	applies int
+	in      map[string]int // counter → the Apply call it went in
+	maxLen  int
+}
+
+func (s *recordingApplies) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
+	s.mu.Lock()
+	s.applies++
+	for _, inc := range incs {
+		s.in[inc.Counter] = s.applies
+	}
+	s.maxLen = max(s.maxLen, len(incs))
+	s.mu.Unlock()
+	return s.CounterStore.Apply(ctx, incs)
+}
+
+// TestJoinedWritesOneCommit checks that a run of writes joined by
+// JoinNext (a RESP transaction's) is never cut between two commits, while
+// many writers fill batches around it: with MaxBatch 8, runs of 1 to 20
+// writes from 16 writers each land whole in one store Apply, and a run
+// longer than MaxBatch goes in one Apply of its own size.
+func TestJoinedWritesOneCommit(t *testing.T) {
+	store := &recordingApplies{CounterStore: MustOpenStore(t), in: make(map[string]int)}
+	e := MustNew(t, store, engine.Config{MaxBatch: 8, MaxQueued: 64})
+	var wg sync.WaitGroup
+	runs := make(chan []string, 16*40)
+	for w := range 16 {
+		wg.Go(func() {
+			for r := range 40 {
+				n := 1 + (w*7+r*3)%20
+				ws := make([]shardcounter.Write, n)
+				ids := make([]string, n)
+				for i := range ws {
+					ids[i] = fmt.Sprintf("w%d/r%d/%d", w, r, i)
+					ws[i] = shardcounter.Write{Counter: ids[i], Delta: 1, JoinNext: i < n-1}
+				}
+				if r%2 == 1 { // a plain write before the run, filling batches
+					ws = append([]shardcounter.Write{{Counter: fmt.Sprintf("w%d/plain", w), Delta: 1}}, ws...)
+				}
+				res, err := e.WriteBatch(context.Background(), ws)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, r := range res {
+					if r.Error != nil || !r.Applied {
+						t.Errorf("write %+v", r)
+					}
+				}
+				runs <- ids
+			}
+		})
+	}
+	wg.Wait()
+	close(runs)
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	for ids := range runs {
+		for _, id := range ids[1:] {
+			if store.in[id] != store.in[ids[0]] {
+				t.Fatalf("a joined run of %d writes was cut: %s in commit %d, %s in commit %d", len(ids), ids[0], store.in[ids[0]], id, store.in[id])
+			}
+		}
+	}
+	if store.maxLen < 20 {
+		t.Errorf("the largest commit had %d increments; a run of 20 joined writes must go whole", store.maxLen)
+	}
+}

@@ -258,7 +258,7 @@ func listOptions(r *http.Request) (shardcounter.ListOptions, error) {
 	}
 	opts := shardcounter.ListOptions{Prefix: q.Get("prefix"), Limit: shardcounter.DefaultListLimit}
 	if opts.Prefix != "" {
-		if err := shardcounter.ValidateID("prefix", opts.Prefix); err != nil {
+		if err := shardcounter.ValidateCounterID("prefix", opts.Prefix); err != nil {
 			return opts, err
 		}
 	}

@@ -20,7 +20,7 @@ import (
 const (
 	pageTokenVersion   = 1
 	memberTokenVersion = 2
-	maxPageTokenLen    = 1024 // 2×MaxIDLen plus framing, base64 encoded, with room
+	maxPageTokenLen    = 2048 // a prefix and a counter id (MaxCounterIDLen) plus framing, base64 encoded, with room
 )
 
 // encodeToken returns the token of a listing's page after id after.
@@ -61,7 +61,13 @@ func decodeToken(token string, version byte) (scope, after string, err error) {
 	if encodeToken(version, scope, after) != token {
 		return "", "", badToken("not in canonical form")
 	}
-	if err := shardcounter.ValidateID("page_token id", after); err != nil {
+	// A counter listing's position may be a hash field's id; a member is
+	// a name.
+	check := shardcounter.ValidateName
+	if version == pageTokenVersion {
+		check = shardcounter.ValidateCounterID
+	}
+	if err := check("page_token id", after); err != nil {
 		return "", "", badToken("bad id")
 	}
 	return scope, after, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/shardcounter/shardcounter"
@@ -73,6 +74,19 @@ func (c *clientFlags) counterClient(args []string) (string, *shttp.Client, error
 	}
 	client, err := c.client()
 	return args[0], client, err
+}
+
+// showID is how the CLI prints a counter id: as it is, but for the id of
+// a hash's field or marker (RESP's HINCRBY post:42 likes writes counter
+// "post:42" U+001F "likes"), which it prints quoted with Go's escapes,
+// "post:42\x1flikes", so that the separator shows. An id that starts with
+// a double quote is quoted too, so that no two ids print alike. In a shell
+// $'post:42\x1flikes' names that counter again (docs/CLI.md).
+func showID(id string) string {
+	if strings.Contains(id, shardcounter.HashSeparator) || strings.HasPrefix(id, `"`) {
+		return strconv.Quote(id)
+	}
+	return id
 }
 
 // checkArg checks a positional argument that names a counter, member or

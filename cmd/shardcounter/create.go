@@ -56,7 +56,7 @@ func (c *createCommand) run(ctx context.Context, args []string) error {
 	if !created {
 		verb = "%s already exists with %d shards%s\n"
 	}
-	_, err = fmt.Fprintf(c.m.Stdout, verb, counter.ID, counter.Shards, describeSpec(counter.Spec))
+	_, err = fmt.Fprintf(c.m.Stdout, verb, showID(counter.ID), counter.Shards, describeSpec(counter.Spec))
 	return err
 }
 

@@ -27,6 +27,6 @@ func (c *deleteCommand) run(ctx context.Context, args []string) error {
 	if c.json {
 		return nil
 	}
-	_, err = fmt.Fprintf(c.m.Stdout, "deleted %s\n", id)
+	_, err = fmt.Fprintf(c.m.Stdout, "deleted %s\n", showID(id))
 	return err
 }

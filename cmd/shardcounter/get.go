@@ -92,10 +92,10 @@ func (c *getCommand) run(ctx context.Context, args []string) error {
 		if res.Err != nil {
 			resp.Readings[i].Error = &shttp.ErrorBody{Code: shardcounter.ErrorCode(res.Err), Message: shardcounter.ErrorMessage(res.Err)}
 			missing = append(missing, fmt.Sprintf("%q", args[i]))
-			fmt.Fprintf(tw, "%s\t-\n", args[i])
+			fmt.Fprintf(tw, "%s\t-\n", showID(args[i]))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\n", args[i], res.Reading.Value)
+		fmt.Fprintf(tw, "%s\t%d\n", showID(args[i]), res.Reading.Value)
 	}
 	if c.json {
 		if err := c.printJSON(resp); err != nil {

@@ -50,9 +50,9 @@ func (c *writeCommand) run(ctx context.Context, args []string) error {
 		return c.printJSON(res)
 	}
 	if res.Duplicate {
-		_, err = fmt.Fprintf(c.m.Stdout, "%s unchanged: request id %s was already applied\n", id, c.requestID)
+		_, err = fmt.Fprintf(c.m.Stdout, "%s unchanged: request id %s was already applied\n", showID(id), c.requestID)
 		return err
 	}
-	_, err = fmt.Fprintf(c.m.Stdout, "%s %s by %d\n", verb, id, c.by)
+	_, err = fmt.Fprintf(c.m.Stdout, "%s %s by %d\n", verb, showID(id), c.by)
 	return err
 }

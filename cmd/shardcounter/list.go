@@ -36,7 +36,7 @@ func (c *listCommand) run(ctx context.Context, args []string) error {
 		return usagef("--limit is %d: give 1 or more, or leave it out for all", c.limit)
 	}
 	if c.prefix != "" {
-		if err := shardcounter.ValidateID("prefix", c.prefix); err != nil {
+		if err := shardcounter.ValidateCounterID("prefix", c.prefix); err != nil {
 			return usagef("--prefix: %s", shardcounter.ErrorMessage(err))
 		}
 	}
@@ -60,7 +60,7 @@ func (c *listCommand) run(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(c.m.Stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSHARDS\tCREATED")
 	for _, counter := range counters {
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", counter.ID, counter.Shards, counter.CreatedAt.Format(time.RFC3339))
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", showID(counter.ID), counter.Shards, counter.CreatedAt.Format(time.RFC3339))
 	}
 	return tw.Flush()
 }

@@ -60,6 +60,7 @@ type serveCommand struct {
 	maxConcurrent int
 	respListen    string
 	respGoroutine bool
+	respFlush     bool
 	maxStaleness  time.Duration
 	cacheSize     int
 	readsInFlight int
@@ -103,6 +104,8 @@ func (c *serveCommand) flags(fs *flag.FlagSet) {
 		"also serve the Redis protocol (RESP2, RESP3) on `ADDR`, such as 127.0.0.1:6380; off unless given (env SHARDCOUNTER_RESP_LISTEN)")
 	fs.BoolVar(&c.respGoroutine, "resp-conn-goroutines", false,
 		"serve each RESP connection on its own goroutine instead of one event loop: a command waiting for the store then holds up only its own connection (slower for many small commands; docs/RESP.md)")
+	fs.BoolVar(&c.respFlush, "resp-allow-flush", false,
+		"let RESP's FLUSHDB and FLUSHALL delete every counter of the store (for test set-ups; refused without it)")
 }
 
 func (c *serveCommand) env(name, def string) string {
@@ -308,11 +311,14 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 	}
 	var rs *respserver.Server
 	respServed := make(chan error, 1)
+	scheme, _ := dsn.Scheme(c.store) // opened above: a scheme it knows
 	if respLn != nil {
 		rs = respserver.New(eng, respserver.Options{
 			AuthTokens:     tokens,
 			CommandTimeout: c.reqTimeout,
 			ConnGoroutines: c.respGoroutine,
+			AllowFlush:     c.respFlush,
+			SlotAtomic:     scheme == "redis+cluster",
 			Engine:         eng.Stats(),
 			Durability:     cfg.Durability,
 			Version:        Version(),

@@ -1,7 +1,9 @@
 package main_test
 
 import (
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,5 +146,46 @@ func TestServeRESPConnGoroutines(t *testing.T) {
 		if code := s.Stop(t, syscall.SIGTERM); code != 0 {
 			t.Fatalf("serve exited %d after SIGTERM:\n%s", code, s.Logs())
 		}
+	}
+}
+
+// TestServeRESPHashes checks that a hash written over RESP shows through
+// the CLI and HTTP as documented: each field a counter whose id is the
+// hash's name, U+001F and the field, listed (quoted by the CLI) after the
+// hash's name, read back by that id, and kept apart from the counter
+// INCR a:b:c makes.
+func TestServeRESPHashes(t *testing.T) {
+	dir := t.TempDir()
+	s := StartServer(t, dir, "--resp-listen", "127.0.0.1:0")
+	h, p := s.respAddr(t)
+	env := s.Env()
+	redisCLI(t, h, p, "HINCRBY", "post:42", "likes", "5")
+	redisCLI(t, h, p, "HINCRBY", "a", "b:c", "1")
+	redisCLI(t, h, p, "INCRBY", "a:b:c", "2")
+	list := Run(t, dir, env, "list").MustOK(t)
+	for _, want := range []string{`"a\x1f" `, `"a\x1fb:c" `, "a:b:c ", `"post:42\x1f" `, `"post:42\x1flikes" `} {
+		if !strings.Contains(list, "\n"+want) {
+			t.Errorf("list printed\n%s\nwant a line starting %s", list, want)
+		}
+	}
+	if got := Run(t, dir, env, "get", "post:42\x1flikes").MustOK(t); got != "5\n" {
+		t.Errorf("get post:42␟likes printed %q, want 5", got)
+	}
+	if got := Run(t, dir, env, "get", "a\x1fb:c", "a:b:c").MustOK(t); !strings.Contains(got, `"a\x1fb:c"`) || !strings.Contains(got, "a:b:c") {
+		t.Errorf("get of a field and a counter printed %q", got)
+	}
+	// HTTP, with the separator percent-encoded in the path.
+	resp, err := http.Get(s.URL + "/v1/counters/post:42%1Flikes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	body := string(b)
+	if !strings.Contains(body, `"id":"post:42\u001flikes"`) || !strings.Contains(body, `"value":5`) {
+		t.Errorf("GET /v1/counters/post:42%%1Flikes = %s", body)
+	}
+	if got := redisCLI(t, h, p, "HGET", "post:42", "likes"); got != "5" {
+		t.Errorf("HGET after the CLI's reads = %q", got)
 	}
 }

@@ -10,13 +10,15 @@ import (
 )
 
 // pending is one write command of a batch: its writes are ws[lo:hi] of
-// the batch, or errReply says why it has none.
+// the batch, or errReply says why it has none. An EXEC has tx, whose
+// parts divide its writes among its commands.
 type pending struct {
 	c        *conn
 	cmd      *command
 	args     [][]byte
 	lo, hi   int
 	errReply string
+	tx       *txRun
 }
 
 // segment is commands of one connection: those a cycle executes, or a
@@ -95,8 +97,11 @@ func (x *executor) run(turns []segment) {
 // writeBatch executes runs of write commands with one WriteBatch call:
 // their writes queue together, in order, so that they share the engine's
 // group commits instead of each waiting for its own turn, and a command's
-// writes apply after those of the commands before it. Each command then
-// gets its own reply, on its own connection.
+// writes apply after those of the commands before it. Before, it claims
+// the names they write for their types (claimTypes), and a command whose
+// names hold another type gets WRONGTYPE and writes nothing. Each command
+// then gets its own reply, on its own connection; an EXEC's writes commit
+// together and it replies with all its commands' replies.
 func (x *executor) writeBatch(segs []segment) {
 	if len(segs) == 0 {
 		return
@@ -106,8 +111,9 @@ func (x *executor) writeBatch(segs []segment) {
 		for _, cm := range sg.cmds {
 			cmd := sg.c.lookup(cm.Args)
 			p := pending{c: sg.c, cmd: cmd, args: cm.Args, lo: len(ws)}
-			ws, p.errReply = cmd.write(sg.c, cm.Args, ws)
-			if p.errReply != "" {
+			if cmd.name == "exec" {
+				ws, p.tx, p.errReply = sg.c.execWrites(ws)
+			} else if ws, p.errReply = cmd.write(sg.c, cm.Args, ws); p.errReply != "" {
 				ws = ws[:p.lo]
 			}
 			p.hi = len(ws)
@@ -118,12 +124,22 @@ func (x *executor) writeBatch(segs []segment) {
 	var err error
 	if len(ws) > 0 {
 		ctx, cancel := x.s.ctx()
-		res, err = x.s.svc.WriteBatch(ctx, ws)
-		if err == nil && len(res) != len(ws) {
-			err = shardcounter.Errorf(shardcounter.EINTERNAL, "the service returned %d results for %d writes", len(res), len(ws))
-		}
-		if err == nil {
-			x.s.readValues(ctx, ws, res)
+		ws = x.checkTypes(ctx, ws, ps)
+		if len(ws) > 0 {
+			res, err = x.s.svc.WriteBatch(ctx, ws)
+			if err == nil && len(res) != len(ws) {
+				err = shardcounter.Errorf(shardcounter.EINTERNAL, "the service returned %d results for %d writes", len(res), len(ws))
+			}
+			if err == nil {
+				x.s.readValues(ctx, ws, res)
+			} else {
+				// The claims of writes that failed whole may be of names
+				// that hold nothing: ask the store again next time.
+				for _, w := range ws {
+					name, _ := writeName(w)
+					x.s.types.forget(name)
+				}
+			}
 		}
 		cancel()
 	}
@@ -135,7 +151,9 @@ func (x *executor) writeBatch(segs []segment) {
 			c.w.Error(p.errReply)
 		case err != nil && p.hi > p.lo:
 			c.w.Error(errorReply(err))
-		case err != nil:
+		case p.tx != nil:
+			c.execReply(p.tx, ws, res)
+		case err != nil || p.hi == p.lo:
 			p.cmd.reply(c, p.args, nil, nil)
 		default:
 			p.cmd.reply(c, p.args, ws[p.lo:p.hi], res[p.lo:p.hi])
@@ -144,6 +162,93 @@ func (x *executor) writeBatch(segs []segment) {
 	clear(ws) // let the ids be collected; keep the capacity
 	clear(ps)
 	x.writes, x.pending = ws[:0], ps[:0]
+}
+
+// writeName returns the name a write writes, as a RESP key, and the type
+// it gives it: a hash's name for a field's counter, else the counter's id.
+func writeName(w shardcounter.Write) (string, nameType) {
+	if hash, _, ok := shardcounter.SplitHashID(w.Counter); ok {
+		return hash, typeHash
+	}
+	return w.Counter, typePlain
+}
+
+// checkTypes claims the names the batch's writes write (claimTypes) and
+// drops the writes of every command (every command of an EXEC) that one
+// of its names refuses, giving it the error reply. It returns the writes
+// left, with the commands' ranges and an EXEC's joins moved to match.
+func (x *executor) checkTypes(ctx context.Context, ws []shardcounter.Write, ps []pending) []shardcounter.Write {
+	if x.s.types.hold(ws) {
+		return ws // the common case: every name known, of its writes' type
+	}
+	claims := make([]claim, 0, len(ws))
+	index := make(map[claim]int)
+	at := make([]int, len(ws)) // the claim of each write
+	for i, w := range ws {
+		name, t := writeName(w)
+		cl := claim{name, t}
+		j, ok := index[cl]
+		if !ok {
+			j = len(claims)
+			index[cl] = j
+			claims = append(claims, cl)
+		}
+		at[i] = j
+	}
+	refused := x.s.claimTypes(ctx, claims)
+	keep := make([]bool, len(ws))
+	for i := range keep {
+		keep[i] = true
+	}
+	drop := func(lo, hi int, msg *string) {
+		for i := lo; i < hi; i++ {
+			if r := refused[at[i]]; r != "" && *msg == "" {
+				*msg = r
+			}
+		}
+		if *msg != "" {
+			for i := lo; i < hi; i++ {
+				keep[i] = false
+			}
+		}
+	}
+	for k := range ps {
+		p := &ps[k]
+		if p.tx == nil {
+			drop(p.lo, p.hi, &p.errReply)
+			continue
+		}
+		for j := range p.tx.parts {
+			pt := &p.tx.parts[j]
+			drop(pt.lo, pt.hi, &pt.errReply)
+		}
+	}
+	// before[i] is the number of writes kept among ws[:i]: a range's new
+	// bounds.
+	before := make([]int, len(ws)+1)
+	out := ws[:0]
+	for i, w := range ws {
+		before[i] = len(out)
+		if keep[i] {
+			out = append(out, w)
+		}
+	}
+	before[len(ws)] = len(out)
+	for k := range ps {
+		p := &ps[k]
+		p.lo, p.hi = before[p.lo], before[p.hi]
+		if p.tx == nil {
+			continue
+		}
+		for j := range p.tx.parts {
+			pt := &p.tx.parts[j]
+			pt.lo, pt.hi = before[pt.lo], before[pt.hi]
+		}
+		for i := p.lo; i < p.hi; i++ {
+			out[i].JoinNext = i < p.hi-1
+		}
+	}
+	return out
 }
 
 // readValues gives each write that asked for the counter's value after
@@ -183,6 +288,7 @@ func (s *Server) readValues(ctx context.Context, ws []shardcounter.Write, res []
 type readCmd struct {
 	c      *conn
 	cmd    *command
+	args   [][]byte
 	lo, hi int
 	bad    string
 }
@@ -201,15 +307,10 @@ func (x *executor) readBatch(segs []segment) {
 	ids, rcs := x.ids[:0], x.reads[:0]
 	for _, sg := range segs {
 		for _, cm := range sg.cmds {
-			rc := readCmd{c: sg.c, cmd: sg.c.lookup(cm.Args), lo: len(ids)}
-			for _, a := range cm.Args[1:] {
-				id, msg := counterID(a)
-				if msg != "" {
-					rc.bad, ids = msg, ids[:rc.lo]
-					break
-				}
-				ids = append(ids, id)
-			}
+			rc := readCmd{c: sg.c, cmd: sg.c.lookup(cm.Args), args: cm.Args, lo: len(ids)}
+			keys, msg := readIDs(rc.cmd, cm.Args)
+			rc.bad = msg
+			ids = append(ids, keys...)
 			rc.hi = len(ids)
 			rcs = append(rcs, rc)
 		}
@@ -262,7 +363,7 @@ func (x *executor) readBatch(segs []segment) {
 		case err != nil:
 			rc.c.w.Error(errorReply(err))
 		default:
-			rc.cmd.readReply(rc.c, rs[rc.lo:rc.hi])
+			rc.cmd.readReply(rc.c, rc.args, rs[rc.lo:rc.hi])
 		}
 	}
 	cancel()
@@ -304,11 +405,22 @@ func (s *Server) readMany(ctx context.Context, ids []string) ([]shardcounter.Rea
 }
 
 // counterID returns a command's counter id, or the error reply when it
-// is not one (1 to 256 bytes of UTF-8 without control characters).
+// is not one: a name (shardcounter.ValidateName: 1 to 256 bytes of UTF-8
+// without control characters, so never a hash field's id).
 func counterID(b []byte) (string, string) {
 	id := string(b)
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
+	if err := shardcounter.ValidateName(shardcounter.CounterIDKind, id); err != nil {
 		return "", "ERR " + shardcounter.ErrorMessage(err)
 	}
 	return id, ""
+}
+
+// readIDs returns the counters a strong read of keys reads: its
+// command's own (cmd.readIDs), or its keys args[1:]; or the error reply
+// of an argument that names none.
+func readIDs(cmd *command, args [][]byte) ([]string, string) {
+	if cmd.readIDs != nil {
+		return cmd.readIDs(args)
+	}
+	return ids(args[1:])
 }

@@ -27,10 +27,26 @@ type command struct {
 	run   func(c *conn, args [][]byte)
 	write func(c *conn, args [][]byte, ws []shardcounter.Write) ([]shardcounter.Write, string)
 	reply func(c *conn, args [][]byte, ws []shardcounter.Write, res []shardcounter.WriteResult)
-	// readReply replies to a strong read of the counters args[1:]: rs
-	// holds a result per key, ErrNotFound for a counter that does not
-	// exist.
-	readReply func(c *conn, rs []shardcounter.ReadResult)
+	// readReply replies to a strong read of the counters readIDs names
+	// (args[1:] unless readIDs is set): rs holds a result per counter,
+	// ErrNotFound for one that does not exist.
+	readReply func(c *conn, args [][]byte, rs []shardcounter.ReadResult)
+	readIDs   func(args [][]byte) ([]string, string)
+	// valueRead marks a read of counters' values (GET, MGET, HGET,
+	// HMGET), which EXEC answers for the counters its transaction writes
+	// from the commit's totals (multi.go).
+	valueRead bool
+
+	// txControl marks the commands a transaction does not queue: MULTI,
+	// EXEC, DISCARD, WATCH, QUIT and RESET run when sent. noTx, when set,
+	// says why the command cannot be part of a transaction: queueing it
+	// is refused, and EXEC aborts.
+	txControl bool
+	noTx      string
+
+	// group and summary are the command's COMMAND DOCS: Redis's group,
+	// and what it does here, differences from Redis included.
+	group, summary string
 }
 
 func (cmd *command) arityOK(n int) bool {
@@ -40,50 +56,8 @@ func (cmd *command) arityOK(n int) bool {
 	return n >= -cmd.arity
 }
 
-// commands holds every command by its lower-case name.
+// commands holds every command by its lower-case name (table.go).
 var commands = map[string]*command{}
-
-func init() {
-	for _, cmd := range []*command{
-		// The connection.
-		{name: "ping", arity: -1, flags: []string{"fast"}, run: cmdPing},
-		{name: "echo", arity: 2, flags: []string{"fast"}, run: cmdEcho},
-		{name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noAuth: true, run: cmdHello},
-		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noAuth: true, run: cmdAuth},
-		{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, run: cmdSelect},
-		{name: "quit", arity: -1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noAuth: true, run: cmdQuit},
-		{name: "reset", arity: 1, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, noAuth: true, run: cmdReset},
-		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, run: cmdClient},
-		{name: "command", arity: -1, flags: []string{"loading", "stale"}, run: cmdCommand},
-		{name: "config", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, run: cmdConfig},
-		{name: "info", arity: -1, flags: []string{"loading", "stale"}, run: cmdInfo},
-
-		// Counters, as Redis strings.
-		{name: "incr", arity: 2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeIncr, reply: replyValue},
-		{name: "decr", arity: 2, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeDecr, reply: replyValue},
-		{name: "incrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeIncrBy, reply: replyValue},
-		{name: "decrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeDecrBy, reply: replyValue},
-		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1, readReply: replyGet},
-		{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: -1, step: 1, readReply: replyMGet},
-		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: -1, step: 1, readReply: replyExists},
-		{name: "del", arity: -2, flags: []string{"write"}, firstKey: 1, lastKey: -1, step: 1, run: cmdDel},
-
-		// Distinct counters, as Redis sets.
-		{name: "sadd", arity: -3, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeSAdd, reply: replyChanged},
-		{name: "srem", arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeSRem, reply: replyChanged},
-		{name: "sismember", arity: 3, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1, run: cmdSIsMember},
-		{name: "scard", arity: 2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1, run: cmdSCard},
-
-		// What Redis has no word for.
-		{name: "sc.create", arity: -2, flags: []string{"write"}, firstKey: 1, lastKey: 1, step: 1, run: cmdSCCreate},
-		{name: "sc.incrby", arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeSCIncrBy, reply: replyApplied},
-		{name: "sc.get", arity: -2, flags: []string{"readonly", "fast"}, firstKey: 1, lastKey: 1, step: 1, run: cmdSCGet},
-		{name: "sc.reshard", arity: 3, flags: []string{"write"}, firstKey: 1, lastKey: 1, step: 1, run: cmdSCReshard},
-		{name: "sc.shards", arity: 2, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, step: 1, run: cmdSCShards},
-	} {
-		commands[cmd.name] = cmd
-	}
-}
 
 // commandNames returns the commands' names in order.
 func commandNames() []string {

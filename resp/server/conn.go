@@ -22,11 +22,12 @@ type conn struct {
 	raddr   net.Addr // the client's address, kept: the loop closes nc early
 	laddr   net.Addr
 
-	authed  bool   // AUTH succeeded, or none is needed
-	name    string // CLIENT SETNAME
-	libName string // CLIENT SETINFO LIB-NAME
-	libVer  string // CLIENT SETINFO LIB-VER
-	quit    bool   // QUIT, or a protocol error: close after the replies
+	authed  bool     // AUTH succeeded, or none is needed
+	name    string   // CLIENT SETNAME
+	libName string   // CLIENT SETINFO LIB-NAME
+	libVer  string   // CLIENT SETINFO LIB-VER
+	quit    bool     // QUIT, or a protocol error: close after the replies
+	tx      *txState // MULTI: the transaction being queued, else nil
 
 	x     *executor // executes the pipelines of a connection served on its own goroutine
 	lc    *loopConn // the loop's state of a connection it serves, or nil
@@ -131,9 +132,10 @@ func (c *conn) readsWith(args [][]byte) bool {
 }
 
 // ready reports whether cmd may run with args now: the connection is
-// authenticated (or cmd needs none) and the argument count fits.
+// authenticated (or cmd needs none), the argument count fits, and no
+// transaction is being queued (but for EXEC, which ends it).
 func (c *conn) ready(cmd *command, args [][]byte) bool {
-	return (c.authed || cmd.noAuth) && cmd.arityOK(len(args))
+	return (c.authed || cmd.noAuth) && cmd.arityOK(len(args)) && (c.tx == nil || cmd.name == "exec")
 }
 
 // lookup returns the command named by args[0], in any case, or nil.
@@ -154,14 +156,21 @@ func (c *conn) lookup(args [][]byte) *command {
 
 // exec runs one command, checking as Redis does, in Redis's order: that
 // it exists, its argument count, and authentication.
+//
+// Within MULTI it queues the command instead (queue), unless it is one
+// that a transaction does not queue.
 func (c *conn) exec(cmd *command, args [][]byte) {
 	switch {
+	case c.tx != nil && (cmd == nil || !cmd.txControl):
+		c.queue(cmd, args)
 	case cmd == nil:
 		c.w.Error(unknownCommand(args))
 	case !cmd.arityOK(len(args)):
 		c.w.Error("ERR wrong number of arguments for '" + cmd.name + "' command")
 	case !c.authed && !cmd.noAuth:
 		c.w.Error(errNoAuth)
+	case cmd.run == nil: // a batched command when the batch cannot take it (EXEC, alone)
+		c.runBatched(cmd, args)
 	default:
 		cmd.run(c, args)
 	}
@@ -182,4 +191,16 @@ func clip(b []byte) string {
 		b = b[:128]
 	}
 	return string(b)
+}
+
+// runBatched runs a command of the batched kinds (a write, or a strong
+// read of keys) on its own, for the rare path that meets one outside a
+// batch.
+func (c *conn) runBatched(cmd *command, args [][]byte) {
+	if cmd.write == nil {
+		c.runAlone(cmd, args)
+		return
+	}
+	x := executor{s: c.s}
+	x.writeBatch([]segment{{c, []resp.Command{{Args: args}}}})
 }

@@ -163,6 +163,7 @@ func cmdQuit(c *conn, args [][]byte) {
 func cmdReset(c *conn, args [][]byte) {
 	c.w.SetProto(2)
 	c.name = ""
+	c.tx = nil
 	c.authed = !c.s.tokens.Required()
 	c.w.Simple("RESET")
 }
@@ -247,8 +248,8 @@ func (c *conn) info() string {
 }
 
 // cmdCommand is COMMAND, COMMAND COUNT, COMMAND INFO name..., COMMAND LIST
-// and COMMAND DOCS (which has no docs to give: an empty map, which
-// redis-cli takes to mean none).
+// and COMMAND DOCS [name...]: for each command its summary (what it does
+// here, as docs/RESP.md says) and Redis's group.
 func cmdCommand(c *conn, args [][]byte) {
 	if len(args) == 1 {
 		names := commandNames()
@@ -285,7 +286,25 @@ func cmdCommand(c *conn, args [][]byte) {
 			}
 		}
 	case "docs":
-		c.w.Map(0)
+		names := commandNames()
+		if len(args) > 2 {
+			names = names[:0]
+			for _, a := range args[2:] {
+				if commands[lower(a)] != nil {
+					names = append(names, lower(a))
+				}
+			}
+		}
+		c.w.Map(len(names))
+		for _, n := range names {
+			cmd := commands[n]
+			c.w.BulkString(n)
+			c.w.Map(2)
+			c.w.BulkString("summary")
+			c.w.BulkString(cmd.summary)
+			c.w.BulkString("group")
+			c.w.BulkString(cmd.group)
+		}
 	default:
 		c.w.Error("ERR unknown subcommand '" + clip(args[1]) + "'. Try COMMAND HELP.")
 	}

@@ -26,7 +26,7 @@ func TestConnectionCommands(t *testing.T) {
 		}
 		wantErr(t, "SELECT 1", rdb.Do(ctx, "SELECT", 1).Err(), "ERR DB index is out of range")
 		wantErr(t, "SELECT x", rdb.Do(ctx, "SELECT", "x").Err(), "ERR value is not an integer or out of range")
-		wantErr(t, "unknown", rdb.Do(ctx, "FLUSHALL", "ASYNC").Err(), "ERR unknown command 'FLUSHALL', with args beginning with: 'ASYNC' ")
+		wantErr(t, "unknown", rdb.Do(ctx, "LPUSH", "l", "x").Err(), "ERR unknown command 'LPUSH', with args beginning with: 'l' 'x' ")
 
 		// CLIENT: one connection, so that the name sticks.
 		conn := rdb.Conn()

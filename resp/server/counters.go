@@ -55,7 +55,8 @@ func addDelta(args [][]byte, ws []shardcounter.Write, delta int64) ([]shardcount
 // read after the write committed.
 func replyValue(c *conn, args [][]byte, ws []shardcounter.Write, res []shardcounter.WriteResult) {
 	if len(ws) == 0 { // INCRBY k 0: the value as it is
-		if r, ok := readKey(c, args[1], c.replyZero, c.readStrong); ok {
+		missing := func() { c.replyMissing(string(args[1]), typePlain, c.replyZero) }
+		if r, ok := readKey(c, args[1], missing, c.readStrong); ok {
 			c.w.Int(r.Value)
 		}
 		return
@@ -113,11 +114,12 @@ func replyApplied(c *conn, args [][]byte, ws []shardcounter.Write, res []shardco
 	}
 }
 
-// replyGet is GET's reply: the value, nil for a missing counter.
-func replyGet(c *conn, rs []shardcounter.ReadResult) {
+// replyGet is GET's reply: the value, nil for a missing counter
+// (WRONGTYPE for a hash).
+func replyGet(c *conn, args [][]byte, rs []shardcounter.ReadResult) {
 	switch r := rs[0]; {
 	case errors.Is(r.Err, shardcounter.ErrNotFound):
-		c.w.Null()
+		c.replyMissing(string(args[1]), typePlain, c.w.Null)
 	case r.Err != nil:
 		c.w.Error(errorReply(r.Err))
 	default:
@@ -188,7 +190,7 @@ func (c *conn) replyZero() { c.w.Int(0) }
 
 // replyMGet is MGET key...: each value as GET gives it, nil for a missing
 // counter; up to MaxReadBatch counters are one consistent snapshot.
-func replyMGet(c *conn, rs []shardcounter.ReadResult) {
+func replyMGet(c *conn, args [][]byte, rs []shardcounter.ReadResult) {
 	if failedRead(c, rs) {
 		return
 	}
@@ -202,25 +204,53 @@ func replyMGet(c *conn, rs []shardcounter.ReadResult) {
 	}
 }
 
-// replyExists is EXISTS key...: how many of the keys are counters, a key
-// named twice counting twice, as in Redis.
-func replyExists(c *conn, rs []shardcounter.ReadResult) {
+// existsIDs are the counters EXISTS reads: each key's own and its hash
+// marker's, so that one batch read tells counters and hashes apart.
+func existsIDs(args [][]byte) ([]string, string) {
+	keys, msg := ids(args[1:])
+	if msg != "" {
+		return nil, msg
+	}
+	out := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		out = append(out, k, shardcounter.HashMarkerID(k))
+	}
+	return out, ""
+}
+
+// replyExists is EXISTS key...: how many of the keys are counters or
+// hashes, a key named twice counting twice, as in Redis. rs holds each
+// key's counter and its hash marker (existsIDs); a marker is looked at
+// further only when it exists, to tell a hash from an emptied one.
+func replyExists(c *conn, args [][]byte, rs []shardcounter.ReadResult) {
 	if failedRead(c, rs) {
 		return
 	}
 	n := int64(0)
-	for _, r := range rs {
-		if r.Err == nil {
+	for i := 0; i < len(rs); i += 2 {
+		switch {
+		case rs[i].Err == nil:
 			n++
+		case rs[i+1].Err == nil:
+			ctx, cancel := c.ctx()
+			t, err := c.s.hashOrEmpty(ctx, string(args[1+i/2]))
+			cancel()
+			if err != nil {
+				c.w.Error(errorReply(err))
+				return
+			}
+			if t == typeHash {
+				n++
+			}
 		}
 	}
 	c.w.Int(n)
 }
 
 // cmdDel is DEL key...: it deletes each counter with its shards, members,
-// time buckets and request ids, and replies with how many existed. The
-// deletions are one at a time: on an error, the counters before it are
-// deleted.
+// time buckets and request ids, or each hash with all its fields, and
+// replies with how many existed. The deletions are one at a time: on an
+// error, the keys before it are deleted.
 func cmdDel(c *conn, args [][]byte) {
 	ids, msg := ids(args[1:])
 	if msg != "" {
@@ -231,13 +261,19 @@ func cmdDel(c *conn, args [][]byte) {
 	defer cancel()
 	n := int64(0)
 	for _, id := range ids {
-		switch err := c.s.svc.DeleteCounter(ctx, id); {
-		case err == nil:
-			n++
-		case !errors.Is(err, shardcounter.ErrNotFound):
+		err := c.s.svc.DeleteCounter(ctx, id)
+		if errors.Is(err, shardcounter.ErrNotFound) {
+			var had bool
+			if had, err = c.s.deleteHash(ctx, id); err == nil && !had {
+				continue
+			}
+		}
+		if err != nil {
 			c.w.Error(errorReply(err))
 			return
 		}
+		c.s.types.forget(id)
+		n++
 	}
 	c.w.Int(n)
 }

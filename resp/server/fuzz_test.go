@@ -28,6 +28,11 @@ func FuzzServer(f *testing.F) {
 		"SC.CREATE c SHARDS 4 KIND distinct MIN -1 MAX 9 WINDOW 1h:1d\r\nSC.INCRBY c 5 REQUEST-ID r\r\nSC.GET c CACHED\r\nSC.RESHARD c 8\r\nSC.SHARDS c\r\n",
 		"HELLO 3 AUTH default tok SETNAME x\r\nCLIENT INFO\r\nCOMMAND\r\nCOMMAND INFO get nope\r\nCONFIG GET *\r\nINFO engine\r\nRESET\r\n",
 		"AUTH tok\r\nDEL a b\r\nEXISTS a a\r\nSELECT 0\r\nECHO x\r\nPING\r\nQUIT\r\n",
+		"MULTI\r\nINCR k\r\nGET k\r\nHINCRBY h f 2\r\nHGET h f\r\nMGET k missing\r\nEXISTS k\r\nEXEC\r\nEXEC\r\nDISCARD\r\n",
+		"MULTI\r\nMULTI\r\nWATCH k\r\nNOPE\r\nDEL k\r\nEXEC\r\nWATCH k\r\nUNWATCH\r\n",
+		"HINCRBY h f 1\r\nHMGET h f g\r\nHGETALL h\r\nHKEYS h\r\nHVALS h\r\nHLEN h\r\nHEXISTS h f\r\nHDEL h f g\r\nINCR h\r\n",
+		"SCAN 0 MATCH a*[b-c]?\\x COUNT 3 TYPE hash\r\nSCAN 12 COUNT 0\r\nTYPE k\r\nTYPE missing\r\nDBSIZE\r\nFLUSHALL ASYNC\r\nFUNCTION FLUSH\r\nCOMMAND DOCS get hincrby\r\n",
+		"SMEMBERS set\r\nSSCAN set 0 MATCH * COUNT 2\r\nSSCAN set 99\r\n",
 		"*1\r\n$-1\r\n", "\"unbalanced\r\n",
 	} {
 		f.Add([]byte(s), false)
@@ -123,7 +128,7 @@ func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0
 type memService struct{ shardcounter.CounterService }
 
 func memCounter(id string) (*shardcounter.Counter, error) {
-	if strings.HasPrefix(id, "missing") {
+	if strings.HasPrefix(id, "missing") || strings.Contains(id, shardcounter.HashSeparator) && !strings.HasPrefix(id, "h") {
 		return nil, shardcounter.Errorf(shardcounter.ENOTFOUND, "no counter %q", id)
 	}
 	kind := shardcounter.KindSum
@@ -191,4 +196,24 @@ func (memService) ReshardCounter(_ context.Context, id string, n int) (*shardcou
 func (memService) DeleteCounter(_ context.Context, id string) error {
 	_, err := memCounter(id)
 	return err
+}
+func (memService) ListCounters(_ context.Context, o shardcounter.ListOptions) (*shardcounter.CounterList, error) {
+	var out []*shardcounter.Counter
+	for _, id := range []string{"h", "h\x1f", "h\x1ff", "h\x1fg", "k", "set"} {
+		if strings.HasPrefix(id, o.Prefix) && id > o.After && len(out) < max(o.Limit, 1) {
+			c, _ := memCounter(id)
+			out = append(out, c)
+		}
+	}
+	list := &shardcounter.CounterList{Counters: out}
+	if len(out) == max(o.Limit, 1) {
+		list.Next = out[len(out)-1].ID
+	}
+	return list, nil
+}
+func (memService) ListMembers(_ context.Context, id string, o shardcounter.ListOptions) (*shardcounter.MemberList, error) {
+	if _, err := memCounter(id); err != nil {
+		return nil, err
+	}
+	return &shardcounter.MemberList{Members: []string{"a", "b"}}, nil
 }

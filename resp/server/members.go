@@ -64,7 +64,7 @@ func cmdSIsMember(c *conn, args [][]byte) {
 	cancel()
 	switch {
 	case errors.Is(err, shardcounter.ErrNotFound):
-		c.w.Int(0)
+		c.replyMissing(id, typePlain, c.replyZero)
 	case errors.Is(err, shardcounter.ErrInvalid) && shardcounter.ValidateID("member", string(args[2])) == nil:
 		c.w.Error(errWrongType + ": " + shardcounter.ErrorMessage(err))
 	case err != nil:
@@ -79,7 +79,8 @@ func cmdSIsMember(c *conn, args [][]byte) {
 // cmdSCard is SCARD key: the distinct counter's member count (a strong
 // read), 0 when there is no such counter.
 func cmdSCard(c *conn, args [][]byte) {
-	ctr, ok := readKey(c, args[1], c.replyZero, c.s.svc.GetCounter)
+	missing := func() { c.replyMissing(string(args[1]), typePlain, c.replyZero) }
+	ctr, ok := readKey(c, args[1], missing, c.s.svc.GetCounter)
 	if !ok {
 		return
 	}

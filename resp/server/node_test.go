@@ -12,7 +12,8 @@ import (
 
 // TestIoredis runs tests/node/ioredis.mjs, which drives the server with
 // ioredis, Node.js's most used Redis client: INCR, GET and MGET one at a
-// time and pipelined, from one and from several connections. node and
+// time and pipelined, from one and from several connections, multi()
+// transactions, hash counters and scanStream. node and
 // the packages of tests/node (scripts/ensure-node-deps.sh) must be there:
 // the test fails without them.
 func TestIoredis(t *testing.T) {

@@ -79,6 +79,14 @@ type Options struct {
 	// loop's cycle. It is what the server does on other systems. The loop
 	// is faster for many small commands (docs/RESP.md, "Serving").
 	ConnGoroutines bool
+	// AllowFlush lets FLUSHDB and FLUSHALL delete every counter (serve
+	// --resp-allow-flush); without it they are refused.
+	AllowFlush bool
+	// SlotAtomic says that the store commits a batch atomically only
+	// within one Redis Cluster hash slot (a redis+cluster:// store): EXEC
+	// refuses with CROSSSLOT a transaction whose writes do not fold into
+	// one increment (multi.go, crossSlot).
+	SlotAtomic bool
 }
 
 // Server serves a CounterService over RESP. It is safe for concurrent use.
@@ -98,6 +106,9 @@ type Server struct {
 	closeNow atomic.Bool // Shutdown's deadline passed: close every connection
 	nextID   atomic.Int64
 	stats    stats
+
+	types   typeCache // what names hold (types.go)
+	cursors cursors   // SCAN's positions (keyspace.go)
 
 	loopOnce sync.Once
 	loop     atomic.Pointer[loop] // serves the connections (loop_linux.go), once one came

@@ -1,6 +1,6 @@
 // ioredis.mjs drives shardcounter's RESP front end with ioredis, as a
 // Node.js application would: INCR, GET and MGET one at a time and
-// pipelined. resp/server's TestIoredis runs it as
+// pipelined, multi() transactions, hash counters and scanStream. resp/server's TestIoredis runs it as
 //
 //	node tests/node/ioredis.mjs HOST PORT
 //
@@ -50,6 +50,46 @@ try {
   expect("last pipelined INCR", prev, n);
   expect("pipelined GET", results[n], [null, String(n)]);
   expect("pipelined MGET", results[n + 1], [null, [String(n), "41", null]]);
+
+  // A transaction, as multi() sends it: every reply, the INCRs of one
+  // counter replying 1, 2 as on Redis.
+  const tx = await redis.multi().incr("rate").incr("rate").incrby("rate", 5).get("rate").exec();
+  expect("multi().exec()", tx, [[null, 1], [null, 2], [null, 7], [null, "7"]]);
+  try {
+    await redis.multi().incr("aborted").call("NOSUCHCOMMAND").exec();
+    failures.push("multi() with an unknown command: no error");
+  } catch (err) {
+    expect("EXECABORT", err.message.split(" ")[0], "EXECABORT");
+  }
+  expect("GET after EXECABORT", await redis.get("aborted"), null);
+
+  // Hash counters, per post.
+  for (let post = 0; post < 3; post++) {
+    for (let i = 0; i <= post; i++) await redis.hincrby(`post:${post}`, "likes", 1);
+    await redis.hincrby(`post:${post}`, "views", 10);
+  }
+  expect("HGETALL", await redis.hgetall("post:2"), { likes: "3", views: "10" });
+  expect("HGET", await redis.hget("post:1", "likes"), "2");
+  expect("HMGET", await redis.hmget("post:0", "likes", "nope"), ["1", null]);
+  expect("HLEN", await redis.hlen("post:0"), 2);
+  expect("HDEL", await redis.hdel("post:0", "views"), 1);
+  expect("TYPE", await redis.type("post:1"), "hash");
+  try {
+    await redis.incr("post:1");
+    failures.push("INCR on a hash: no error");
+  } catch (err) {
+    expect("INCR on a hash", err.message.split(" ")[0], "WRONGTYPE");
+  }
+
+  // SCAN, through scanStream.
+  const scanned = [];
+  await new Promise((resolve, reject) => {
+    const stream = redis.scanStream({ match: "post:*", count: 1 });
+    stream.on("data", (keys) => scanned.push(...keys));
+    stream.on("end", resolve);
+    stream.on("error", reject);
+  });
+  expect("scanStream", scanned.sort(), ["post:0", "post:1", "post:2"]);
 
   // Many connections at once, each pipelining.
   const clients = Array.from({ length: 8 }, () => new Redis({ host, port: Number(port), maxRetriesPerRequest: 0 }));

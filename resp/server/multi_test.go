@@ -1,0 +1,262 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardcounter/shardcounter/bolt"
+	"github.com/shardcounter/shardcounter/engine"
+	"github.com/shardcounter/shardcounter/resp/server"
+)
+
+// results returns each command's value, or its error's text.
+func results(cmds []redis.Cmder) []any {
+	out := make([]any, len(cmds))
+	for i, c := range cmds {
+		if err := c.Err(); err != nil && err != redis.Nil {
+			out[i] = "error: " + err.Error()
+			continue
+		}
+		switch c := c.(type) {
+		case *redis.IntCmd:
+			out[i] = c.Val()
+		case *redis.StringCmd:
+			if c.Err() == redis.Nil {
+				out[i] = nil
+			} else {
+				out[i] = c.Val()
+			}
+		case *redis.SliceCmd:
+			out[i] = c.Val()
+		default:
+			out[i] = fmt.Sprint(c.Args()...)
+		}
+	}
+	return out
+}
+
+// TestTransactions checks MULTI/EXEC as go-redis's TxPipelined sends it:
+// every command's reply, INCRs of one counter replying 1, 2 as on Redis,
+// reads inside the transaction seeing the writes before them, and a
+// command's own error among the others' replies while they apply.
+func TestTransactions(t *testing.T) {
+	eachProto(t, func(t *testing.T, rdb *redis.Client, proto int) {
+		ctx := context.Background()
+		cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Get(ctx, "c")
+			p.Incr(ctx, "c")
+			p.Incr(ctx, "c")
+			p.Get(ctx, "c")
+			p.IncrBy(ctx, "c", 10)
+			p.MGet(ctx, "c", "other", "never")
+			p.Incr(ctx, "other")
+			p.HIncrBy(ctx, "h", "f", 3)
+			p.HGet(ctx, "h", "f")
+			p.Ping(ctx)
+			return nil
+		})
+		if err != nil && err != redis.Nil { // GET c of a missing c is nil
+			t.Fatalf("TxPipelined: %v", err)
+		}
+		want := []any{nil, int64(1), int64(2), "2", int64(12), []any{"12", nil, nil}, int64(1), int64(3), "3", "ping"}
+		if got := results(cmds); !reflect.DeepEqual(got, want) {
+			t.Errorf("transaction replies = %#v\nwant %#v", got, want)
+		}
+		if got, _ := rdb.Get(ctx, "c").Result(); got != "12" {
+			t.Errorf("GET c after EXEC = %q, want 12", got)
+		}
+
+		// A command's own error at EXEC: the others apply, as in Redis.
+		cmds, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Incr(ctx, "d")
+			p.SAdd(ctx, "d", "m")
+			p.Do(ctx, "INCRBY", "d", "x")
+			p.HIncrBy(ctx, "c", "f", 1)
+			p.Incr(ctx, "d")
+			return nil
+		})
+		if err == nil {
+			t.Fatal("a transaction with failing commands returned no error")
+		}
+		got := results(cmds)
+		if got[0] != int64(1) || got[4] != int64(2) {
+			t.Errorf("the writes around failing commands = %v, want 1 and 2", got)
+		}
+		for i, prefix := range map[int]string{1: "error: WRONGTYPE", 2: "error: ERR value is not an integer", 3: "error: WRONGTYPE"} {
+			if s, _ := got[i].(string); len(s) < len(prefix) || s[:len(prefix)] != prefix {
+				t.Errorf("reply %d = %v, want %s...", i, got[i], prefix)
+			}
+		}
+		if n, _ := rdb.Get(ctx, "d").Int(); n != 2 {
+			t.Errorf("d = %d after EXEC, want 2", n)
+		}
+	})
+}
+
+// TestTransactionRefusals checks what ends a transaction without applying
+// it, and the replies Redis gives: EXECABORT after an unknown command, a
+// wrong argument count or a command that cannot be queued; DISCARD; and
+// the errors of EXEC and DISCARD without MULTI, nested MULTI and WATCH.
+func TestTransactionRefusals(t *testing.T) {
+	eng := MustEngine(t)
+	_, addr := MustServe(t, eng, server.Options{})
+	r := MustRaw(t, addr)
+	r.send("MULTI\r\nINCR x\r\nNOPE a\r\nINCR\r\nDEL x\r\nINCR x\r\nEXEC\r\nGET x\r\n")
+	r.expect("+OK\r\n", "+QUEUED\r\n",
+		"-ERR unknown command 'NOPE', with args beginning with: 'a' \r\n",
+		"-ERR wrong number of arguments for 'incr' command\r\n",
+		"-ERR DEL cannot be part of a transaction: it deletes key by key, outside the batch a transaction commits; send it before MULTI or after EXEC\r\n",
+		"+QUEUED\r\n",
+		"-EXECABORT Transaction discarded because of previous errors.\r\n",
+		"$-1\r\n")
+	r.send("MULTI\r\nINCR y\r\nDISCARD\r\nGET y\r\nEXEC\r\nDISCARD\r\n")
+	r.expect("+OK\r\n", "+QUEUED\r\n", "+OK\r\n", "$-1\r\n", "-ERR EXEC without MULTI\r\n", "-ERR DISCARD without MULTI\r\n")
+	r.send("MULTI\r\nMULTI\r\nWATCH k\r\nINCR z\r\nEXEC\r\n")
+	r.expect("+OK\r\n", "-ERR MULTI calls can not be nested\r\n", "-ERR WATCH inside MULTI is not allowed\r\n", "+QUEUED\r\n", "*1\r\n", ":1\r\n")
+	r.send("WATCH k\r\nUNWATCH\r\nMULTI\r\nEXEC\r\nMULTI\r\nINCR w\r\nRESET\r\nGET w\r\n")
+	if line := r.line(); len(line) < 20 || line[:20] != "-ERR WATCH is not su" {
+		t.Errorf("WATCH: %q, want it refused", line)
+	}
+	r.expect("+OK\r\n", "+OK\r\n", "*0\r\n", "+OK\r\n", "+QUEUED\r\n", "+RESET\r\n", "$-1\r\n")
+}
+
+// TestTransactionAtomic checks that a transaction's writes commit
+// together: clients move units from one counter to another (INCRBY a 1,
+// DECRBY b 1 in MULTI/EXEC) while others read both in one MGET (one
+// snapshot on bolt). With batches of 4 writes, cut by the engine between
+// any two writes that are not joined, every snapshot must still see a
+// and b sum to 0. (Without the joins it fails within a second.)
+func TestTransactionAtomic(t *testing.T) {
+	store, err := bolt.Open(context.Background(), filepath.Join(t.TempDir(), "c.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	eng, err := engine.New(store, engine.Config{MaxBatch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(context.Background()) })
+	// A goroutine per connection, so that reads run while a commit of
+	// another connection's batch is under way (the loop would read only
+	// between its write batches).
+	_, addr := MustServe(t, eng, server.Options{ConnGoroutines: true})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var stop atomic.Bool
+	var moves, reads atomic.Int64
+	for w := range 8 {
+		rdb := MustClient(t, addr, 2, "")
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				if w%2 == 0 {
+					_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+						p.IncrBy(ctx, "a", 1)
+						p.Incr(ctx, fmt.Sprint("noise", w, i%5)) // fills batches
+						p.DecrBy(ctx, "b", 1)
+						return nil
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					moves.Add(1)
+					continue
+				}
+				vals, err := rdb.MGet(ctx, "a", "b").Result()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if vals[0] == nil || vals[1] == nil {
+					continue
+				}
+				var a, b int64
+				fmt.Sscan(vals[0].(string), &a)
+				fmt.Sscan(vals[1].(string), &b)
+				if a+b != 0 {
+					t.Errorf("a snapshot saw a = %d, b = %d: half a transaction", a, b)
+					stop.Store(true)
+				}
+				reads.Add(1)
+			}
+		})
+	}
+	time.Sleep(2 * time.Second)
+	stop.Store(true)
+	wg.Wait()
+	if moves.Load() < 10 || reads.Load() < 10 {
+		t.Fatalf("only %d transactions and %d reads ran", moves.Load(), reads.Load())
+	}
+}
+
+// TestTransactionCrossSlot checks EXEC on a store that commits atomically
+// only within a Redis Cluster slot (Options.SlotAtomic): a transaction
+// that folds into one increment runs, any other is refused with CROSSSLOT
+// and applies nothing.
+func TestTransactionCrossSlot(t *testing.T) {
+	eng := MustEngine(t)
+	_, addr := MustServe(t, eng, server.Options{SlotAtomic: true})
+	rdb := MustClient(t, addr, 3, "")
+	ctx := context.Background()
+	cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, "a")
+		p.IncrBy(ctx, "a", 5)
+		p.Get(ctx, "a")
+		return nil
+	})
+	if got := results(cmds); err != nil || !reflect.DeepEqual(got, []any{int64(1), int64(6), "6"}) {
+		t.Errorf("one counter's transaction = %v, %v", got, err)
+	}
+	for _, tx := range [][][]any{
+		{{"INCR", "a"}, {"INCR", "b"}},
+		{{"INCR", "a"}, {"DECR", "a"}},
+		{{"SADD", "s", "x"}},
+	} {
+		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for _, c := range tx {
+				p.Do(ctx, c...)
+			}
+			return nil
+		})
+		wantPrefix(t, fmt.Sprint(tx), err, "CROSSSLOT Keys in request don't hash to the same slot")
+	}
+	if n, _ := rdb.Exists(ctx, "b", "s").Result(); n != 0 {
+		t.Errorf("a refused transaction created %d counters", n)
+	}
+	if v, _ := rdb.Get(ctx, "a").Int(); v != 6 {
+		t.Errorf("a = %d after refused transactions, want 6", v)
+	}
+}
+
+// TestTransactionOfReads checks a transaction of reads only: one batch
+// read, the values as GET gives them, the other reads run in turn.
+func TestTransactionOfReads(t *testing.T) {
+	eachProto(t, func(t *testing.T, rdb *redis.Client, proto int) {
+		ctx := context.Background()
+		rdb.IncrBy(ctx, "x", 4)
+		rdb.SAdd(ctx, "s", "a", "b")
+		cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Get(ctx, "x")
+			p.Exists(ctx, "x", "s", "no")
+			p.SCard(ctx, "s")
+			p.Type(ctx, "s")
+			return nil
+		})
+		want := []any{"4", int64(2), int64(2), "types"}
+		if got := results(cmds); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("reads in a transaction = %#v, %v; want %#v", got, err, want)
+		}
+		if typ := cmds[3].(*redis.StatusCmd).Val(); typ != "set" {
+			t.Errorf("TYPE in a transaction = %q, want set", typ)
+		}
+	})
+}
