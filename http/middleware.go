@@ -10,10 +10,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/authtoken"
 )
 
 // request is what the middleware learns about a request before its
@@ -93,9 +95,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	if api && !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="shardcounter"`)
-		s.error(sw, r, shardcounter.Errorf(shardcounter.EUNAUTHENTICATED,
-			"missing or wrong bearer token: send the header Authorization: Bearer TOKEN with a token from the server's --auth-token-file"))
+		s.unauthorized(sw, r)
 		return
 	}
 	if err := checkPath(r.URL.EscapedPath()); err != nil {
@@ -106,7 +106,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The body first: a slot held while a slow client sends its body
 		// would let a few such clients stop the server.
 		var err error
-		if req.body, err = s.readBody(sw, r); err != nil {
+		var taken int64
+		req.body, taken, err = s.readBody(sw, r)
+		defer s.bodies.give(taken)
+		if ue := (unsupportedEncoding{}); errors.As(err, &ue) {
+			s.writeError(sw, r, http.StatusUnsupportedMediaType, ue.err.Code, ue.err.Message)
+			return
+		}
+		if err != nil {
 			s.error(sw, r, err)
 			return
 		}
@@ -190,6 +197,22 @@ func (s *Server) authorized(r *http.Request) bool {
 	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	return ok && strings.EqualFold(scheme, "Bearer") && s.tokens.Match([]byte(token))
+}
+
+// unauthorized answers a request without one of the server's tokens:
+// 401, or, once its address has failed too often (AuthGuard), 429
+// resource_exhausted with Retry-After. Either way nothing was done.
+func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
+	if v := s.guard.Fail(authtoken.HTTP, r.RemoteAddr); v.Throttled {
+		secs := int((v.Wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		s.error(w, r, shardcounter.Errorf(shardcounter.EEXHAUSTED,
+			"too many failed authentications from your address: nothing was done; retry after %d s with a token from the server's --auth-token-file", secs))
+		return
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="shardcounter"`)
+	s.error(w, r, shardcounter.Errorf(shardcounter.EUNAUTHENTICATED,
+		"missing or wrong bearer token: send the header Authorization: Bearer TOKEN with a token from the server's --auth-token-file"))
 }
 
 // methods dispatches on the request method, answering any other method

@@ -183,8 +183,18 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 	}
 	heartbeat := time.NewTicker(opts.Heartbeat)
 	defer heartbeat.Stop()
+	// A stream outlives the token check of its request: it ends as soon as
+	// its token is no longer accepted (SetAuthTokens).
+	tokens := s.tokens.Changed()
+	if !s.authorized(r) {
+		return
+	}
 	for {
 		select {
+		case <-tokens:
+			if tokens = s.tokens.Changed(); !s.authorized(r) {
+				return
+			}
 		case st := <-wt.ch:
 			if !send(st.frame) {
 				return
