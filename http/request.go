@@ -226,6 +226,7 @@ func (s *Server) readAll(r io.Reader, size int64, taken *int64) ([]byte, error) 
 		}
 	}
 }
+
 // bodyOf returns the request's name, validated by nameOf (collectionName,
 // plainCounterID), and its body, which the middleware has read.
 func (s *Server) bodyOf(r *http.Request, nameOf func(*http.Request) (string, error)) (string, []byte, error) {
