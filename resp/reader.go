@@ -125,14 +125,12 @@ func NewReader(rd io.Reader, lim Limits) *Reader {
 // SetLimits changes the limits for the input to come (the Budget stays
 // the one the Reader was made with). Input already buffered is held to
 // them as it is parsed: lowering MaxBuffer under what is buffered makes
-// the next incomplete command an error.
+// the next incomplete command an error. The buffer, which the commands
+// last returned point into, is kept until the next read.
 func (r *Reader) SetLimits(lim Limits) {
 	lim = lim.withDefaults()
 	lim.Budget = r.budget
 	r.lim = lim
-	if r.r == r.w && len(r.buf) > lim.MaxBuffer {
-		r.Release() // the next read takes a buffer of the new size
-	}
 }
 
 // Release gives back the Reader's buffer, to the pool and to its Budget,
@@ -253,7 +251,7 @@ func (r *Reader) Pending() bool { return r.err != nil || r.r < r.w }
 // fill reads more input after what is buffered, moving it to the front of
 // the buffer and growing the buffer, up to MaxBuffer, when it is full.
 func (r *Reader) fill() (int, error) {
-	if r.r == r.w && len(r.buf) > initialBuffer {
+	if r.r == r.w && len(r.buf) > min(initialBuffer, r.lim.MaxBuffer) {
 		r.dropBuffer() // drop a large buffer once it is empty
 	}
 	if r.buf == nil {

@@ -39,14 +39,15 @@ func (p Protocol) String() string {
 
 // Guard counts failed authentications and slows them down by remote
 // address, as a rate limiter with a burst: each address may fail Burst
-// times at full speed, and past that once per Interval, the allowance
-// coming back at that pace (the generic cell rate algorithm: one
-// timestamp per address). A failure past the allowance is throttled: the
-// caller answers it late (RESP: -WRONGPASS after the Verdict's Wait) or
-// refuses it at once (HTTP: 429 resource_exhausted with Retry-After).
-// Only failures are counted, and a right token is never slowed, so a
-// client that knows the token gets in from an address that others
-// hammer.
+// times at full speed, its allowance coming back one failure per Interval
+// (the generic cell rate algorithm: one timestamp per address). A failure
+// past the allowance is throttled, and so is every further one until the
+// allowance is back in full, Burst × Interval after the last failure at
+// full speed: the caller answers a throttled failure late (RESP:
+// -WRONGPASS after the Verdict's Delay) or refuses it at once (HTTP: 429
+// resource_exhausted, Retry-After the Verdict's Wait). Only failures are
+// counted, and a right token is never slowed, so a client that knows the
+// token gets in from an address that others hammer.
 //
 // An address is an IP; IPv6 addresses are taken by their /64, which is
 // what one host usually holds. The zero Guard is ready to use with the
@@ -84,10 +85,12 @@ type Verdict struct {
 	// Throttled is set on a failure past the address's allowance.
 	Throttled bool
 	// Wait, on a throttled failure, is how long until the address may
-	// fail at full speed again: at least the Guard's Interval. A RESP
-	// server delays the failure's reply by it; an HTTP server sends it as
-	// Retry-After.
+	// fail at full speed again, at least the Guard's Interval: an HTTP
+	// server sends it as Retry-After.
 	Wait time.Duration
+	// Delay, on a throttled failure, is how long to hold its reply: the
+	// Guard's Interval. A RESP server delays -WRONGPASS by it.
+	Delay time.Duration
 }
 
 // Fail records a failed authentication from addr (a net.Addr's String or
@@ -119,10 +122,10 @@ func (g *Guard) Fail(p Protocol, addr string) Verdict {
 	tolerance := time.Duration(burst) * interval
 	var v Verdict
 	var report int64
-	if next.Sub(t) <= tolerance {
+	if !e.throttled && next.Sub(t) <= tolerance {
 		e.tat = next
 	} else {
-		v = Verdict{Throttled: true, Wait: max(next.Sub(t)-tolerance, interval)}
+		v = Verdict{Throttled: true, Wait: max(e.tat.Sub(t), interval), Delay: interval}
 		if !e.throttled {
 			e.throttled, report = true, e.failures
 		}

@@ -38,12 +38,16 @@ func TestGuard(t *testing.T) {
 	if want := []string{"192.0.2.1/32 resp 101"}; fmt.Sprint(bursts) != fmt.Sprint(want) {
 		t.Errorf("bursts reported %q, want %q", bursts, want)
 	}
-	now = now.Add(authtoken.DefaultInterval)
-	if v := g.Fail(authtoken.HTTP, "192.0.2.1"); v.Throttled {
-		t.Error("a failure one interval later was throttled: the allowance does not come back")
+	// Throttled, an address stays so until its allowance is back in full,
+	// however slowly it fails meanwhile; the wait says when that is.
+	for range 10 {
+		now = now.Add(authtoken.DefaultInterval)
+		if v := g.Fail(authtoken.HTTP, "192.0.2.1"); !v.Throttled || v.Delay != authtoken.DefaultInterval {
+			t.Fatalf("a failure one interval after a throttled one: %+v, want throttled with a delay of one interval", v)
+		}
 	}
-	if v := g.Fail(authtoken.HTTP, "192.0.2.1"); !v.Throttled {
-		t.Error("a second failure in the same interval was not throttled")
+	if v := g.Fail(authtoken.HTTP, "192.0.2.1"); v.Wait != (authtoken.DefaultBurst-10)*authtoken.DefaultInterval {
+		t.Errorf("wait %v, want %v: until the allowance is back in full", v.Wait, (authtoken.DefaultBurst-10)*authtoken.DefaultInterval)
 	}
 	// Once the allowance is back in full, a new burst is allowed and
 	// reported again when it runs out.
@@ -54,8 +58,8 @@ func TestGuard(t *testing.T) {
 	if len(bursts) != 2 {
 		t.Errorf("bursts reported %q, want a second one", bursts)
 	}
-	if got := g.Failures(authtoken.HTTP) + g.Failures(authtoken.RESP); got != 100+5+1+2+101 {
-		t.Errorf("failures = %d, want %d", got, 100+5+1+2+101)
+	if got := g.Failures(authtoken.HTTP) + g.Failures(authtoken.RESP); got != 100+5+1+11+101 {
+		t.Errorf("failures = %d, want %d", got, 100+5+1+11+101)
 	}
 	if got := g.Throttled(authtoken.RESP); got != 5 {
 		t.Errorf("throttled over RESP = %d, want 5", got)
