@@ -160,6 +160,12 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 		}
 	}
 
+	if m == n && l.need != nil && !l.distinct() {
+		if err := s.level(ctx, l, newEp); err != nil {
+			return err
+		}
+	}
+
 	if l.rooms() && (m != n || l.need != nil) {
 		// A plain freeze leaves the values, and so the allowances, as they are.
 		if err := s.allow(ctx, l, newEp); err != nil {
@@ -294,6 +300,66 @@ func (s *CounterStore) allow(ctx context.Context, l *layout, newEp string) error
 		switch r, err := c.Int(); {
 		case err != nil:
 			return storeErr("reshard: set allowances", err, true)
+		case r == -1:
+			return errMoved
+		}
+		return nil
+	})
+}
+
+// level runs the step of a rebalance (a freeze asked for by a write that
+// found no room, l.need) that makes room on the write's shard when the
+// shard cannot hold the write but the total can: out of range is judged
+// on the total alone. The shards are frozen from the fence until the
+// commit, and no reader sees their values before the commit (a reader's
+// layout is at the old epoch until then), so their values may be moved
+// between them: each is set to an equal share of the total (levelScript,
+// once per shard, keeping the value it replaces), after which every
+// shard has room for any write the total has room for. Every client that
+// runs the step computes the same shares, from the values the shards had
+// at the fence (the replaced ones, for shards already leveled). Request
+// ids and window buckets stay on their shards.
+func (s *CounterStore) level(ctx context.Context, l *layout, newEp string) error {
+	n := l.n
+	cmds := make([]*goredis.SliceCmd, n)
+	if _, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i := range n {
+			cmds[i] = p.HMGet(ctx, l.keys.shard(i), "v", "e", "lv", "ov")
+		}
+		return nil
+	}); err != nil {
+		return storeErr("rebalance: read shards", err, false)
+	}
+	orig := make([]int64, n)
+	var todo []int
+	for i, c := range cmds {
+		r := c.Val()
+		if e, _ := r[1].(string); e != newEp {
+			return s.lostShard(ctx, l, i)
+		}
+		field := 0
+		if lv, _ := r[2].(string); lv == newEp {
+			field = 3 // leveled already: its value at the fence is in ov
+		} else {
+			todo = append(todo, i)
+		}
+		v, _ := r[field].(string)
+		var err error
+		if orig[i], err = strconv.ParseInt(v, 10, 64); err != nil {
+			return shardcounter.Errorf(shardcounter.EINTERNAL, "redis: shard %d of counter %q holds %q, not an integer", i, l.id, v)
+		}
+	}
+	w := l.need
+	if len(todo) == 0 || w.shard < 0 || w.shard >= n || fits(orig, w.shard, w.delta) || !fitsTotal(orig, w.delta) {
+		return nil
+	}
+	shares := levelShares(orig)
+	return s.eachOf(ctx, todo, func(p goredis.Pipeliner, i int) *goredis.Cmd {
+		return levelScript.EvalSha(ctx, p, []string{l.keys.shard(i)}, newEp, shares[i], orig[i])
+	}, func(c *goredis.Cmd) error {
+		switch r, err := c.Int(); {
+		case err != nil:
+			return storeErr("rebalance: level shards", err, true)
 		case r == -1:
 			return errMoved
 		}
