@@ -3,6 +3,7 @@ package http_test
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"io"
 	"net"
 	"net/http"
@@ -152,5 +153,30 @@ func TestWatchEndsWithToken(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watch stream goes on after its token was removed")
+	}
+}
+
+// TestPageTokenEdited checks that a page token edited by hand is refused
+// even when it is still well-formed base64 of a well-formed token: every
+// single-byte change of a real token's decoded bytes (its CRC-32 catches
+// them all).
+func TestPageTokenEdited(t *testing.T) {
+	tok := shttp.EncodePageToken("post/", "post/2")
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range raw {
+		for _, x := range []byte{1, 0x20, 0x80} {
+			b := append([]byte(nil), raw...)
+			b[i] ^= x
+			edited := base64.RawURLEncoding.EncodeToString(b)
+			if got, err := shttp.DecodePageToken(edited, "post/"); err == nil {
+				t.Fatalf("token with byte %d xor %#x accepted as %q", i, x, got)
+			}
+		}
+	}
+	if got, err := shttp.DecodePageToken(tok, "post/"); err != nil || got != "post/2" {
+		t.Fatalf("the token itself: %q, %v", got, err)
 	}
 }
