@@ -58,7 +58,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	short := api && !isWatch(r) // a watch stream is bounded by WatchOptions instead
 	// One context and one copy of the request for the id and, on the API,
 	// the deadline: each WithContext copies the whole request.
-	ctx := context.WithValue(r.Context(), requestKey{}, req)
+	valCtx := context.WithValue(r.Context(), requestKey{}, req)
+	ctx := valCtx
 	if short && s.opts.RequestTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
@@ -109,15 +110,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var taken int64
 		req.body, taken, err = s.readBody(sw, r)
 		defer s.bodies.give(taken)
-		if ue := (unsupportedEncoding{}); errors.As(err, &ue) {
-			s.writeError(sw, r, http.StatusUnsupportedMediaType, ue.err.Code, ue.err.Message)
-			return
-		}
 		if err != nil {
-			s.error(sw, r, err)
+			s.bodyError(sw, r, err)
 			return
 		}
 		defer putBody(req.body) // decoders copy what they keep
+		if short && s.opts.RequestTimeout > 0 && time.Since(start) > s.opts.RequestTimeout/10 {
+			// The body took a while to arrive (it has BodyTimeout of its
+			// own): the deadline of the request's work, down to the
+			// store, counts from now, so that a write is not cut short,
+			// its outcome unknown, for its client's slow upload. Rare, so
+			// the usual request pays for one copy of itself, not two.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(valCtx, s.opts.RequestTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 	}
 	if short {
 		if !s.acquire(r.Context()) {
@@ -197,6 +205,17 @@ func (s *Server) authorized(r *http.Request) bool {
 	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	return ok && strings.EqualFold(scheme, "Bearer") && s.tokens.Match([]byte(token))
+}
+
+// bodyError answers a request whose body could not be taken: 415 for a
+// Content-Encoding, the error's own status otherwise.
+func (s *Server) bodyError(w http.ResponseWriter, r *http.Request, err error) {
+	var ue unsupportedEncoding
+	if errors.As(err, &ue) {
+		s.writeError(w, r, http.StatusUnsupportedMediaType, ue.err.Code, ue.err.Message)
+		return
+	}
+	s.error(w, r, err)
 }
 
 // unauthorized answers a request without one of the server's tokens:

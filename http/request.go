@@ -73,21 +73,16 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, 0, nil
 	}
-	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+	// The header map's own key: Get would canonicalize it on every request.
+	if ce := r.Header["Content-Encoding"]; len(ce) > 0 && (len(ce) > 1 || !strings.EqualFold(ce[0], "identity")) {
 		w.Header().Set("Connection", "close") // the body stays unread
-		return nil, 0, errUnsupportedEncoding(ce)
+		return nil, 0, errUnsupportedEncoding(strings.Join(ce, ", "))
 	}
 	if r.ContentLength > s.opts.MaxBodyBytes {
 		w.Header().Set("Connection", "close")
 		return nil, 0, tooLarge(s.opts.MaxBodyBytes)
 	}
 	n := r.ContentLength
-	taken = smallBody
-	if !s.bodies.take(taken) {
-		w.Header().Set("Connection", "close")
-		s.metrics.ObserveBodyRejected()
-		return nil, 0, s.bodiesFull()
-	}
 	if s.opts.BodyTimeout > 0 {
 		rc := http.NewResponseController(w)
 		if rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)) == nil {
@@ -95,6 +90,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 			// is net/http's wait for the next request, which has its own.
 			defer rc.SetReadDeadline(time.Time{})
 		}
+	}
+	taken = smallBody
+	if !s.bodies.take(taken) {
+		s.drain(w, r)
+		return nil, 0, s.bodiesFull()
 	}
 	switch {
 	case n >= 0 && n <= smallBody:
@@ -115,9 +115,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 		case errors.As(err, &tooBig):
 			return nil, taken, tooLarge(tooBig.Limit)
 		case errors.Is(err, errBodiesFull):
-			w.Header().Set("Connection", "close")
-			s.metrics.ObserveBodyRejected()
-			return nil, taken, s.bodiesFull()
+			s.bodies.give(taken) // before the rest is drained: it holds nothing
+			s.drain(w, r)
+			return nil, 0, s.bodiesFull()
 		case errors.As(err, &ne) && ne.Timeout():
 			w.Header().Set("Connection", "close")
 			return nil, taken, shardcounter.Errorf(shardcounter.EINVALID,
@@ -154,8 +154,22 @@ func tooLarge(limit int64) error {
 // the next growth of the buffer.
 var errBodiesFull = errors.New("request bodies in flight are at their limit")
 
+// drain reads and drops the rest of a body the budget has no room for,
+// in a small buffer, within BodyTimeout and up to MaxBodyBytes, so that
+// the 503 reaches the client: a server that closes a connection with
+// unread input sends a TCP reset, which can destroy the reply before the
+// client reads it. A body that does not end so is left, with the
+// connection closed after the reply.
+func (s *Server) drain(w http.ResponseWriter, r *http.Request) {
+	s.metrics.ObserveBodyRejected()
+	n, err := io.Copy(io.Discard, io.LimitReader(r.Body, s.opts.MaxBodyBytes+1))
+	if err != nil || n > s.opts.MaxBodyBytes {
+		w.Header().Set("Connection", "close")
+	}
+}
+
 // bodiesFull is the error of a body the budget has no room for: 503, so
-// the client retries after Retry-After; nothing was read or done.
+// the client retries after Retry-After; nothing was held or done.
 func (s *Server) bodiesFull() error {
 	return shardcounter.Errorf(shardcounter.EUNAVAILABLE,
 		"the server holds its limit of %d bytes of request bodies (--max-body-total): nothing was done, retry after the Retry-After delay", s.opts.MaxBodyTotal)

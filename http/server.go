@@ -93,9 +93,10 @@ type ServerOptions struct {
 	BodyTimeout time.Duration
 
 	// MaxBodyTotal bounds the bytes of request bodies held at once across
-	// all requests (a semaphore on bytes): a body that would take the
-	// total past it is refused before it is read, with 503 unavailable and
-	// Retry-After. Default DefaultMaxBodyTotal.
+	// all requests (a semaphore on bytes, taken as the bytes arrive): a
+	// body that would take the total past it is refused with 503
+	// unavailable and Retry-After, its bytes read and dropped rather than
+	// held. Default DefaultMaxBodyTotal.
 	MaxBodyTotal int64
 
 	// AuthGuard counts failed authentications and slows them by remote
