@@ -156,17 +156,18 @@ func (g *Guard) entry(key netip.Prefix, now time.Time) *entry {
 	}
 	if len(g.addrs) >= limit {
 		// Entries whose allowance is back in full are the same as no
-		// entry: drop them. If every one is in a burst, drop one anyway:
-		// its address gets a fresh allowance, which costs an attacker a
-		// burst of its own per eviction, never a legitimate client its
-		// way in.
+		// entry: drop them. If that frees too little, drop an eighth of
+		// the rest, whichever the map yields: those addresses get a fresh
+		// allowance, which costs an attacker a burst of its own per
+		// eviction, never a legitimate client its way in; and the walk
+		// runs once per limit/8 new addresses, not once per address.
 		for k, e := range g.addrs {
 			if !e.tat.After(now) {
 				delete(g.addrs, k)
 			}
 		}
 		for k := range g.addrs {
-			if len(g.addrs) < limit {
+			if len(g.addrs) <= limit-max(limit/8, 1) {
 				break
 			}
 			delete(g.addrs, k)
