@@ -224,16 +224,9 @@ func (a *attempt) decide(b *batch, out []shardcounter.Outcome) (*plan, error) {
 		k := shardKey{inc.Counter, shard.Of(b.picks[i], c.spec.Shards)}
 		if distinct {
 			p.members.add(i, inc, b.picks[i], k.shard)
-		} else if sh, err := c.add(k.shard, inc.Delta); err == errNeedTotal {
-			if !slices.Contains(r.full, inc.Counter) {
-				r.full = append(r.full, inc.Counter)
-			}
-			continue
-		} else if err != nil {
-			out[i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: %s", inc.Counter, err)
-			continue
+		} else if k, out[i].Err = c.decideDelta(k, inc.Delta, &r); out[i].Err != nil || k.counter == "" {
+			continue // refused, or the attempt starts again with every shard locked
 		} else {
-			k.shard = sh
 			dirty[k] = true
 			if c.spec.Window != nil {
 				windowed[k] += inc.Delta
@@ -282,6 +275,24 @@ func (a *attempt) decide(b *batch, out []shardcounter.Outcome) (*plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// decideDelta decides a delta item on shard k: it returns the shard
+// the delta goes to (add), or the item's own error, or a zero key when
+// the counter must be locked in full to decide it (added to r.full).
+func (c *counter) decideDelta(k shardKey, delta int64, r *restart) (shardKey, error) {
+	sh, err := c.add(k.shard, delta)
+	switch {
+	case err == errNeedTotal:
+		if !slices.Contains(r.full, k.counter) {
+			r.full = append(r.full, k.counter)
+		}
+		return shardKey{}, nil
+	case err != nil:
+		return k, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: %s", k.counter, err)
+	}
+	k.shard = sh
+	return k, nil
 }
 
 // errNeedTotal is add's answer when shard k cannot take the delta and the

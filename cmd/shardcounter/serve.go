@@ -264,12 +264,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 			return fmt.Errorf("cannot listen on %s: %v: choose another --resp-listen address", c.respListen, err)
 		}
 	}
-	// One Guard for both front ends, so that failed authentications from an
-	// address count together whichever protocol they come by.
-	guard := &authtoken.Guard{OnBurst: func(addr string, p authtoken.Protocol, n int64) {
-		log.Warn("failed authentications: slowing this address down until it stops failing for 10s",
-			"addr", addr, "protocol", p.String(), "failures", n)
-	}}
+	guard := authGuard(log)
 	api := shttp.NewServer(eng, shttp.ServerOptions{
 		MaxBodyBytes:   c.maxBody,
 		MaxBodyTotal:   c.maxBodyTotal,
@@ -320,19 +315,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 	var rs *respserver.Server
 	respServed := make(chan error, 1)
 	if respLn != nil {
-		rs = respserver.New(eng, respserver.Options{
-			AuthTokens:     tokens,
-			AuthGuard:      guard,
-			ReadTimeout:    c.respTimeout,
-			MaxClients:     c.respClients,
-			MaxInputMemory: c.respInputMem,
-			CommandTimeout: c.reqTimeout,
-			ConnGoroutines: c.respGoroutine,
-			Engine:         eng.Stats(),
-			Durability:     cfg.Durability,
-			Version:        Version(),
-			Logger:         log,
-		})
+		rs = c.respServer(eng, cfg.Durability, tokens, guard, log)
 		go func() {
 			if err := rs.Serve(respLn); !errors.Is(err, respserver.ErrServerClosed) {
 				respServed <- err
@@ -381,6 +364,34 @@ wait:
 		return fmt.Errorf("serving HTTP: %w", err)
 	}
 	return nil // the deferred engine.Close and store.Close run next
+}
+
+// respServer returns the Redis protocol server over eng, as the flags
+// configure it.
+func (c *serveCommand) respServer(eng *engine.Engine, d engine.Durability, tokens []string, guard *authtoken.Guard, log *slog.Logger) *respserver.Server {
+	return respserver.New(eng, respserver.Options{
+		AuthTokens:     tokens,
+		AuthGuard:      guard,
+		ReadTimeout:    c.respTimeout,
+		MaxClients:     c.respClients,
+		MaxInputMemory: c.respInputMem,
+		CommandTimeout: c.reqTimeout,
+		ConnGoroutines: c.respGoroutine,
+		Engine:         eng.Stats(),
+		Durability:     d,
+		Version:        Version(),
+		Logger:         log,
+	})
+}
+
+// authGuard returns the Guard of both front ends, so that failed
+// authentications from an address count together whichever protocol they
+// come by; it logs each address's burst once.
+func authGuard(log *slog.Logger) *authtoken.Guard {
+	return &authtoken.Guard{OnBurst: func(addr string, p authtoken.Protocol, n int64) {
+		log.Warn("failed authentications: slowing this address down until it stops failing for 10s",
+			"addr", addr, "protocol", p.String(), "failures", n)
+	}}
 }
 
 // reload handles SIGHUP: it rereads the token file and the certificate.
