@@ -16,6 +16,8 @@ const (
 	// DefaultInterval is how often, past the burst, an address earns one
 	// more failure at full speed: ten a second.
 	DefaultInterval = 100 * time.Millisecond
+	// DefaultDelay is how long a throttled failure's reply is held.
+	DefaultDelay = 100 * time.Millisecond
 	// DefaultMaxAddrs bounds the addresses a Guard remembers, so that
 	// failures from many addresses cannot grow its memory without bound.
 	DefaultMaxAddrs = 10000
@@ -53,10 +55,11 @@ func (p Protocol) String() string {
 // what one host usually holds. The zero Guard is ready to use with the
 // defaults. A Guard is safe for concurrent use.
 type Guard struct {
-	// Burst, Interval and MaxAddrs default to DefaultBurst,
-	// DefaultInterval and DefaultMaxAddrs.
+	// Burst, Interval, Delay and MaxAddrs default to DefaultBurst,
+	// DefaultInterval, DefaultDelay and DefaultMaxAddrs.
 	Burst    int
 	Interval time.Duration
+	Delay    time.Duration
 	MaxAddrs int
 	// OnBurst, when set, is called once when an address starts being
 	// throttled, with the failures it made since it last had its full
@@ -89,7 +92,7 @@ type Verdict struct {
 	// server sends it as Retry-After.
 	Wait time.Duration
 	// Delay, on a throttled failure, is how long to hold its reply: the
-	// Guard's Interval. A RESP server delays -WRONGPASS by it.
+	// Guard's Delay. A RESP server delays -WRONGPASS by it.
 	Delay time.Duration
 }
 
@@ -104,6 +107,10 @@ func (g *Guard) Fail(p Protocol, addr string) Verdict {
 	}
 	if interval <= 0 {
 		interval = DefaultInterval
+	}
+	delay := g.Delay
+	if delay <= 0 {
+		delay = DefaultDelay
 	}
 	now := time.Now
 	if g.Now != nil {
@@ -125,7 +132,7 @@ func (g *Guard) Fail(p Protocol, addr string) Verdict {
 	if !e.throttled && next.Sub(t) <= tolerance {
 		e.tat = next
 	} else {
-		v = Verdict{Throttled: true, Wait: max(e.tat.Sub(t), interval), Delay: interval}
+		v = Verdict{Throttled: true, Wait: max(e.tat.Sub(t), interval), Delay: delay}
 		if !e.throttled {
 			e.throttled, report = true, e.failures
 		}

@@ -42,7 +42,7 @@ func TestGuard(t *testing.T) {
 	// however slowly it fails meanwhile; the wait says when that is.
 	for range 10 {
 		now = now.Add(authtoken.DefaultInterval)
-		if v := g.Fail(authtoken.HTTP, "192.0.2.1"); !v.Throttled || v.Delay != authtoken.DefaultInterval {
+		if v := g.Fail(authtoken.HTTP, "192.0.2.1"); !v.Throttled || v.Delay != authtoken.DefaultDelay {
 			t.Fatalf("a failure one interval after a throttled one: %+v, want throttled with a delay of one interval", v)
 		}
 	}
