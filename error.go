@@ -18,6 +18,11 @@ const (
 	EINTERNAL        = "internal"          // 500: a bug, or a failure whose outcome is unknown
 )
 
+// EEXHAUSTED is the code of a request refused because its client used up
+// an allowance: too many failed authentications from its address. HTTP
+// answers it 429 with Retry-After; nothing was done.
+const EEXHAUSTED = "resource_exhausted"
+
 // Error is the error type of the domain: a machine-readable Code and a
 // message for people. Stores, the engine and the HTTP client all return
 // *Error for every failure a caller may act on, so one mapping (ErrorCode)
@@ -68,6 +73,10 @@ var (
 	// ErrUnavailable is returned when the store cannot be reached. A write
 	// that returns it was not applied.
 	ErrUnavailable = &Error{Code: EUNAVAILABLE, Message: "store unavailable"}
+	// ErrExhausted is returned when a client has used up an allowance
+	// (failed authentications from its address): nothing was done; try
+	// again after the delay the reply gives.
+	ErrExhausted = &Error{Code: EEXHAUSTED, Message: "resource exhausted"}
 )
 
 // CounterNotFound returns the ErrNotFound of counter id, the one message

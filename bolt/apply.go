@@ -148,6 +148,11 @@ func (b *batch) apply(inc shardcounter.Increment, o *shardcounter.Outcome) error
 	key := shardKey(inc.Counter, shard.Of(pick, t.m.spec.Shards))
 	v, ok1 := overflow.Add(decodeInt(b.shards.Get(key)), inc.Delta)
 	sum, ok2 := overflow.Add(t.total, inc.Delta)
+	if ok2 && !ok1 && mkey == nil {
+		// Out of range is judged on the total: the shard picked is full,
+		// but then another has room (see roomFor).
+		key, v, ok1 = b.roomFor(inc.Counter, t.m.spec.Shards, shard.Of(pick, t.m.spec.Shards), inc.Delta)
+	}
 	if !ok1 || !ok2 {
 		o.Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", inc.Counter, inc.Delta)
 		return nil
@@ -193,6 +198,24 @@ func (b *batch) apply(inc shardcounter.Increment, o *shardcounter.Outcome) error
 		}
 	}
 	return nil
+}
+
+// roomFor returns the first shard after shard k (of n) that can take
+// delta, and its value with it. When the total plus delta is an int64,
+// one can: if every shard v_i had v_i + delta past MaxInt64 (delta > 0),
+// the total would exceed n·(MaxInt64 − delta) ≥ MaxInt64 − delta, and so
+// the total plus delta would too; the same holds below. A shard's value
+// is where its writes happened to land, and only the sum is the counter's
+// value, so any shard will do; the request id, if any, is recorded by
+// counter, not by shard.
+func (b *batch) roomFor(id string, n, k int, delta int64) ([]byte, int64, bool) {
+	for i := 1; i < n; i++ {
+		key := shardKey(id, (k+i)%n)
+		if v, ok := overflow.Add(decodeInt(b.shards.Get(key)), delta); ok {
+			return key, v, true
+		}
+	}
+	return nil, 0, false
 }
 
 // totals gives each item that asked for it (Increment.Total) and did not

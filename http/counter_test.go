@@ -302,7 +302,7 @@ func TestList(t *testing.T) {
 		for i := 1; i <= 3; i++ {
 			e.MustCreate(t, fmt.Sprint("post/", i), 16)
 		}
-		const token = "AQVwb3N0L3Bvc3QvMg"
+		const token = "AwVwb3N0L3Bvc3QvMszrMhM"
 		for _, page := range []struct{ query, ids, next string }{
 			{"?prefix=post%2F&limit=2", "[post/1 post/2]", token},
 			{"?prefix=post%2F&limit=2&page_token=" + token, "[post/3]", ""},

@@ -20,6 +20,7 @@ var codes = map[string]int{
 	shardcounter.ENOTFOUND:        http.StatusNotFound,
 	shardcounter.EEXISTS:          http.StatusConflict,
 	shardcounter.ETOOLARGE:        http.StatusRequestEntityTooLarge,
+	shardcounter.EEXHAUSTED:       http.StatusTooManyRequests,
 	shardcounter.EUNAVAILABLE:     http.StatusServiceUnavailable,
 	shardcounter.EINTERNAL:        http.StatusInternalServerError,
 }

@@ -10,10 +10,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/authtoken"
 )
 
 // request is what the middleware learns about a request before its
@@ -56,7 +58,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	short := api && !isWatch(r) // a watch stream is bounded by WatchOptions instead
 	// One context and one copy of the request for the id and, on the API,
 	// the deadline: each WithContext copies the whole request.
-	ctx := context.WithValue(r.Context(), requestKey{}, req)
+	valCtx := context.WithValue(r.Context(), requestKey{}, req)
+	ctx := valCtx
 	if short && s.opts.RequestTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
@@ -93,9 +96,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	if api && !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="shardcounter"`)
-		s.error(sw, r, shardcounter.Errorf(shardcounter.EUNAUTHENTICATED,
-			"missing or wrong bearer token: send the header Authorization: Bearer TOKEN with a token from the server's --auth-token-file"))
+		s.unauthorized(sw, r)
 		return
 	}
 	if err := checkPath(r.URL.EscapedPath()); err != nil {
@@ -106,11 +107,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The body first: a slot held while a slow client sends its body
 		// would let a few such clients stop the server.
 		var err error
-		if req.body, err = s.readBody(sw, r); err != nil {
-			s.error(sw, r, err)
+		var taken int64
+		req.body, taken, err = s.readBody(sw, r)
+		defer s.bodies.give(taken)
+		if err != nil {
+			s.bodyError(sw, r, err)
 			return
 		}
 		defer putBody(req.body) // decoders copy what they keep
+		if short && s.opts.RequestTimeout > 0 && time.Since(start) > s.opts.RequestTimeout/10 {
+			// The body took a while to arrive (it has BodyTimeout of its
+			// own): the deadline of the request's work, down to the
+			// store, counts from now, so that a write is not cut short,
+			// its outcome unknown, for its client's slow upload. Rare, so
+			// the usual request pays for one copy of itself, not two.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(valCtx, s.opts.RequestTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 	}
 	if short {
 		if !s.acquire(r.Context()) {
@@ -190,6 +205,33 @@ func (s *Server) authorized(r *http.Request) bool {
 	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	return ok && strings.EqualFold(scheme, "Bearer") && s.tokens.Match([]byte(token))
+}
+
+// bodyError answers a request whose body could not be taken: 415 for a
+// Content-Encoding, the error's own status otherwise.
+func (s *Server) bodyError(w http.ResponseWriter, r *http.Request, err error) {
+	var ue unsupportedEncoding
+	if errors.As(err, &ue) {
+		s.writeError(w, r, http.StatusUnsupportedMediaType, ue.err.Code, ue.err.Message)
+		return
+	}
+	s.error(w, r, err)
+}
+
+// unauthorized answers a request without one of the server's tokens:
+// 401, or, once its address has failed too often (AuthGuard), 429
+// resource_exhausted with Retry-After. Either way nothing was done.
+func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
+	if v := s.guard.Fail(authtoken.HTTP, r.RemoteAddr); v.Throttled {
+		secs := int((v.Wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		s.error(w, r, shardcounter.Errorf(shardcounter.EEXHAUSTED,
+			"too many failed authentications from your address: nothing was done; retry after %d s with a token from the server's --auth-token-file", secs))
+		return
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="shardcounter"`)
+	s.error(w, r, shardcounter.Errorf(shardcounter.EUNAUTHENTICATED,
+		"missing or wrong bearer token: send the header Authorization: Bearer TOKEN with a token from the server's --auth-token-file"))
 }
 
 // methods dispatches on the request method, answering any other method

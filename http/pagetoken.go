@@ -3,6 +3,7 @@ package http
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"hash/crc32"
 	"strings"
 
 	"github.com/shardcounter/shardcounter"
@@ -10,26 +11,35 @@ import (
 
 // Page tokens: base64url (no padding) of
 //
-//	version byte | uvarint len(scope) | scope | last id
+//	version byte | uvarint len(scope) | scope | last id | CRC-32 (big-endian)
 //
-// Version 1 lists counters and its scope is the listing's prefix; version
-// 2 lists a distinct counter's members and its scope is the counter's id.
-// The scope binds a token to its listing, so paging with a changed prefix
-// or another counter is refused instead of silently skipping or repeating
-// ids.
+// Version 3 lists counters and its scope is the listing's prefix; version
+// 4 lists a distinct counter's members and its scope is the counter's id.
+// (Versions 1 and 2 were the same without the CRC; they are refused as
+// unknown, and a client starts its paging again.) The scope binds a token
+// to its listing, so paging with a changed prefix or another counter is
+// refused instead of silently skipping or repeating ids. The CRC-32 of
+// what precedes it refuses a token damaged or edited by hand.
+//
+// A token is not signed: it holds no secret and grants nothing. Whoever
+// forges one with a right CRC can only start the listing at an id of
+// their choosing, within the prefix (or counter) it names, which a
+// request without a token could ask for anyway (a prefix, then the next
+// pages).
 const (
-	pageTokenVersion   = 1
-	memberTokenVersion = 2
-	maxPageTokenLen    = 2048 // a prefix and a counter id (MaxCounterIDLen) plus framing, base64 encoded, with room
+	pageTokenVersion   = 3
+	memberTokenVersion = 4
+	maxPageTokenLen    = 2048 // a prefix and a counter id (MaxCounterIDLen) plus framing and CRC, base64 encoded, with room
 )
 
 // encodeToken returns the token of a listing's page after id after.
 func encodeToken(version byte, scope, after string) string {
-	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(scope)+len(after))
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(scope)+len(after)+4)
 	b = append(b, version)
 	b = binary.AppendUvarint(b, uint64(len(scope)))
 	b = append(b, scope...)
 	b = append(b, after...)
+	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -49,8 +59,12 @@ func decodeToken(token string, version byte) (scope, after string, err error) {
 	if err != nil {
 		return "", "", badToken("not base64url")
 	}
-	if len(b) == 0 || b[0] != version {
+	if len(b) < 1+4 || b[0] != version {
 		return "", "", badToken("unknown version")
+	}
+	b, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
+	if crc32.ChecksumIEEE(b) != sum {
+		return "", "", badToken("damaged or edited: its checksum does not match")
 	}
 	n, k := binary.Uvarint(b[1:])
 	if k <= 0 || n > uint64(len(b)-1-k) {

@@ -54,24 +54,35 @@ func query(r *http.Request, allowed ...string) (url.Values, error) {
 	return q, nil
 }
 
-// smallBody is the most a body buffer is made before the bytes arrive:
-// the usual request fits, and a Content-Length header, which costs a
-// client nothing to send, cannot make the server allocate more.
+// smallBody is the most a body buffer is made before the bytes arrive
+// when the body's length is not known, and the size of the pooled buffers
+// that ordinary bodies are read into.
 const smallBody = 4 << 10
 
-// readBody reads r's body in full, up to MaxBodyBytes, within BodyTimeout.
-// A body that is not empty must be JSON: Content-Type application/json
-// (charset utf-8 if any), a +json type, or no Content-Type at all. The
-// buffer grows as the bytes arrive: it is sized from Content-Length only
-// up to smallBody.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// readBody reads r's body in full, up to MaxBodyBytes, within BodyTimeout,
+// after taking its size from the server's body budget (MaxBodyTotal); it
+// returns the bytes taken, to give back once the body is no longer used,
+// also when it fails. A body that is not empty must be JSON: Content-Type
+// application/json (charset utf-8 if any), a +json type, or no
+// Content-Type at all; and it must come as it is (no Content-Encoding but
+// identity: 415 otherwise). A body of known length is read into a buffer
+// of that length (a pooled one up to smallBody); one of unknown length
+// (chunked) into a buffer that grows as the bytes arrive, taking each
+// growth from the budget.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, taken int64, err error) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
+		return nil, 0, nil
+	}
+	// The header map's own key: Get would canonicalize it on every request.
+	if ce := r.Header["Content-Encoding"]; len(ce) > 0 && (len(ce) > 1 || !strings.EqualFold(ce[0], "identity")) {
+		w.Header().Set("Connection", "close") // the body stays unread
+		return nil, 0, errUnsupportedEncoding(strings.Join(ce, ", "))
 	}
 	if r.ContentLength > s.opts.MaxBodyBytes {
-		w.Header().Set("Connection", "close") // the body stays unread
-		return nil, tooLarge(s.opts.MaxBodyBytes)
+		w.Header().Set("Connection", "close")
+		return nil, 0, tooLarge(s.opts.MaxBodyBytes)
 	}
+	n := r.ContentLength
 	if s.opts.BodyTimeout > 0 {
 		rc := http.NewResponseController(w)
 		if rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)) == nil {
@@ -80,54 +91,103 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 			defer rc.SetReadDeadline(time.Time{})
 		}
 	}
-	var body []byte
-	var err error
-	if n := r.ContentLength; n >= 0 && n <= smallBody {
+	taken = smallBody
+	if !s.bodies.take(taken) {
+		s.drain(w, r)
+		return nil, 0, s.bodiesFull()
+	}
+	switch {
+	case n >= 0 && n <= smallBody:
 		body = getBody(int(n))
 		_, err = io.ReadFull(r.Body, body)
-	} else {
-		body, err = readAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), smallBody)
-		if err == nil && n >= 0 && int64(len(body)) != n {
+	case n > 0:
+		body, err = s.readAll(r.Body, n, &taken)
+		if err == nil && int64(len(body)) != n {
 			err = io.ErrUnexpectedEOF
 		}
+	default:
+		body, err = s.readAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), s.opts.MaxBodyBytes+1, &taken)
 	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		var ne net.Error
 		switch {
 		case errors.As(err, &tooBig):
-			return nil, tooLarge(tooBig.Limit)
+			return nil, taken, tooLarge(tooBig.Limit)
+		case errors.Is(err, errBodiesFull):
+			s.bodies.give(taken) // before the rest is drained: it holds nothing
+			s.drain(w, r)
+			return nil, 0, s.bodiesFull()
 		case errors.As(err, &ne) && ne.Timeout():
 			w.Header().Set("Connection", "close")
-			return nil, shardcounter.Errorf(shardcounter.EINVALID,
+			return nil, taken, shardcounter.Errorf(shardcounter.EINVALID,
 				"request body did not arrive within %v: send the body right after the headers", s.opts.BodyTimeout)
 		case err == io.ErrUnexpectedEOF:
-			return nil, shardcounter.Errorf(shardcounter.EINVALID,
+			return nil, taken, shardcounter.Errorf(shardcounter.EINVALID,
 				"request body ended after fewer than the %d bytes of its Content-Length", r.ContentLength)
 		}
-		return nil, shardcounter.Errorf(shardcounter.EINVALID, "request body could not be read: %v", err)
+		return nil, taken, shardcounter.Errorf(shardcounter.EINVALID, "request body could not be read: %v", err)
 	}
 	if len(body) == 0 {
-		return body, nil
+		return body, taken, nil
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" { // the usual one needs no parsing
 		mt, params, err := mime.ParseMediaType(ct)
 		switch {
 		case err != nil:
-			return nil, shardcounter.Errorf(shardcounter.EINVALID, "Content-Type %q cannot be parsed: send Content-Type: application/json", ct)
+			return nil, taken, shardcounter.Errorf(shardcounter.EINVALID, "Content-Type %q cannot be parsed: send Content-Type: application/json", ct)
 		case mt != "application/json" && !strings.HasSuffix(mt, "+json"):
-			return nil, shardcounter.Errorf(shardcounter.EINVALID, "Content-Type %q is not supported: send JSON with Content-Type: application/json", mt)
+			return nil, taken, shardcounter.Errorf(shardcounter.EINVALID, "Content-Type %q is not supported: send JSON with Content-Type: application/json", mt)
 		case params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8"):
-			return nil, shardcounter.Errorf(shardcounter.EINVALID, "charset %q is not supported: send UTF-8", params["charset"])
+			return nil, taken, shardcounter.Errorf(shardcounter.EINVALID, "charset %q is not supported: send UTF-8", params["charset"])
 		}
 	}
-	return body, nil
+	return body, taken, nil
 }
 
 func tooLarge(limit int64) error {
 	return shardcounter.Errorf(shardcounter.ETOOLARGE,
 		"request body is over the limit of %d bytes: send less, or split a batch into smaller ones", limit)
 }
+
+// errBodiesFull is readAll's error when the body budget has no room for
+// the next growth of the buffer.
+var errBodiesFull = errors.New("request bodies in flight are at their limit")
+
+// drain reads and drops the rest of a body the budget has no room for,
+// in a small buffer, within BodyTimeout and up to MaxBodyBytes, so that
+// the 503 reaches the client: a server that closes a connection with
+// unread input sends a TCP reset, which can destroy the reply before the
+// client reads it. A body that does not end so is left, with the
+// connection closed after the reply.
+func (s *Server) drain(w http.ResponseWriter, r *http.Request) {
+	s.metrics.ObserveBodyRejected()
+	n, err := io.Copy(io.Discard, io.LimitReader(r.Body, s.opts.MaxBodyBytes+1))
+	if err != nil || n > s.opts.MaxBodyBytes {
+		w.Header().Set("Connection", "close")
+	}
+}
+
+// bodiesFull is the error of a body the budget has no room for: 503, so
+// the client retries after Retry-After; nothing was held or done.
+func (s *Server) bodiesFull() error {
+	return shardcounter.Errorf(shardcounter.EUNAVAILABLE,
+		"the server holds its limit of %d bytes of request bodies (--max-body-total): nothing was done, retry after the Retry-After delay", s.opts.MaxBodyTotal)
+}
+
+// unsupportedEncoding is the error of a body sent with a Content-Encoding
+// (gzip, say), answered 415 with code invalid_argument: the API reads
+// bodies as they are sent, and a decompressed body could be far larger
+// than what was sent.
+type unsupportedEncoding struct{ err *shardcounter.Error }
+
+func errUnsupportedEncoding(ce string) error {
+	return unsupportedEncoding{shardcounter.Errorf(shardcounter.EINVALID,
+		"Content-Encoding %q is not supported: send the body uncompressed (request bodies are small JSON)", ce)}
+}
+
+func (e unsupportedEncoding) Error() string { return e.err.Error() }
+func (e unsupportedEncoding) Unwrap() error { return e.err }
 
 // bodies recycles the buffers of small bodies: a request's body is
 // garbage once its handler returns, since decoders copy what they keep.
@@ -147,9 +207,15 @@ func putBody(b []byte) {
 	}
 }
 
-// readAll is io.ReadAll starting from a buffer of size bytes.
-func readAll(r io.Reader, size int) ([]byte, error) {
-	b := make([]byte, 0, size)
+// readAll is io.ReadAll into a buffer that starts at smallBody bytes,
+// already taken from the body budget, and grows as the bytes arrive, never
+// past size bytes (a Content-Length, or just past MaxBodyBytes): a
+// Content-Length header costs a client nothing to send, so the buffer is
+// never sized from it before the bytes come. Each growth is taken from the
+// budget first and added to *taken; readAll fails with errBodiesFull when
+// the budget has no room for it.
+func (s *Server) readAll(r io.Reader, size int64, taken *int64) ([]byte, error) {
+	b := make([]byte, 0, min(smallBody, size))
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
@@ -160,7 +226,17 @@ func readAll(r io.Reader, size int) ([]byte, error) {
 			return b, err
 		}
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // let append choose the growth
+			if int64(cap(b)) >= size {
+				return b, nil // the reader would give no more: Content-Length, or the limit's extra byte
+			}
+			grow := min(int64(cap(b)), size-int64(cap(b))) // doubling, up to size
+			if !s.bodies.take(grow) {
+				return b, errBodiesFull
+			}
+			*taken += grow
+			nb := make([]byte, len(b), int64(cap(b))+grow)
+			copy(nb, b)
+			b = nb
 		}
 	}
 }

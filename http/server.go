@@ -92,6 +92,21 @@ type ServerOptions struct {
 	// bound. Default DefaultBodyTimeout.
 	BodyTimeout time.Duration
 
+	// MaxBodyTotal bounds the bytes of request bodies held at once across
+	// all requests (a semaphore on bytes, taken as the bytes arrive): a
+	// body that would take the total past it is refused with 503
+	// unavailable and Retry-After, its bytes read and dropped rather than
+	// held. Default DefaultMaxBodyTotal.
+	MaxBodyTotal int64
+
+	// AuthGuard counts failed authentications and slows them by remote
+	// address (authtoken.Guard): past a burst, a request with a wrong or
+	// missing token gets 429 resource_exhausted with Retry-After instead
+	// of 401. serve shares one with the RESP server, so that failures on
+	// either count together. Default: a Guard of the server's own, whose
+	// bursts are logged at warn level.
+	AuthGuard *authtoken.Guard
+
 	// AsyncWrites says that the service answers writes once they are
 	// queued, before they are committed (the engine's async durability):
 	// write replies are then 202 Accepted rather than 200, since the
@@ -116,6 +131,8 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics.Metrics
 	slots   chan struct{} // a token per request being served; nil: no bound
+	bodies  *bodyBudget
+	guard   *authtoken.Guard
 	watch   *watchHub
 }
 
@@ -153,7 +170,19 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 	if opts.RequestTimeout == 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
 	}
-	s := &Server{svc: svc, opts: opts, mux: http.NewServeMux(), metrics: opts.Metrics}
+	if opts.MaxBodyTotal <= 0 {
+		opts.MaxBodyTotal = DefaultMaxBodyTotal
+	}
+	if opts.AuthGuard == nil {
+		log := opts.Logger
+		opts.AuthGuard = &authtoken.Guard{OnBurst: func(addr string, p authtoken.Protocol, n int64) {
+			log.Warn("failed authentications: slowing this address down", "addr", addr, "protocol", p.String(), "failures", n)
+		}}
+	}
+	s := &Server{svc: svc, opts: opts, mux: http.NewServeMux(), metrics: opts.Metrics,
+		bodies: newBodyBudget(opts.MaxBodyTotal), guard: opts.AuthGuard}
+	s.metrics.RegisterBodyBudget(func() float64 { return float64(s.bodies.InFlight()) })
+	s.metrics.RegisterAuth(s.guard)
 	if opts.MaxConcurrent > 0 {
 		s.slots = make(chan struct{}, opts.MaxConcurrent)
 	}
@@ -174,6 +203,7 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 
 // SetAuthTokens replaces the bearer tokens accepted on /v1 paths; none
 // means no token is needed. Requests already past the check are not
-// affected. It is safe to call while the server serves (serve calls it on
+// affected, but for watch streams, which end when their token is no
+// longer accepted. It is safe to call while the server serves (serve calls it on
 // SIGHUP).
 func (s *Server) SetAuthTokens(tokens []string) { s.tokens.Replace(tokens) }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf16"
 
 	"github.com/shardcounter/shardcounter"
 )
@@ -29,12 +30,29 @@ import (
 // reading built from json.Decoder tokens (FuzzStrictJSON). It allocates
 // nothing for the usual bodies.
 
+// encoding/json also repairs text: a \u escape of a lone UTF-16
+// surrogate (\ud800 without its low half) decodes to U+FFFD, so "w-\ud800"
+// and "w-\udbff" would be one id, one request id, one member. checkKeys
+// refuses every string, key or value, that holds one, naming the field:
+// invalid text is refused, not repaired. (Raw bytes that are not UTF-8
+// are refused before, by decodeObject.)
+//
+// And it cannot tell a field given as "" from one left out: for the
+// fields that name a key (keyFields), "" is refused, so that an empty
+// request id is never taken for no request id.
+
+// keyFields are the JSON names of struct fields that become keys when
+// given: a given one must not be empty, since "" is what the decoders
+// read as absent.
+var keyFields = map[string]bool{"request_id": true, "id": true, "member": true}
+
 // schema is what checkKeys knows of the Go type a JSON value decodes into.
 type schema struct {
 	fields map[string]int // a struct: its fields' JSON names, to their index
 	kids   []*schema      // a struct: each field's schema, by index
 	names  string         // a struct: its field names, for messages
 	elem   *schema        // an array's elements, or an object's values when fields is nil
+	keys   uint64         // a struct: the fields (by index, up to 64) in keyFields
 }
 
 // free is the schema of a value whose keys are not fields: a map, an
@@ -128,6 +146,9 @@ func addFields(s *schema, t reflect.Type) {
 		if name == "" {
 			name = f.Name
 		}
+		if keyFields[name] && f.Type.Kind() == reflect.String && len(s.kids) < 64 {
+			s.keys |= 1 << len(s.kids)
+		}
 		s.fields[name] = len(s.kids)
 		s.kids = append(s.kids, buildSchema(f.Type))
 	}
@@ -179,7 +200,9 @@ func (sc *keyScanner) value(s *schema) error {
 			}
 		}
 	case '"':
-		sc.str()
+		if _, lone := sc.str(); lone != "" {
+			return loneSurrogate(lone)
+		}
 	default: // a number, true, false or null
 		for sc.i < len(sc.b) && !strings.ContainsRune(",]} \t\n\r", rune(sc.b[sc.i])) {
 			sc.i++
@@ -210,7 +233,10 @@ func (sc *keyScanner) object(s *schema) error {
 			sc.i++
 			sc.skipSpace()
 		}
-		raw := sc.str()
+		raw, lone := sc.str()
+		if lone != "" {
+			return &keyError{msg: fmt.Sprintf("a key holds the lone UTF-16 surrogate %s: send valid Unicode text (a character outside the BMP as a surrogate pair, or as itself)", lone)}
+		}
 		kb := raw[1 : len(raw)-1]
 		if bytes.IndexByte(kb, '\\') >= 0 {
 			var key string
@@ -226,6 +252,9 @@ func (sc *keyScanner) object(s *schema) error {
 				return unknownKey(string(kb), s)
 			}
 			kid = s.kids[idx]
+			if idx < 64 && s.keys&(1<<idx) != 0 && sc.emptyString() {
+				return &keyError{path: string(kb), msg: "is empty: give 1 to 256 bytes of UTF-8, or leave the field out", value: true}
+			}
 			if idx < 64 {
 				if seen&(1<<idx) != 0 {
 					return duplicateKey(string(kb))
@@ -251,18 +280,62 @@ func (sc *keyScanner) object(s *schema) error {
 	}
 }
 
-// str moves past the string at sc.i and returns it, quotes included.
-func (sc *keyScanner) str() []byte {
+// str moves past the string at sc.i and returns it, quotes included, and
+// the first \u escape in it of a lone UTF-16 surrogate, or "".
+func (sc *keyScanner) str() (raw []byte, lone string) {
 	start := sc.i
 	sc.i++
 	for sc.b[sc.i] != '"' {
 		if sc.b[sc.i] == '\\' {
 			sc.i++
+			if sc.b[sc.i] == 'u' && lone == "" {
+				p := sc.i - 1 // the backslash
+				if r := hex4(sc.b[p+2 : p+6]); utf16.IsSurrogate(r) {
+					if r < 0xdc00 && p+12 <= len(sc.b) && sc.b[p+6] == '\\' && sc.b[p+7] == 'u' &&
+						isLowSurrogate(hex4(sc.b[p+8:p+12])) {
+						sc.i = p + 11 // a pair: past the low half's last digit, less the step below
+					} else {
+						lone = string(sc.b[p : p+6])
+					}
+				}
+			}
 		}
 		sc.i++
 	}
 	sc.i++
-	return sc.b[start:sc.i]
+	return sc.b[start:sc.i], lone
+}
+
+// emptyString reports whether the value after the colon at sc.i is "".
+func (sc *keyScanner) emptyString() bool {
+	i := sc.i
+	for i < len(sc.b) && strings.IndexByte(jsonSpace, sc.b[i]) >= 0 {
+		i++
+	}
+	return i+1 < len(sc.b) && sc.b[i] == '"' && sc.b[i+1] == '"'
+}
+
+// hex4 reads four hex digits, which valid JSON has after \u.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		default:
+			r = r<<4 | rune(c-'A'+10)
+		}
+	}
+	return r
+}
+
+func isLowSurrogate(r rune) bool { return 0xdc00 <= r && r <= 0xdfff }
+
+// loneSurrogate is the error of a string value holding a lone surrogate.
+func loneSurrogate(esc string) error {
+	return &keyError{msg: fmt.Sprintf("holds the lone UTF-16 surrogate %s, which is not text: send valid Unicode (a character outside the BMP as a surrogate pair, or as itself)", esc), value: true}
 }
 
 // keyError is a strict-key error on its way up from a nested object,
@@ -272,6 +345,7 @@ type keyError struct {
 	msg     string
 	unknown string // the unknown key, if that is the error
 	hint    string // for an unknown key: the name it differs from in case only
+	value   bool   // the error is of the value at path, not of a key of the object there
 }
 
 func (e *keyError) Error() string { return e.msg }
@@ -280,11 +354,11 @@ func prefixed(seg string, err error) error {
 	ke := err.(*keyError)
 	if strings.HasPrefix(seg, "\"") {
 		seg = strings.Trim(seg, "\"")
-		if ke.path != "" && !strings.HasPrefix(ke.path, "[") {
-			seg += "."
-		}
 	}
-	return &keyError{path: seg + ke.path, msg: ke.msg, unknown: ke.unknown, hint: ke.hint}
+	if ke.path != "" && !strings.HasPrefix(ke.path, "[") {
+		seg += "."
+	}
+	return &keyError{path: seg + ke.path, msg: ke.msg, unknown: ke.unknown, hint: ke.hint, value: ke.value}
 }
 
 func unknownKey(key string, s *schema) error {
@@ -313,6 +387,8 @@ func strictError(err error, fields string) error {
 		return shardcounter.Errorf(shardcounter.EINVALID, "unknown field %q%s: the fields are %s", ke.unknown, ke.hint, fields)
 	case ke.path == "":
 		return shardcounter.Errorf(shardcounter.EINVALID, "%s", ke.msg)
+	case ke.value:
+		return shardcounter.Errorf(shardcounter.EINVALID, "field %s %s", ke.path, ke.msg)
 	}
 	return shardcounter.Errorf(shardcounter.EINVALID, "in %s: %s", ke.path, ke.msg)
 }

@@ -8,8 +8,10 @@ import (
 )
 
 // MaxTokenLen bounds one bearer token, so that a file that is not a token
-// file (a certificate, a binary) is refused rather than taken for tokens.
-const MaxTokenLen = 4096
+// file (a certificate, a binary) is refused rather than taken for tokens,
+// and so that AUTH and HELLO ... AUTH with any token fit in the 4 KiB a
+// RESP connection may send before it authenticates.
+const MaxTokenLen = 1024
 
 // ParseTokens parses the contents of an --auth-token-file: one token a
 // line, surrounding white space and blank lines ignored, CRLF or LF line

@@ -107,20 +107,7 @@ func (s *Server) EndWatches() { s.watch.close() }
 // already watch it. With a Last-Event-ID equal to the current value, the
 // first event is left out: the client has it.
 func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
-	id, err := counterID(r)
-	interval := DefaultWatchInterval
-	if err == nil {
-		q, qerr := query(r, "interval")
-		err = qerr
-		if err == nil {
-			interval, err = parseWatchInterval(q.Get("interval"))
-		}
-	}
-	var have int64
-	var haveOK bool
-	if err == nil {
-		have, haveOK, err = parseLastEventID(r.Header.Get("Last-Event-ID"))
-	}
+	id, interval, have, haveOK, err := watchParams(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -183,8 +170,18 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 	}
 	heartbeat := time.NewTicker(opts.Heartbeat)
 	defer heartbeat.Stop()
+	// A stream outlives the token check of its request: it ends as soon as
+	// its token is no longer accepted (SetAuthTokens).
+	tokens := s.tokens.Changed()
+	if !s.authorized(r) {
+		return
+	}
 	for {
 		select {
+		case <-tokens:
+			if tokens = s.tokens.Changed(); !s.authorized(r) {
+				return
+			}
 		case st := <-wt.ch:
 			if !send(st.frame) {
 				return
@@ -205,4 +202,21 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// watchParams reads a watch request: the counter id, the interval, and
+// the value of the last event the client saw (Last-Event-ID), if any.
+func watchParams(r *http.Request) (id string, interval time.Duration, have int64, haveOK bool, err error) {
+	if id, err = counterID(r); err != nil {
+		return
+	}
+	q, err := query(r, "interval")
+	if err != nil {
+		return
+	}
+	if interval, err = parseWatchInterval(q.Get("interval")); err != nil {
+		return
+	}
+	have, haveOK, err = parseLastEventID(r.Header.Get("Last-Event-ID"))
+	return
 }

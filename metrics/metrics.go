@@ -10,8 +10,10 @@
 //
 // # Where the numbers come from
 //
-//   - The HTTP server calls ObserveRequest, ObserveCachedRead and
-//     ObserveRejected as it answers.
+//   - The HTTP server calls ObserveRequest, ObserveCachedRead,
+//     ObserveRejected and ObserveBodyRejected as it answers.
+//   - The authentication Guard shared by the HTTP and RESP servers counts
+//     failures, which RegisterAuth exports at scrape time (limits.go).
 //   - The engine keeps plain atomic totals (engine.Stats); RegisterEngine
 //     adds a collector that reads them at scrape time, so the write path
 //     pays nothing for being measured.
@@ -49,6 +51,8 @@ type Metrics struct {
 	rejected  prometheus.Counter
 	staleness prometheus.Histogram
 
+	bodyRejected prometheus.Counter
+
 	flushWrites   prometheus.Histogram
 	flushDuration prometheus.Histogram
 
@@ -79,6 +83,10 @@ func New() *Metrics {
 			Namespace: namespace, Subsystem: "http", Name: "overload_rejections_total",
 			Help: "API requests answered 503 unavailable because --max-concurrent requests were already being served.",
 		}),
+		bodyRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "http", Name: "body_budget_rejections_total",
+			Help: "API requests answered 503 unavailable because the request bodies in flight already held --max-body-total bytes.",
+		}),
 		staleness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "cached_read_staleness_seconds",
 			Help:    "Age of the rollup value served by each cached read (consistency=cached).",
@@ -102,7 +110,7 @@ func New() *Metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.inFlight, m.rejected, m.staleness,
+		m.requests, m.inFlight, m.rejected, m.staleness, m.bodyRejected,
 		m.flushWrites, m.flushDuration, m.storeErrors,
 	)
 	return m
@@ -179,6 +187,10 @@ func statusLabel(status int) string {
 		return "409"
 	case 413:
 		return "413"
+	case 415:
+		return "415"
+	case 429:
+		return "429"
 	case 500:
 		return "500"
 	case 503:

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -223,9 +224,8 @@ func (a *attempt) decide(b *batch, out []shardcounter.Outcome) (*plan, error) {
 		k := shardKey{inc.Counter, shard.Of(b.picks[i], c.spec.Shards)}
 		if distinct {
 			p.members.add(i, inc, b.picks[i], k.shard)
-		} else if err := c.add(k.shard, inc.Delta); err != nil {
-			out[i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: %s", inc.Counter, err)
-			continue
+		} else if k, out[i].Err = c.decideDelta(k, inc.Delta, &r); out[i].Err != nil || k.counter == "" {
+			continue // refused, or the attempt starts again with every shard locked
 		} else {
 			dirty[k] = true
 			if c.spec.Window != nil {
@@ -277,27 +277,78 @@ func (a *attempt) decide(b *batch, out []shardcounter.Outcome) (*plan, error) {
 	return p, nil
 }
 
-// add adds delta to shard k, or says why it may not: the shard or the
-// total would leave int64, or the total its bounds.
-func (c *counter) add(k int, delta int64) error {
+// decideDelta decides a delta item on shard k: it returns the shard
+// the delta goes to (add), or the item's own error, or a zero key when
+// the counter must be locked in full to decide it (added to r.full).
+func (c *counter) decideDelta(k shardKey, delta int64, r *restart) (shardKey, error) {
+	sh, err := c.add(k.shard, delta)
+	switch {
+	case err == errNeedTotal:
+		if !slices.Contains(r.full, k.counter) {
+			r.full = append(r.full, k.counter)
+		}
+		return shardKey{}, nil
+	case err != nil:
+		return k, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: %s", k.counter, err)
+	}
+	k.shard = sh
+	return k, nil
+}
+
+// errNeedTotal is add's answer when shard k cannot take the delta and the
+// counter is not full: whether the write is out of range depends on the
+// total, so the attempt starts again locking every shard.
+var errNeedTotal = errors.New("the counter's total must be checked")
+
+// add adds delta to shard k, or to another shard when k cannot hold it,
+// and returns the shard it went to; or it says why it may not: the total
+// would leave int64 or its bounds (errNeedTotal when the counter is not
+// full, and that is to be found out). Out of range is judged on the
+// total alone: when the total plus delta fits, some shard can take delta
+// (see roomFor), and which shard holds a write changes no value.
+func (c *counter) add(k int, delta int64) (int, error) {
 	v, ok := overflow.Add(c.values[k], delta)
-	if !ok {
-		return fmt.Errorf("adding %d would take it outside the int64 range", delta)
+	if !ok && !c.full {
+		return k, errNeedTotal
 	}
 	total := c.total
 	if c.full {
-		if total, ok = overflow.Add(c.total, delta); !ok || c.overflowed {
-			return fmt.Errorf("adding %d would take it outside the int64 range", delta)
+		var fits bool
+		if total, fits = overflow.Add(c.total, delta); !fits || c.overflowed {
+			return k, fmt.Errorf("adding %d would take it outside the int64 range", delta)
 		}
 		if lo := c.spec.Min; lo != nil && total < *lo {
-			return fmt.Errorf("adding %d would take it to %d, below its min %d", delta, total, *lo)
+			return k, fmt.Errorf("adding %d would take it to %d, below its min %d", delta, total, *lo)
 		}
 		if hi := c.spec.Max; hi != nil && total > *hi {
-			return fmt.Errorf("adding %d would take it to %d, above its max %d", delta, total, *hi)
+			return k, fmt.Errorf("adding %d would take it to %d, above its max %d", delta, total, *hi)
+		}
+		if !ok {
+			k, v, ok = c.roomFor(k, delta)
 		}
 	}
+	if !ok {
+		return k, fmt.Errorf("adding %d would take every shard outside the int64 range", delta)
+	}
 	c.values[k], c.total = v, total
-	return nil
+	return k, nil
+}
+
+// roomFor returns the first shard after k, of a full counter (every shard
+// locked), that can take delta, and its value with it. One can when the
+// total plus delta is an int64: if every shard v_i had v_i + delta past
+// MaxInt64 (delta > 0), the total would exceed n·(MaxInt64 − delta) ≥
+// MaxInt64 − delta, and so would the total plus delta; the same holds
+// below. Request ids are recorded by counter, not by shard, so a write
+// with one may land anywhere.
+func (c *counter) roomFor(k int, delta int64) (int, int64, bool) {
+	for i := 1; i < c.spec.Shards; i++ {
+		j := (k + i) % c.spec.Shards
+		if v, ok := overflow.Add(c.values[j], delta); ok {
+			return j, v, true
+		}
+	}
+	return k, 0, false
 }
 
 type shardKey struct {

@@ -132,6 +132,35 @@ func fits(vals []int64, k int, d int64) bool {
 	return s.Cmp(bigMax) <= 0 && s.Cmp(bigMin) >= 0
 }
 
+// fitsTotal reports whether a write of d, linearized at a moment when the
+// counter's shards held vals, keeps the total in range; some shard can
+// then hold it once the values are level (levelShares).
+func fitsTotal(vals []int64, d int64) bool {
+	return fits(vals, -1, d)
+}
+
+// levelShares splits the total of vals into len(vals) shares that differ
+// by at most one and sum to it exactly: floor(total/n) each, one more for
+// the first total mod n. Each is an int64 when the total is, and has room
+// for any write the total has room for: a share lies between 0 and the
+// total, so total + d in range puts share + d in range too.
+func levelShares(vals []int64) []int64 {
+	total := new(big.Int)
+	for _, v := range vals {
+		total.Add(total, big.NewInt(v))
+	}
+	n := big.NewInt(int64(len(vals)))
+	q, r := new(big.Int).DivMod(total, n, new(big.Int)) // r in [0, n)
+	out := make([]int64, len(vals))
+	for i := range out {
+		out[i] = q.Int64()
+		if int64(i) < r.Int64() {
+			out[i]++
+		}
+	}
+	return out
+}
+
 // negate returns −d as the scripts take it: for MinInt64, whose negation
 // is not an int64, MaxInt64, one short, which only gives back a little
 // less room than was taken.

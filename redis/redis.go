@@ -314,6 +314,9 @@ func storeErr(op string, err error, write bool) error {
 		return err
 	}
 	if notExecuted(err) {
+		if !write { // a read, or a step before any write was sent: there is nothing to apply
+			return &shardcounter.Error{Code: shardcounter.EUNAVAILABLE, Message: fmt.Sprintf("redis: %s: %v; the command was not run, retry later", op, err)}
+		}
 		return &shardcounter.Error{Code: shardcounter.EUNAVAILABLE, Message: fmt.Sprintf("redis: %s: %v; nothing was applied, retry later", op, err)}
 	}
 	if write {

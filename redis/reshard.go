@@ -90,7 +90,9 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 //  4. Allow: the shards of the new layout get their allowances (see
 //     allowance.go), computed from their frozen values, so every client
 //     computes the same; a marker makes the step run once per shard. A
-//     freeze (m = n, asked for by a read, see freeze) skips it.
+//     freeze (m = n, asked for by a read, see freeze) skips it; a
+//     rebalance first levels the shards' values when the write it is for
+//     cannot go on its shard but fits the total (makeRoom, level).
 //  5. Commit: the metadata gets m shards and epoch E+1 in one script that
 //     checks the intent is still the one being finished.
 //  6. No clean-up: the removed shard keys are kept, frozen at epoch E+1,
@@ -160,14 +162,8 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 		}
 	}
 
-	if l.rooms() && (m != n || l.need != nil) {
-		// A plain freeze leaves the values, and so the allowances, as they are.
-		if err := s.allow(ctx, l, newEp); err != nil {
-			return err
-		}
-		if err := s.step("allow"); err != nil {
-			return err
-		}
+	if err := s.makeRoom(ctx, l, newEp); err != nil {
+		return err
 	}
 
 	// The steps before must survive a failover before the commit makes
@@ -299,58 +295,6 @@ func (s *CounterStore) allow(ctx context.Context, l *layout, newEp string) error
 		}
 		return nil
 	})
-}
-
-// freeze runs a reshard to the counter's own shard count: it freezes the
-// shards, takes their values while they are frozen (see fence), gives them
-// their allowances again, w's first, when w is set (a rebalance, see
-// allowance.go), and commits. It returns the values, which the counter
-// held at a moment during the call, or nil when another client's reshard
-// got there first or writers came back before the values were taken (the
-// caller reloads the layout, which finishes any reshard, and tries again).
-func (s *CounterStore) freeze(ctx context.Context, l *layout, w *need) ([]int64, error) {
-	k, d := "", ""
-	if w != nil {
-		k, d = strconv.Itoa(w.shard), strconv.FormatInt(w.delta, 10)
-	}
-	ok, err := s.runScript(ctx, intentScript, []string{metaKey(s.prefix, l.id)}, l.ep(), l.n, k, d).Int()
-	if err != nil {
-		return nil, storeErr("freeze counter", err, true)
-	}
-	switch ok {
-	case -1:
-		return nil, notFound(l.id)
-	case 0:
-		return s.joinFreeze(ctx, l)
-	}
-	r := *l // l may be shared through the cache
-	r.state, r.to, r.need, r.frozen = stateReshard, l.n, w, nil
-	if err := s.finishReshard(ctx, &r); err != nil && err != errMoved {
-		return nil, err
-	}
-	return r.frozen, nil
-}
-
-// joinFreeze helps finish the freeze that another client recorded on the
-// layout l, when that is what is recorded, and returns the values its
-// fence step found frozen (see fence: whoever fences, they are the
-// counter's value at a moment during this call), or nil.
-func (s *CounterStore) joinFreeze(ctx context.Context, l *layout) ([]int64, error) {
-	m, err := s.client.HGetAll(ctx, metaKey(s.prefix, l.id)).Result()
-	if err != nil {
-		return nil, storeErr("read counter metadata", err, false)
-	}
-	cur, err := s.parseLayout(l.id, m)
-	if err != nil || cur == nil {
-		return nil, err
-	}
-	if cur.state != stateReshard || cur.epoch != l.epoch || cur.to != cur.n || cur.keys != l.keys {
-		return nil, nil
-	}
-	if err := s.finishReshard(ctx, cur); err != nil && err != errMoved {
-		return nil, err
-	}
-	return cur.frozen, nil
 }
 
 // moveMembers runs step 3 of finishReshard for a distinct counter, whose

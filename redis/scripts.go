@@ -12,8 +12,8 @@ const (
 	resApplied   = 1
 	resDuplicate = 2
 	resStale     = 3 // the shard does not accept writes for this epoch: reload the layout
-	resOverflow  = 4 // the shard (or a bounded counter's total) would leave the int64 range
-	resNoRoom    = 5 // the shard's allowance is spent: rebalance (see allowance.go)
+	resOverflow  = 4 // a bounded counter's total would leave the int64 range
+	resNoRoom    = 5 // the shard's allowance is spent, or its value would leave int64: rebalance (see allowance.go)
 	resDeferred  = 6 // an earlier item of the same counter was stale or had no room: try after it
 	resUnchanged = 7 // a member item that changed nothing (applied; its request id recorded)
 	resBounds    = 8 // a bounded counter's total would leave [min, max]
@@ -73,6 +73,10 @@ end
 // tell whether the shard changed between two of its reads, see read.go),
 // and of the write's bucket, which also sweeps a few buckets past
 // retention; and the request id's record. All of that is one atomic step.
+// A delta that would take the shard's value out of int64 (a bounded
+// counter's shards have no allowances) is short of room too: the
+// rebalance that follows moves value between the frozen shards (level in
+// reshard.go), since out of range is judged on the total alone.
 // Items of one counter apply in order: after one that must be tried again
 // (stale, or short of room) the later ones are deferred, unapplied, to be
 // tried after it. The id set expires with its newest id, so that a shard
@@ -171,7 +175,8 @@ for j = 1, #KEYS / 5 do
         if type(r) == 'table' and r.err then
           if not string.find(r.err, 'overflow') then return redis.error_reply(r.err) end
           if mode == 'b' then redis.call('HSET', ak, 't', old) else unspend(sk, d, nd) end
-          out[j] = 4
+          out[j] = 5
+          blocked[c] = true
         else
           if mode ~= 'b' then
             if string.sub(d, 1, 1) ~= '-' then widen(sk, 'dn', d) else widen(sk, 'up', nd) end
@@ -416,6 +421,20 @@ redis.call('HSET', KEYS[1], 'up', ARGV[2], 'dn', ARGV[3], 'ae', ARGV[1])
 return 1
 `)
 
+// levelScript sets shard KEYS[1]'s value to ARGV[2] for the rebalance
+// that creates epoch ARGV[1], keeping the value it replaces in ov, once:
+// the marker lv makes a re-run a no-op. The shards are frozen (fenced at
+// that epoch) and the values set sum to the values replaced (see level).
+// It returns -1 when the shard is not at that epoch, 0 when the marker
+// was there, 1 when set.
+var levelScript = goredis.NewScript(`
+local m = redis.call('HMGET', KEYS[1], 'e', 'lv')
+if m[1] ~= ARGV[1] then return -1 end
+if m[2] == ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'v', ARGV[2], 'ov', ARGV[3], 'lv', ARGV[1])
+return 1
+`)
+
 // markDeleteScript records in the metadata KEYS[1] that the counter is
 // being deleted; from then on it is not found, and whoever meets the mark
 // finishes the deletion. It returns 0 when the counter does not exist.
@@ -443,4 +462,4 @@ end
 return out
 `)
 
-var allScripts = []*goredis.Script{shardsScript, addScript, newShardScript, newBoundsScript, isMemberScript, bucketsScript, resetMembersScript, copyMembersScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, markDeleteScript, deleteMetaScript}
+var allScripts = []*goredis.Script{shardsScript, addScript, newShardScript, newBoundsScript, isMemberScript, bucketsScript, resetMembersScript, copyMembersScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, levelScript, markDeleteScript, deleteMetaScript}

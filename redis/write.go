@@ -327,7 +327,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 				out[it.i].Err = err
 			case err != nil:
 				out[it.i].Err = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q: making room for a write of %d failed: %s; the write was not applied", id, d, shardcounter.ErrorMessage(err))
-			case vals != nil && !fits(vals, it.shard, d):
+			case vals != nil && !fitsTotal(vals, d): // the total alone decides (see level)
 				out[it.i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", id, d)
 			default:
 				retry = append(retry, it.i)

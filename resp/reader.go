@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // Defaults of Limits. Every argument shardcounter takes is a name of at
@@ -34,6 +35,17 @@ type Limits struct {
 	MaxArgs   int // elements of one command array; default DefaultMaxArgs
 	MaxInline int // bytes of one inline command line; default DefaultMaxInline
 	MaxBuffer int // bytes of unparsed input held; default DefaultMaxBuffer
+
+	// Pipeline, when positive, is the most commands one ReadCommands
+	// returns; the rest stay buffered, unparsed, for the next call. A
+	// server that reads an unauthenticated connection one command at a
+	// time parses what follows AUTH under the limits AUTH sets.
+	Pipeline int
+
+	// Budget, when set, bounds the input buffered by this Reader and
+	// every other Reader of the same Budget together; see Budget. A
+	// Reader keeps the Budget it was made with.
+	Budget *Budget
 }
 
 func (l Limits) withDefaults() Limits {
@@ -84,24 +96,89 @@ type Command struct {
 // Reader reads commands from a connection. It is not safe for concurrent
 // use.
 type Reader struct {
-	rd   io.Reader
-	lim  Limits
-	buf  []byte
-	r, w int // buf[r:w] is read and not yet parsed
-	cmds []Command
-	args [][]byte
-	err  error // met after the commands last returned; returned next
+	rd     io.Reader
+	lim    Limits
+	budget *Budget
+	buf    []byte // nil until the first read, and after Release
+	r, w   int    // buf[r:w] is read and not yet parsed
+	cmds   []Command
+	args   [][]byte
+	err    error // met after the commands last returned; returned next
 }
 
 // initialBuffer is the buffer a Reader starts with, and returns to when
 // it is empty after holding a large command: a pipeline of a few hundred
-// short commands fits.
+// short commands fits. Buffers of this size are pooled: a server that
+// releases the buffers of idle connections (Release) takes them back
+// from the pool as input comes.
 const initialBuffer = 16 << 10
 
-// NewReader returns a Reader of rd with the given limits.
+var buffers = sync.Pool{New: func() any { return new([initialBuffer]byte) }}
+
+// NewReader returns a Reader of rd with the given limits. It holds no
+// buffer until it first reads.
 func NewReader(rd io.Reader, lim Limits) *Reader {
 	lim = lim.withDefaults()
-	return &Reader{rd: rd, lim: lim, buf: make([]byte, min(initialBuffer, lim.MaxBuffer))}
+	return &Reader{rd: rd, lim: lim, budget: lim.Budget}
+}
+
+// SetLimits changes the limits for the input to come (the Budget stays
+// the one the Reader was made with). Input already buffered is held to
+// them as it is parsed: lowering MaxBuffer under what is buffered makes
+// the next incomplete command an error. The buffer, which the commands
+// last returned point into, is kept until the next read.
+func (r *Reader) SetLimits(lim Limits) {
+	lim = lim.withDefaults()
+	lim.Budget = r.budget
+	r.lim = lim
+}
+
+// Release gives back the Reader's buffer, to the pool and to its Budget,
+// when it holds no unparsed input; the next read takes one again. The
+// commands last returned point into the buffer: call it only once they
+// are done with. An event loop releases the buffers of the connections
+// it has served, so that idle connections hold no input memory.
+func (r *Reader) Release() {
+	if r.r != r.w || r.buf == nil {
+		return
+	}
+	r.dropBuffer()
+}
+
+// Close gives back the Reader's buffer, whatever it holds: the
+// connection is gone. The Reader returns no more commands.
+func (r *Reader) Close() {
+	if r.buf != nil {
+		r.dropBuffer()
+	}
+	if r.err == nil {
+		r.err = io.ErrClosedPipe
+	}
+}
+
+func (r *Reader) dropBuffer() {
+	r.budget.give(len(r.buf))
+	if len(r.buf) == initialBuffer {
+		buffers.Put((*[initialBuffer]byte)(r.buf))
+	}
+	r.buf, r.r, r.w = nil, 0, 0
+}
+
+// newBuffer returns a buffer of n bytes taken from the budget, or nil.
+func (r *Reader) newBuffer(n int) []byte {
+	if !r.budget.take(n) {
+		return nil
+	}
+	if n == initialBuffer {
+		return buffers.Get().(*[initialBuffer]byte)[:]
+	}
+	return make([]byte, n)
+}
+
+// errBudget is the error of a Reader whose Budget has no room for the
+// buffer it needs.
+func (r *Reader) errBudget(n int) error {
+	return protocolErrorf("the server's input buffers are full (%d bytes for all connections): %d more bytes cannot be held; send shorter commands or pipelines, or try again later", r.budget.Limit(), n)
 }
 
 // ReadCommands returns the commands that are complete in the buffer,
@@ -135,6 +212,9 @@ func (r *Reader) ReadCommands() ([]Command, error) {
 			r.r += n
 			if len(cmd.Args) > 0 {
 				r.cmds = append(r.cmds, cmd)
+				if len(r.cmds) == r.lim.Pipeline {
+					return r.cmds, nil
+				}
 			}
 		}
 		if len(r.cmds) > 0 {
@@ -171,9 +251,14 @@ func (r *Reader) Pending() bool { return r.err != nil || r.r < r.w }
 // fill reads more input after what is buffered, moving it to the front of
 // the buffer and growing the buffer, up to MaxBuffer, when it is full.
 func (r *Reader) fill() (int, error) {
-	if r.r == r.w && len(r.buf) > initialBuffer {
-		r.buf = make([]byte, initialBuffer) // drop a large buffer once it is empty
-		r.r, r.w = 0, 0
+	if r.r == r.w && len(r.buf) > min(initialBuffer, r.lim.MaxBuffer) {
+		r.dropBuffer() // drop a large buffer once it is empty
+	}
+	if r.buf == nil {
+		n := min(initialBuffer, r.lim.MaxBuffer)
+		if r.buf = r.newBuffer(n); r.buf == nil {
+			return 0, r.errBudget(n)
+		}
 	}
 	if r.r > 0 {
 		copy(r.buf, r.buf[r.r:r.w])
@@ -184,8 +269,15 @@ func (r *Reader) fill() (int, error) {
 		if len(r.buf) >= r.lim.MaxBuffer {
 			return 0, protocolErrorf("query buffer limit of %d bytes reached: send shorter commands or pipelines", r.lim.MaxBuffer)
 		}
-		nb := make([]byte, min(2*len(r.buf), r.lim.MaxBuffer))
+		n := min(2*len(r.buf), r.lim.MaxBuffer)
+		if !r.budget.take(n - len(r.buf)) { // the old buffer is dropped at once
+			return 0, r.errBudget(n - len(r.buf))
+		}
+		nb := make([]byte, n)
 		copy(nb, r.buf[:r.w])
+		if len(r.buf) == initialBuffer {
+			buffers.Put((*[initialBuffer]byte)(r.buf))
+		}
 		r.buf = nb
 	}
 	n, err := r.rd.Read(r.buf[r.w:])

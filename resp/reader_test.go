@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/shardcounter/shardcounter/resp"
 )
@@ -287,5 +288,71 @@ func TestReaderWouldBlock(t *testing.T) {
 	}
 	if !r.Pending() {
 		t.Error("Pending is false with a protocol error waiting")
+	}
+}
+
+// TestReaderPipelineLimit checks Limits.Pipeline: one call returns at most
+// that many commands, and the rest come, in order, from the next calls,
+// under the limits in force when they are parsed.
+func TestReaderPipelineLimit(t *testing.T) {
+	in := "AUTH tok\r\n*3\r\n$4\r\nMGET\r\n$1\r\na\r\n$1\r\nb\r\nPING\r\n"
+	rd := resp.NewReader(strings.NewReader(in), resp.Limits{Pipeline: 1, MaxArgs: 2})
+	cmds, err := rd.ReadCommands()
+	if err != nil || len(cmds) != 1 || string(cmds[0].Args[0]) != "AUTH" {
+		t.Fatalf("first call: %d commands, %v; want AUTH alone", len(cmds), err)
+	}
+	if !rd.Pending() {
+		t.Fatal("Pending is false with commands buffered")
+	}
+	rd.SetLimits(resp.Limits{}) // as AUTH would: MGET's three arguments are fine now
+	cmds, err = rd.ReadCommands()
+	if err != nil || len(cmds) != 2 || string(cmds[0].Args[0]) != "MGET" || string(cmds[1].Args[0]) != "PING" {
+		t.Fatalf("second call: %d commands, %v; want MGET and PING", len(cmds), err)
+	}
+}
+
+// TestReaderBudget checks that Readers of one Budget together hold no
+// more than it, that one with no room fails with a protocol error, and
+// that Release and Close give their buffers back.
+func TestReaderBudget(t *testing.T) {
+	b := resp.NewBudget(40 << 10)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	// Most of a command that needs a 32 KiB buffer.
+	go pw.Write([]byte("*2\r\n$4\r\nECHO\r\n$30000\r\n" + strings.Repeat("x", 20000)))
+	big := resp.NewReader(pr, resp.Limits{Budget: b})
+	small := resp.NewReader(strings.NewReader("PING\r\n"), resp.Limits{Budget: b})
+	done := make(chan struct{})
+	go func() {
+		big.ReadCommands()
+		close(done)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Used() < 32<<10 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if b.Used() != 32<<10 {
+		t.Fatalf("Used = %d with one reader waiting for a 30,000-byte bulk, want %d", b.Used(), 32<<10)
+	}
+	var pe *resp.ProtocolError
+	if _, err := small.ReadCommands(); !errors.As(err, &pe) {
+		t.Fatalf("a reader past the budget: %v, want a protocol error", err)
+	}
+	if b.Used() != 32<<10 {
+		t.Fatalf("Used = %d after a refused buffer, want it unchanged", b.Used())
+	}
+	ok := resp.NewReader(strings.NewReader("PING\r\n"), resp.Limits{Budget: b, MaxBuffer: 4 << 10})
+	if cmds, err := ok.ReadCommands(); err != nil || len(cmds) != 1 {
+		t.Fatalf("a 4 KiB reader within the budget: %v", err)
+	}
+	ok.Release()
+	if b.Used() != 32<<10 {
+		t.Fatalf("Used = %d after Release of an idle reader, want %d", b.Used(), 32<<10)
+	}
+	pw.Close()
+	<-done
+	big.Close()
+	if b.Used() != 0 {
+		t.Fatalf("Used = %d after Close, want 0", b.Used())
 	}
 }

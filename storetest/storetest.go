@@ -108,6 +108,7 @@ func RunCounterStore(t *testing.T, open OpenFunc, opts Options) {
 	t.Run("ApplyDuplicate", func(t *testing.T) { testApplyDuplicate(t, open(t)) })
 	t.Run("OutOfRange", func(t *testing.T) { testOutOfRange(t, open(t)) })
 	t.Run("TotalOutOfRange", func(t *testing.T) { testTotalOutOfRange(t, open(t)) })
+	t.Run("FullShard", func(t *testing.T) { testFullShard(t, open(t)) })
 	t.Run("Reshard", func(t *testing.T) { testReshard(t, open(t)) })
 	t.Run("Exactness", func(t *testing.T) { testExactness(t, open(t), opts) })
 	t.Run("ConcurrentDuplicates", func(t *testing.T) { testConcurrentDuplicates(t, open(t)) })

@@ -21,8 +21,10 @@ import (
 	"github.com/shardcounter/shardcounter/dsn"
 	"github.com/shardcounter/shardcounter/engine"
 	shttp "github.com/shardcounter/shardcounter/http"
+	"github.com/shardcounter/shardcounter/internal/authtoken"
 	"github.com/shardcounter/shardcounter/metrics"
 	"github.com/shardcounter/shardcounter/redis"
+	"github.com/shardcounter/shardcounter/resp"
 	respserver "github.com/shardcounter/shardcounter/resp/server"
 )
 
@@ -58,9 +60,13 @@ type serveCommand struct {
 	reqTimeout    time.Duration
 	bodyTimeout   time.Duration
 	maxConcurrent int
+	maxBodyTotal  int64
 	respListen    string
 	respGoroutine bool
 	respFlush     bool
+	respTimeout   time.Duration
+	respClients   int
+	respInputMem  int64
 	maxStaleness  time.Duration
 	cacheSize     int
 	readsInFlight int
@@ -80,6 +86,7 @@ func (c *serveCommand) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.flushInterval, "flush-interval", engine.DefaultFlushInterval, "with --durability async, commit a queued write within this `DURATION`")
 	fs.DurationVar(&c.dedupeWindow, "dedupe-window", shardcounter.DefaultDedupeWindow, "a request id repeated within this `DURATION` is not applied again")
 	fs.Int64Var(&c.maxBody, "max-body", shttp.DefaultMaxBodyBytes, "larger request bodies get 413 (`BYTES`)")
+	fs.Int64Var(&c.maxBodyTotal, "max-body-total", shttp.DefaultMaxBodyTotal, "hold at most `BYTES` of request bodies at once, across all requests; past it a request gets 503 before its body is read")
 	fs.StringVar(&c.authTokenFile, "auth-token-file", c.env("SHARDCOUNTER_AUTH_TOKEN_FILE", ""),
 		"require a bearer token on /v1 from `PATH`, one token a line, reread on SIGHUP (env SHARDCOUNTER_AUTH_TOKEN_FILE)")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "serve HTTPS with the certificate chain in `PATH` (PEM; needs --tls-key; reread on SIGHUP)")
@@ -102,6 +109,11 @@ func (c *serveCommand) flags(fs *flag.FlagSet) {
 	})
 	fs.StringVar(&c.respListen, "resp-listen", c.env("SHARDCOUNTER_RESP_LISTEN", ""),
 		"also serve the Redis protocol (RESP2, RESP3) on `ADDR`, such as 127.0.0.1:6380; off unless given (env SHARDCOUNTER_RESP_LISTEN)")
+	fs.DurationVar(&c.respTimeout, "resp-read-timeout", respserver.DefaultReadTimeout,
+		"a RESP command must arrive in full within this `DURATION` of its first byte, else its connection is closed (idle connections have no deadline)")
+	fs.IntVar(&c.respClients, "resp-max-clients", respserver.DefaultMaxClients, "serve at most `N` RESP connections at once; past it a new one gets -ERR max number of clients reached")
+	fs.Int64Var(&c.respInputMem, "resp-max-input-memory", respserver.DefaultMaxInputMemory,
+		"hold at most `BYTES` of unparsed RESP input across all connections; a connection that needs more gets a protocol error and is closed")
 	fs.BoolVar(&c.respGoroutine, "resp-conn-goroutines", false,
 		"serve each RESP connection on its own goroutine instead of one event loop: a command waiting for the store then holds up only its own connection (slower for many small commands; docs/RESP.md)")
 	fs.BoolVar(&c.respFlush, "resp-allow-flush", false,
@@ -136,6 +148,18 @@ func (c *serveCommand) check(args []string) (engine.Config, error) {
 	}
 	if c.maxBody < 1 {
 		return engine.Config{}, usagef("--max-body is %d: give a size in bytes, at least 1", c.maxBody)
+	}
+	if c.maxBodyTotal < c.maxBody {
+		return engine.Config{}, usagef("--max-body-total is %d, less than --max-body %d: give at least --max-body, or no body of that size is ever taken", c.maxBodyTotal, c.maxBody)
+	}
+	if c.respTimeout <= 0 {
+		return engine.Config{}, usagef("--resp-read-timeout is %v: give a positive duration such as 10s", c.respTimeout)
+	}
+	if c.respClients < 1 {
+		return engine.Config{}, usagef("--resp-max-clients is %d: give at least 1", c.respClients)
+	}
+	if c.respInputMem < resp.DefaultMaxBuffer {
+		return engine.Config{}, usagef("--resp-max-input-memory is %d: give at least %d, the largest command one connection may send", c.respInputMem, resp.DefaultMaxBuffer)
 	}
 	if c.store == "" {
 		return engine.Config{}, usagef("--store is empty: give a DSN such as %s", DefaultStore)
@@ -264,8 +288,11 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 			return fmt.Errorf("cannot listen on %s: %v: choose another --resp-listen address", c.respListen, err)
 		}
 	}
+	guard := authGuard(log)
 	api := shttp.NewServer(eng, shttp.ServerOptions{
 		MaxBodyBytes:   c.maxBody,
+		MaxBodyTotal:   c.maxBodyTotal,
+		AuthGuard:      guard,
 		Logger:         log,
 		AuthTokens:     tokens,
 		Metrics:        m,
@@ -313,17 +340,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 	respServed := make(chan error, 1)
 	scheme, _ := dsn.Scheme(c.store) // opened above: a scheme it knows
 	if respLn != nil {
-		rs = respserver.New(eng, respserver.Options{
-			AuthTokens:     tokens,
-			CommandTimeout: c.reqTimeout,
-			ConnGoroutines: c.respGoroutine,
-			AllowFlush:     c.respFlush,
-			SlotAtomic:     scheme == "redis+cluster",
-			Engine:         eng.Stats(),
-			Durability:     cfg.Durability,
-			Version:        Version(),
-			Logger:         log,
-		})
+		rs = c.respServer(eng, cfg.Durability, tokens, guard, scheme == "redis+cluster", log)
 		go func() {
 			if err := rs.Serve(respLn); !errors.Is(err, respserver.ErrServerClosed) {
 				respServed <- err
@@ -372,6 +389,36 @@ wait:
 		return fmt.Errorf("serving HTTP: %w", err)
 	}
 	return nil // the deferred engine.Close and store.Close run next
+}
+
+// respServer returns the Redis protocol server over eng, as the flags
+// configure it.
+func (c *serveCommand) respServer(eng *engine.Engine, d engine.Durability, tokens []string, guard *authtoken.Guard, slotAtomic bool, log *slog.Logger) *respserver.Server {
+	return respserver.New(eng, respserver.Options{
+		AuthTokens:     tokens,
+		AuthGuard:      guard,
+		ReadTimeout:    c.respTimeout,
+		MaxClients:     c.respClients,
+		MaxInputMemory: c.respInputMem,
+		CommandTimeout: c.reqTimeout,
+		ConnGoroutines: c.respGoroutine,
+		AllowFlush:     c.respFlush,
+		SlotAtomic:     slotAtomic,
+		Engine:         eng.Stats(),
+		Durability:     d,
+		Version:        Version(),
+		Logger:         log,
+	})
+}
+
+// authGuard returns the Guard of both front ends, so that failed
+// authentications from an address count together whichever protocol they
+// come by; it logs each address's burst once.
+func authGuard(log *slog.Logger) *authtoken.Guard {
+	return &authtoken.Guard{OnBurst: func(addr string, p authtoken.Protocol, n int64) {
+		log.Warn("failed authentications: slowing this address down until it stops failing for 10s",
+			"addr", addr, "protocol", p.String(), "failures", n)
+	}}
 }
 
 // reload handles SIGHUP: it rereads the token file and the certificate.

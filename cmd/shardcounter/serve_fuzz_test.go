@@ -15,6 +15,8 @@ func FuzzServeFlags(f *testing.F) {
 		"--max-staleness 0s", "--cache-size -1", "--max-reads-in-flight 0", "--default-shards 1025",
 		"--resp-listen 127.0.0.1:0 --resp-conn-goroutines", "--resp-conn-goroutines=maybe",
 		"--durability fast", "--tls-cert a.pem", "--store", "extra", "--flush-interval soon",
+		"--max-body-total 1048575", "--max-body 10 --max-body-total 10", "--resp-read-timeout 0s", "--resp-max-clients 0",
+		"--resp-max-input-memory 1048576 --resp-read-timeout 1ms --resp-max-clients 1",
 	} {
 		f.Add(seed)
 	}

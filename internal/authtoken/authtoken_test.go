@@ -29,3 +29,36 @@ func TestSet(t *testing.T) {
 		t.Fatal("after Replace(nil) a token is still required or matched")
 	}
 }
+
+// TestSetGenerations checks what a session needs to notice that its
+// token was removed: Generation moves on with every Replace, Holds says
+// whether a digest is still accepted, and Changed is closed by Replace.
+func TestSetGenerations(t *testing.T) {
+	var s authtoken.Set
+	s.Replace([]string{"alpha", "beta"})
+	gen, ch := s.Generation(), s.Changed()
+	d := authtoken.DigestOf([]byte("alpha"))
+	if !s.Holds(d) {
+		t.Fatal("Holds(digest of alpha) = false while alpha is accepted")
+	}
+	select {
+	case <-ch:
+		t.Fatal("Changed is closed before any Replace")
+	default:
+	}
+	s.Replace([]string{"beta"})
+	if s.Generation() == gen {
+		t.Error("Generation did not change with Replace")
+	}
+	if s.Holds(d) {
+		t.Error("Holds(digest of alpha) = true after alpha was removed")
+	}
+	if !s.Holds(authtoken.DigestOf([]byte("beta"))) {
+		t.Error("Holds(digest of beta) = false, beta is still accepted")
+	}
+	select {
+	case <-ch:
+	default:
+		t.Error("Changed is not closed after Replace")
+	}
+}

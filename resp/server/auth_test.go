@@ -44,13 +44,24 @@ func TestAuth(t *testing.T) {
 	}
 	h.expect("$3\r\napp\r\n")
 
-	// Tokens can be replaced while serving; a connection already in stays in.
-	s.SetAuthTokens([]string{"rotated"})
+	// Tokens can be replaced while serving: a connection whose token is
+	// still accepted stays in; one whose token was removed gets -NOAUTH
+	// on its next command, and no more: it is closed.
+	s.SetAuthTokens([]string{"rotated", "other"})
 	n := MustRaw(t, addr)
 	n.send("AUTH s3cret\r\nAUTH rotated\r\nPING\r\n")
 	n.expect("-WRONGPASS invalid username-password pair or user is disabled.\r\n", "+OK\r\n", "+PONG\r\n")
 	c.send("PING\r\n")
 	c.expect("+PONG\r\n")
+	h.send("PING\r\nINCR p\r\nPING\r\n")
+	h.expect("-NOAUTH Authentication required.\r\n")
+	h.expectClosed()
+	s.SetAuthTokens([]string{"rotated"})
+	c.send("INCR p\r\n")
+	c.expect("-NOAUTH Authentication required.\r\n")
+	c.expectClosed()
+	n.send("INCR p\r\n")
+	n.expect(":3\r\n") // the two INCR p sent with removed tokens did nothing
 }
 
 func TestAuthWithoutTokens(t *testing.T) {

@@ -3,10 +3,13 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"runtime/debug"
+	"sync"
 	"time"
 
+	"github.com/shardcounter/shardcounter/internal/authtoken"
 	"github.com/shardcounter/shardcounter/resp"
 )
 
@@ -22,7 +25,17 @@ type conn struct {
 	raddr   net.Addr // the client's address, kept: the loop closes nc early
 	laddr   net.Addr
 
-	authed  bool     // AUTH succeeded, or none is needed
+	authed   bool             // AUTH succeeded, or none is needed
+	token    authtoken.Digest // the token AUTH succeeded with, when one is needed
+	tokenGen uint64           // the generation of the server's tokens last checked
+	delay    time.Duration    // hold the replies this long before sending them (a throttled WRONGPASS)
+
+	// The read deadline of a connection on its own goroutine (timedReader).
+	mu           sync.Mutex // guards interrupted against a read deadline being set
+	interrupted  bool       // Shutdown set a past deadline: leave it
+	partialSince time.Time  // when the command being read started to arrive; zero: none
+	deadline     time.Time  // the read deadline set on nc
+
 	name    string   // CLIENT SETNAME
 	libName string   // CLIENT SETINFO LIB-NAME
 	libVer  string   // CLIENT SETINFO LIB-VER
@@ -35,16 +48,52 @@ type conn struct {
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {
-	return &conn{
-		s:       s,
-		nc:      nc,
-		rd:      resp.NewReader(nc, s.opts.Limits),
-		id:      s.nextID.Add(1),
-		raddr:   nc.RemoteAddr(),
-		laddr:   nc.LocalAddr(),
-		created: time.Now(),
-		authed:  !s.tokens.Required(),
+	c := &conn{
+		s:        s,
+		nc:       nc,
+		id:       s.nextID.Add(1),
+		raddr:    nc.RemoteAddr(),
+		laddr:    nc.LocalAddr(),
+		created:  time.Now(),
+		authed:   !s.tokens.Required(),
+		tokenGen: s.tokens.Generation(),
 	}
+	c.rd = resp.NewReader(timedReader{c}, c.limits())
+	return c
+}
+
+// limits returns the limits of the connection's input: small ones until
+// it authenticates.
+func (c *conn) limits() resp.Limits {
+	if c.authed {
+		return c.s.opts.Limits
+	}
+	return c.s.preAuth
+}
+
+// authOK reports whether the connection is authenticated: it did AUTH
+// with a token that the server still accepts (or needs none). When the
+// server's tokens changed since it last looked (one atomic load on every
+// command) and its token is no longer among them, the session ends: it
+// is unauthenticated from then on, and closed after the replies to what
+// it sent so far, each -NOAUTH.
+func (c *conn) authOK() bool {
+	if !c.authed {
+		return false
+	}
+	gen := c.s.tokens.Generation()
+	if gen == c.tokenGen {
+		return true
+	}
+	c.tokenGen = gen
+	if !c.s.tokens.Required() || c.s.tokens.Holds(c.token) {
+		return true
+	}
+	c.authed, c.quit = false, true
+	c.rd.SetLimits(c.s.preAuth)
+	c.s.stats.revoked.Add(1)
+	c.s.opts.Logger.Info("resp: ending a session whose token was removed", "client", c.raddr.String(), "id", c.id)
+	return false
 }
 
 // interrupt wakes the connection from waiting for input, so that it sees
@@ -52,9 +101,69 @@ func (s *Server) newConn(nc net.Conn) *conn {
 // sees the shutdown itself.
 func (c *conn) interrupt() {
 	if c.lc == nil {
+		c.mu.Lock()
+		c.interrupted = true
 		c.nc.SetReadDeadline(time.Unix(1, 0))
+		c.mu.Unlock()
 	}
 }
+
+// timedReader reads a connection served on its own goroutine for its
+// resp.Reader, setting the socket's read deadline to ReadTimeout after the
+// first byte of a command that has not fully arrived, and clearing it
+// when the connection has nothing buffered (idle connections have no
+// deadline). The deadline runs from when the command started arriving,
+// not from the last byte, so a client cannot hold a half-sent command by
+// trickling it; it starts afresh once a command completes.
+type timedReader struct{ c *conn }
+
+func (t timedReader) Read(p []byte) (int, error) {
+	c := t.c
+	if c.s.opts.ReadTimeout > 0 {
+		var want time.Time
+		if c.rd.Buffered() > 0 {
+			if c.partialSince.IsZero() {
+				c.partialSince = time.Now()
+			}
+			want = c.partialSince.Add(c.s.opts.ReadTimeout)
+		}
+		if !want.Equal(c.deadline) {
+			c.mu.Lock()
+			if !c.interrupted {
+				c.nc.SetReadDeadline(want)
+			}
+			c.mu.Unlock()
+			c.deadline = want
+		}
+	}
+	return c.nc.Read(p)
+}
+
+// protocolError encodes the reply to input the connection's Reader cannot
+// use, and marks the connection to be closed after it, as Redis does:
+// nothing after a framing error can be trusted to start a command.
+func (c *conn) protocolError(err error) {
+	var pe *resp.ProtocolError
+	var ne net.Error
+	switch {
+	case errors.As(err, &pe):
+		c.s.stats.protocolErrors.Add(1)
+		c.s.opts.Logger.Debug("resp: protocol error; closing the connection", "client", c.raddr.String(), "error", pe.Msg)
+		msg := "ERR " + pe.Error()
+		if !c.authed {
+			msg += fmt.Sprintf(" (before AUTH a command may have at most %d arguments and %d bytes)", PreAuthMaxArgs, PreAuthMaxBuffer)
+		}
+		c.w.Error(msg)
+	case errors.As(err, &ne) && ne.Timeout() || err == errReadTimeout:
+		c.s.stats.readTimeouts.Add(1)
+		c.w.Error(fmt.Sprintf("ERR Protocol error: the command did not arrive in full within %v (--resp-read-timeout): send each command whole", c.s.opts.ReadTimeout))
+	}
+	c.quit = true
+}
+
+// errReadTimeout is the event loop's word for a command that did not
+// arrive within ReadTimeout.
+var errReadTimeout = errors.New("read timeout")
 
 // serve reads pipelines of commands, executes them and sends the replies,
 // until the client quits or leaves, a frame is malformed, or the server
@@ -67,21 +176,24 @@ func (c *conn) serve() {
 			c.s.opts.Logger.Error("resp: panic serving a connection; closing it", "panic", p, "client", c.raddr.String(), "stack", string(debug.Stack()))
 		}
 	}()
+	defer c.rd.Close()
 	for !c.s.shutdown.Load() {
 		cmds, err := c.rd.ReadCommands()
 		if err != nil {
 			var pe *resp.ProtocolError
-			if !errors.As(err, &pe) {
+			var ne net.Error
+			if !errors.As(err, &pe) && (!errors.As(err, &ne) || !ne.Timeout() || c.s.shutdown.Load()) {
 				return // the client left, or Shutdown interrupted the read
 			}
-			// As Redis: say what was wrong, then close, since nothing
-			// after a framing error can be trusted to start a command.
-			c.s.stats.protocolErrors.Add(1)
-			c.s.opts.Logger.Debug("resp: protocol error; closing the connection", "client", c.raddr.String(), "error", pe.Msg)
-			c.w.Error("ERR " + pe.Error())
-			c.quit = true
+			c.protocolError(err)
+		} else {
+			c.partialSince = time.Time{} // a command came whole: the next one's time starts
 		}
 		c.run(cmds)
+		if c.delay > 0 {
+			time.Sleep(c.delay)
+			c.delay = 0
+		}
 		if err := c.flush(); err != nil || c.quit {
 			return
 		}
@@ -135,7 +247,7 @@ func (c *conn) readsWith(args [][]byte) bool {
 // authenticated (or cmd needs none), the argument count fits, and no
 // transaction is being queued (but for EXEC, which ends it).
 func (c *conn) ready(cmd *command, args [][]byte) bool {
-	return (c.authed || cmd.noAuth) && cmd.arityOK(len(args)) && (c.tx == nil || cmd.name == "exec")
+	return (cmd.noAuth || c.authOK()) && cmd.arityOK(len(args)) && (c.tx == nil || cmd.name == "exec")
 }
 
 // lookup returns the command named by args[0], in any case, or nil.
@@ -167,7 +279,7 @@ func (c *conn) exec(cmd *command, args [][]byte) {
 		c.w.Error(unknownCommand(args))
 	case !cmd.arityOK(len(args)):
 		c.w.Error("ERR wrong number of arguments for '" + cmd.name + "' command")
-	case !c.authed && !cmd.noAuth:
+	case !cmd.noAuth && !c.authOK():
 		c.w.Error(errNoAuth)
 	case cmd.run == nil: // a batched command when the batch cannot take it (EXEC, alone)
 		c.runBatched(cmd, args)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter/engine"
+	"github.com/shardcounter/shardcounter/internal/authtoken"
 	"github.com/shardcounter/shardcounter/resp"
 )
 
@@ -74,7 +75,7 @@ func cmdHello(c *conn, args [][]byte) {
 			return
 		}
 	}
-	if !c.authed {
+	if !c.authOK() {
 		c.w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
@@ -131,14 +132,24 @@ func cmdAuth(c *conn, args [][]byte) {
 // they do not match. The only user is "default", whose passwords are the
 // server's tokens; with no tokens it takes any password, as Redis's
 // default user does with nopass.
+//
+// A failure is counted by the server's AuthGuard; past its address's
+// burst, the reply is held back (conn.delay) by the Guard's wait, at least
+// 100 ms. A right password is never slowed.
 func (c *conn) auth(user, pass []byte) string {
-	if string(user) != "default" {
+	gen := c.s.tokens.Generation() // before the check: a change after it is seen by authOK
+	required := c.s.tokens.Required()
+	d := authtoken.DigestOf(pass)
+	if string(user) != "default" || (required && !c.s.tokens.Holds(d)) {
+		if v := c.s.opts.AuthGuard.Fail(authtoken.RESP, c.raddr.String()); v.Throttled {
+			c.delay = max(c.delay, v.Delay)
+		}
 		return errWrongPass
 	}
-	if c.s.tokens.Required() && !c.s.tokens.Match(pass) {
-		return errWrongPass
+	if !c.authed {
+		c.rd.SetLimits(c.s.opts.Limits)
 	}
-	c.authed = true
+	c.authed, c.token, c.tokenGen = true, d, gen
 	return ""
 }
 
@@ -164,7 +175,9 @@ func cmdReset(c *conn, args [][]byte) {
 	c.w.SetProto(2)
 	c.name = ""
 	c.tx = nil
-	c.authed = !c.s.tokens.Required()
+	if c.authed = !c.s.tokens.Required(); !c.authed {
+		c.rd.SetLimits(c.s.preAuth)
+	}
 	c.w.Simple("RESET")
 }
 
@@ -415,6 +428,8 @@ func cmdInfo(c *conn, args [][]byte) {
 	section("Clients",
 		"connected_clients:"+strconv.FormatInt(s.stats.connected.Load(), 10),
 		"maxclients:"+strconv.Itoa(s.opts.MaxClients),
+		"input_buffers_bytes:"+strconv.FormatInt(s.budget.Used(), 10),
+		"input_buffers_limit:"+strconv.FormatInt(s.budget.Limit(), 10),
 	)
 	section("Persistence",
 		"loading:0",
@@ -425,6 +440,10 @@ func cmdInfo(c *conn, args [][]byte) {
 		"total_commands_processed:"+strconv.FormatInt(s.stats.commands.Load(), 10),
 		"rejected_connections:"+strconv.FormatInt(s.stats.rejected.Load(), 10),
 		"total_protocol_errors:"+strconv.FormatInt(s.stats.protocolErrors.Load(), 10),
+		"total_read_timeouts:"+strconv.FormatInt(s.stats.readTimeouts.Load(), 10),
+		"total_sessions_revoked:"+strconv.FormatInt(s.stats.revoked.Load(), 10),
+		"total_auth_failures:"+strconv.FormatInt(s.opts.AuthGuard.Failures(authtoken.RESP), 10),
+		"total_auth_throttled:"+strconv.FormatInt(s.opts.AuthGuard.Throttled(authtoken.RESP), 10),
 	)
 	if e := s.opts.Engine; e != nil {
 		flushes := e.Flushes.Load()

@@ -23,6 +23,8 @@ const (
 //   - already_exists: EXISTS
 //   - unavailable: TRYAGAIN (the store cannot be reached; nothing was
 //     applied, so the command can be sent again as it is)
+//   - resource_exhausted: "ERR resource exhausted: ..." (RESP itself
+//     slows failed AUTH rather than refuse them, see conn.auth)
 //   - internal with an unknown outcome: "ERR outcome unknown: ...": the
 //     write may have been applied
 //   - any other internal error: "ERR internal error: ..."
@@ -37,6 +39,8 @@ func errorReply(err error) string {
 		return "ERR value is out of range: " + msg
 	case shardcounter.EUNAUTHENTICATED:
 		return errNoAuth
+	case shardcounter.EEXHAUSTED:
+		return "ERR resource exhausted: " + msg
 	case shardcounter.EINTERNAL:
 		if shardcounter.IsOutcomeUnknown(err) {
 			return "ERR outcome unknown: " + msg

@@ -48,6 +48,10 @@ type loop struct {
 	again   []*conn // served a pipeline and may have more input buffered
 	cycle   int64
 	writing int // connections with replies the socket has not taken
+
+	held     []*conn   // connections whose replies wait for conn.delay (a throttled WRONGPASS)
+	partial  int       // connections with part of a command buffered (loopConn.partialSince)
+	lastScan time.Time // when expireReads last looked
 }
 
 // loopConn is what the loop keeps of a connection it serves.
@@ -57,6 +61,9 @@ type loopConn struct {
 	since     time.Time // when sending started to wait for the socket
 	readCycle int64     // the cycle that last read it
 	closed    bool
+
+	partialSince time.Time // when its buffered, incomplete command started to arrive
+	holdUntil    time.Time // its replies are not sent before then
 }
 
 // fdReader reads a non-blocking socket for a resp.Reader.
@@ -147,7 +154,7 @@ func (s *Server) prepare(c *conn) {
 	}
 	c.nc.Close()
 	c.lc = &loopConn{fd: fd, readCycle: -1}
-	c.rd = resp.NewReader(fdReader(fd), s.opts.Limits)
+	c.rd = resp.NewReader(fdReader(fd), c.limits())
 }
 
 // serveConn serves c, from the loop or on a goroutine of its own (prepare).
@@ -199,6 +206,7 @@ func (l *loop) run() {
 		case l.writing > 0 || l.s.shutdown.Load():
 			timeout = 100 // check write timeouts and shutdown's progress
 		}
+		timeout = l.timers(timeout)
 		n, err := unix.EpollWait(l.ep, l.events, timeout)
 		if err != nil && err != unix.EINTR {
 			l.s.opts.Logger.Error("resp: epoll_wait failed", "error", err)
@@ -241,6 +249,12 @@ func (l *loop) run() {
 		if l.writing > 0 {
 			l.expire()
 		}
+		if len(l.held) > 0 {
+			l.release()
+		}
+		if l.partial > 0 {
+			l.expireReads()
+		}
 		if l.s.shutdown.Load() && l.drain() {
 			return
 		}
@@ -282,21 +296,105 @@ func (l *loop) read(c *conn) {
 	var pe *resp.ProtocolError
 	switch {
 	case err == nil:
+		l.notePartial(c, false)
 		l.turns = append(l.turns, segment{c, cmds})
 		if c.rd.Pending() {
 			l.again = append(l.again, c)
 		}
 	case errors.Is(err, resp.ErrWouldBlock):
+		l.notePartial(c, c.rd.Buffered() > 0)
+		c.rd.Release() // when nothing is buffered: an idle connection holds no buffer
 	case errors.As(err, &pe):
-		// As Redis: say what was wrong, then close, since nothing
-		// after a framing error can be trusted to start a command.
-		l.s.stats.protocolErrors.Add(1)
-		l.s.opts.Logger.Debug("resp: protocol error; closing the connection", "client", c.raddr.String(), "error", pe.Msg)
-		c.w.Error("ERR " + pe.Error())
-		c.quit = true
+		c.protocolError(err)
 		l.turns = append(l.turns, segment{c, nil})
 	default: // the client left
 		l.close(c)
+	}
+}
+
+// notePartial records whether c has part of a command buffered, and since
+// when: a command completing starts the time afresh.
+func (l *loop) notePartial(c *conn, partial bool) {
+	lc := c.lc
+	switch {
+	case !partial && !lc.partialSince.IsZero():
+		lc.partialSince = time.Time{}
+		l.partial--
+	case partial && lc.partialSince.IsZero():
+		lc.partialSince = time.Now()
+		l.partial++
+	}
+}
+
+// timers shortens the loop's wait for events, timeout (ms, -1 for none),
+// to the first moment it has something to do of its own: send held
+// replies, or look for half-sent commands past ReadTimeout.
+func (l *loop) timers(timeout int) int {
+	wake := func(d time.Duration) {
+		ms := int(max(d, 0)/time.Millisecond) + 1
+		if timeout < 0 || ms < timeout {
+			timeout = ms
+		}
+	}
+	for _, c := range l.held {
+		wake(time.Until(c.lc.holdUntil))
+	}
+	if l.partial > 0 {
+		wake(time.Until(l.lastScan.Add(l.scanEvery())))
+	}
+	return timeout
+}
+
+// scanEvery is how often expireReads looks: a tenth of ReadTimeout,
+// between 10 ms and a second.
+func (l *loop) scanEvery() time.Duration {
+	return min(max(l.s.opts.ReadTimeout/10, 10*time.Millisecond), time.Second)
+}
+
+// expireReads answers and closes the connections whose buffered, incomplete
+// command started to arrive longer than ReadTimeout ago. It looks at most
+// every scanEvery, so it costs a walk of the connections that often while
+// some have half a command buffered, and nothing otherwise.
+func (l *loop) expireReads() {
+	now := time.Now()
+	if l.s.opts.ReadTimeout <= 0 || now.Sub(l.lastScan) < l.scanEvery() {
+		return
+	}
+	l.lastScan = now
+	for _, c := range l.conns {
+		lc := c.lc
+		if lc.partialSince.IsZero() || now.Sub(lc.partialSince) < l.s.opts.ReadTimeout || !lc.since.IsZero() || c.w.Len() > 0 {
+			continue
+		}
+		l.notePartial(c, false)
+		c.protocolError(errReadTimeout)
+		l.send(c)
+	}
+}
+
+// release sends the replies held back whose time has come.
+func (l *loop) release() {
+	now := time.Now()
+	held := l.held[:0]
+	var due []*conn
+	for _, c := range l.held {
+		if c.lc.closed {
+			continue
+		}
+		if now.Before(c.lc.holdUntil) {
+			held = append(held, c)
+		} else {
+			due = append(due, c)
+		}
+	}
+	l.held = held
+	for _, c := range due {
+		c.lc.holdUntil = time.Time{}
+		l.watch(c, unix.EPOLLIN)
+		l.send(c)
+		if !c.lc.closed && c.rd.Pending() {
+			l.again = append(l.again, c) // buffered already: no EPOLLIN will come for it
+		}
 	}
 }
 
@@ -323,6 +421,15 @@ func (l *loop) send(c *conn) {
 	lc := c.lc
 	if lc.closed {
 		return
+	}
+	if c.delay > 0 {
+		lc.holdUntil = time.Now().Add(c.delay)
+		c.delay = 0
+		l.held = append(l.held, c)
+		l.watch(c, 0) // not read until its replies are sent: no wake-ups for its input meanwhile
+	}
+	if !lc.holdUntil.IsZero() {
+		return // release sends it; meanwhile c is not read (idle)
 	}
 	b := c.w.Bytes()
 	for lc.sent < len(b) {
@@ -357,6 +464,10 @@ func (l *loop) send(c *conn) {
 	}
 	if c.quit || l.s.shutdown.Load() {
 		l.close(c)
+		return
+	}
+	if !c.rd.Pending() {
+		c.rd.Release() // its commands are done: an idle connection holds no buffer
 	}
 }
 
@@ -387,6 +498,8 @@ func (l *loop) close(c *conn) {
 	if !lc.since.IsZero() {
 		l.writing--
 	}
+	l.notePartial(c, false)
+	c.rd.Close()
 	unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, lc.fd, nil)
 	delete(l.conns, lc.fd)
 	unix.Close(lc.fd)

@@ -41,6 +41,27 @@ const (
 	// DefaultWriteTimeout bounds the sending of one batch of replies, so
 	// that a client that stops reading cannot hold its connection forever.
 	DefaultWriteTimeout = time.Minute
+	// DefaultReadTimeout bounds the time a command takes to arrive once
+	// its first byte has: a client that sends half a command and stops
+	// (or trickles it) is closed then, instead of holding its buffered
+	// input for ever. A command of the 1 MiB limit arrives within it at
+	// 100 KB/s, as an HTTP body of --max-body within --body-timeout.
+	DefaultReadTimeout = 10 * time.Second
+	// DefaultMaxInputMemory bounds the bytes of unparsed input buffered
+	// for all connections together (resp.Budget). Idle connections
+	// served by the event loop hold none.
+	DefaultMaxInputMemory = 256 << 20
+
+	// PreAuthMaxBuffer is the most unparsed input an unauthenticated
+	// connection may hold (with tokens required): AUTH and HELLO with any
+	// token (http.MaxTokenLen) fit. Redis closed the same hole in 2021
+	// (CVE-2021-32675), letting an unauthenticated client send only
+	// small frames; 1,000 connections holding this much hold 4 MiB.
+	PreAuthMaxBuffer = 4 << 10
+	// PreAuthMaxArgs bounds the arguments of an unauthenticated
+	// connection's command, as Redis does (10): HELLO 3 AUTH user pass
+	// SETNAME name has 7.
+	PreAuthMaxArgs = 10
 )
 
 // Options configure a Server. The zero value is usable: each field's doc
@@ -50,8 +71,27 @@ type Options struct {
 	// HELLO ... AUTH; until a connection authenticates, every other
 	// command gets -NOAUTH. SetAuthTokens replaces them.
 	AuthTokens []string
-	// Limits bound what a connection may send (resp.Limits' defaults).
+	// Limits bound what an authenticated connection may send
+	// (resp.Limits' defaults; its Budget is the server's own, of
+	// MaxInputMemory). Before AUTH, with tokens required, a connection is
+	// read one command at a time under PreAuthMaxBuffer and
+	// PreAuthMaxArgs.
 	Limits resp.Limits
+	// ReadTimeout bounds the time a command takes to arrive once its
+	// first byte has; past it the connection gets a protocol error and
+	// is closed. An idle connection, with nothing buffered, has no
+	// deadline. Negative means none. Default DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// MaxInputMemory bounds the bytes of unparsed input buffered for all
+	// connections together; a connection whose input would take more is
+	// answered with a protocol error and closed. Default
+	// DefaultMaxInputMemory.
+	MaxInputMemory int64
+	// AuthGuard counts failed AUTH and HELLO ... AUTH by remote address
+	// and, past a burst, delays their -WRONGPASS reply (authtoken.Guard).
+	// serve shares one with the HTTP server. Default: a Guard of the
+	// server's own, whose bursts are logged at warn level.
+	AuthGuard *authtoken.Guard
 	// CommandTimeout bounds the service calls of one command or of one
 	// batch of pipelined writes. Default DefaultCommandTimeout.
 	CommandTimeout time.Duration
@@ -91,10 +131,12 @@ type Options struct {
 
 // Server serves a CounterService over RESP. It is safe for concurrent use.
 type Server struct {
-	svc    shardcounter.CounterService
-	opts   Options
-	tokens authtoken.Set
-	start  time.Time
+	svc     shardcounter.CounterService
+	opts    Options
+	tokens  authtoken.Set
+	start   time.Time
+	budget  *resp.Budget
+	preAuth resp.Limits // limits of a connection yet to authenticate
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -121,6 +163,8 @@ type stats struct {
 	commands       atomic.Int64 // commands served
 	rejected       atomic.Int64 // connections refused at MaxClients
 	protocolErrors atomic.Int64 // connections closed for a malformed frame
+	readTimeouts   atomic.Int64 // connections closed for a command not complete within ReadTimeout
+	revoked        atomic.Int64 // sessions ended because their token was removed
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -146,10 +190,27 @@ func New(svc shardcounter.CounterService, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.ReadTimeout == 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.MaxInputMemory <= 0 {
+		opts.MaxInputMemory = DefaultMaxInputMemory
+	}
+	if opts.AuthGuard == nil {
+		log := opts.Logger
+		opts.AuthGuard = &authtoken.Guard{OnBurst: func(addr string, p authtoken.Protocol, n int64) {
+			log.Warn("failed authentications: slowing this address down", "addr", addr, "protocol", p.String(), "failures", n)
+		}}
+	}
+	budget := resp.NewBudget(opts.MaxInputMemory)
+	opts.Limits.Budget = budget
 	s := &Server{
-		svc:       svc,
-		opts:      opts,
-		start:     time.Now(),
+		svc:    svc,
+		opts:   opts,
+		start:  time.Now(),
+		budget: budget,
+		preAuth: resp.Limits{MaxBuffer: PreAuthMaxBuffer, MaxBulk: PreAuthMaxBuffer, MaxInline: PreAuthMaxBuffer,
+			MaxArgs: PreAuthMaxArgs, Pipeline: 1, Budget: budget},
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 	}
@@ -158,8 +219,10 @@ func New(svc shardcounter.CounterService, opts Options) *Server {
 }
 
 // SetAuthTokens replaces the passwords AUTH accepts; none means no AUTH
-// is needed. Connections already authenticated stay so. It is safe to
-// call while the server serves (serve calls it on SIGHUP).
+// is needed. A connection that authenticated with a token no longer
+// accepted gets -NOAUTH on its next command and is closed; the others
+// stay authenticated. It is safe to call while the server serves (serve
+// calls it on SIGHUP).
 func (s *Server) SetAuthTokens(tokens []string) { s.tokens.Replace(tokens) }
 
 // Serve accepts connections on ln and serves them until Shutdown, when it
