@@ -1,0 +1,269 @@
+package pebble
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pdb "github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMemTableSize is Options.MemTableSize's default: large enough
+	// that a million counters' operands fold in the memtable for a while
+	// before a flush writes them out, small enough to keep memory modest
+	// (two may be held while one flushes).
+	DefaultMemTableSize = 32 << 20
+	// DefaultCacheSize is Options.CacheSize's default: the block cache
+	// serves member and request-id lookups and the reads of records off
+	// the memory path; the totals themselves live outside it.
+	DefaultCacheSize = 32 << 20
+)
+
+// expireBatch is how many expired request ids a write deletes beyond the
+// number it records: enough to work off a backlog within a few batches,
+// small enough to keep a commit's cost bounded.
+const expireBatch = 64
+
+// Options configure a CounterStore. The zero value uses the defaults.
+type Options struct {
+	// Now is the store's clock: a counter's creation time, the age of a
+	// request id, and the window bucket a write lands in all follow it.
+	// Default time.Now; tests inject a clock they control.
+	Now func() time.Time
+	// DedupeWindow is how long a request id is remembered after its write.
+	// Default shardcounter.DefaultDedupeWindow; SetDedupeWindow changes it.
+	DedupeWindow time.Duration
+	// MemTableSize is Pebble's memtable size in bytes. Default
+	// DefaultMemTableSize.
+	MemTableSize int
+	// CacheSize is Pebble's block cache in bytes. Default DefaultCacheSize.
+	CacheSize int
+	// Logger receives Pebble's errors. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// CounterStore is a shardcounter.CounterStore in a Pebble directory, with
+// every counter's total in memory. It is safe for concurrent use; only one
+// process may open a directory at a time (Pebble locks it).
+type CounterStore struct {
+	db     *pdb.DB
+	dir    string
+	window atomic.Int64 // the dedupe window, in nanoseconds
+	now    func() time.Time
+
+	// mu is the write lock: every write is built and handed to Pebble
+	// under it, in ticket order (commit.go), and the fields below it
+	// belong to it. The counters map changes under mu and pub together.
+	mu       sync.Mutex
+	closed   bool
+	counters map[string]*ctr
+	specs    map[string]*shardcounter.Spec // interned: most counters share one
+	oldestID int64                         // no request id was recorded before (unix ns)
+	reads    sync.WaitGroup                // reads on a snapshot, which Close waits for
+
+	ticket atomic.Uint64 // the last batch handed to Pebble
+
+	// pub guards what strong reads see: the ctr fields it names, the
+	// publication queue, and durable; cond (on pub) signals each
+	// publication.
+	pub     sync.RWMutex
+	cond    *sync.Cond
+	queue   []*inflight
+	durable uint64 // the last batch published
+	failed  error  // the first failed commit; nothing is written after it
+}
+
+// ctr is a counter in memory: what a write checks (its spec, and the
+// total every batch handed to Pebble leaves, durable or not) under mu, and
+// what a strong read returns (the total and shard count once durable)
+// under pub.
+type ctr struct {
+	spec    *shardcounter.Spec // nil while the counter does not exist (mu)
+	pending int64              // mu
+	total   int64              // pub
+	shards  uint16             // pub; 0 while it does not exist
+}
+
+var (
+	_ shardcounter.CounterStore     = (*CounterStore)(nil)
+	_ shardcounter.RequestIDExpirer = (*CounterStore)(nil)
+)
+
+// Open opens or creates the store in directory dir and loads every
+// counter's total into memory. Another process holding the directory is
+// an error.
+func Open(ctx context.Context, dir string, opts Options) (*CounterStore, error) {
+	if dir == "" {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "pebble: empty path: give a directory, as in pebble:./shardcounter-data/pebble")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "pebble: open %s: %v", dir, err)
+	}
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "pebble: %s is a file, not a directory: give the directory of a Pebble store (bolt:%s opens a bolt file)", dir, dir)
+	}
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o750); err != nil {
+		return nil, fmt.Errorf("pebble: create directory for %s: %w", dir, err)
+	}
+	if opts.MemTableSize <= 0 {
+		opts.MemTableSize = DefaultMemTableSize
+	}
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = DefaultCacheSize
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	cache := pdb.NewCache(int64(opts.CacheSize))
+	defer cache.Unref()
+	po := &pdb.Options{
+		Cache:                       cache,
+		MemTableSize:                uint64(opts.MemTableSize),
+		MemTableStopWritesThreshold: 4,
+		Merger:                      merger,
+		FormatMajorVersion:          pdb.FormatNewest,
+		Logger:                      logger{opts.Logger},
+	}
+	for i := range po.Levels {
+		// Member and request-id lookups are point reads, mostly of keys
+		// that are absent: a bloom filter answers those without a block.
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	db, err := pdb.Open(dir, po)
+	if err != nil {
+		if isLocked(err) {
+			return nil, fmt.Errorf("pebble: %s is in use by another process: stop it or choose another directory", dir)
+		}
+		return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
+	}
+	s := &CounterStore{db: db, dir: dir, now: opts.Now, counters: make(map[string]*ctr), specs: make(map[string]*shardcounter.Spec)}
+	s.cond = sync.NewCond(&s.pub)
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.SetDedupeWindow(opts.DedupeWindow)
+	if err := s.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// isLocked reports whether Open failed on the directory's lock file,
+// which Pebble holds with flock for as long as a process has it open.
+func isLocked(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "lock held") || strings.Contains(msg, "resource temporarily unavailable")
+}
+
+// load reads every counter record into memory, and when the oldest
+// request id was recorded.
+func (s *CounterStore) load() error {
+	it, err := s.db.NewIter(&pdb.IterOptions{LowerBound: []byte{prefixCounter}, UpperBound: []byte{prefixCounter + 1}})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("pebble: load counters: %w", err)
+		}
+		r, err := decodeRecord(v)
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("pebble: load counter %q: %w", it.Key()[1:], err)
+		}
+		total := r.total()
+		c := &ctr{spec: s.intern(r.meta.spec), pending: total, total: total, shards: uint16(r.meta.spec.Shards)}
+		s.counters[string(it.Key()[1:])] = c
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("pebble: load counters: %w", err)
+	}
+	s.oldestID = 1<<63 - 1
+	it, err = s.db.NewIter(&pdb.IterOptions{LowerBound: []byte{prefixByTime}, UpperBound: []byte{prefixByTime + 1}})
+	if err != nil {
+		return err
+	}
+	if it.First() && len(it.Key()) >= 9 {
+		s.oldestID = decodeInt(it.Key()[1:9])
+	}
+	return it.Close()
+}
+
+// intern returns the one copy of spec the store keeps: counters created
+// alike share their spec in memory.
+func (s *CounterStore) intern(spec shardcounter.Spec) *shardcounter.Spec {
+	k := string(encodeMeta(newMeta(spec, 0)))
+	if p, ok := s.specs[k]; ok {
+		return p
+	}
+	p := newMeta(spec, 0).spec
+	s.specs[k] = &p
+	return &p
+}
+
+// SetDedupeWindow sets how long a request id is remembered after its
+// write. It is safe to call at any time; d <= 0 restores
+// shardcounter.DefaultDedupeWindow.
+func (s *CounterStore) SetDedupeWindow(d time.Duration) {
+	if d <= 0 {
+		d = shardcounter.DefaultDedupeWindow
+	}
+	s.window.Store(int64(d))
+}
+
+// Close waits for the writes in flight, then closes the database.
+func (s *CounterStore) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.reads.Wait()
+	s.pub.Lock()
+	for len(s.queue) > 0 {
+		s.cond.Wait()
+	}
+	s.pub.Unlock()
+	return s.db.Close()
+}
+
+// Ping checks that the store is open and has not failed a commit.
+func (s *CounterStore) Ping(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.check(ctx)
+}
+
+// Dir returns the store's directory.
+func (s *CounterStore) Dir() string { return s.dir }
+
+// logger passes Pebble's errors to slog; its informational lines (every
+// flush and compaction) are left out.
+type logger struct{ l *slog.Logger }
+
+func (logger) Infof(string, ...any) {}
+
+func (l logger) Errorf(format string, args ...any) {
+	l.l.Error("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (l logger) Fatalf(format string, args ...any) {
+	l.l.Error("pebble: fatal: " + fmt.Sprintf(format, args...))
+	os.Exit(1)
+}

@@ -1,0 +1,132 @@
+package pebble_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/pebble"
+	"github.com/shardcounter/shardcounter/storetest"
+)
+
+// MustOpen opens a store in a fresh temporary directory, closed at the end
+// of the test.
+func MustOpen(tb testing.TB) *pebble.CounterStore {
+	tb.Helper()
+	return MustOpenOptions(tb, pebble.Options{})
+}
+
+// MustOpenOptions opens a store with opts in a fresh temporary directory,
+// closed at the end of the test.
+func MustOpenOptions(tb testing.TB, opts pebble.Options) *pebble.CounterStore {
+	tb.Helper()
+	s, err := pebble.Open(context.Background(), filepath.Join(tb.TempDir(), "data", "pebble"), opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestCounterStore(t *testing.T) {
+	storetest.RunCounterStore(t, func(tb testing.TB) shardcounter.CounterStore { return MustOpen(tb) }, storetest.Options{
+		OpenWithClock: func(tb testing.TB, now func() time.Time) shardcounter.CounterStore {
+			return MustOpenOptions(tb, pebble.Options{Now: now})
+		},
+		Totals: true,
+	})
+}
+
+func TestCollectionStore(t *testing.T) {
+	storetest.RunCollectionStore(t, func(tb testing.TB) shardcounter.CollectionStore { return MustOpen(tb).Collections() })
+}
+
+func TestDedupeWindow(t *testing.T) {
+	ctx := context.Background()
+	clk := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	s, err := pebble.Open(ctx, filepath.Join(t.TempDir(), "pebble"), pebble.Options{Now: clk.Now, DedupeWindow: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.RunDedupeWindow(t, s, time.Hour, clk.Advance)
+	t.Run("Expiry", func(t *testing.T) {
+		ids := func(tb testing.TB) int {
+			tb.Helper()
+			n, indexed := s.RequestIDs()
+			if n != indexed {
+				tb.Fatalf("%d ids, %d in the index by age: they must agree", n, indexed)
+			}
+			return n
+		}
+		storetest.RunRequestIDExpiry(t, s, time.Hour, clk.Advance, ids, pebble.ExpireBatch)
+	})
+}
+
+func TestReopen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pebble")
+	ctx := context.Background()
+	s, err := pebble.Open(ctx, dir, pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.MustCreate(t, s, "views", 4)
+	storetest.MustCreateDistinct(t, s, "likes", 3)
+	for i := range 10 {
+		if err := s.Add(ctx, "views", int64(i+1), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Apply(ctx, []shardcounter.Increment{
+		{Counter: "likes", Member: "ann", Delta: 1}, {Counter: "likes", Member: "bob", Delta: 1},
+		{Counter: "new", Delta: -7, Create: &shardcounter.Spec{Shards: 2}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReshardCounter(ctx, "views", 3); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("ErrLocked", func(t *testing.T) {
+		if _, err := pebble.Open(ctx, dir, pebble.Options{}); err == nil {
+			t.Fatal("a second Open of a directory in use succeeded")
+		}
+	})
+	shards := storetest.MustShards(t, s, "views")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = pebble.Open(ctx, dir, pebble.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for id, want := range map[string]int64{"views": 55, "likes": 2, "new": -7} {
+		if got := storetest.MustRead(t, s, id); got != want {
+			t.Errorf("%s after reopening = %d, want %d", id, got, want)
+		}
+	}
+	if got := storetest.MustShards(t, s, "views"); len(got) != 3 || got[0] != shards[0] || got[1] != shards[1] || got[2] != shards[2] {
+		t.Errorf("shards after reopening = %v, want %v", got, shards)
+	}
+	storetest.CheckMembers(t, s, "likes", []string{"ann", "bob"})
+}
+
+func TestOpenInvalid(t *testing.T) {
+	if _, err := pebble.Open(context.Background(), "", pebble.Options{}); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
+		t.Fatalf("Open(\"\") = %v, want invalid_argument", err)
+	}
+	file := filepath.Join(t.TempDir(), "c.db")
+	if err := os.WriteFile(file, []byte("bolt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pebble.Open(context.Background(), file, pebble.Options{}); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
+		t.Fatalf("Open of a file = %v, want invalid_argument", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := pebble.Open(ctx, filepath.Join(t.TempDir(), "p"), pebble.Options{}); shardcounter.ErrorCode(err) != shardcounter.EUNAVAILABLE {
+		t.Fatalf("Open with an ended context = %v, want unavailable", err)
+	}
+}
