@@ -118,6 +118,7 @@ type target struct {
 	c       *ctr
 	fresh   bool               // c is not in s.counters yet
 	spec    *shardcounter.Spec // nil while the counter does not exist
+	specIx  uint32             // spec's index in the store's specs
 	want    *shardcounter.Spec // the spec to create it with (Increment.Create)
 	total   int64
 	changed bool
@@ -130,9 +131,9 @@ func (b *batch) target(inc shardcounter.Increment) *target {
 	if t == nil {
 		t = new(target)
 		if c := b.s.counters[inc.Counter]; c != nil {
-			t.c, t.spec, t.total = c, c.spec, c.pending
+			t.c, t.spec, t.specIx, t.total = c, b.s.specOf(c), c.spec, c.pending
 		} else {
-			t.c, t.fresh = new(ctr), true
+			t.c, t.fresh = b.s.newCtr(), true
 		}
 		b.targets[inc.Counter] = t
 	}
@@ -312,7 +313,8 @@ func (b *batch) record(t *target, inc shardcounter.Increment, rkey []byte, old i
 		if err := b.pb.Set(counterKey(inc.Counter), encodeRecord(r), nil); err != nil {
 			return err
 		}
-		t.spec, t.total, t.changed = b.s.intern(*t.want), 0, true
+		t.specIx = b.s.intern(*t.want)
+		t.spec, t.total, t.changed = b.s.specs[t.specIx], 0, true
 	}
 	if rkey == nil {
 		return nil
@@ -344,11 +346,12 @@ func (b *batch) publish() []update {
 			continue
 		}
 		if t.fresh {
+			id = b.s.idString([]byte(id))
 			b.s.pub.Lock()
 			b.s.counters[id] = t.c
 			b.s.pub.Unlock()
 		}
-		t.c.spec, t.c.pending = t.spec, t.total
+		t.c.spec, t.c.pending = t.specIx, t.total
 		updates = append(updates, update{c: t.c, total: t.total, shards: uint16(t.spec.Shards)})
 	}
 	return updates

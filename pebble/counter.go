@@ -46,7 +46,7 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		return nil, err
 	}
 	c := s.counters[id]
-	if c != nil && c.spec != nil {
+	if c != nil && c.spec != 0 {
 		return nil, s.refuse(shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists", id))
 	}
 	r := &record{meta: newMeta(spec, s.now().UnixNano()), shards: make([]int64, spec.Shards)}
@@ -57,9 +57,9 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "pebble: write failed, nothing applied: %v", err)
 	}
 	if c == nil {
-		c = new(ctr)
+		c = s.newCtr()
 		s.pub.Lock()
-		s.counters[id] = c
+		s.counters[s.idString([]byte(id))] = c
 		s.pub.Unlock()
 	}
 	c.spec, c.pending = s.intern(r.meta.spec), 0
@@ -125,7 +125,7 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 		return err
 	}
 	c := s.counters[id]
-	if c == nil || c.spec == nil {
+	if c == nil || c.spec == 0 {
 		return s.refuse(shardcounter.CounterNotFound(id))
 	}
 	b := s.db.NewBatch()
@@ -134,16 +134,17 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 		b.Close()
 		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "pebble: delete failed, nothing applied: %v", err)
 	}
-	c.spec, c.pending = nil, 0
+	c.spec, c.pending = 0, 0
 	if err := s.commit(b, []update{{c: c}}); err != nil {
 		return err
 	}
 	// Forget the counter unless a write made it again meanwhile.
 	s.mu.Lock()
-	if c.spec == nil {
+	if c.spec == 0 {
 		s.pub.Lock()
 		if c.shards == 0 && s.counters[id] == c {
 			delete(s.counters, id)
+			s.freeCtrs = append(s.freeCtrs, c)
 		}
 		s.pub.Unlock()
 	}
@@ -196,7 +197,7 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 		return nil, err
 	}
 	c := s.counters[id]
-	if c == nil || c.spec == nil {
+	if c == nil || c.spec == 0 {
 		return nil, s.refuse(shardcounter.CounterNotFound(id))
 	}
 	fail := func(err error) (*shardcounter.Counter, error) {

@@ -2,6 +2,7 @@ package pebble
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -68,9 +69,15 @@ type CounterStore struct {
 	mu       sync.Mutex
 	closed   bool
 	counters map[string]*ctr
-	specs    map[string]*shardcounter.Spec // interned: most counters share one
-	oldestID int64                         // no request id was recorded before (unix ns)
-	reads    sync.WaitGroup                // reads on a snapshot, which Close waits for
+	oldestID int64          // no request id was recorded before (unix ns)
+	reads    sync.WaitGroup // reads on a snapshot, which Close waits for
+	// The allocators of the counters in memory (table.go).
+	slab     []ctr
+	freeCtrs []*ctr
+	ids      []byte
+	specs    []*shardcounter.Spec // interned specs; 0 is none
+	specIx   map[string]uint32
+	specKey  []byte
 
 	ticket atomic.Uint64 // the last batch handed to Pebble
 
@@ -82,17 +89,6 @@ type CounterStore struct {
 	queue   []*inflight
 	durable uint64 // the last batch published
 	failed  error  // the first failed commit; nothing is written after it
-}
-
-// ctr is a counter in memory: what a write checks (its spec, and the
-// total every batch handed to Pebble leaves, durable or not) under mu, and
-// what a strong read returns (the total and shard count once durable)
-// under pub.
-type ctr struct {
-	spec    *shardcounter.Spec // nil while the counter does not exist (mu)
-	pending int64              // mu
-	total   int64              // pub
-	shards  uint16             // pub; 0 while it does not exist
 }
 
 var (
@@ -147,7 +143,7 @@ func Open(ctx context.Context, dir string, opts Options) (*CounterStore, error) 
 		}
 		return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
 	}
-	s := &CounterStore{db: db, dir: dir, now: opts.Now, counters: make(map[string]*ctr), specs: make(map[string]*shardcounter.Spec)}
+	s := &CounterStore{db: db, dir: dir, now: opts.Now, counters: make(map[string]*ctr), specIx: make(map[string]uint32)}
 	s.cond = sync.NewCond(&s.pub)
 	if s.now == nil {
 		s.now = time.Now
@@ -170,6 +166,14 @@ func isLocked(err error) bool {
 // load reads every counter record into memory, and when the oldest
 // request id was recorded.
 func (s *CounterStore) load() error {
+	// The count at the last Close sizes the map: growing it one doubling
+	// at a time would hash every id again and again.
+	if v, closer, err := s.db.Get([]byte{keyCountHint}); err == nil {
+		if n := decodeInt(v); n > 0 && n < 1<<32 {
+			s.counters = make(map[string]*ctr, n+n/8)
+		}
+		closer.Close()
+	}
 	it, err := s.db.NewIter(&pdb.IterOptions{LowerBound: []byte{prefixCounter}, UpperBound: []byte{prefixCounter + 1}})
 	if err != nil {
 		return err
@@ -180,14 +184,14 @@ func (s *CounterStore) load() error {
 			it.Close()
 			return fmt.Errorf("pebble: load counters: %w", err)
 		}
-		r, err := decodeRecord(v)
+		spec, shards, total, err := s.loadRecord(v)
 		if err != nil {
 			it.Close()
 			return fmt.Errorf("pebble: load counter %q: %w", it.Key()[1:], err)
 		}
-		total := r.total()
-		c := &ctr{spec: s.intern(r.meta.spec), pending: total, total: total, shards: uint16(r.meta.spec.Shards)}
-		s.counters[string(it.Key()[1:])] = c
+		c := s.newCtr()
+		*c = ctr{spec: spec, pending: total, total: total, shards: uint16(shards)}
+		s.counters[s.idString(it.Key()[1:])] = c
 	}
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("pebble: load counters: %w", err)
@@ -201,18 +205,6 @@ func (s *CounterStore) load() error {
 		s.oldestID = decodeInt(it.Key()[1:9])
 	}
 	return it.Close()
-}
-
-// intern returns the one copy of spec the store keeps: counters created
-// alike share their spec in memory.
-func (s *CounterStore) intern(spec shardcounter.Spec) *shardcounter.Spec {
-	k := string(encodeMeta(newMeta(spec, 0)))
-	if p, ok := s.specs[k]; ok {
-		return p
-	}
-	p := newMeta(spec, 0).spec
-	s.specs[k] = &p
-	return &p
 }
 
 // SetDedupeWindow sets how long a request id is remembered after its
@@ -239,8 +231,11 @@ func (s *CounterStore) Close() error {
 	for len(s.queue) > 0 {
 		s.cond.Wait()
 	}
+	n := len(s.counters)
 	s.pub.Unlock()
-	return s.db.Close()
+	// A hint for the next Open; losing it costs time, not data.
+	err := s.db.Set([]byte{keyCountHint}, encodeInt(int64(n)), pdb.NoSync)
+	return errors.Join(err, s.db.Close())
 }
 
 // Ping checks that the store is open and has not failed a commit.

@@ -88,3 +88,16 @@ func (s *CounterStore) Placement(ctx context.Context, id string) (*shardcounter.
 	}
 	return p, nil
 }
+
+// Counters returns how many counters the store holds in memory.
+func (s *CounterStore) Counters() int {
+	s.pub.RLock()
+	defer s.pub.RUnlock()
+	n := 0
+	for _, c := range s.counters {
+		if c.shards != 0 {
+			n++
+		}
+	}
+	return n
+}
