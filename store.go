@@ -163,6 +163,16 @@ type RequestIDExpirer interface {
 	SetDedupeWindow(d time.Duration)
 }
 
+// CommitPipeliner is implemented by a CounterStore whose commits overlap:
+// it builds the next batch and hands it over while an earlier one waits
+// for its sync, and the syncs of batches queued together are one (Pebble's
+// commit pipeline). CommitsInFlight is how many Apply calls the engine
+// should run at once, unless its Config.MaxInFlight says otherwise; 0
+// means no advice.
+type CommitPipeliner interface {
+	CommitsInFlight() int
+}
+
 // DefaultDedupeWindow is how long a request id is remembered when nobody
 // says otherwise: the engine's Config.DedupeWindow and each store's own
 // default until SetDedupeWindow. A day outlasts any client's retries.

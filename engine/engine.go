@@ -68,9 +68,13 @@ var _ shardcounter.CounterService = (*Engine)(nil)
 
 // New returns an engine over store and starts its flusher. When the store
 // implements shardcounter.RequestIDExpirer, New sets its dedupe window to
-// cfg.DedupeWindow. It returns an invalid_argument error, and starts
+// cfg.DedupeWindow; when it implements shardcounter.CommitPipeliner and
+// cfg.MaxInFlight is 0, the store's advice replaces the default. It returns an invalid_argument error, and starts
 // nothing, when cfg holds a value it cannot use (see Config).
 func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
+	if p, ok := store.(shardcounter.CommitPipeliner); ok && cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = p.CommitsInFlight()
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err

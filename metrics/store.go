@@ -177,3 +177,12 @@ func (s *store) SetDedupeWindow(d time.Duration) {
 		x.SetDedupeWindow(d)
 	}
 }
+
+// CommitsInFlight implements shardcounter.CommitPipeliner by passing on
+// the store's advice, 0 when it gives none.
+func (s *store) CommitsInFlight() int {
+	if p, ok := s.CounterStore.(shardcounter.CommitPipeliner); ok {
+		return p.CommitsInFlight()
+	}
+	return 0
+}

@@ -23,6 +23,13 @@ import (
 // outcome is unknown and nothing more is written; reopening the directory
 // replays the log and tells.
 
+var _ shardcounter.CommitPipeliner = (*CounterStore)(nil)
+
+// CommitsInFlight is 2: while one batch waits for its sync, the engine
+// builds the next, which Pebble syncs with any others queued behind the
+// first.
+func (s *CounterStore) CommitsInFlight() int { return 2 }
+
 // update is one counter as a batch leaves it, to publish once durable.
 type update struct {
 	c      *ctr
