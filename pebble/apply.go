@@ -3,6 +3,7 @@ package pebble
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	pdb "github.com/cockroachdb/pebble/v2"
@@ -346,7 +347,7 @@ func (b *batch) publish() []update {
 			continue
 		}
 		if t.fresh {
-			id = b.s.idString([]byte(id))
+			id = strings.Clone(id) // the caller's may share a buffer
 			b.s.pub.Lock()
 			b.s.counters[id] = t.c
 			b.s.pub.Unlock()

@@ -3,6 +3,7 @@ package pebble
 import (
 	"bytes"
 	"context"
+	"strings"
 
 	pdb "github.com/cockroachdb/pebble/v2"
 
@@ -59,7 +60,7 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 	if c == nil {
 		c = s.newCtr()
 		s.pub.Lock()
-		s.counters[s.idString([]byte(id))] = c
+		s.counters[strings.Clone(id)] = c
 		s.pub.Unlock()
 	}
 	c.spec, c.pending = s.intern(r.meta.spec), 0
@@ -140,7 +141,7 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 	}
 	// Forget the counter unless a write made it again meanwhile.
 	s.mu.Lock()
-	if c.spec == 0 {
+	if !s.closed && c.spec == 0 {
 		s.pub.Lock()
 		if c.shards == 0 && s.counters[id] == c {
 			delete(s.counters, id)

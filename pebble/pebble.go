@@ -75,6 +75,7 @@ type CounterStore struct {
 	slab     []ctr
 	freeCtrs []*ctr
 	ids      []byte
+	mapped   [][]byte             // what offHeap mapped
 	specs    []*shardcounter.Spec // interned specs; 0 is none
 	specIx   map[string]uint32
 	specKey  []byte
@@ -150,6 +151,7 @@ func Open(ctx context.Context, dir string, opts Options) (*CounterStore, error) 
 	}
 	s.SetDedupeWindow(opts.DedupeWindow)
 	if err := s.load(); err != nil {
+		s.unmap()
 		db.Close()
 		return nil, err
 	}
@@ -191,7 +193,7 @@ func (s *CounterStore) load() error {
 		}
 		c := s.newCtr()
 		*c = ctr{spec: spec, pending: total, total: total, shards: uint16(shards)}
-		s.counters[s.idString(it.Key()[1:])] = c
+		s.counters[s.loadedID(it.Key()[1:])] = c
 	}
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("pebble: load counters: %w", err)
@@ -232,7 +234,11 @@ func (s *CounterStore) Close() error {
 		s.cond.Wait()
 	}
 	n := len(s.counters)
+	s.counters = nil
 	s.pub.Unlock()
+	s.mu.Lock()
+	s.unmap()
+	s.mu.Unlock()
 	// A hint for the next Open; losing it costs time, not data.
 	err := s.db.Set([]byte{keyCountHint}, encodeInt(int64(n)), pdb.NoSync)
 	return errors.Join(err, s.db.Close())

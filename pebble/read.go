@@ -36,6 +36,10 @@ func (s *CounterStore) ReadCounters(ctx context.Context, ids []string) ([]*shard
 	readings := make([]shardcounter.Reading, len(ids))
 	asOf := s.now().UTC()
 	s.pub.RLock()
+	if s.counters == nil {
+		s.pub.RUnlock()
+		return nil, errClosed
+	}
 	for i, id := range ids {
 		if c := s.counters[id]; c != nil && c.shards != 0 {
 			readings[i] = shardcounter.Reading{ID: id, Value: c.total, Shards: int(c.shards), Consistency: shardcounter.Strong, AsOf: asOf}

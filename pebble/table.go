@@ -2,6 +2,7 @@ package pebble
 
 import (
 	"encoding/binary"
+	"syscall"
 	"unsafe"
 
 	"github.com/shardcounter/shardcounter"
@@ -9,11 +10,13 @@ import (
 
 // The counters in memory are laid out for the garbage collector, since a
 // store holds millions: a ctr holds no pointer (its spec is an index into
-// the interned specs) and is cut from slabs of slabSize, and ids are cut
-// from chunks of idChunk bytes, so the collector marks a few large objects
-// it need not scan instead of millions of small ones. What is left to scan
-// is the map. The fields below belong to s.mu (and to s.pub as well where
-// the map changes).
+// the interned specs) and is cut from slabs of slabSize mapped outside the
+// Go heap, as are the ids loaded at Open (chunks of idChunk bytes). So the
+// collector neither scans nor counts them: what the Go heap holds, and
+// what a collection's headroom doubles, is the map alone (and the ids of
+// counters created since Open). The slabs of deleted counters are reused;
+// the loaded ids of deleted counters stay mapped until Close. The fields
+// below belong to s.mu (and to s.pub as well where the map changes).
 
 const (
 	slabSize = 4096
@@ -41,25 +44,46 @@ func (s *CounterStore) newCtr() *ctr {
 		return c
 	}
 	if len(s.slab) == 0 {
-		s.slab = make([]ctr, slabSize)
+		mem := s.offHeap(slabSize * int(unsafe.Sizeof(ctr{})))
+		s.slab = unsafe.Slice((*ctr)(unsafe.Pointer(&mem[0])), slabSize)
 	}
 	c := &s.slab[0]
 	s.slab = s.slab[1:]
 	return c
 }
 
-// idString returns b as a string whose bytes live in the current id chunk.
-// A chunk is freed once every id cut from it is gone.
-func (s *CounterStore) idString(b []byte) string {
+// loadedID returns b, an id loaded at Open, as a string whose bytes live in
+// the current id chunk.
+func (s *CounterStore) loadedID(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
 	if len(b) > cap(s.ids)-len(s.ids) {
-		s.ids = make([]byte, 0, max(idChunk, len(b)))
+		s.ids = s.offHeap(max(idChunk, len(b)))[:0]
 	}
 	start := len(s.ids)
 	s.ids = append(s.ids, b...)
 	return unsafe.String(&s.ids[start], len(b))
+}
+
+// offHeap returns n zeroed bytes mapped outside the Go heap, unmapped by
+// Close; on a platform that refuses the mapping, n bytes of the heap.
+func (s *CounterStore) offHeap(n int) []byte {
+	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return make([]byte, n)
+	}
+	s.mapped = append(s.mapped, b)
+	return b
+}
+
+// unmap releases what offHeap mapped. Nothing may use a counter after it:
+// Close calls it once the map is gone.
+func (s *CounterStore) unmap() {
+	for _, b := range s.mapped {
+		syscall.Munmap(b)
+	}
+	s.mapped, s.slab, s.freeCtrs, s.ids = nil, nil, nil, nil
 }
 
 // specOf returns the spec of c, nil when the counter does not exist.
