@@ -14,6 +14,7 @@ import (
 
 	pdb "github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/shardcounter/shardcounter"
 )
@@ -52,6 +53,9 @@ type Options struct {
 	CacheSize int
 	// Logger receives Pebble's errors. Default slog.Default().
 	Logger *slog.Logger
+	// FS is the file system Pebble works on. Default the operating
+	// system's; tests inject faults with Pebble's vfs/errorfs.
+	FS vfs.FS
 }
 
 // CounterStore is a shardcounter.CounterStore in a Pebble directory, with
@@ -131,6 +135,7 @@ func Open(ctx context.Context, dir string, opts Options) (*CounterStore, error) 
 		Merger:                      merger,
 		FormatMajorVersion:          pdb.FormatNewest,
 		Logger:                      logger{opts.Logger},
+		FS:                          opts.FS,
 	}
 	for i := range po.Levels {
 		// Member and request-id lookups are point reads, mostly of keys
