@@ -3,7 +3,6 @@ package pebble
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	pdb "github.com/cockroachdb/pebble/v2"
@@ -347,9 +346,8 @@ func (b *batch) publish() []update {
 			continue
 		}
 		if t.fresh {
-			id = strings.Clone(id) // the caller's may share a buffer
 			b.s.pub.Lock()
-			b.s.counters[id] = t.c
+			b.s.addCounter([]byte(id), t.c)
 			b.s.pub.Unlock()
 		}
 		t.c.spec, t.c.pending = t.specIx, t.total

@@ -3,7 +3,6 @@ package pebble
 import (
 	"bytes"
 	"context"
-	"strings"
 
 	pdb "github.com/cockroachdb/pebble/v2"
 
@@ -60,7 +59,7 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 	if c == nil {
 		c = s.newCtr()
 		s.pub.Lock()
-		s.counters[strings.Clone(id)] = c
+		s.addCounter([]byte(id), c)
 		s.pub.Unlock()
 	}
 	c.spec, c.pending = s.intern(r.meta.spec), 0
@@ -144,8 +143,7 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 	if !s.closed && c.spec == 0 {
 		s.pub.Lock()
 		if c.shards == 0 && s.counters[id] == c {
-			delete(s.counters, id)
-			s.freeCtrs = append(s.freeCtrs, c)
+			s.removeCounter(id, c)
 		}
 		s.pub.Unlock()
 	}

@@ -23,3 +23,24 @@ func (s *CounterStore) RequestIDs() (ids, indexed int) {
 	}
 	return count(prefixRequest), count(prefixByTime)
 }
+
+// SetIDChunkSize sets the size of the chunks ids are copied into, and
+// returns a func that restores it.
+func SetIDChunkSize(n int) (restore func()) {
+	old := idChunkSize
+	idChunkSize = n
+	return func() { idChunkSize = old }
+}
+
+// IDChunks returns how many chunks of ids the store has mapped.
+func (s *CounterStore) IDChunks() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ch := range s.chunks {
+		if ch != nil {
+			n++
+		}
+	}
+	return n
+}

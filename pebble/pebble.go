@@ -78,7 +78,8 @@ type CounterStore struct {
 	// The allocators of the counters in memory (table.go).
 	slab     []ctr
 	freeCtrs []*ctr
-	ids      []byte
+	ids      []byte               // the free part of the current chunk of ids
+	chunks   []*idChunk           // the chunks of ids; 0 is none
 	mapped   [][]byte             // what offHeap mapped
 	specs    []*shardcounter.Spec // interned specs; 0 is none
 	specIx   map[string]uint32
@@ -198,7 +199,7 @@ func (s *CounterStore) load() error {
 		}
 		c := s.newCtr()
 		*c = ctr{spec: spec, pending: total, total: total, shards: uint16(shards)}
-		s.counters[s.loadedID(it.Key()[1:])] = c
+		s.addCounter(it.Key()[1:], c)
 	}
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("pebble: load counters: %w", err)

@@ -2,6 +2,7 @@ package pebble_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -128,5 +129,41 @@ func TestOpenInvalid(t *testing.T) {
 	cancel()
 	if _, err := pebble.Open(ctx, filepath.Join(t.TempDir(), "p"), pebble.Options{}); shardcounter.ErrorCode(err) != shardcounter.EUNAVAILABLE {
 		t.Fatalf("Open with an ended context = %v, want unavailable", err)
+	}
+}
+
+// TestChurn creates and deletes counters whose ids fill many chunks: the
+// chunks of deleted ids are unmapped, and the counters made again read
+// right.
+func TestChurn(t *testing.T) {
+	defer pebble.SetIDChunkSize(1 << 10)()
+	ctx := context.Background()
+	s := MustOpen(t)
+	id := func(round, i int) string { return fmt.Sprintf("%d/%0200d", round, i) }
+	for round := range 3 {
+		var incs []shardcounter.Increment
+		for i := range 60 {
+			incs = append(incs, shardcounter.Increment{Counter: id(round, i), Delta: int64(i + 1), Create: &shardcounter.Spec{Shards: 1}})
+		}
+		if _, err := s.Apply(ctx, incs); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.IDChunks(); n < 12 {
+			t.Fatalf("round %d: %d chunks of ids for 60 ids of 200 bytes in 1 KiB chunks, want 12 or more", round, n)
+		}
+		for i := range 60 {
+			if got := storetest.MustRead(t, s, id(round, i)); got != int64(i+1) {
+				t.Fatalf("%s = %d, want %d", id(round, i), got, i+1)
+			}
+			if err := s.DeleteCounter(ctx, id(round, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := s.IDChunks(); n > 1 {
+			t.Fatalf("round %d: %d chunks of ids left after deleting every counter, want at most the current one", round, n)
+		}
+		if _, err := s.ReadCounter(ctx, id(round, 0)); shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
+			t.Fatalf("ReadCounter of a deleted counter = %v, want not_found", err)
+		}
 	}
 }

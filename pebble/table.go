@@ -11,27 +11,37 @@ import (
 // The counters in memory are laid out for the garbage collector, since a
 // store holds millions: a ctr holds no pointer (its spec is an index into
 // the interned specs) and is cut from slabs of slabSize mapped outside the
-// Go heap, as are the ids loaded at Open (chunks of idChunk bytes). So the
-// collector neither scans nor counts them: what the Go heap holds, and
-// what a collection's headroom doubles, is the map alone (and the ids of
-// counters created since Open). The slabs of deleted counters are reused;
-// the loaded ids of deleted counters stay mapped until Close. The fields
-// below belong to s.mu (and to s.pub as well where the map changes).
+// Go heap, and ids are copied into chunks of idChunkSize bytes mapped the same
+// way. So the collector neither scans nor counts them: what the Go heap
+// holds, and what a collection's headroom doubles, is the map alone. The
+// ctr of a deleted counter is reused; a chunk of ids is unmapped once
+// every counter whose id it holds is deleted. The map's keys never leave
+// the store (readings carry the caller's ids), so nothing refers to a
+// chunk after that. The fields below belong to s.mu (and to s.pub as well
+// where the map changes).
 
-const (
-	slabSize = 4096
-	idChunk  = 256 << 10
-)
+const slabSize = 4096
+
+// idChunkSize is the size of a chunk of ids (a variable for tests).
+var idChunkSize = 256 << 10
 
 // ctr is a counter in memory: what a write checks (its spec, and the
 // total every batch handed to Pebble leaves, durable or not) under mu, and
 // what a strong read returns (the total and shard count once durable)
-// under pub. 24 bytes.
+// under pub. 32 bytes.
 type ctr struct {
 	pending int64  // mu
 	total   int64  // pub
 	spec    uint32 // mu: index into s.specs; 0 while the counter does not exist
+	chunk   uint32 // mu: index into s.chunks of the chunk holding its id
 	shards  uint16 // pub; 0 while it does not exist
+}
+
+// idChunk is a mapping that holds ids, and how many counters in the map
+// have their id in it.
+type idChunk struct {
+	mem  []byte
+	live int
 }
 
 // newCtr returns a zero ctr, reusing one of a forgotten counter when there
@@ -52,38 +62,78 @@ func (s *CounterStore) newCtr() *ctr {
 	return c
 }
 
-// loadedID returns b, an id loaded at Open, as a string whose bytes live in
-// the current id chunk.
-func (s *CounterStore) loadedID(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	if len(b) > cap(s.ids)-len(s.ids) {
-		s.ids = s.offHeap(max(idChunk, len(b)))[:0]
+// addCounter puts c in the map under id, with id's bytes copied into the
+// current chunk. The caller holds s.mu and s.pub.
+func (s *CounterStore) addCounter(id []byte, c *ctr) {
+	n := len(s.chunks) - 1
+	if n < 1 || len(id) > cap(s.ids)-len(s.ids) {
+		if len(s.chunks) == 0 {
+			s.chunks = append(s.chunks, nil) // index 0: none
+		}
+		if ch := s.chunks[len(s.chunks)-1]; ch != nil && ch.live == 0 {
+			syscall.Munmap(ch.mem) // every id in it was deleted while it was current
+			s.chunks[len(s.chunks)-1] = nil
+		}
+		s.ids = mmap(max(idChunkSize, len(id)))[:0]
+		s.chunks = append(s.chunks, &idChunk{mem: s.ids[:cap(s.ids)]})
+		n = len(s.chunks) - 1
 	}
 	start := len(s.ids)
-	s.ids = append(s.ids, b...)
-	return unsafe.String(&s.ids[start], len(b))
+	s.ids = append(s.ids, id...)
+	c.chunk = uint32(n)
+	s.chunks[n].live++
+	key := ""
+	if len(id) > 0 {
+		key = unsafe.String(&s.ids[start], len(id))
+	}
+	s.counters[key] = c
+}
+
+// removeCounter takes c, the counter of id, out of the map, for reuse,
+// and unmaps its id's chunk when no other counter's id is in it (and it is
+// not the chunk ids are added to). The caller holds s.mu and s.pub.
+func (s *CounterStore) removeCounter(id string, c *ctr) {
+	delete(s.counters, id)
+	if ch := s.chunks[c.chunk]; ch != nil {
+		if ch.live--; ch.live == 0 && int(c.chunk) != len(s.chunks)-1 {
+			syscall.Munmap(ch.mem)
+			s.chunks[c.chunk] = nil
+		}
+	}
+	s.freeCtrs = append(s.freeCtrs, c)
 }
 
 // offHeap returns n zeroed bytes mapped outside the Go heap, unmapped by
-// Close; on a platform that refuses the mapping, n bytes of the heap.
+// Close.
 func (s *CounterStore) offHeap(n int) []byte {
-	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
-	if err != nil {
-		return make([]byte, n)
-	}
+	b := mmap(n)
 	s.mapped = append(s.mapped, b)
 	return b
 }
 
-// unmap releases what offHeap mapped. Nothing may use a counter after it:
-// Close calls it once the map is gone.
+// mmap returns n zeroed bytes mapped outside the Go heap; on a platform
+// that refuses the mapping, n bytes of the heap (which munmap then leaves
+// to the collector).
+func mmap(n int) []byte {
+	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return make([]byte, n)
+	}
+	return b
+}
+
+// unmap releases what offHeap mapped and the chunks of ids. Nothing may
+// use a counter after it: Close calls it once the map is gone.
 func (s *CounterStore) unmap() {
 	for _, b := range s.mapped {
 		syscall.Munmap(b)
 	}
-	s.mapped, s.slab, s.freeCtrs, s.ids = nil, nil, nil, nil
+	for _, ch := range s.chunks {
+		if ch != nil {
+			syscall.Munmap(ch.mem)
+		}
+	}
+	s.mapped, s.slab, s.freeCtrs, s.ids, s.chunks = nil, nil, nil, nil, nil
 }
 
 // specOf returns the spec of c, nil when the counter does not exist.
