@@ -225,7 +225,8 @@ func (s *CounterStore) SetDedupeWindow(d time.Duration) {
 	s.window.Store(int64(d))
 }
 
-// Close waits for the writes in flight, then closes the database.
+// Close waits for the writes in flight, writes the memtable out (so that
+// the next Open need not replay the log) and closes the database.
 func (s *CounterStore) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -239,14 +240,24 @@ func (s *CounterStore) Close() error {
 	for len(s.queue) > 0 {
 		s.cond.Wait()
 	}
-	n := len(s.counters)
+	n, failed := len(s.counters), s.failed != nil
 	s.counters = nil
 	s.pub.Unlock()
 	s.mu.Lock()
 	s.unmap()
 	s.mu.Unlock()
-	// A hint for the next Open; losing it costs time, not data.
+	// A hint for the next Open, and the memtable written out, so that the
+	// next Open neither rehashes the map as it grows nor replays the log;
+	// losing either costs time, not data.
+	// After a failed commit the log is not to be written again: reopening
+	// replays it.
+	if failed {
+		return s.db.Close()
+	}
 	err := s.db.Set([]byte{keyCountHint}, encodeInt(int64(n)), pdb.NoSync)
+	if err == nil {
+		err = s.db.Flush()
+	}
 	return errors.Join(err, s.db.Close())
 }
 
