@@ -36,9 +36,6 @@ func TestKillLoop(t *testing.T) {
 		}
 		kills = n
 	}
-	if testing.Short() {
-		kills = 3
-	}
 	dir := t.TempDir()
 	args := []string{"--listen", "127.0.0.1:0", "--store", "pebble:" + filepath.Join(dir, "data", "pebble")}
 

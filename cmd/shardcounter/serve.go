@@ -238,14 +238,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	if !c.storeGiven {
-		var legacy bool
-		if c.store, legacy = defaultStore(exists); legacy {
-			log.Warn("serving the bolt file of an earlier version's default store: the default is now "+DefaultStore+
-				"; to move your data there, stop the server and run: "+MoveLegacyCommand+
-				" (then move the bolt file away; until you do, serve keeps serving it)", "store", c.store)
-		}
-	}
+	c.chooseStore(log)
 	m := metrics.New()
 	store, err := dsn.Open(ctx, c.store)
 	if err != nil {
@@ -465,6 +458,21 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, usagef("--log-format is %q: give text or json", format)
+}
+
+// chooseStore sets the store of serve without --store or
+// SHARDCOUNTER_STORE (defaultStore), and warns when that is the bolt file
+// of an earlier version's default.
+func (c *serveCommand) chooseStore(log *slog.Logger) {
+	if c.storeGiven {
+		return
+	}
+	var legacy bool
+	if c.store, legacy = defaultStore(exists); legacy {
+		log.Warn("serving the bolt file of an earlier version's default store: the default is now "+DefaultStore+
+			"; to move your data there, stop the server and run: "+MoveLegacyCommand+
+			" (then move the bolt file away; until you do, serve keeps serving it)", "store", c.store)
+	}
 }
 
 // exists reports whether path exists.
