@@ -173,6 +173,16 @@ type CommitPipeliner interface {
 	CommitsInFlight() int
 }
 
+// MemoryReader is implemented by a CounterStore whose ReadCounters answers
+// from memory, linearizably and without a round trip (Pebble keeps every
+// total in memory). ReadsFromMemory reports whether it does. The engine
+// then reads such a store directly, for strong and cached reads alike:
+// gathering reads into shared store reads and keeping rollups would only
+// add work to a read that costs less than they do.
+type MemoryReader interface {
+	ReadsFromMemory() bool
+}
+
 // DefaultDedupeWindow is how long a request id is remembered when nobody
 // says otherwise: the engine's Config.DedupeWindow and each store's own
 // default until SetDedupeWindow. A day outlasts any client's retries.

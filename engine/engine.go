@@ -62,6 +62,10 @@ type Engine struct {
 	// windows are the windows of counters read recently (ReadWindow,
 	// ReadSeries).
 	windows *windowSpecs
+	// direct is set for a store that reads from memory
+	// (shardcounter.MemoryReader): reads go to it without gathering or
+	// rollups.
+	direct bool
 }
 
 var _ shardcounter.CounterService = (*Engine)(nil)
@@ -87,6 +91,9 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 		cfg:     cfg,
 		cache:   newReadingCache(cfg.CacheSize, cfg.MaxReadsInFlight),
 		windows: newWindowSpecs(cfg.CacheSize),
+	}
+	if m, ok := store.(shardcounter.MemoryReader); ok && m.ReadsFromMemory() {
+		e.direct = true
 	}
 	e.strong = newStrongReads(cfg.MaxReadsInFlight, cfg.Now, e.fetch, e.cache.put)
 	if !cfg.NoAutoCreate {

@@ -178,6 +178,13 @@ func (s *store) SetDedupeWindow(d time.Duration) {
 	}
 }
 
+// ReadsFromMemory implements shardcounter.MemoryReader by passing on the
+// store's answer, false when it has none.
+func (s *store) ReadsFromMemory() bool {
+	m, ok := s.CounterStore.(shardcounter.MemoryReader)
+	return ok && m.ReadsFromMemory()
+}
+
 // CommitsInFlight implements shardcounter.CommitPipeliner by passing on
 // the store's advice, 0 when it gives none.
 func (s *store) CommitsInFlight() int {

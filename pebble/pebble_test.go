@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/engine"
 	"github.com/shardcounter/shardcounter/pebble"
 	"github.com/shardcounter/shardcounter/storetest"
 )
@@ -166,4 +167,36 @@ func TestChurn(t *testing.T) {
 			t.Fatalf("ReadCounter of a deleted counter = %v, want not_found", err)
 		}
 	}
+}
+
+// TestThroughEngine runs the strong-read cases through an engine: on a
+// store that reads from memory the engine reads it directly, without
+// gathering reads, and the reads stay linearizable under writes and
+// reshards. A cached read is as fresh as a strong one.
+func TestThroughEngine(t *testing.T) {
+	s := MustOpen(t)
+	storetest.RunStrongReads(t, storetest.ThroughEngine(t, s, engine.Config{}))
+	t.Run("CachedIsFresh", func(t *testing.T) {
+		ctx := context.Background()
+		eng, err := engine.New(s, engine.Config{MaxStaleness: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close(ctx)
+		for i := range 3 {
+			if _, err := eng.WriteCounter(ctx, shardcounter.Write{Counter: "fresh", Delta: 5}); err != nil {
+				t.Fatal(err)
+			}
+			rs, err := eng.ReadCounters(ctx, []string{"fresh", "none"}, shardcounter.Cached)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := rs[0].Reading; r == nil || r.Value != int64(5*(i+1)) || r.Consistency != shardcounter.Cached || r.MaxStalenessMS != time.Hour.Milliseconds() {
+				t.Fatalf("cached read after %d writes = %+v, want %d, cached, with the staleness bound", i+1, rs[0], 5*(i+1))
+			}
+			if shardcounter.ErrorCode(rs[1].Err) != shardcounter.ENOTFOUND {
+				t.Fatalf("cached read of a missing counter = %+v, want not_found", rs[1])
+			}
+		}
+	})
 }

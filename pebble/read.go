@@ -9,6 +9,11 @@ import (
 	"github.com/shardcounter/shardcounter"
 )
 
+var _ shardcounter.MemoryReader = (*CounterStore)(nil)
+
+// ReadsFromMemory is true: ReadCounters reads the totals in memory.
+func (s *CounterStore) ReadsFromMemory() bool { return true }
+
 // ReadCounter returns the counter's total from memory.
 func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounter.Reading, error) {
 	rs, err := s.ReadCounters(ctx, []string{id})
