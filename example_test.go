@@ -74,7 +74,7 @@ func Example() {
 // line is the one that names the store: another DSN there (postgres://...,
 // redis://..., as package dsn lists them) runs the tour on that store.
 func open(ctx context.Context, dir string) (shardcounter.CounterStore, *engine.Engine, error) {
-	store, err := dsn.Open(ctx, "bolt:"+filepath.Join(dir, "shardcounter.db"))
+	store, err := dsn.Open(ctx, "pebble:"+filepath.Join(dir, "pebble"))
 	if err != nil {
 		return nil, nil, err
 	}

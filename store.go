@@ -171,6 +171,26 @@ type ShardPacer interface {
 	ShardWriteInterval() time.Duration
 }
 
+// CommitPipeliner is implemented by a CounterStore whose commits overlap:
+// it builds the next batch and hands it over while an earlier one waits
+// for its sync, and the syncs of batches queued together are one (Pebble's
+// commit pipeline). CommitsInFlight is how many Apply calls the engine
+// should run at once, unless its Config.MaxInFlight says otherwise; 0
+// means no advice.
+type CommitPipeliner interface {
+	CommitsInFlight() int
+}
+
+// MemoryReader is implemented by a CounterStore whose ReadCounters answers
+// from memory, linearizably and without a round trip (Pebble keeps every
+// total in memory). ReadsFromMemory reports whether it does. The engine
+// then reads such a store directly, for strong and cached reads alike:
+// gathering reads into shared store reads and keeping rollups would only
+// add work to a read that costs less than they do.
+type MemoryReader interface {
+	ReadsFromMemory() bool
+}
+
 // DefaultDedupeWindow is how long a request id is remembered when nobody
 // says otherwise: the engine's Config.DedupeWindow and each store's own
 // default until SetDedupeWindow. A day outlasts any client's retries.

@@ -2,6 +2,7 @@
 // maps a DSN's scheme to a store package. Library users who know their
 // store call its package's constructor instead.
 //
+//	pebble:DIR                                    embedded, a directory (the default)
 //	bolt:PATH                                     embedded, one file
 //	postgres://USER:PASS@HOST:PORT/DB?sslmode=…   PostgreSQL (also postgresql://)
 //	redis://HOST:PORT[/DB]                        one Redis server
@@ -17,6 +18,7 @@ import (
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
 	"github.com/shardcounter/shardcounter/firestore"
+	"github.com/shardcounter/shardcounter/pebble"
 	"github.com/shardcounter/shardcounter/postgres"
 	"github.com/shardcounter/shardcounter/redis"
 )
@@ -24,13 +26,14 @@ import (
 // Store kinds, as Scheme returns them.
 const (
 	Bolt         = "bolt"
+	Pebble       = "pebble"
 	Postgres     = "postgres"
 	Redis        = "redis"
 	RedisCluster = "redis+cluster"
 	Firestore    = "firestore"
 )
 
-const usage = "use bolt:PATH, postgres://USER:PASS@HOST:PORT/DB, redis://HOST:PORT, redis+cluster://HOST:PORT or firestore://PROJECT"
+const usage = "use pebble:DIR, bolt:PATH, postgres://USER:PASS@HOST:PORT/DB, redis://HOST:PORT, redis+cluster://HOST:PORT or firestore://PROJECT"
 
 // Scheme returns the kind of store a DSN names, or an EINVALID error.
 func Scheme(dsn string) (string, error) {
@@ -47,6 +50,14 @@ func Scheme(dsn string) (string, error) {
 			return "", shardcounter.Errorf(shardcounter.EINVALID, "store %q has no file path: write bolt:./shardcounter-data/shardcounter.db", dsn)
 		}
 		return Bolt, nil
+	case "pebble":
+		if strings.HasPrefix(rest, "//") {
+			return "", shardcounter.Errorf(shardcounter.EINVALID, "store %q: write pebble:DIR, without //", dsn)
+		}
+		if rest == "" {
+			return "", shardcounter.Errorf(shardcounter.EINVALID, "store %q has no directory: write pebble:./shardcounter-data/pebble", dsn)
+		}
+		return Pebble, nil
 	case "postgres", "postgresql":
 		return Postgres, nil
 	case "redis", "rediss":
@@ -72,6 +83,8 @@ func Open(ctx context.Context, dsn string) (shardcounter.CounterStore, error) {
 	switch kind {
 	case Bolt:
 		return bolt.Open(ctx, dsn[len("bolt:"):], bolt.Options{})
+	case Pebble:
+		return pebble.Open(ctx, dsn[len("pebble:"):], pebble.Options{})
 	case Postgres:
 		return postgres.Open(ctx, dsn, postgres.Options{})
 	case Redis, RedisCluster:
@@ -128,12 +141,14 @@ func validScheme(s string) bool {
 }
 
 // Collections returns the collection store that shares a store's database:
-// the same bolt file, the same Redis. It is EINVALID for a store that has
-// none.
+// the same Pebble directory or bolt file, the same Redis. It is EINVALID
+// for a store that has none.
 func Collections(store shardcounter.CounterStore) (shardcounter.CollectionStore, error) {
 	switch s := store.(type) {
 	case *bolt.CounterStore:
 		return s.Collections()
+	case *pebble.CounterStore:
+		return s.Collections(), nil
 	case *redis.CounterStore:
 		return s.Collections(), nil
 	case *postgres.CounterStore:

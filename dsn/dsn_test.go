@@ -15,6 +15,8 @@ import (
 func TestScheme(t *testing.T) {
 	for _, tc := range []struct{ dsn, want string }{
 		{"bolt:./shardcounter-data/shardcounter.db", dsn.Bolt},
+		{"pebble:./shardcounter-data/pebble", dsn.Pebble},
+		{"PEBBLE:/var/lib/shardcounter", dsn.Pebble},
 		{"bolt:/var/lib/x.db", dsn.Bolt},
 		{"postgres://u:p@localhost:5432/db?sslmode=disable", dsn.Postgres},
 		{"postgresql://localhost/db", dsn.Postgres},
@@ -27,7 +29,7 @@ func TestScheme(t *testing.T) {
 			t.Errorf("Scheme(%q) = %q, %v; want %q", tc.dsn, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "shardcounter.db", "bolt:", "bolt://x.db", "mysql://localhost/db", ":x", "sqlite:x.db", "firestore://", "firestore://p?x=1"} {
+	for _, bad := range []string{"", "shardcounter.db", "bolt:", "bolt://x.db", "pebble:", "pebble://data", "mysql://localhost/db", ":x", "sqlite:x.db", "firestore://", "firestore://p?x=1"} {
 		if _, err := dsn.Scheme(bad); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
 			t.Errorf("Scheme(%q) = %v, want invalid_argument", bad, err)
 		}
@@ -75,7 +77,7 @@ func TestRedact(t *testing.T) {
 }
 
 func FuzzScheme(f *testing.F) {
-	for _, s := range []string{"bolt:x.db", "postgres://u:p@h:1/d", "redis://h:1/0", "redis+cluster://h:1?addr=h:2", "firestore://p/db?count_field=Count", "", ":", "bolt://", "x:y"} {
+	for _, s := range []string{"pebble:data", "pebble:", "bolt:x.db", "postgres://u:p@h:1/d", "redis://h:1/0", "redis+cluster://h:1?addr=h:2", "firestore://p/db?count_field=Count", "", ":", "bolt://", "x:y"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -140,5 +142,24 @@ func TestCollectionsBolt(t *testing.T) {
 	}
 	if _, err := cs.GetCollection(context.Background(), "none"); shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
 		t.Fatalf("GetCollection on a new file = %v, want not_found", err)
+	}
+}
+
+func TestOpenPebble(t *testing.T) {
+	ctx := context.Background()
+	s, err := dsn.Open(ctx, "pebble:"+filepath.Join(t.TempDir(), "sub", "pebble"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Add(ctx, "c", 1, 0); shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
+		t.Fatalf("Add to a missing counter = %v, want not_found", err)
+	}
+	cs, err := dsn.Collections(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.GetCollection(ctx, "none"); shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
+		t.Fatalf("GetCollection on a new directory = %v, want not_found", err)
 	}
 }

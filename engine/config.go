@@ -88,7 +88,8 @@ type Config struct {
 	// next. On bolt, whose writes are serialised, keep 1. Async mode
 	// always runs one flush at a time, so that writes commit in the order
 	// they were answered. Default DefaultMaxInFlight, 1; 2 suits
-	// PostgreSQL (docs/ENGINE.md).
+	// PostgreSQL (docs/ENGINE.md). 0 takes the store's advice when it
+	// gives one (shardcounter.CommitPipeliner: Pebble's is 2).
 	MaxInFlight int
 	// MaxStaleness bounds how old a cached reading may be. Default 1s.
 	MaxStaleness time.Duration

@@ -68,15 +68,23 @@ type Engine struct {
 	// pacer spaces commits per shard (Config.ShardWriteInterval); nil
 	// when pacing is off.
 	pacer *pacer
+	// direct is set for a store that reads from memory
+	// (shardcounter.MemoryReader): reads go to it without gathering or
+	// rollups.
+	direct bool
 }
 
 var _ shardcounter.CounterService = (*Engine)(nil)
 
 // New returns an engine over store and starts its flusher. When the store
 // implements shardcounter.RequestIDExpirer, New sets its dedupe window to
-// cfg.DedupeWindow. It returns an invalid_argument error, and starts
+// cfg.DedupeWindow; when it implements shardcounter.CommitPipeliner and
+// cfg.MaxInFlight is 0, the store's advice replaces the default. It returns an invalid_argument error, and starts
 // nothing, when cfg holds a value it cannot use (see Config).
 func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
+	if p, ok := store.(shardcounter.CommitPipeliner); ok && cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = p.CommitsInFlight()
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -89,6 +97,9 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 		cfg:     cfg,
 		cache:   newReadingCache(cfg.CacheSize, cfg.MaxReadsInFlight),
 		windows: newWindowSpecs(cfg.CacheSize),
+	}
+	if m, ok := store.(shardcounter.MemoryReader); ok && m.ReadsFromMemory() {
+		e.direct = true
 	}
 	e.strong = newStrongReads(cfg.MaxReadsInFlight, cfg.Now, e.fetch, e.cache.put)
 	if !cfg.NoAutoCreate {

@@ -177,3 +177,19 @@ func (s *store) SetDedupeWindow(d time.Duration) {
 		x.SetDedupeWindow(d)
 	}
 }
+
+// ReadsFromMemory implements shardcounter.MemoryReader by passing on the
+// store's answer, false when it has none.
+func (s *store) ReadsFromMemory() bool {
+	m, ok := s.CounterStore.(shardcounter.MemoryReader)
+	return ok && m.ReadsFromMemory()
+}
+
+// CommitsInFlight implements shardcounter.CommitPipeliner by passing on
+// the store's advice, 0 when it gives none.
+func (s *store) CommitsInFlight() int {
+	if p, ok := s.CounterStore.(shardcounter.CommitPipeliner); ok {
+		return p.CommitsInFlight()
+	}
+	return 0
+}

@@ -2,6 +2,7 @@
 # bench-resp.sh measures shardcounter's Redis protocol front end against
 # Redis itself, with the same client (redis-benchmark), in one run:
 #
+#   - shardcounter serve --resp-listen, durable, on Pebble (the default store)
 #   - shardcounter serve --resp-listen, durable, on bolt
 #   - shardcounter serve --resp-listen, durable, on PostgreSQL
 #   - shardcounter serve --resp-listen on a redis-server of its own
@@ -31,7 +32,7 @@ CLIENTS=${CLIENTS:-64}
 N1=${N1:-100000}
 N16=${N16:-400000}
 ROUNDS=${ROUNDS:-1}
-BASE=${BASE:-7500} # ports BASE..BASE+5
+BASE=${BASE:-7500} # ports BASE..BASE+6
 PG=${SHARDCOUNTER_TEST_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 DIR=$(mktemp -d)
 PIDS=()
@@ -73,7 +74,8 @@ start_shardcounter() { # port, store DSN
 	wait_port "$1" "$DIR/$1/log"
 }
 
-TARGETS=("shardcounter bolt:$BASE" "shardcounter postgres:$((BASE + 1))" "shardcounter redis:$((BASE + 4))" "redis always:$((BASE + 2))" "redis everysec:$((BASE + 3))")
+TARGETS=("shardcounter pebble:$((BASE + 6))" "shardcounter bolt:$BASE" "shardcounter postgres:$((BASE + 1))" "shardcounter redis:$((BASE + 4))" "redis always:$((BASE + 2))" "redis everysec:$((BASE + 3))")
+start_shardcounter $((BASE + 6)) "pebble:$DIR/$((BASE + 6))/pebble"
 start_shardcounter "$BASE" "bolt:$DIR/$BASE/shardcounter.db"
 start_shardcounter $((BASE + 1)) "$PGBENCH"
 start_redis $((BASE + 2)) always
@@ -135,6 +137,6 @@ fi
 
 echo
 echo "== shardcounter's engine after the runs (INFO engine): the group commit at work"
-for t in "${TARGETS[@]:0:3}"; do
+for t in "${TARGETS[@]:0:4}"; do
 	echo "${t%:*}: $(redis-cli -p "${t##*:}" info engine | tr -d '\r' | grep -E 'engine_(writes|commits|mean_writes_per_commit|mean_commit_ms):' | tr '\n' ' ')"
 done

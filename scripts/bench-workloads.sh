@@ -2,13 +2,13 @@
 # scripts/bench-workloads.sh regenerates the "product workloads" section of
 # docs/BENCHMARKS.md and its charts (docs/bench-w-*.svg) from scratch on
 # this machine, in one session: shardcounter's engine, HTTP and RESP paths
-# on PostgreSQL, bolt and Redis, each run next to the peers a user would
+# on Pebble, PostgreSQL, bolt and Redis, each run next to the peers a user would
 # pick instead, with the same clients and duration.
 #
 #   scripts/bench-workloads.sh                   # 10s a run, 1,000,000 counters: an hour or more
 #   COUNTERS=100000 scripts/bench-workloads.sh 2s   # a quick look
 #   ONLY=timeline scripts/bench-workloads.sh     # one workload (million, timeline, likes, bounds, resp)
-#   STORES=bolt scripts/bench-workloads.sh       # some of the stores (postgres bolt redis)
+#   STORES=pebble scripts/bench-workloads.sh     # some of the stores (pebble postgres bolt redis)
 #
 # The workloads (issues 12 to 15):
 #   million   COUNTERS counters, Zipf s=1.1, every one written once before
@@ -27,7 +27,7 @@
 # It starts three redis-servers of its own (appendonly yes: the peers'
 # appendfsync always and everysec, and the Redis store's always), uses the
 # local PostgreSQL with databases of its own (dropped at the end), and a
-# bolt file per workload in a temporary directory. Runs keep their counters
+# Pebble directory and a bolt file per workload in a temporary directory. Runs keep their counters
 # (--keep-counters): the stores are thrown away after. Environment:
 # CLIENTS (64), COUNTERS (1000000), ONLY, STORES, SHARDCOUNTER_TEST_POSTGRES.
 set -euo pipefail
@@ -35,7 +35,7 @@ cd "$(dirname "$0")/.."
 duration=${1:-10s}
 counters=${COUNTERS:-1000000}
 only=${ONLY:-}
-stores=${STORES:-postgres bolt redis}
+stores=${STORES:-pebble postgres bolt redis}
 source scripts/bench-lib.sh
 
 bench_redis always always
@@ -50,10 +50,11 @@ want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 has() { [[ " $stores " == *" $1 "* ]]; }
 
 # store NAME sets dsn (and shown, the doc's placeholder) to a fresh store
-# of that kind: a new PostgreSQL database or bolt file per workload; the
-# Redis store is flushed.
+# of that kind: a new PostgreSQL database, Pebble directory or bolt file
+# per workload; the Redis store is flushed.
 store() {
   case $1 in
+  pebble) dsn="pebble:$tmp/pebble-${#titles[@]}"; shown='pebble:$DIR' ;;
   postgres) bench_database dsn; shown='$POSTGRES' ;;
   bolt) dsn="bolt:$tmp/bolt-${#titles[@]}.db"; shown='bolt:$FILE' ;;
   redis) redis-cli -u "$redis_store" flushall >/dev/null; dsn=$redis_store; shown='$REDIS_STORE' ;;
@@ -80,7 +81,7 @@ run() {
 }
 
 n=$(python3 -c 'import sys; print(f"{int(sys.argv[1]):,}")' "$counters")
-for kind in postgres bolt redis; do
+for kind in pebble postgres bolt redis; do
   has "$kind" || continue
   want million && run million "$n counters, Zipf s=1.1, all written once before: +1 writes" "$kind" \
     --path engine --path http --path resp --shards 1 --counters "$counters" --zipf 1.1 --prefill --keep-counters \
@@ -95,7 +96,7 @@ for kind in postgres bolt redis; do
     --path engine --path http --shards 1,16 --min 0 --window 1m:1d --keep-counters \
     --peer redis-incr --peer postgres-update
 done
-for kind in bolt postgres; do
+for kind in pebble bolt postgres; do
   has "$kind" || continue
   for p in 1 16; do
     want resp && run "resp-p$p" "One hot counter over RESP, $p command(s) a round trip" "$kind" \

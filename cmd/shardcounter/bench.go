@@ -117,7 +117,7 @@ func (o *optionalInt) ptr() *int64 {
 
 func (c *benchCommand) flags(fs *flag.FlagSet) {
 	c.fs = fs
-	fs.StringVar(&c.store, "store", "", "the store of the naive, engine and http paths, as a `DSN` (default: a bolt file in a temporary directory, removed after)")
+	fs.StringVar(&c.store, "store", "", "the store of the naive, engine and http paths, as a `DSN` (default: a Pebble store in a temporary directory, removed after)")
 	fs.StringVar(&c.server, "server", "", "http path: drive the running server at this `URL` instead of starting one on --store")
 	fs.StringVar(&c.tokenFile, "token-file", "", "with --server or --resp: send the bearer token in this `PATH` (RESP: as AUTH)")
 	fs.StringVar(&c.resp, "resp", "", "resp path: drive the RESP port of a running `shardcounter serve --resp-listen` at this `HOST:PORT` instead of starting one on --store")
@@ -449,7 +449,7 @@ func (c *benchCommand) runPaths(ctx context.Context, cfg bench.Config, storeDSN,
 				return nil, err
 			}
 			defer os.RemoveAll(dir)
-			storeDSN, kind = "bolt:"+filepath.Join(dir, "bench.db"), dsn.Bolt
+			storeDSN, kind = "pebble:"+filepath.Join(dir, "pebble"), dsn.Pebble
 		}
 		store, err := dsn.Open(ctx, storeDSN)
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 )
 
 // TestBenchWorkloads runs the new workloads end to end on the default
-// store (a temporary bolt file): timelines over sum and distinct counters
+// store (a temporary Pebble directory): timelines over sum and distinct counters
 // prefilled, on the engine and the RESP server the bench starts, then
 // bounded and windowed counters next to plain ones.
 func TestBenchWorkloads(t *testing.T) {
@@ -20,7 +20,7 @@ func TestBenchWorkloads(t *testing.T) {
 		"--counters", "50", "--zipf", "1.5", "--workload", "timeline", "--kind", "sum", "--kind", "distinct", "--members", "10",
 		"--prefill", "--peer", "http-bare", "--json", report).MustOK(t)
 	for _, want := range []string{"50 sum and distinct counters (Zipf s=1.5), all prefilled, timeline: 90% cached reads of 20 counters",
-		"bolt/engine/shards=2/distinct", "bolt/resp/shards=2", "RSS MiB before"} {
+		"pebble/engine/shards=2/distinct", "pebble/resp/shards=2", "RSS MiB before"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -56,8 +56,8 @@ func TestBenchWorkloads(t *testing.T) {
 	// refusals however few operations a loaded machine lets them make.
 	out = Run(t, dir, nil, "bench", "--path", "engine", "--path", "http", "--shards", "1", "--clients", "4", "--duration", "200ms",
 		"--min", "0", "--max", "0", "--window", "1m:1d").MustOK(t)
-	for _, want := range []string{"plain and min=0,max=0 and window=1m:1d, +1/−1 writes (50% −1)", "bolt/engine/shards=1/min=0,max=0",
-		"bolt/http/shards=1/window=1m:1d", "refused"} {
+	for _, want := range []string{"plain and min=0,max=0 and window=1m:1d, +1/−1 writes (50% −1)", "pebble/engine/shards=1/min=0,max=0",
+		"pebble/http/shards=1/window=1m:1d", "refused"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

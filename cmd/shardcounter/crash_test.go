@@ -33,7 +33,8 @@ func sharedStores(t *testing.T) map[string]func(t *testing.T) string {
 // most the writes that were in flight (sent, never answered) besides.
 func TestCrashUnderLoad(t *testing.T) {
 	stores := map[string]func(t *testing.T) string{
-		"Bolt": func(t *testing.T) string { return "bolt:" + filepath.Join(t.TempDir(), "data", "c.db") },
+		"Bolt":   func(t *testing.T) string { return "bolt:" + filepath.Join(t.TempDir(), "data", "c.db") },
+		"Pebble": func(t *testing.T) string { return "pebble:" + filepath.Join(t.TempDir(), "data", "pebble") },
 	}
 	for name, f := range sharedStores(t) {
 		stores[name] = f

@@ -140,11 +140,12 @@ type Server struct {
 // the JSON log format.
 var addrRE = regexp.MustCompile(`msg="shardcounter serving" addr=(\S+)|"msg":"shardcounter serving","addr":"([^"]+)"`)
 
-// StartServer runs serve on a free port with a bolt file in dir, adding
-// args, and waits until it listens. It is killed at the end of the test.
+// StartServer runs serve on a free port with a store of the default kind
+// (Pebble) in dir, adding args, and waits until it listens. It is killed
+// at the end of the test.
 func StartServer(tb testing.TB, dir string, args ...string) *Server {
 	tb.Helper()
-	store := "bolt:" + filepath.Join(dir, "data", "shardcounter.db")
+	store := "pebble:" + filepath.Join(dir, "data", "pebble")
 	return StartServerEnv(tb, dir, nil, append([]string{"--listen", "127.0.0.1:0", "--store", store}, args...)...)
 }
 
@@ -218,29 +219,38 @@ func (s *Server) Stop(tb testing.TB, sig syscall.Signal) int {
 func (s *Server) Env() []string { return []string{"SHARDCOUNTER_SERVER=" + s.URL} }
 
 // TestServeCacheFlags starts serve with --max-staleness 1m: a cached
-// reading says it may be 60,000 ms old, and is served from the rollup while
-// it is younger, so a write made since does not show in it.
+// reading says it may be 60,000 ms old. On bolt it is served from the
+// rollup while it is younger, so a write made since does not show in it;
+// on Pebble, whose totals are in memory, the engine reads the store
+// directly, so it does.
 func TestServeCacheFlags(t *testing.T) {
-	dir := t.TempDir()
-	s := StartServer(t, dir, "--max-staleness", "1m", "--cache-size", "10", "--max-reads-in-flight", "1")
-	env := s.Env()
-	Run(t, dir, env, "incr", "views").MustOK(t)
-	var r struct {
-		ID             string `json:"id"`
-		Value          int64  `json:"value"`
-		Shards         int    `json:"shards"`
-		Consistency    string `json:"consistency"`
-		AsOf           string `json:"as_of"`
-		MaxStalenessMS int64  `json:"max_staleness_ms"`
-	}
-	mustJSON(t, Run(t, dir, env, "get", "views", "--cached", "--json").MustOK(t), &r)
-	if r.Value != 1 || r.MaxStalenessMS != 60000 {
-		t.Fatalf("cached reading %+v, want value 1 and max_staleness_ms 60000", r)
-	}
-	Run(t, dir, env, "incr", "views").MustOK(t)
-	mustJSON(t, Run(t, dir, env, "get", "views", "--cached", "--json").MustOK(t), &r)
-	if r.Value != 1 {
-		t.Fatalf("cached reading within a minute of the last: value %d, want the rollup's 1", r.Value)
+	for _, tc := range []struct {
+		name, store string
+		want        int64 // the cached value after the second write
+	}{{"Bolt", "bolt:data/c.db", 1}, {"Pebble", "pebble:data/pebble", 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := StartServer(t, dir, "--store", tc.store, "--max-staleness", "1m", "--cache-size", "10", "--max-reads-in-flight", "1")
+			env := s.Env()
+			Run(t, dir, env, "incr", "views").MustOK(t)
+			var r struct {
+				ID             string `json:"id"`
+				Value          int64  `json:"value"`
+				Shards         int    `json:"shards"`
+				Consistency    string `json:"consistency"`
+				AsOf           string `json:"as_of"`
+				MaxStalenessMS int64  `json:"max_staleness_ms"`
+			}
+			mustJSON(t, Run(t, dir, env, "get", "views", "--cached", "--json").MustOK(t), &r)
+			if r.Value != 1 || r.MaxStalenessMS != 60000 || r.Consistency != "cached" {
+				t.Fatalf("cached reading %+v, want value 1, cached, max_staleness_ms 60000", r)
+			}
+			Run(t, dir, env, "incr", "views").MustOK(t)
+			mustJSON(t, Run(t, dir, env, "get", "views", "--cached", "--json").MustOK(t), &r)
+			if r.Value != tc.want || r.MaxStalenessMS != 60000 {
+				t.Fatalf("cached reading within a minute of the last: %+v, want value %d", r, tc.want)
+			}
+		})
 	}
 }
 
@@ -471,15 +481,55 @@ func TestRuntimeErrors(t *testing.T) {
 func TestDefaultStore(t *testing.T) {
 	dir := t.TempDir()
 	s := StartServerEnv(t, dir, []string{"SHARDCOUNTER_LISTEN=127.0.0.1:0"})
+	Run(t, dir, s.Env(), "incr", "c", "--by", "3").MustOK(t)
 	if code := s.Stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, s.Logs())
 	}
-	if _, err := os.Stat(filepath.Join(dir, "shardcounter-data", "shardcounter.db")); err != nil {
-		t.Fatalf("default store not created: %v", err)
+	if fi, err := os.Stat(filepath.Join(dir, "shardcounter-data", "pebble")); err != nil || !fi.IsDir() {
+		t.Fatalf("default store not created as a directory: %v", err)
 	}
-	if !strings.Contains(s.Logs(), "store=bolt:./shardcounter-data/shardcounter.db") {
-		t.Fatalf("start line does not name the store: %s", s.Logs())
+	if !strings.Contains(s.Logs(), "store=pebble:./shardcounter-data/pebble") || strings.Contains(s.Logs(), "level=WARN") {
+		t.Fatalf("start line does not name the store, or warns: %s", s.Logs())
 	}
+}
+
+// TestDefaultStoreLegacy checks the upgrade from a version whose default
+// was a bolt file: while that file exists and no Pebble store does, serve
+// without --store keeps serving it and says how to move it; once a Pebble
+// store exists, that is the default; a store given is always used.
+func TestDefaultStoreLegacy(t *testing.T) {
+	dir := t.TempDir()
+	legacy := filepath.Join(dir, "shardcounter-data", "shardcounter.db")
+	s := StartServer(t, dir, "--store", "bolt:"+legacy)
+	Run(t, dir, s.Env(), "incr", "old", "--by", "41").MustOK(t)
+	if code := s.Stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.Logs())
+	}
+
+	s = StartServerEnv(t, dir, nil, "--listen", "127.0.0.1:0")
+	if got := Run(t, dir, s.Env(), "get", "old").MustOK(t); got != "41\n" {
+		t.Fatalf("get old on the legacy default = %q, want 41", got)
+	}
+	logs := s.Logs()
+	if !strings.Contains(logs, "level=WARN") || !strings.Contains(logs, "store=bolt:./shardcounter-data/shardcounter.db") ||
+		!strings.Contains(logs, "shardcounter export --store bolt:./shardcounter-data/shardcounter.db | shardcounter import --store pebble:./shardcounter-data/pebble") {
+		t.Fatalf("serve on the legacy file does not warn with the command that moves it:\n%s", logs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "shardcounter-data", "pebble")); !os.IsNotExist(err) {
+		t.Fatalf("serve on the legacy file made a Pebble store beside it: %v", err)
+	}
+	s.Stop(t, syscall.SIGTERM)
+
+	// Given explicitly, the default DSN is used even beside the bolt file;
+	// from then on the Pebble directory exists and is the default.
+	s = StartServerEnv(t, dir, nil, "--listen", "127.0.0.1:0", "--store", "pebble:./shardcounter-data/pebble")
+	Run(t, dir, s.Env(), "get", "old").MustFail(t, 1)
+	s.Stop(t, syscall.SIGTERM)
+	s = StartServerEnv(t, dir, nil, "--listen", "127.0.0.1:0")
+	if logs := s.Logs(); !strings.Contains(logs, "store=pebble:./shardcounter-data/pebble") || strings.Contains(logs, "level=WARN") {
+		t.Fatalf("with both stores present, serve does not default to Pebble quietly:\n%s", logs)
+	}
+	Run(t, dir, s.Env(), "get", "old").MustFail(t, 1)
 }
 
 // TestListenEnv checks that --listen wins over SHARDCOUNTER_LISTEN.
@@ -643,7 +693,7 @@ func TestBench(t *testing.T) {
 	dir := t.TempDir()
 	report := filepath.Join(dir, "report.json")
 	out := Run(t, dir, nil, "bench", "--shards", "1,4", "--clients", "8", "--duration", "200ms", "--path", "naive", "--path", "engine", "--json", report).MustOK(t)
-	for _, name := range []string{"bolt/naive/shards=1", "bolt/naive/shards=4", "bolt/engine/shards=1", "bolt/engine/shards=4"} {
+	for _, name := range []string{"pebble/naive/shards=1", "pebble/naive/shards=4", "pebble/engine/shards=1", "pebble/engine/shards=4"} {
 		if !strings.Contains(out, name) {
 			t.Errorf("table lacks run %s:\n%s", name, out)
 		}
@@ -691,7 +741,7 @@ func TestBench(t *testing.T) {
 	}
 
 	out = Run(t, dir, nil, "bench", "--shards", "1", "--clients", "4", "--duration", "100ms", "--path", "engine", "--max-in-flight", "1,2", "--max-reads-in-flight", "1").MustOK(t)
-	for _, name := range []string{"bolt/engine/shards=1/in-flight=1", "bolt/engine/shards=1/in-flight=2"} {
+	for _, name := range []string{"pebble/engine/shards=1/in-flight=1", "pebble/engine/shards=1/in-flight=2"} {
 		if !strings.Contains(out, name) {
 			t.Errorf("table lacks run %s:\n%s", name, out)
 		}
@@ -706,7 +756,7 @@ func TestBenchPeersSVG(t *testing.T) {
 	out := Run(t, dir, nil, "bench", "--path", "http", "--peer", "http-bare", "--shards", "2", "--clients", "4",
 		"--duration", "200ms", "--counters", "20", "--zipf", "1.5", "--read-ratio", "0.5", "--read-consistency", "cached",
 		"--json", report, "--svg", chart).MustOK(t)
-	for _, want := range []string{"bolt/http/shards=2", "peer/http-bare", "vs http-bare", "20 counters (Zipf s=1.5), 50% cached reads"} {
+	for _, want := range []string{"pebble/http/shards=2", "peer/http-bare", "vs http-bare", "20 counters (Zipf s=1.5), 50% cached reads"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -31,8 +32,44 @@ import (
 // Defaults of `shardcounter serve`, as in SPEC.md.
 const (
 	DefaultListen = "127.0.0.1:8080"
-	DefaultStore  = "bolt:./shardcounter-data/shardcounter.db"
+	DefaultStore  = "pebble:./shardcounter-data/pebble"
+	// LegacyStore is the default of the versions before Pebble: serve
+	// without --store keeps serving it while it exists and no Pebble
+	// store does (defaultStore).
+	LegacyStore = "bolt:./shardcounter-data/shardcounter.db"
+	// MoveLegacyCommand moves the data of LegacyStore to DefaultStore.
+	MoveLegacyCommand = "shardcounter export --store " + LegacyStore + " | shardcounter import --store " + DefaultStore
 )
+
+// defaultStore is the store of serve without --store or
+// SHARDCOUNTER_STORE: DefaultStore, unless the file of LegacyStore exists
+// and the directory of DefaultStore does not, when it is LegacyStore, so
+// that an upgrade never starts an empty store beside the user's data.
+// exists reports whether a path exists, relative to the working directory.
+func defaultStore(exists func(path string) bool) (store string, legacy bool) {
+	if exists(strings.TrimPrefix(LegacyStore, "bolt:")) && !exists(strings.TrimPrefix(DefaultStore, "pebble:")) {
+		return LegacyStore, true
+	}
+	return DefaultStore, false
+}
+
+// storeFlag is --store: a string that remembers whether it was given.
+type storeFlag struct {
+	dsn   *string
+	given *bool
+}
+
+func (f storeFlag) String() string {
+	if f.dsn == nil {
+		return ""
+	}
+	return *f.dsn
+}
+
+func (f storeFlag) Set(v string) error {
+	*f.dsn, *f.given = v, true
+	return nil
+}
 
 // shutdownTimeout bounds how long serve waits for requests in flight
 // after a signal before it closes their connections.
@@ -46,6 +83,7 @@ type serveCommand struct {
 	m             *Main
 	listen        string
 	store         string
+	storeGiven    bool // by --store or SHARDCOUNTER_STORE
 	defaultShards int
 	autoCreate    bool
 	durability    string
@@ -79,7 +117,12 @@ func newServeCommand(m *Main) command { return &serveCommand{m: m} }
 func (c *serveCommand) flags(fs *flag.FlagSet) {
 	// Environment variables are flag defaults, so a flag always wins.
 	fs.StringVar(&c.listen, "listen", c.env("SHARDCOUNTER_LISTEN", DefaultListen), "HTTP `ADDR` to listen on (env SHARDCOUNTER_LISTEN)")
-	fs.StringVar(&c.store, "store", c.env("SHARDCOUNTER_STORE", DefaultStore), "store `DSN`: bolt:PATH, postgres://..., redis://..., firestore://PROJECT (env SHARDCOUNTER_STORE)")
+	c.store, c.storeGiven = DefaultStore, false
+	if v := c.m.Getenv("SHARDCOUNTER_STORE"); v != "" {
+		c.store, c.storeGiven = v, true
+	}
+	fs.Var(storeFlag{&c.store, &c.storeGiven}, "store", "store `DSN`: pebble:DIR, bolt:PATH, postgres://..., redis://..., firestore://PROJECT (env SHARDCOUNTER_STORE; "+
+		"without either, "+LegacyStore+" while that file exists and "+strings.TrimPrefix(DefaultStore, "pebble:")+" does not)")
 	fs.IntVar(&c.defaultShards, "default-shards", 16, "`N` shards for counters created without a shard count")
 	fs.BoolVar(&c.autoCreate, "auto-create", true, "a write to an unknown counter creates it")
 	fs.StringVar(&c.durability, "durability", "durable", "`MODE` durable: answer a write once it is committed; async: answer once queued, commit within --flush-interval (a crash loses what is queued)")
@@ -233,6 +276,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
+	c.chooseStore(log)
 	m := metrics.New()
 	redis.SetClientLog(log) // the Redis client's own lines, at debug level
 	store, err := dsn.Open(ctx, c.store)
@@ -488,6 +532,27 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, usagef("--log-format is %q: give text or json", format)
+}
+
+// chooseStore sets the store of serve without --store or
+// SHARDCOUNTER_STORE (defaultStore), and warns when that is the bolt file
+// of an earlier version's default.
+func (c *serveCommand) chooseStore(log *slog.Logger) {
+	if c.storeGiven {
+		return
+	}
+	var legacy bool
+	if c.store, legacy = defaultStore(exists); legacy {
+		log.Warn("serving the bolt file of an earlier version's default store: the default is now "+DefaultStore+
+			"; to move your data there, stop the server and run: "+MoveLegacyCommand+
+			" (then move the bolt file away; until you do, serve keeps serving it)", "store", c.store)
+	}
+}
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // loopback reports whether addr can be reached only from this machine.

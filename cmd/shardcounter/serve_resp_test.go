@@ -68,9 +68,9 @@ func TestServeRESP(t *testing.T) {
 	if code := s.Stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("serve exited %d after SIGTERM:\n%s", code, s.Logs())
 	}
-	// Restarted on the same file, the RESP port reads what was written.
+	// Restarted on the same store, the RESP port reads what was written.
 	s = StartServerEnv(t, dir, []string{"SHARDCOUNTER_RESP_LISTEN=127.0.0.1:0"},
-		"--listen", "127.0.0.1:0", "--store", "bolt:"+filepath.Join(dir, "data", "shardcounter.db"))
+		"--listen", "127.0.0.1:0", "--store", "pebble:"+filepath.Join(dir, "data", "pebble"))
 	h, p = s.respAddr(t)
 	if got := redisCLI(t, h, p, "MGET", "likes", "counter:__rand_int__"); got != "1\n2000" {
 		t.Fatalf("after a restart, MGET: %q, want 1 and 2000", got)

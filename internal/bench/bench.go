@@ -316,9 +316,12 @@ type Memory struct {
 	Process   string `json:"process"` // "bench" (served in process), "server" or "redis"
 	RSSBefore int64  `json:"rss_before_bytes"`
 	RSSMax    int64  `json:"rss_max_bytes"`
-	// RSSMaxFiles is the part of RSSMax that maps files (the executable,
-	// bbolt's database file: page cache the kernel can drop, see
-	// fileProbe), when the serving process says: in-process runs on Linux.
+	// RSSMaxAnon is the part of RSSMax the process allocated (anonymous
+	// pages: what would have to be swapped), and RSSMaxFiles the part that
+	// maps files (the executable, bbolt's database file: page cache the
+	// kernel can drop, see fileProbe), when the serving process says:
+	// in-process runs on Linux.
+	RSSMaxAnon  *int64 `json:"rss_max_anon_bytes,omitempty"`
 	RSSMaxFiles *int64 `json:"rss_max_files_bytes,omitempty"`
 	RSSAfter    int64  `json:"rss_after_bytes"`
 	SampleEvery string `json:"sample_every"` // how often RSSMax was sampled

@@ -18,15 +18,17 @@ type memoryProbe interface {
 	process() string // what was measured, as Memory.Process says it
 }
 
-// fileProbe is a memoryProbe that can also tell how much of the resident
-// memory maps files: the executable, and bbolt's database file, which
-// bbolt reads through a memory map. Those pages are the page cache's,
-// shared and clean (bbolt writes with pwrite, not through the map): the
-// kernel drops them under memory pressure and reads them again when
-// touched, where memory the process allocated would have to be swapped.
-// A run that can say so reports the part apart (Memory.RSSMaxFiles).
+// fileProbe is a memoryProbe that can also split the resident memory into
+// what the process allocated (anonymous pages: the heap, Pebble's memtables
+// and block cache, the counters held in memory) and what maps files: the
+// executable, and bbolt's database file, which bbolt reads through a
+// memory map. File pages are the page cache's, shared and clean (bbolt
+// writes with pwrite, not through the map): the kernel drops them under
+// memory pressure and reads them again when touched, where anonymous
+// memory would have to be swapped. A run that can say so reports both
+// parts (Memory.RSSMaxAnon, Memory.RSSMaxFiles).
 type fileProbe interface {
-	files() (bytes int64, ok bool)
+	split() (anon, files int64, ok bool)
 }
 
 // selfMemory is this process, which serves the naive, engine and
@@ -41,7 +43,12 @@ func (selfMemory) rss(context.Context) (int64, bool, error) {
 	return n, ok, nil
 }
 
-func (selfMemory) files() (int64, bool) { return statusField(selfStatus(), "RssFile") }
+func (selfMemory) split() (anon, files int64, ok bool) {
+	status := selfStatus()
+	anon, ok1 := statusField(status, "RssAnon")
+	files, ok2 := statusField(status, "RssFile")
+	return anon, files, ok1 && ok2
+}
 
 // selfStatus returns /proc/self/status, "" where there is none (not
 // Linux: no figure).
@@ -81,6 +88,7 @@ type memorySampler struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	max    int64
+	anon   *int64 // the anonymous part of the sample that set max, when known
 	files  *int64 // the mapped files' part of the sample that set max, when known
 }
 
@@ -90,16 +98,16 @@ func (s *memorySampler) sample(ctx context.Context) (int64, bool, error) {
 	if err != nil || !ok {
 		return n, ok, err
 	}
-	var files *int64
+	var anon, files *int64
 	if p, can := s.probe.(fileProbe); can {
-		if f, ok := p.files(); ok {
-			files = &f
+		if a, f, ok := p.split(); ok {
+			anon, files = &a, &f
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n >= s.max {
-		s.max, s.files = n, files
+		s.max, s.anon, s.files = n, anon, files
 	}
 	return n, true, nil
 }
@@ -149,6 +157,7 @@ func (s *memorySampler) stop(ctx context.Context) *Memory {
 		Process:     s.probe.process(),
 		RSSBefore:   s.before,
 		RSSMax:      s.max,
+		RSSMaxAnon:  s.anon,
 		RSSMaxFiles: s.files,
 		RSSAfter:    after,
 		SampleEvery: sampleEvery.String(),

@@ -69,8 +69,9 @@ func TestPathsHTTP(t *testing.T) {
 	// Served in this process: the memory is the bench's, with the part
 	// that maps files (at least the executable's code).
 	if m := runs[0].Memory; m == nil || m.Process != "bench" || m.RSSBefore <= 0 || m.RSSAfter <= 0 ||
-		m.RSSMaxFiles == nil || *m.RSSMaxFiles <= 0 || *m.RSSMaxFiles > m.RSSMax {
-		t.Errorf("memory = %+v, want this process's RSS and its mapped files' part", m)
+		m.RSSMaxFiles == nil || *m.RSSMaxFiles <= 0 || *m.RSSMaxFiles > m.RSSMax ||
+		m.RSSMaxAnon == nil || *m.RSSMaxAnon <= 0 || *m.RSSMaxAnon+*m.RSSMaxFiles > m.RSSMax {
+		t.Errorf("memory = %+v, want this process's RSS, its anonymous and its mapped files' parts", m)
 	}
 	mustNoCounters(t, s)
 }
@@ -94,7 +95,7 @@ func TestPathsHTTPServer(t *testing.T) {
 	checkRuns(t, runs, 1)
 	mustNoCounters(t, s)
 	// The server's own memory, from its /metrics.
-	if m := runs[0].Memory; m == nil || m.Process != "server" || m.RSSBefore <= 0 || m.RSSMax < m.RSSBefore || m.RSSMaxFiles != nil {
+	if m := runs[0].Memory; m == nil || m.Process != "server" || m.RSSBefore <= 0 || m.RSSMax < m.RSSBefore || m.RSSMaxFiles != nil || m.RSSMaxAnon != nil {
 		t.Errorf("memory = %+v, want the server's RSS from /metrics, which does not say what maps files", m)
 	}
 

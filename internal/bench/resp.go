@@ -117,13 +117,13 @@ func (s *respService) rss(ctx context.Context) (int64, bool, error) {
 	return infoRSS(ctx, s.c)
 }
 
-// files is selfMemory's when this process serves the run; a server's
+// split is selfMemory's when this process serves the run; a server's
 // INFO does not say.
-func (s *respService) files() (int64, bool) {
+func (s *respService) split() (anon, files int64, ok bool) {
 	if s.stop != nil {
-		return selfMemory{}.files()
+		return selfMemory{}.split()
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // infoRSS reads used_memory_rss from a RESP server's INFO memory.

@@ -54,13 +54,16 @@ func WriteTable(w io.Writer, runs []Run) error {
 // mib formats a byte count in MiB with one decimal.
 func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
 
-// maxText is the most resident memory seen, with its mapped files' part
-// when known: "590.0 (files 400.0)".
+// maxText is the most resident memory seen, with its anonymous and mapped
+// files' parts when known: "590.0 (anon 180.0, files 400.0)".
 func maxText(m *Memory) string {
-	if m.RSSMaxFiles == nil {
+	switch {
+	case m.RSSMaxFiles == nil:
 		return mib(m.RSSMax)
+	case m.RSSMaxAnon == nil:
+		return fmt.Sprintf("%s (files %s)", mib(m.RSSMax), mib(*m.RSSMaxFiles))
 	}
-	return fmt.Sprintf("%s (files %s)", mib(m.RSSMax), mib(*m.RSSMaxFiles))
+	return fmt.Sprintf("%s (anon %s, files %s)", mib(m.RSSMax), mib(*m.RSSMaxAnon), mib(*m.RSSMaxFiles))
 }
 
 // WriteRatios writes, under the table, each of shardcounter's runs as a
