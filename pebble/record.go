@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
 	"slices"
 
 	pdb "github.com/cockroachdb/pebble/v2"
+
+	"github.com/shardcounter/shardcounter/internal/overflow"
 )
 
 // A counter is one key, "c" id, whose value is either a whole record or a
@@ -22,10 +26,11 @@ import (
 // deleting a counter set or delete the record, under the store's write
 // lock, so a record is never set over operands it has not folded in.
 //
-// Shard values add in two's complement, wrapping: the store refuses every
-// write that would take a counter's total out of int64 (it holds the
-// totals in memory), so the wrapped sum of the shards is the exact total
-// even when one shard, alone, has wrapped. A delta for a shard at or past
+// Shard values never wrap: the store refuses every write that would take
+// a counter's total out of int64 (it holds the totals in memory), and a
+// fold that would take one shard out of int64 moves the excess to shards
+// with room (fold, below), so the sum of the shards is the exact total
+// and each shard an int64. A delta for a shard at or past
 // the record's count (written before a reshard that shrank it, folded
 // after) lands on shard i mod n, where the reshard folded shard i.
 const (
@@ -173,17 +178,22 @@ func (m *valueMerger) Finish(bool) ([]byte, io.Closer, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, d := range m.deltas {
-			r.shards[d.shard%len(r.shards)] += d.v
-		}
+		fold(r.shards, m.deltas)
 		return encodeRecord(r), nil, nil
 	}
 	slices.SortStableFunc(m.deltas, func(a, b delta) int { return a.shard - b.shard })
 	var out []byte
 	for i := 0; i < len(m.deltas); {
-		s, sum := m.deltas[i].shard, int64(0)
-		for ; i < len(m.deltas) && m.deltas[i].shard == s; i++ {
-			sum += m.deltas[i].v
+		s, sum := m.deltas[i].shard, m.deltas[i].v
+		for i++; i < len(m.deltas) && m.deltas[i].shard == s; i++ {
+			next, ok := overflow.Add(sum, m.deltas[i].v)
+			if !ok {
+				// Deltas whose sum leaves int64 stay apart: the record
+				// they are folded into places what its shard cannot hold.
+				out = appendDelta(out, s, sum)
+				next = m.deltas[i].v
+			}
+			sum = next
 		}
 		out = appendDelta(out, s, sum)
 	}
@@ -191,4 +201,68 @@ func (m *valueMerger) Finish(bool) ([]byte, io.Closer, error) {
 		out = []byte{tagDeltas}
 	}
 	return out, nil, nil
+}
+
+// fold adds deltas to shards, each to shard i mod n. The store takes a
+// write only when the counter's total stays in int64, never judging one
+// shard (out_of_range is a total's verdict), so a shard may be asked to
+// hold more than an int64 while the total fits. Then the exact shard
+// values are put back in range by moving the excess to shards with room,
+// lowest shard first: deterministic (every fold of the same operands
+// gives the same record), the total exact, and every shard an int64.
+// Some shard always has room, since n shards hold n int64 ranges and the
+// total fits in one.
+func fold(shards []int64, deltas []delta) {
+	n := len(shards)
+	for i, d := range deltas {
+		j := d.shard % n
+		v, ok := overflow.Add(shards[j], d.v)
+		if !ok {
+			foldWide(shards, deltas[i:])
+			return
+		}
+		shards[j] = v
+	}
+}
+
+// foldWide is fold's slow path, in arbitrary precision.
+func foldWide(shards []int64, deltas []delta) {
+	n := len(shards)
+	exact := make([]*big.Int, n)
+	for i, v := range shards {
+		exact[i] = big.NewInt(v)
+	}
+	for _, d := range deltas {
+		j := d.shard % n
+		exact[j].Add(exact[j], big.NewInt(d.v))
+	}
+	lo, hi := big.NewInt(math.MinInt64), big.NewInt(math.MaxInt64)
+	excess := new(big.Int)
+	for i, v := range exact {
+		switch {
+		case v.Cmp(hi) > 0:
+			excess.Add(excess, new(big.Int).Sub(v, hi))
+			v.Set(hi)
+		case v.Cmp(lo) < 0:
+			excess.Add(excess, new(big.Int).Sub(v, lo))
+			v.Set(lo)
+		}
+		shards[i] = v.Int64()
+	}
+	for i := 0; i < n && excess.Sign() != 0; i++ {
+		room := new(big.Int)
+		if excess.Sign() > 0 {
+			room.Sub(hi, big.NewInt(shards[i]))
+			if room.Cmp(excess) > 0 {
+				room.Set(excess)
+			}
+		} else {
+			room.Sub(lo, big.NewInt(shards[i]))
+			if room.Cmp(excess) < 0 {
+				room.Set(excess)
+			}
+		}
+		shards[i] += room.Int64()
+		excess.Sub(excess, room)
+	}
 }

@@ -89,7 +89,10 @@ func TestMerger(t *testing.T) {
 		{"Deltas", [][]byte{rec(1, 2, 3), d(0, 5), d(2, -3), d(0, 1)}, rec(7, 2, 0)},
 		{"PastCount", [][]byte{rec(0, 0), d(3, 4)}, rec(0, 4)}, // written before a reshard to 2: shard 3 mod 2
 		{"RecordSetLater", [][]byte{rec(1, 1), d(0, 5), rec(9, 9), d(1, 1)}, rec(9, 10)},
-		{"Wraps", [][]byte{rec(1<<63-1, -5), d(0, 3)}, rec(-(1<<63)+2, -5)},
+		// A shard that cannot hold its deltas spills onto a shard with
+		// room: the total exact, every shard an int64.
+		{"Spills", [][]byte{rec(1<<63-1, -5), d(0, 3)}, rec(1<<63-1, -2)},
+		{"SpillsDown", [][]byte{rec(-5, -(1 << 63)), d(1, -3)}, rec(-8, -(1 << 63))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, got := range [][]byte{merge(t, tc.ops...), mergeForward(t, tc.ops...)} {
@@ -110,6 +113,16 @@ func TestMerger(t *testing.T) {
 		r, _ := decodeRecord(merge(t, rec(10, 10), partial))
 		if r.shards[0] != 13 || r.shards[1] != 5 || r.total() != 18 {
 			t.Fatalf("shards %v, want [13 5]", r.shards)
+		}
+	})
+	t.Run("OnlyDeltasWide", func(t *testing.T) {
+		// Deltas whose sum leaves int64 are kept apart by a partial
+		// merge, and the record places them exactly.
+		const max = 1<<63 - 1
+		partial := merge(t, d(0, max), d(0, max), d(0, -max))
+		r, err := decodeRecord(merge(t, rec(0, -max), partial))
+		if err != nil || r.shards[0] != max || r.shards[1] != -max {
+			t.Fatalf("shards %v (%v), want [max -max]", r, err)
 		}
 	})
 	t.Run("Corrupt", func(t *testing.T) {
