@@ -83,13 +83,9 @@ func (b *batchState) apply(inc shardcounter.Increment, o *shardcounter.Outcome) 
 	}
 	k := shard.Of(pick, n)
 	v, ok := overflow.Add(st.shards[k].value, inc.Delta)
-	if !ok {
-		o.Err = outOfRange(inc)
-		return nil
-	}
 	if st.full {
-		sum, ok := overflow.Add(t.totalOf(st), inc.Delta)
-		if !ok {
+		sum, sumOK := overflow.Add(t.totalOf(st), inc.Delta)
+		if !sumOK {
 			o.Err = outOfRange(inc)
 			return nil
 		}
@@ -97,8 +93,20 @@ func (b *batchState) apply(inc shardcounter.Increment, o *shardcounter.Outcome) 
 			o.Err = err
 			return nil
 		}
+		if !ok && md == nil {
+			// The picked shard cannot hold the write but the total can:
+			// some other shard has room (were every shard within delta of
+			// the edge, the total would be past it too).
+			k = roomFor(st.shards, inc.Delta)
+			v = st.shards[k].value + inc.Delta
+			ok = true
+		}
+		if !ok {
+			o.Err = outOfRange(inc)
+			return nil
+		}
 		t.total = sum
-	} else if v > zone(n) || v < -zone(n) {
+	} else if !ok || v > zone(n) || v < -zone(n) {
 		b.s.fullHint.Store(inc.Counter, true)
 		b.s.cache.Remove(inc.Counter)
 		return errFull
@@ -129,6 +137,17 @@ func (b *batchState) apply(inc shardcounter.Increment, o *shardcounter.Outcome) 
 	}
 	b.record(t, rk)
 	return nil
+}
+
+// roomFor returns a shard that can take delta without leaving int64. The
+// caller knows the counter's total can, so one exists.
+func roomFor(shards []shardState, delta int64) int {
+	for i, sh := range shards {
+		if _, ok := overflow.Add(sh.value, delta); ok {
+			return i
+		}
+	}
+	panic("firestore: no shard has room for a write the total has room for")
 }
 
 // newState is a counter an item creates: every shard new and 0.
