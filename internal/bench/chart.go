@@ -111,7 +111,7 @@ func WriteSVG(w io.Writer, title string, runs []Run) error {
 	for _, v := range yticks {
 		y := yOf(v)
 		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e0e0e0" stroke-width="1"/>`+"\n", left, y, right, y)
-		s.text(left-6, y+4, 11, "end", "", thousands(v))
+		s.text(left-6, y+4, 11, "end", "", Thousands(v))
 	}
 	for _, n := range shards {
 		x := xOf(float64(n))
@@ -150,7 +150,7 @@ func WriteSVG(w io.Writer, title string, runs []Run) error {
 		dash := fmt.Sprintf("6 %d", 3+2*(i%3))
 		y := yOf(r.OpsPerSec)
 		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5" stroke-dasharray="%s"/>`+"\n", left, y, right, y, c, dash)
-		legend = append(legend, entry{fmt.Sprintf("peer %s: %s/s", peerLabel(r), thousands(r.OpsPerSec)), c, dash})
+		legend = append(legend, entry{fmt.Sprintf("peer %s: %s/s", peerLabel(r), Thousands(r.OpsPerSec)), c, dash})
 	}
 	width := 0
 	for _, e := range legend {

@@ -46,7 +46,7 @@ func WriteTable(w io.Writer, runs []Run) error {
 				fmt.Fprint(tw, "-\t-\t-\t")
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t\n", ratio(r.OpsPerSec, runs[0].OpsPerSec), perCommit)
+		fmt.Fprintf(tw, "%s\t%s\t\n", Ratio(r.OpsPerSec, runs[0].OpsPerSec), perCommit)
 	}
 	return tw.Flush()
 }
@@ -90,7 +90,7 @@ func WriteRatios(w io.Writer, runs []Run) error {
 	for _, r := range ours {
 		fmt.Fprintf(tw, "%s\t%.0f\t", r.Name, r.OpsPerSec)
 		for _, p := range peers {
-			fmt.Fprintf(tw, "%s\t", ratio(r.OpsPerSec, p.OpsPerSec))
+			fmt.Fprintf(tw, "%s\t", Ratio(r.OpsPerSec, p.OpsPerSec))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -121,7 +121,7 @@ func WriteMarkdown(w io.Writer, runs []Run) error {
 	fmt.Fprintln(w, sep)
 	for _, r := range runs {
 		fmt.Fprintf(w, "| %s | %s | %d | %s | %.2f | %.2f | %d |",
-			r.Name, shardsText(r), r.Clients, thousands(r.OpsPerSec), r.P50MS, r.P99MS, r.Errors)
+			r.Name, shardsText(r), r.Clients, Thousands(r.OpsPerSec), r.P50MS, r.P99MS, r.Errors)
 		if refused {
 			fmt.Fprintf(w, " %d |", r.Refused)
 		}
@@ -142,15 +142,15 @@ func WriteMarkdown(w io.Writer, runs []Run) error {
 	fmt.Fprintln(w)
 	fmt.Fprint(w, "| run | ops/s |")
 	for _, p := range peers {
-		fmt.Fprintf(w, " vs %s (%s ops/s) |", peerLabel(p), thousands(p.OpsPerSec))
+		fmt.Fprintf(w, " vs %s (%s ops/s) |", peerLabel(p), Thousands(p.OpsPerSec))
 	}
 	fmt.Fprint(w, "\n|---|---:|")
 	fmt.Fprint(w, strings.Repeat("---:|", len(peers)))
 	fmt.Fprintln(w)
 	for _, r := range ours {
-		fmt.Fprintf(w, "| %s | %s |", r.Name, thousands(r.OpsPerSec))
+		fmt.Fprintf(w, "| %s | %s |", r.Name, Thousands(r.OpsPerSec))
 		for _, p := range peers {
-			fmt.Fprintf(w, " %s |", ratio(r.OpsPerSec, p.OpsPerSec))
+			fmt.Fprintf(w, " %s |", Ratio(r.OpsPerSec, p.OpsPerSec))
 		}
 		fmt.Fprintln(w)
 	}
@@ -180,8 +180,8 @@ func shardsText(r Run) string {
 	return fmt.Sprint(r.Shards)
 }
 
-// ratio formats a/b as "1.23×", or "-" when b is 0.
-func ratio(a, b float64) string {
+// Ratio formats a/b as "1.23×", or "-" when b is 0.
+func Ratio(a, b float64) string {
 	if b <= 0 {
 		return "-"
 	}
@@ -195,8 +195,8 @@ func ratio(a, b float64) string {
 	}
 }
 
-// thousands formats a rate rounded to a whole number with commas.
-func thousands(v float64) string {
+// Thousands formats a rate rounded to a whole number with commas.
+func Thousands(v float64) string {
 	s := fmt.Sprintf("%.0f", v)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
