@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/shardcounter/shardcounter/internal/bench"
+	"github.com/shardcounter/shardcounter/bench"
 	"github.com/shardcounter/shardcounter/internal/pgtest"
 	"github.com/shardcounter/shardcounter/postgres"
 )

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/shardcounter/shardcounter/internal/bench"
+	"github.com/shardcounter/shardcounter/bench"
 )
 
 // TestBenchCollections measures collections on the tests' 3-master Redis

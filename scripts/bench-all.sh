@@ -8,7 +8,7 @@
 #   STORES="pebble redis" scripts/bench-all.sh --quick   # some stores: the page shows those only
 #   DURATION=1s COUNTERS=1000 scripts/bench-all.sh --quick  # a smoke test of the script
 #
-# The workloads (internal/cmd/benchdoc/notes.md says what each measures and
+# The workloads (cmd/benchdoc/notes.md says what each measures and
 # what bounds it): hot, million, timeline, likes, bounds, resp16. The
 # stores: pebble, bolt, postgres, redis, redis+cluster, each fresh for
 # every workload (a Pebble directory, a bolt file, a PostgreSQL database, a

@@ -132,6 +132,6 @@ bench_run() {
 # runs recorded, with the fsync latency of the disk the stores ran on.
 bench_page() {
   rm -f docs/bench/*.svg
-  go run ./internal/cmd/benchdoc -manifest "$manifest" -doc docs/BENCHMARKS.md -charts docs/bench -fsync-dir "$tmp" -command "$1"
+  go run ./cmd/benchdoc -manifest "$manifest" -doc docs/BENCHMARKS.md -charts docs/bench -fsync-dir "$tmp" -command "$1"
   echo "$0: docs/BENCHMARKS.md and docs/bench/*.svg written" >&2
 }

@@ -21,7 +21,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/dsn"
-	"github.com/shardcounter/shardcounter/internal/bench"
+	"github.com/shardcounter/shardcounter/bench"
 )
 
 // benchCommand is `shardcounter bench`: concurrent clients against fresh

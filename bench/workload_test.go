@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/bench"
+	"github.com/shardcounter/shardcounter/bench"
 )
 
 // TestDrawsTimeline checks the timeline's operations: reads of ReadBatch

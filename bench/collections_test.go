@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardcounter/shardcounter/internal/bench"
+	"github.com/shardcounter/shardcounter/bench"
 	"github.com/shardcounter/shardcounter/postgres"
 )
 

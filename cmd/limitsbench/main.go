@@ -7,7 +7,7 @@
 // file in a temporary directory, with a token file.
 //
 //	go build -o /tmp/shardcounter ./cmd/shardcounter
-//	go run ./internal/cmd/limitsbench -bin /tmp/shardcounter [-resp 1000] [-http 1000] [-settle 60s]
+//	go run ./cmd/limitsbench -bin /tmp/shardcounter [-resp 1000] [-http 1000] [-settle 60s]
 //
 // Linux only (it reads /proc/PID/status). Its figures depend on the
 // machine; they are measurements, not tests.

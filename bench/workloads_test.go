@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/bench"
+	"github.com/shardcounter/shardcounter/bench"
 )
 
 // allPaths are the paths that serve a store: the naive path, the engine,

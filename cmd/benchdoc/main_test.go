@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardcounter/shardcounter/internal/bench"
+	"github.com/shardcounter/shardcounter/bench"
 )
 
 // TestNotesCoverTheScript: every workload scripts/bench-all.sh runs has
@@ -19,7 +19,7 @@ func TestNotesCoverTheScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, err := os.ReadFile("../../../scripts/bench-all.sh")
+	script, err := os.ReadFile("../../scripts/bench-all.sh")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/bench"
+	"github.com/shardcounter/shardcounter/bench"
 	"github.com/shardcounter/shardcounter/internal/pgtest"
 	"github.com/shardcounter/shardcounter/internal/redistest"
 )

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardcounter/shardcounter/internal/bench"
+	"github.com/shardcounter/shardcounter/bench"
 )
 
 // pageInfo is what the page says besides the runs.
@@ -23,7 +23,7 @@ type pageInfo struct {
 func writePage(w *bytes.Buffer, ws []*workload, notes map[string]note, info pageInfo) {
 	fmt.Fprint(w, `# Benchmarks
 
-<!-- Written by scripts/bench-all.sh (internal/cmd/benchdoc): edit those, or internal/cmd/benchdoc/notes.md, never this page. -->
+<!-- Written by scripts/bench-all.sh (cmd/benchdoc): edit those, or cmd/benchdoc/notes.md, never this page. -->
 
 `)
 	fmt.Fprintf(w, "Measured %s by `%s`, every workload on every store with the peers a user\n", time.Now().UTC().Format("2006-01-02"), info.command)

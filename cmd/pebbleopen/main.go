@@ -2,7 +2,7 @@
 // long loading its counters took and the memory it holds after: the open
 // time and memory figures of docs/PEBBLE.md.
 //
-//	go run ./internal/cmd/pebbleopen DIR
+//	go run ./cmd/pebbleopen DIR
 package main
 
 import (
