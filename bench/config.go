@@ -65,6 +65,11 @@ type Config struct {
 	// readings are kept; 0 is the engine's default.
 	MaxStaleness time.Duration
 	CacheSize    int
+	// ShardWriteInterval, when set, is engine.Config.ShardWriteInterval
+	// of every engine the run starts: the pace of commits per shard
+	// document (0 is none). Unset, a store that paces itself
+	// (shardcounter.ShardPacer: Firestore) keeps its own, as serve does.
+	ShardWriteInterval *time.Duration
 
 	// Zipf, when above 1, picks counter i (0-based) with probability
 	// proportional to 1/(i+1)^Zipf, as math/rand/v2's Zipf does: a few

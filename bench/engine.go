@@ -32,8 +32,16 @@ func startEngine(cfg Config, spec shardcounter.Spec, inFlight int) (*engineServi
 // the servers the http and resp paths start.
 func engineConfig(cfg Config, spec shardcounter.Spec, inFlight int) engine.Config {
 	plain := spec.Min == nil && spec.Max == nil && spec.Window == nil
-	return engine.Config{DefaultShards: spec.Shards, NoAutoCreate: !plain, MaxInFlight: inFlight, MaxReadsInFlight: cfg.MaxReadsInFlight,
+	ec := engine.Config{DefaultShards: spec.Shards, NoAutoCreate: !plain, MaxInFlight: inFlight, MaxReadsInFlight: cfg.MaxReadsInFlight,
 		MaxStaleness: cfg.MaxStaleness, CacheSize: cfg.CacheSize}
+	// The store's own pace, as serve keeps it, unless the run sets one.
+	switch sp, ok := cfg.Store.(shardcounter.ShardPacer); {
+	case cfg.ShardWriteInterval != nil:
+		ec.ShardWriteInterval = *cfg.ShardWriteInterval
+	case ok:
+		ec.ShardWriteInterval = sp.ShardWriteInterval()
+	}
+	return ec
 }
 
 func (s *engineService) write(ctx context.Context, w shardcounter.Write) (bool, error) {

@@ -13,16 +13,18 @@ import (
 
 // Peers, as a run's "peer" names them.
 const (
-	PeerRedisIncr      = "redis-incr"      // INCR (DECR) of one key per counter of a Redis server; MGET for a timeline
-	PeerRedisSadd      = "redis-sadd"      // SADD (SREM) to one set per distinct counter; SCARD to read
-	PeerPostgresUpdate = "postgres-update" // UPDATE t SET n = n + 1 of one row per counter
-	PeerPostgresInsert = "postgres-insert" // INSERT ... ON CONFLICT DO NOTHING of (counter, member); count(*) to read
-	PeerHTTPBare       = "http-bare"       // a bare net/http handler doing one atomic add
+	PeerRedisIncr      = "redis-incr"          // INCR (DECR) of one key per counter of a Redis server; MGET for a timeline
+	PeerRedisSadd      = "redis-sadd"          // SADD (SREM) to one set per distinct counter; SCARD to read
+	PeerPostgresUpdate = "postgres-update"     // UPDATE t SET n = n + 1 of one row per counter
+	PeerPostgresInsert = "postgres-insert"     // INSERT ... ON CONFLICT DO NOTHING of (counter, member); count(*) to read
+	PeerHTTPBare       = "http-bare"           // a bare net/http handler doing one atomic add
+	PeerFirestore      = "firestore-increment" // seed 000's way: an Increment of a random shard document per write
 )
 
 // Peer is a peer to measure and the server it drives: a redis:// URL for
-// the Redis peers, a PostgreSQL DSN for the PostgreSQL peers, nothing for
-// http-bare, which this process serves.
+// the Redis peers, a PostgreSQL DSN for the PostgreSQL peers, a
+// firestore:// DSN for firestore-increment, nothing for http-bare, which
+// this process serves.
 type Peer struct {
 	Kind   string
 	Target string
@@ -36,6 +38,7 @@ var peerKinds = map[string]shardcounter.Kind{
 	PeerRedisSadd:      shardcounter.KindDistinct,
 	PeerPostgresInsert: shardcounter.KindDistinct,
 	PeerHTTPBare:       "",
+	PeerFirestore:      shardcounter.KindSum,
 }
 
 // PeerFits checks that a peer measures a kind of counter that cfg's
@@ -50,7 +53,7 @@ func PeerFits(peer string, cfg Config) error {
 	kind, ok := peerKinds[peer]
 	switch {
 	case !ok:
-		return fmt.Errorf("bench: peer %q is unknown: use %s, %s, %s, %s or %s", peer, PeerRedisIncr, PeerRedisSadd, PeerPostgresUpdate, PeerPostgresInsert, PeerHTTPBare)
+		return fmt.Errorf("bench: peer %q is unknown: use %s, %s, %s, %s, %s or %s", peer, PeerRedisIncr, PeerRedisSadd, PeerPostgresUpdate, PeerPostgresInsert, PeerHTTPBare, PeerFirestore)
 	case kind == shardcounter.KindSum && !kinds[kind]:
 		return fmt.Errorf("bench: peer %s adds numbers: for distinct counters use %s and %s", peer, PeerRedisSadd, PeerPostgresInsert)
 	case kind == shardcounter.KindDistinct && !kinds[kind]:
@@ -98,6 +101,8 @@ func Peers(ctx context.Context, cfg Config, peers []Peer) ([]Run, error) {
 			t, err = postgresInsertPeer(ctx, cfg, p.Target, &run)
 		case PeerHTTPBare:
 			t, err = barePeer(cfg, &run)
+		case PeerFirestore:
+			t, err = firestoreDirectPeer(ctx, cfg, p, &run)
 		}
 		if err != nil {
 			return runs, err

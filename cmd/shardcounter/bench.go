@@ -48,6 +48,8 @@ type benchCommand struct {
 	peers        stringList
 	peerRedis    stringList
 	peerPostgres stringList
+	peerFS       string
+	pace         optionalDuration
 	shards       string
 	inFlight     string
 	readsFlight  int
@@ -83,6 +85,25 @@ type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// optionalDuration is a duration flag that knows whether it was given.
+type optionalDuration struct{ d *time.Duration }
+
+func (o *optionalDuration) String() string {
+	if o == nil || o.d == nil {
+		return ""
+	}
+	return o.d.String()
+}
+
+func (o *optionalDuration) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return fmt.Errorf("%q is not a duration of 0 or more, such as 1s or 250ms", s)
+	}
+	o.d = &d
+	return nil
+}
 
 // optionalInt is an int64 flag that knows whether it was given.
 type optionalInt struct {
@@ -124,6 +145,8 @@ func (c *benchCommand) flags(fs *flag.FlagSet) {
 	fs.Var(&c.peers, "peer", "`PEER` to measure with the same clients, duration and workload: redis-incr (INCR of one key per counter), postgres-update (UPDATE of one row per counter), redis-sadd and postgres-insert (for --kind distinct: SADD, INSERT ... ON CONFLICT DO NOTHING) or http-bare (a net/http handler doing one atomic add); repeat for several")
 	fs.Var(&c.peerRedis, "peer-redis", "the Redis peers' server, a redis:// `URL` (default --store when it is one); repeat to measure several, such as appendfsync always and everysec")
 	fs.Var(&c.peerPostgres, "peer-postgres", "the PostgreSQL peers' database, a PostgreSQL `DSN` (default --store when it is one); repeat for several")
+	fs.StringVar(&c.peerFS, "peer-firestore", "", "the firestore-increment peer's database, a firestore://PROJECT[/DATABASE] `DSN` (default --store when it is one)")
+	fs.Var(&c.pace, "shard-write-interval", "the engines' pace of commits per shard document, a `DURATION` (0: none) (default: the store's own, 1s on Firestore, none elsewhere)")
 	fs.StringVar(&c.shards, "shards", "1,4,16,64", "comma-separated shard counts, one run each")
 	fs.IntVar(&c.readsFlight, "max-reads-in-flight", 0, "the engines' MaxReadsInFlight: store reads fetching cache misses at once, and as many serving strong reads (default: the engine's default)")
 	fs.DurationVar(&c.staleness, "max-staleness", 0, "the engines' MaxStaleness: how old a cached read may be (default: the engine's, 1s)")
@@ -362,7 +385,10 @@ func (c *benchCommand) workloadText() string {
 // no --peer), every peer of the counters' kind that has a server is
 // measured, and http-bare always.
 func (c *benchCommand) peerList(cfg bench.Config, storeKind string, all bool) ([]bench.Peer, error) {
-	redisURLs, pgDSNs := []string(c.peerRedis), []string(c.peerPostgres)
+	redisURLs, pgDSNs, fsDSN := []string(c.peerRedis), []string(c.peerPostgres), c.peerFS
+	if fsDSN == "" && storeKind == dsn.Firestore {
+		fsDSN = c.store
+	}
 	if len(redisURLs) == 0 && storeKind == dsn.Redis {
 		redisURLs = []string{c.store}
 	}
@@ -412,6 +438,11 @@ func (c *benchCommand) peerList(cfg bench.Config, storeKind string, all bool) ([
 			}
 		case bench.PeerHTTPBare:
 			peers = append(peers, bench.Peer{Kind: k})
+		case bench.PeerFirestore:
+			if kind, err := dsn.Scheme(fsDSN); err != nil || kind != dsn.Firestore {
+				return nil, usagef("--peer %s needs a Firestore database: give --peer-firestore firestore://PROJECT, or a firestore:// --store", k)
+			}
+			peers = append(peers, bench.Peer{Kind: k, Target: fsDSN})
 		}
 	}
 	return peers, nil

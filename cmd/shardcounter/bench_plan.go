@@ -79,7 +79,7 @@ func (c *benchCommand) plan(args []string) (*benchPlan, error) {
 		MaxInFlight: inFlight, MaxReadsInFlight: c.readsFlight, MaxStaleness: c.staleness, CacheSize: c.cacheSize, Zipf: c.zipf,
 		Workload: c.workload, ReadRatio: c.readRatio, ReadBatch: c.readBatch, ReadConsistency: shardcounter.Consistency(c.readCons),
 		Kind: c.kindList()[0], Members: c.members, DecrRatio: c.decrRatio, Variants: variants,
-		Prefill: c.prefill, Pipeline: c.pipeline, KeepCounters: c.keep,
+		Prefill: c.prefill, Pipeline: c.pipeline, KeepCounters: c.keep, ShardWriteInterval: c.pace.d,
 	}
 	if c.server != "" {
 		p.cfg.StoreName = "server"
