@@ -54,51 +54,8 @@ func WriteSVG(w io.Writer, title string, runs []Run) error {
 	if len(ours) == 0 && len(peers) == 0 {
 		return fmt.Errorf("bench: no runs to chart")
 	}
-
-	// Series in order of first appearance.
-	type point struct{ x, y float64 }
-	var order []string
-	points := map[string][]point{}
-	var shards []int
-	var top float64
-	for _, r := range ours {
-		k := seriesName(r)
-		if _, ok := points[k]; !ok {
-			order = append(order, k)
-		}
-		points[k] = append(points[k], point{float64(r.Shards), r.OpsPerSec})
-		if !slices.Contains(shards, r.Shards) {
-			shards = append(shards, r.Shards)
-		}
-		top = max(top, r.OpsPerSec)
-	}
-	for _, r := range peers {
-		top = max(top, r.OpsPerSec)
-	}
-	slices.Sort(shards)
-	if len(shards) == 0 {
-		shards = []int{1}
-	}
-	lo, hi := float64(shards[0]), float64(shards[len(shards)-1])
-	if lo == hi { // one shard count: give the axis some width
-		lo, hi = lo/2, hi*2
-	}
-	lo, hi = lo/1.25, hi*1.25
-	// Head room above the highest figure for the legend.
-	entries := len(order) + len(peers)
-	ymax := top * (1.15 + 0.09*float64(entries))
-	if ymax <= 0 {
-		ymax = 1
-	}
-	yticks := niceTicks(ymax)
-	ymax = max(ymax, yticks[len(yticks)-1])
-
-	left, right := float64(marginLeft), float64(chartWidth-marginRight)
-	plotTop, bottom := float64(marginTop), float64(chartHeight-marginBottom)
-	xOf := func(x float64) float64 {
-		return left + (right-left)*(math.Log2(x)-math.Log2(lo))/(math.Log2(hi)-math.Log2(lo))
-	}
-	yOf := func(y float64) float64 { return bottom - (bottom-plotTop)*y/ymax }
+	data := collectSeries(ours, peers)
+	sc, yticks := newChartScale(data, len(data.order)+len(peers))
 
 	s := &svg{w: bufio.NewWriter(w)}
 	s.printf(`<?xml version="1.0" encoding="UTF-8"?>
@@ -106,57 +63,162 @@ func WriteSVG(w io.Writer, title string, runs []Run) error {
 `, chartWidth, chartHeight, chartWidth, chartHeight)
 	s.printf(`<rect width="100%%" height="100%%" fill="#ffffff"/>` + "\n")
 	s.text(chartWidth/2, 24, 15, "middle", "", title)
+	drawAxes(s, sc, yticks, data.shards)
+	// Series and peers, then the legend on top of them.
+	legend := drawSeries(s, sc, data)
+	legend = append(legend, drawPeers(s, sc, peers)...)
+	drawLegend(s, sc, legend)
+	s.printf("</svg>\n")
+	return s.flush()
+}
 
-	// Grid and ticks.
+// chartPoint is one run on the chart: its shard count and throughput.
+type chartPoint struct{ x, y float64 }
+
+// chartSeries is what the chart draws of our runs: the series in order of
+// first appearance (so colours follow the order runs were measured), their
+// points, the shard counts measured, and the highest throughput of any run,
+// peers included, which sets the height of the throughput axis.
+type chartSeries struct {
+	order  []string
+	points map[string][]chartPoint
+	shards []int
+	top    float64
+}
+
+// collectSeries groups our runs into series and finds the extent of the
+// axes; peers count only towards the highest throughput.
+func collectSeries(ours, peers []Run) chartSeries {
+	d := chartSeries{points: map[string][]chartPoint{}}
+	for _, r := range ours {
+		k := seriesName(r)
+		if _, ok := d.points[k]; !ok {
+			d.order = append(d.order, k)
+		}
+		d.points[k] = append(d.points[k], chartPoint{float64(r.Shards), r.OpsPerSec})
+		if !slices.Contains(d.shards, r.Shards) {
+			d.shards = append(d.shards, r.Shards)
+		}
+		d.top = max(d.top, r.OpsPerSec)
+	}
+	for _, r := range peers {
+		d.top = max(d.top, r.OpsPerSec)
+	}
+	slices.Sort(d.shards)
+	if len(d.shards) == 0 {
+		d.shards = []int{1}
+	}
+	return d
+}
+
+// chartScale maps shard counts and throughputs to SVG coordinates inside
+// the plot area.
+type chartScale struct {
+	lo, hi                       float64 // shard axis extent, with margin
+	ymax                         float64 // throughput at the top of the plot
+	left, right, plotTop, bottom float64 // plot area
+}
+
+// newChartScale fits the axes to data, leaving head room above the highest
+// figure for a legend of entries lines, and returns the throughput ticks.
+func newChartScale(data chartSeries, entries int) (chartScale, []float64) {
+	lo, hi := float64(data.shards[0]), float64(data.shards[len(data.shards)-1])
+	if lo == hi { // one shard count: give the axis some width
+		lo, hi = lo/2, hi*2
+	}
+	lo, hi = lo/1.25, hi*1.25
+	ymax := data.top * (1.15 + 0.09*float64(entries))
+	if ymax <= 0 {
+		ymax = 1
+	}
+	yticks := niceTicks(ymax)
+	ymax = max(ymax, yticks[len(yticks)-1])
+	return chartScale{
+		lo: lo, hi: hi, ymax: ymax,
+		left: float64(marginLeft), right: float64(chartWidth - marginRight),
+		plotTop: float64(marginTop), bottom: float64(chartHeight - marginBottom),
+	}, yticks
+}
+
+// xOf places a shard count on the logarithmic shard axis.
+func (c chartScale) xOf(x float64) float64 {
+	return c.left + (c.right-c.left)*(math.Log2(x)-math.Log2(c.lo))/(math.Log2(c.hi)-math.Log2(c.lo))
+}
+
+// yOf places a throughput on the linear throughput axis.
+func (c chartScale) yOf(y float64) float64 { return c.bottom - (c.bottom-c.plotTop)*y/c.ymax }
+
+// drawAxes draws the grid, the ticks at each throughput tick and each shard
+// count measured, and the axes with their names.
+func drawAxes(s *svg, c chartScale, yticks []float64, shards []int) {
 	for _, v := range yticks {
-		y := yOf(v)
-		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e0e0e0" stroke-width="1"/>`+"\n", left, y, right, y)
-		s.text(left-6, y+4, 11, "end", "", Thousands(v))
+		y := c.yOf(v)
+		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e0e0e0" stroke-width="1"/>`+"\n", c.left, y, c.right, y)
+		s.text(c.left-6, y+4, 11, "end", "", Thousands(v))
 	}
 	for _, n := range shards {
-		x := xOf(float64(n))
-		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e0e0e0" stroke-width="1"/>`+"\n", x, plotTop, x, bottom)
-		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000000" stroke-width="1"/>`+"\n", x, bottom, x, bottom+5)
-		s.text(x, bottom+18, 11, "middle", "", fmt.Sprint(n))
+		x := c.xOf(float64(n))
+		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e0e0e0" stroke-width="1"/>`+"\n", x, c.plotTop, x, c.bottom)
+		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000000" stroke-width="1"/>`+"\n", x, c.bottom, x, c.bottom+5)
+		s.text(x, c.bottom+18, 11, "middle", "", fmt.Sprint(n))
 	}
-	// Axes.
-	s.printf(`<path d="M%.1f,%.1f V%.1f H%.1f" fill="none" stroke="#000000" stroke-width="1"/>`+"\n", left, plotTop, bottom, right)
-	s.text((left+right)/2, chartHeight-12, 12, "middle", "", "shards per counter (log scale)")
-	s.text(18, (plotTop+bottom)/2, 12, "middle", fmt.Sprintf(`transform="rotate(-90 18 %.1f)"`, (plotTop+bottom)/2), "throughput (operations/s)")
+	s.printf(`<path d="M%.1f,%.1f V%.1f H%.1f" fill="none" stroke="#000000" stroke-width="1"/>`+"\n", c.left, c.plotTop, c.bottom, c.right)
+	s.text((c.left+c.right)/2, chartHeight-12, 12, "middle", "", "shards per counter (log scale)")
+	s.text(18, (c.plotTop+c.bottom)/2, 12, "middle", fmt.Sprintf(`transform="rotate(-90 18 %.1f)"`, (c.plotTop+c.bottom)/2), "throughput (operations/s)")
+}
 
-	// Series and peers, then the legend on top of them.
-	type entry struct{ label, color, dash string }
-	var legend []entry
-	for i, k := range order {
-		c := seriesColors[i%len(seriesColors)]
-		pts := points[k]
-		slices.SortFunc(pts, func(a, b point) int { return cmp.Compare(a.x, b.x) })
+// legendEntry is one line of the legend; dash is empty for our series,
+// which are drawn solid with points.
+type legendEntry struct{ label, color, dash string }
+
+// drawSeries draws each series of our runs as a line through its points,
+// in shard order, and returns their legend entries.
+func drawSeries(s *svg, c chartScale, data chartSeries) []legendEntry {
+	var legend []legendEntry
+	for i, k := range data.order {
+		color := seriesColors[i%len(seriesColors)]
+		pts := data.points[k]
+		slices.SortFunc(pts, func(a, b chartPoint) int { return cmp.Compare(a.x, b.x) })
 		var path strings.Builder
 		for j, p := range pts {
 			cmd := "L"
 			if j == 0 {
 				cmd = "M"
 			}
-			fmt.Fprintf(&path, "%s%.1f,%.1f ", cmd, xOf(p.x), yOf(p.y))
+			fmt.Fprintf(&path, "%s%.1f,%.1f ", cmd, c.xOf(p.x), c.yOf(p.y))
 		}
-		s.printf(`<path d="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.TrimSpace(path.String()), c)
+		s.printf(`<path d="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.TrimSpace(path.String()), color)
 		for _, p := range pts {
-			s.printf(`<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`+"\n", xOf(p.x), yOf(p.y), c)
+			s.printf(`<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`+"\n", c.xOf(p.x), c.yOf(p.y), color)
 		}
-		legend = append(legend, entry{k + " (shardcounter)", c, ""})
+		legend = append(legend, legendEntry{k + " (shardcounter)", color, ""})
 	}
+	return legend
+}
+
+// drawPeers draws each peer as a dashed line across the plot at its
+// throughput, since a peer has no shard count, and returns their legend
+// entries, which carry the figure.
+func drawPeers(s *svg, c chartScale, peers []Run) []legendEntry {
+	var legend []legendEntry
 	for i, r := range peers {
-		c := peerColors[i%len(peerColors)]
+		color := peerColors[i%len(peerColors)]
 		dash := fmt.Sprintf("6 %d", 3+2*(i%3))
-		y := yOf(r.OpsPerSec)
-		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5" stroke-dasharray="%s"/>`+"\n", left, y, right, y, c, dash)
-		legend = append(legend, entry{fmt.Sprintf("peer %s: %s/s", peerLabel(r), Thousands(r.OpsPerSec)), c, dash})
+		y := c.yOf(r.OpsPerSec)
+		s.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5" stroke-dasharray="%s"/>`+"\n", c.left, y, c.right, y, color, dash)
+		legend = append(legend, legendEntry{fmt.Sprintf("peer %s: %s/s", peerLabel(r), Thousands(r.OpsPerSec)), color, dash})
 	}
+	return legend
+}
+
+// drawLegend draws the legend in the head room at the top left of the
+// plot, on a translucent box sized to its longest label.
+func drawLegend(s *svg, c chartScale, legend []legendEntry) {
 	width := 0
 	for _, e := range legend {
 		width = max(width, len([]rune(e.label)))
 	}
-	lx, ly := left+8, plotTop+6
+	lx, ly := c.left+8, c.plotTop+6
 	s.printf(`<rect x="%.1f" y="%.1f" width="%.1f" height="%d" fill="#ffffff" fill-opacity="0.85" stroke="#c0c0c0"/>`+"\n",
 		lx, ly, 48+6.2*float64(width), legendLine*len(legend)+8)
 	for i, e := range legend {
@@ -171,8 +233,6 @@ func WriteSVG(w io.Writer, title string, runs []Run) error {
 		}
 		s.text(lx+40, y+4, 11, "start", "", e.label)
 	}
-	s.printf("</svg>\n")
-	return s.flush()
 }
 
 // seriesName names a series of shardcounter runs: the store, the path,
