@@ -1,0 +1,11 @@
+package bolt_test
+
+import (
+	"testing"
+
+	"github.com/shardcounter/shardcounter/storetest"
+)
+
+func TestRankingStore(t *testing.T) {
+	storetest.RunRankingStore(t, MustOpen(t))
+}
