@@ -3,11 +3,12 @@ package redis_test
 import (
 	"testing"
 
+	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/storetest"
 )
 
-func TestRankingStore(t *testing.T) {
+func TestRankings(t *testing.T) {
 	backends(t, func(t *testing.T, dsn string) {
-		storetest.RunRankingStore(t, MustOpen(t, dsn))
+		storetest.RunRankings(t, func(tb testing.TB) shardcounter.CounterStore { return MustOpen(tb, dsn) }, suiteOptions(dsn))
 	})
 }
