@@ -115,3 +115,22 @@ func FuzzDecodeRankingOptions(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseTopK: a k is refused with invalid_argument or is in range.
+func FuzzParseTopK(f *testing.F) {
+	for _, s := range []string{"", "10", "0", "-1", "10001", "1e3", " 5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := shttp.ParseTopK(s)
+		if err != nil {
+			if shardcounter.ErrorCode(err) != shardcounter.EINVALID {
+				t.Fatalf("%q: %v", s, err)
+			}
+			return
+		}
+		if k < 0 || k > shardcounter.MaxRankingSize {
+			t.Fatalf("%q accepted as %d", s, k)
+		}
+	})
+}
