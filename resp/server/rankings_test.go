@@ -59,4 +59,3 @@ func TestRankings(t *testing.T) {
 		})
 	}
 }
-
