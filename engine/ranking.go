@@ -22,7 +22,7 @@ type rankings struct {
 	rs shardcounter.RankingStore // nil: the store keeps no rankings
 
 	mu     sync.Mutex
-	loaded bool
+	loaded time.Time // when the definitions were last read; zero: never
 	byName map[string]*ranked
 	// active is byName's values, for touch to read without a lock.
 	active atomic.Pointer[[]*ranked]
@@ -78,8 +78,9 @@ func (r *rankings) store() (shardcounter.RankingStore, error) {
 }
 
 // load reads the definitions from the store the first time it is called
-// (and, with Config.RankingRescan, every time: other servers may have
-// created or deleted some), and starts keeping those not kept yet.
+// (and, with Config.RankingRescan, again once reloadEvery has passed:
+// other servers may have created or deleted some), and starts keeping
+// those not kept yet.
 func (r *rankings) load(ctx context.Context) error {
 	rs, err := r.store()
 	if err != nil {
@@ -88,7 +89,7 @@ func (r *rankings) load(ctx context.Context) error {
 	r.mu.Lock()
 	loaded := r.loaded
 	r.mu.Unlock()
-	if loaded && !r.e.cfg.RankingRescan {
+	if !loaded.IsZero() && (!r.e.cfg.RankingRescan || time.Since(loaded) < reloadEvery) {
 		return nil
 	}
 	defs, err := rs.ListRankings(ctx)
@@ -109,10 +110,14 @@ func (r *rankings) load(ctx context.Context) error {
 			delete(r.byName, name)
 		}
 	}
-	r.loaded = true
+	r.loaded = time.Now()
 	r.publish()
 	return nil
 }
+
+// reloadEvery is how often, with Config.RankingRescan, the definitions
+// are read again for rankings other servers created or deleted.
+const reloadEvery = time.Second
 
 // get returns the kept ranking of that name, or ErrNotFound.
 func (r *rankings) get(ctx context.Context, name string) (*ranked, error) {
