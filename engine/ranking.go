@@ -192,9 +192,9 @@ func (e *Engine) CreateRanking(ctx context.Context, name string, opts shardcount
 		return nil, false, err
 	}
 	e.ranks.mu.Lock()
-	n := len(e.ranks.byName)
+	n, kept := len(e.ranks.byName), e.ranks.byName[name] != nil
 	e.ranks.mu.Unlock()
-	if n >= shardcounter.MaxRankings {
+	if n >= shardcounter.MaxRankings && !kept {
 		return nil, false, shardcounter.Errorf(shardcounter.EEXHAUSTED, "the store holds %d rankings, the limit: delete one first", n)
 	}
 	def := &shardcounter.Ranking{Name: name, RankingOptions: opts, CreatedAt: e.cfg.Now().UTC().Truncate(time.Microsecond)}

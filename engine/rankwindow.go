@@ -121,7 +121,10 @@ func (w *windowed) read(ctx context.Context, store shardcounter.CounterStore, id
 // sum (nil when the counter does not take part) and the start of the
 // oldest non-zero bucket counted (zero when none).
 func (w *windowed) readOne(ctx context.Context, store shardcounter.CounterStore, id string, win *shardcounter.Window, known bool, asOf time.Time) (*shardcounter.Window, bool, *int64, time.Time, error) {
-	if !known {
+	// A counter known to have no window that fits is asked again: it may
+	// have been deleted and made again with one.
+	if !known || win == nil {
+		win = nil
 		c, err := store.GetCounter(ctx, id)
 		if shardcounter.ErrorCode(err) == shardcounter.ENOTFOUND {
 			return nil, false, nil, time.Time{}, nil

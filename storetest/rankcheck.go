@@ -286,6 +286,7 @@ func testRankingWindow(t *testing.T, opts Options) {
 			t.Fatal(err)
 		}
 	}
+	fitting := []int{0, 1, 2, 3, 4} // the counters whose window fits
 	check := func(when string) {
 		t.Helper()
 		clk.Set(at(when))
@@ -297,7 +298,7 @@ func testRankingWindow(t *testing.T, opts Options) {
 			t.Fatalf("at %s: top list as of %v (note %q), want a refresh at %s that says what it ranks", when, top.AsOf, top.Note, when)
 		}
 		var all []shardcounter.RankingEntry
-		for i := range 5 { // the counters whose window fits
+		for _, i := range fitting {
 			id := fmt.Sprintf("%s%d", p, i)
 			r, err := e.ReadWindow(ctx, id, 5*time.Minute)
 			if err != nil {
@@ -306,8 +307,8 @@ func testRankingWindow(t *testing.T, opts Options) {
 			all = append(all, shardcounter.RankingEntry{ID: id, Value: r.Value})
 		}
 		wantTop(t, "at "+when, top.Entries, sortTop(all, 3))
-		if top.Counters != 5 {
-			t.Fatalf("at %s: ranking counts %d counters, want the 5 with minute buckets", when, top.Counters)
+		if top.Counters != len(fitting) {
+			t.Fatalf("at %s: ranking counts %d counters, want the %d with minute buckets", when, top.Counters, len(fitting))
 		}
 	}
 	check("10:00:01")
@@ -329,4 +330,19 @@ func testRankingWindow(t *testing.T, opts Options) {
 	check("10:05:00") // the 10:00 bucket has left: 0 and 1 fall without a write
 	check("10:07:30") // the 10:02 bucket has left: only 0 and 4 keep a sum... of 10:03
 	check("10:08:10") // every bucket gone: all zero, by id
+	// The counter without a window, deleted and made again with one,
+	// joins; the one with hour buckets, deleted, leaves.
+	clk.Set(at("10:09:00"))
+	if err := e.DeleteCounter(ctx, p+"6"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.DeleteCounter(ctx, p+"5"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.CreateCounter(ctx, p+"6", shardcounter.CreateOptions{Shards: 1, Window: minute}); err != nil {
+		t.Fatal(err)
+	}
+	write(6, 3)
+	fitting = append(fitting, 6)
+	check("10:09:30")
 }
