@@ -5,14 +5,16 @@
 //   - writes: +1 writes to -counters counters (Zipf 1.1) by -clients
 //     clients, through the engine, without a ranking and then with one of
 //     their prefix: the ratio is what keeping the ranking costs;
+//
 //   - mix: 90% such writes and 10% top-10 reads of the ranking, with the
 //     reads' p50/p99 latency and the oldest as_of a read returned, behind
 //     the moment it began;
+//
 //   - peer: the same mix on a redis-server of its own (appendonly yes,
 //     appendfsync always), ZINCRBY on one sorted set for each write and
 //     ZREVRANGE 0 9 for each read.
 //
-//	go run ./internal/cmd/rankbench -store pebble:/tmp/rb -counters 100000 -duration 5s
+//     go run ./internal/cmd/rankbench -store pebble:/tmp/rb -counters 100000 -duration 5s
 //
 // Its figures depend on the machine; they are measurements, not tests.
 package main
@@ -121,10 +123,10 @@ func prefill(ctx context.Context, e *engine.Engine, ids []string) {
 }
 
 type result struct {
-	ops        float64
-	tops       []time.Duration
-	staleness  time.Duration
-	errs       int64
+	ops       float64
+	tops      []time.Duration
+	staleness time.Duration
+	errs      int64
 }
 
 func report(name string, r result) {
