@@ -133,8 +133,8 @@ func report(name string, r result) {
 	p50, p99 := "-", "-"
 	if len(r.tops) > 0 {
 		slices.Sort(r.tops)
-		p50 = r.tops[len(r.tops)/2].Round(time.Microsecond).String()
-		p99 = r.tops[len(r.tops)*99/100].Round(time.Microsecond).String()
+		p50 = r.tops[len(r.tops)/2].Round(10 * time.Nanosecond).String()
+		p99 = r.tops[len(r.tops)*99/100].Round(10 * time.Nanosecond).String()
 	}
 	stale := "-"
 	if r.staleness > 0 {
