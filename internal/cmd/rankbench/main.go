@@ -94,6 +94,14 @@ func main() {
 	fmt.Printf("# writes with the ranking / without: %.2fx\n", ranked.ops/plain.ops)
 	mix := run(*clients, *duration, ids, 0.1, e.WriteCounter, top)
 	report("90% writes, 10% top 10", mix)
+	// The plain run again, the ranking deleted: the machine's drift
+	// between the first run and the others shows here.
+	if err := e.DeleteRanking(ctx, "rankbench"); err != nil {
+		log.Fatal(err)
+	}
+	again := run(*clients, *duration, ids, 0, e.WriteCounter, nil)
+	report("writes, no ranking (again)", again)
+	fmt.Printf("# writes with the ranking / the mean of the runs without: %.2fx\n", ranked.ops/((plain.ops+again.ops)/2))
 	if *peer {
 		p := redisPeer(*clients, *duration, ids)
 		report("redis ZINCRBY/ZREVRANGE", p)
