@@ -155,6 +155,13 @@ type Config struct {
 	// and Datastore, where serve turns it on at 1s. Default 0: off, and
 	// then the flush path is exactly what it is without it.
 	ShardWriteInterval time.Duration
+	// RankingRescan makes every refresh of a ranking read every counter
+	// with its prefix, and reload the definitions, instead of only the
+	// counters this engine's commits changed: for a store that other
+	// servers, or clients of the store itself, write to (docs/RANKINGS.md).
+	// A refresh then costs a pass over the ranking's counters once per
+	// half its staleness bound. Default false.
+	RankingRescan bool
 }
 
 // Validate returns the invalid_argument error New would return for c, or

@@ -72,6 +72,8 @@ type Engine struct {
 	// (shardcounter.MemoryReader): reads go to it without gathering or
 	// rollups.
 	direct bool
+	// ranks are the rankings kept from commits (ranking.go).
+	ranks *rankings
 }
 
 var _ shardcounter.CounterService = (*Engine)(nil)
@@ -108,6 +110,7 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	if cfg.ShardWriteInterval > 0 {
 		e.pacer = newPacer(cfg.ShardWriteInterval, store, cfg.CacheSize)
 	}
+	e.ranks = newRankings(e)
 	e.queue = newQueue(cfg, &e.stats.Queued, e.flush)
 	return e, nil
 }
@@ -121,4 +124,7 @@ func (e *Engine) Ping(ctx context.Context) error { return e.store.Ping(ctx) }
 // Close stops accepting writes, commits every queued write and stops the
 // flusher. It does not close the store. If ctx ends first, Close returns
 // its error and the flusher finishes in the background.
-func (e *Engine) Close(ctx context.Context) error { return e.queue.close(ctx) }
+func (e *Engine) Close(ctx context.Context) error {
+	e.ranks.close()
+	return e.queue.close(ctx)
+}
