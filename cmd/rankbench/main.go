@@ -14,7 +14,7 @@
 //     appendfsync always), ZINCRBY on one sorted set for each write and
 //     ZREVRANGE 0 9 for each read.
 //
-//     go run ./internal/cmd/rankbench -store pebble:/tmp/rb -counters 100000 -duration 5s
+//     go run ./cmd/rankbench -store pebble:/tmp/rb -counters 100000 -duration 5s
 //
 // Its figures depend on the machine; they are measurements, not tests.
 package main
