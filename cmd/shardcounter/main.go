@@ -39,8 +39,9 @@ var subcommands = []subcommand{
 	{"query", "NAME [--where FIELD==VALUE] [--after T] [--before T] [--order desc|asc] [--limit N] [--page-token S]", "print a page of a collection's documents by timestamp", newQueryCommand},
 	{"bench", "[--store DSN] [--server URL] [--path naive|engine|http|peer]... [--peer redis-incr|postgres-update|http-bare]... [--shards 1,4,16,64] [--clients 64] [--counters 1] [--duration 10s] [--json FILE] [--svg FILE]", "measure throughput against the peers", newBenchCommand},
 	{"firestore-indexes", "[--store firestore://PROJECT]", "print the firestore.indexes.json a real Firestore project needs", newFirestoreIndexesCommand},
-	{"export", "--store DSN [--prefix P] [--out FILE]", "write counters as JSON Lines (docs/EXPORT.md)", newExportCommand},
-	{"import", "--store DSN [--in FILE] [--replace]", "read an export into a store, idempotently", newImportCommand},
+	{"export", "(--store DSN | --server URL) [--prefix P] [--out FILE]", "write counters as JSON Lines (docs/EXPORT.md)", newExportCommand},
+	{"import", "(--store DSN | --server URL) [--in FILE] [--replace]", "read an export into a store, idempotently", newImportCommand},
+	{"backup", "--server URL --out PATH", "copy a running server's embedded store, online", newBackupCommand},
 	{"verify", "--store DSN [--prefix P]", "recount counters from shards, members and buckets; exit 1 on drift", newVerifyCommand},
 	{"version", "", "print the version", newVersionCommand},
 }

@@ -18,20 +18,23 @@ type exampler interface{ example() string }
 // storeFlags are the flags of the commands that work on a store directly
 // (export, import, verify).
 type storeFlags struct {
-	m     *Main
-	store string
-	quiet bool
+	m      *Main
+	store  string
+	quiet  bool
+	client clientFlags // --server and --token-file, without --store
 }
 
 func (c *storeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.store, "store", c.m.Getenv("SHARDCOUNTER_STORE"), "work on the store `DSN` directly, e.g. pebble:./data or postgres://... (env SHARDCOUNTER_STORE); stop servers that use an embedded store first")
+	fs.StringVar(&c.store, "store", c.m.Getenv("SHARDCOUNTER_STORE"), "work on the store `DSN` directly, e.g. pebble:./data or postgres://... (env SHARDCOUNTER_STORE); stop servers that use an embedded store first. Without it, work through the server named by --server")
 	fs.BoolVar(&c.quiet, "quiet", false, "print no progress and no summary line")
+	c.client.m = c.m
+	c.client.registerServer(fs)
 }
 
 // open opens the store on clock.
 func (c *storeFlags) open(ctx context.Context, clock *transfer.Clock) (shardcounter.CounterStore, error) {
 	if c.store == "" {
-		return nil, usagef("give --store DSN: the store to work on (a server's admin endpoint is not served yet)")
+		return nil, usagef("give --store DSN: the store to work on")
 	}
 	if _, err := dsn.Scheme(c.store); err != nil {
 		return nil, usagef("--store: %s", errorText(err))
@@ -91,11 +94,6 @@ func (c *exportCommand) run(ctx context.Context, args []string) error {
 			return usagef("--prefix: %s", errorText(err))
 		}
 	}
-	s, err := c.open(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
 	w := c.m.Stdout
 	if c.out != "" {
 		f, err := os.OpenFile(c.out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -105,8 +103,20 @@ func (c *exportCommand) run(ctx context.Context, args []string) error {
 		defer f.Close()
 		w = f
 	}
+	var st transfer.Stats
+	var err error
 	p := c.progress("counters")
-	st, err := transfer.Export(ctx, s, w, transfer.ExportOptions{Prefix: c.prefix, Progress: p})
+	if c.store == "" {
+		st, err = c.exportServer(ctx, w, p)
+	} else {
+		var s shardcounter.CounterStore
+		if s, err = c.open(ctx, nil); err != nil {
+			p.Done("stopped after exporting", "")
+			return err
+		}
+		defer s.Close()
+		st, err = transfer.Export(ctx, s, w, transfer.ExportOptions{Prefix: c.prefix, Progress: p})
+	}
 	if err != nil {
 		p.Done("stopped after exporting", "")
 		return fmt.Errorf("export: %s", errorText(err))
@@ -156,17 +166,21 @@ func (c *importCommand) run(ctx context.Context, args []string) error {
 		defer f.Close()
 		r = f
 	}
-	clock := &transfer.Clock{}
-	s, err := c.open(ctx, clock)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+	var st transfer.Stats
+	var err error
 	p := c.progress("counters")
-	st, err := transfer.Import(ctx, s, r, transfer.ImportOptions{Replace: c.replace, Clock: clock, Progress: p,
-		Conflict: func(id string, have, want shardcounter.Spec) {
-			fmt.Fprintf(c.m.Stderr, "shardcounter import: counter %s exists with other options (%s; the export has %s): left as it is; --replace makes it again\n", showID(id), specText(have), specText(want))
-		}})
+	if c.store == "" {
+		st, err = c.importServer(ctx, r)
+	} else {
+		clock := &transfer.Clock{}
+		var s shardcounter.CounterStore
+		if s, err = c.open(ctx, clock); err != nil {
+			p.Done("stopped after importing", "")
+			return err
+		}
+		defer s.Close()
+		st, err = transfer.Import(ctx, s, r, transfer.ImportOptions{Replace: c.replace, Clock: clock, Progress: p, Conflict: c.conflict})
+	}
 	if err != nil {
 		p.Done("stopped after importing", "")
 		return fmt.Errorf("import: %s (counters before the last whole batch are in; fix the input and run the import again)", errorText(err))
@@ -176,6 +190,11 @@ func (c *importCommand) run(ctx context.Context, args []string) error {
 		return fmt.Errorf("%d counters exist with other options and were left alone: see above, or run again with --replace", st.Conflicts)
 	}
 	return nil
+}
+
+// conflict reports a counter the import left alone.
+func (c *importCommand) conflict(id string, have, want shardcounter.Spec) {
+	fmt.Fprintf(c.m.Stderr, "shardcounter import: counter %s exists with other options (%s; the export has %s): left as it is; --replace makes it again\n", showID(id), specText(have), specText(want))
 }
 
 // specText is a spec as the CLI's create flags spell it.
