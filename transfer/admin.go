@@ -33,7 +33,10 @@ const (
 	// BackupPath streams an online copy of an embedded store (GET): the
 	// bolt file, or a tar of a Pebble checkpoint. BackupKindHeader says
 	// which.
-	BackupPath       = "/admin/backup"
+	BackupPath = "/admin/backup"
+	// VerifyPath streams VerifyLines (GET, ?prefix=P): a line per drift,
+	// then the summary.
+	VerifyPath       = "/admin/verify"
 	BackupKindHeader = "X-Shardcounter-Backup"
 )
 
@@ -41,6 +44,16 @@ const (
 type ImportResult struct {
 	Stats     Stats      `json:"stats"`
 	Conflicts []Conflict `json:"conflicts,omitempty"` // the first 1000
+}
+
+// VerifyLine is one line of VerifyPath's reply: a drift, or the last
+// line, which counts the counters verified and the drifts, and names the
+// error that stopped the verification if one did.
+type VerifyLine struct {
+	Drift    *Drift `json:"drift,omitempty"`
+	Verified int64  `json:"verified,omitempty"`
+	Drifts   int    `json:"drifts,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Conflict is a counter an import left alone: it exists with other
@@ -90,6 +103,19 @@ func Admin(store shardcounter.CounterStore, log *slog.Logger) http.Handler {
 		res.Stats = st
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(res)
+	})
+	mux.HandleFunc("GET "+VerifyPath, func(w http.ResponseWriter, r *http.Request) {
+		noDeadlines(w)
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		enc := json.NewEncoder(w)
+		n, drifts, err := Verify(r.Context(), store, VerifyOptions{Prefix: r.URL.Query().Get("prefix"), Drift: func(d Drift) {
+			enc.Encode(VerifyLine{Drift: &d})
+		}})
+		end := VerifyLine{Verified: n, Drifts: len(drifts)}
+		if err != nil {
+			end.Error = errorText(err)
+		}
+		enc.Encode(end)
 	})
 	mux.HandleFunc("GET "+BackupPath, func(w http.ResponseWriter, r *http.Request) {
 		noDeadlines(w)

@@ -42,7 +42,7 @@ var subcommands = []subcommand{
 	{"export", "(--store DSN | --server URL) [--prefix P] [--out FILE]", "write counters as JSON Lines (docs/EXPORT.md)", newExportCommand},
 	{"import", "(--store DSN | --server URL) [--in FILE] [--replace]", "read an export into a store, idempotently", newImportCommand},
 	{"backup", "--server URL --out PATH", "copy a running server's embedded store, online", newBackupCommand},
-	{"verify", "--store DSN [--prefix P]", "recount counters from shards, members and buckets; exit 1 on drift", newVerifyCommand},
+	{"verify", "(--store DSN | --server URL) [--prefix P]", "recount counters from shards, members and buckets; exit 1 on drift", newVerifyCommand},
 	{"version", "", "print the version", newVersionCommand},
 }
 

@@ -243,22 +243,30 @@ func (c *verifyCommand) run(ctx context.Context, args []string) error {
 	if len(args) != 0 {
 		return usagef("verify takes no arguments, got %q", args)
 	}
-	s, err := c.open(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
 	p := c.progress("counters")
-	_, drifts, err := transfer.Verify(ctx, s, transfer.VerifyOptions{Prefix: c.prefix, Progress: p, Drift: func(d transfer.Drift) {
-		fmt.Fprintln(c.m.Stdout, d.String())
-	}})
+	report := func(d transfer.Drift) { fmt.Fprintln(c.m.Stdout, d.String()) }
+	var drifts int
+	var err error
+	if c.store == "" {
+		drifts, err = c.verifyServer(ctx, p, report)
+	} else {
+		var s shardcounter.CounterStore
+		if s, err = c.open(ctx, nil); err != nil {
+			p.Done("stopped after verifying", "")
+			return err
+		}
+		defer s.Close()
+		var ds []transfer.Drift
+		_, ds, err = transfer.Verify(ctx, s, transfer.VerifyOptions{Prefix: c.prefix, Progress: p, Drift: report})
+		drifts = len(ds)
+	}
 	if err != nil {
 		p.Done("stopped after verifying", "")
 		return fmt.Errorf("verify: %s", errorText(err))
 	}
-	p.Done("verified", fmt.Sprintf("%d drifts", len(drifts)))
-	if len(drifts) > 0 {
-		return fmt.Errorf("%d counters drift: see the lines above", len(drifts))
+	p.Done("verified", fmt.Sprintf("%d drifts", drifts))
+	if drifts > 0 {
+		return fmt.Errorf("%d counters drift: see the lines above", drifts)
 	}
 	return nil
 }

@@ -283,3 +283,32 @@ func extract(path string, r io.Reader) error {
 	}
 	return f.Close()
 }
+
+// verifyServer runs verify on a server's store and reports its drifts.
+func (c *verifyCommand) verifyServer(ctx context.Context, p *transfer.Progress, report func(transfer.Drift)) (int, error) {
+	q := url.Values{}
+	if c.prefix != "" {
+		q.Set("prefix", c.prefix)
+	}
+	resp, err := c.admin(ctx, http.MethodGet, transfer.VerifyPath, q, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var l transfer.VerifyLine
+		if err := dec.Decode(&l); err != nil {
+			return 0, fmt.Errorf("the server's reply was cut short (%v): run verify again", err)
+		}
+		if l.Drift != nil {
+			report(*l.Drift)
+			continue
+		}
+		p.Add(l.Verified)
+		if l.Error != "" {
+			return l.Drifts, errors.New(l.Error)
+		}
+		return l.Drifts, nil
+	}
+}

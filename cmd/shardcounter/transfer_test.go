@@ -1,11 +1,14 @@
 package main_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/shardcounter/shardcounter/internal/pgtest"
 )
@@ -69,6 +72,28 @@ func TestExportImportVerify(t *testing.T) {
 	if r.Code != 1 || !strings.Contains(r.Stderr, "counter stock exists with other options") {
 		t.Fatalf("conflicting import: %+v", r)
 	}
+	// A member row lost behind the store's back is drift: exit 1.
+	db, err := bbolt.Open(filepath.Join(dir, "counters.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		c := tx.Bucket([]byte("members")).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if strings.HasSuffix(string(k), "cy") {
+				return c.Delete()
+			}
+		}
+		return errors.New("no member cy")
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = Run(t, dir, nil, "verify", "--store", bolt, "--quiet")
+	if r.Code != 1 || r.Stdout != "counter \"likes\": value 3, but its members sum to 2\n" {
+		t.Fatalf("verify with a lost member: %+v", r)
+	}
 	for _, sub := range []string{"export", "import", "verify"} {
 		if out := Run(t, dir, nil, sub, "--help").MustOK(t); !strings.Contains(out, "Examples:\n") || !strings.Contains(out, "shardcounter "+sub+" --store") {
 			t.Fatalf("%s --help: %q", sub, out)
@@ -107,6 +132,9 @@ func TestServerExportBackup(t *testing.T) {
 			}
 			if msg := Run(t, dir, env, append([]string{"backup", "--out", out}, auth...)...).MustFail(t, 2); !strings.Contains(msg, "exists") {
 				t.Fatalf("backup over a backup: %q", msg)
+			}
+			if r := Run(t, dir, env, append([]string{"verify"}, auth...)...); r.Code != 0 || !strings.Contains(r.Stderr, "verified 3 counters") || !strings.Contains(r.Stderr, "0 drifts") {
+				t.Fatalf("verify through the server: %+v", r)
 			}
 			restored := StartServerEnv(t, dir, nil, "--listen", "127.0.0.1:0", "--store", kind+":"+out)
 			if got := Run(t, dir, restored.Env(), "export", "--quiet").MustOK(t); got != exported {
