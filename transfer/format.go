@@ -48,6 +48,11 @@ type Header struct {
 	Version int    `json:"version"`
 	// Prefix is the --prefix the export was taken with, "" for all.
 	Prefix string `json:"prefix,omitempty"`
+	// Unsorted says that counters come in any order and may come more
+	// than once: a migration from a source that cannot list in order
+	// (import-redis, from Redis's SCAN). A reader then skips the order
+	// check; import is idempotent, so a repeat changes nothing.
+	Unsorted bool `json:"unsorted,omitempty"`
 }
 
 // Counter is one counter: its spec, its value, and the non-zero buckets
@@ -96,11 +101,23 @@ type Encoder struct {
 	end End
 }
 
-// NewEncoder writes the header to w and returns the Encoder of the rest.
+// NewEncoder writes the header of an export of the counters whose ids
+// start with prefix to w and returns the Encoder of the rest.
 func NewEncoder(w io.Writer, prefix string) (*Encoder, error) {
-	e := &Encoder{w: bufio.NewWriterSize(w, 64<<10), end: End{Type: TypeEnd}}
-	return e, e.line(Header{Type: TypeHeader, Format: FormatName, Version: Version, Prefix: prefix})
+	return NewEncoderHeader(w, Header{Prefix: prefix})
 }
+
+// NewEncoderHeader writes h, with its type, format and version set, to w
+// and returns the Encoder of the rest.
+func NewEncoderHeader(w io.Writer, h Header) (*Encoder, error) {
+	e := &Encoder{w: bufio.NewWriterSize(w, 64<<10), end: End{Type: TypeEnd}}
+	h.Type, h.Format, h.Version = TypeHeader, FormatName, Version
+	return e, e.line(h)
+}
+
+// Flush writes what the Encoder buffers, for a stream read while it is
+// written.
+func (e *Encoder) Flush() error { return e.w.Flush() }
 
 func (e *Encoder) line(v any) error {
 	b, err := json.Marshal(v)
@@ -289,7 +306,7 @@ func (d *Decoder) counter(b []byte, c *Counter) error {
 	if err := shardcounter.ValidateSpec(c.Spec()); err != nil {
 		return d.errorf("counter %q: %s", c.ID, errorText(err))
 	}
-	if d.last != nil && c.ID <= d.last.ID {
+	if d.last != nil && c.ID <= d.last.ID && !d.Header.Unsorted {
 		return d.errorf("counter %q comes after %q: counters are in increasing id order, each once", c.ID, d.last.ID)
 	}
 	if c.Window == nil && len(c.Buckets) > 0 {

@@ -54,9 +54,15 @@ func Import(ctx context.Context, store shardcounter.CounterStore, r io.Reader, o
 	if err != nil {
 		return Stats{}, err
 	}
-	im := &importer{store: store, opts: opts}
+	return importRecords(ctx, store, dec.Next, opts)
+}
+
+// importRecords imports the records next returns until io.EOF. A
+// members record follows its counter's.
+func importRecords(ctx context.Context, store shardcounter.CounterStore, next func() (*Record, error), opts ImportOptions) (Stats, error) {
+	im := &importer{store: store, opts: opts, ids: make(map[string]bool)}
 	for {
-		rec, err := dec.Next()
+		rec, err := next()
 		if err == io.EOF {
 			break
 		}
@@ -65,17 +71,25 @@ func Import(ctx context.Context, store shardcounter.CounterStore, r io.Reader, o
 		}
 		switch {
 		case rec.Counter != nil:
-			if len(im.pending) >= importCounters || im.items >= applyBatch*10 {
+			// A counter twice in one batch (an unsorted source) would be
+			// resolved against the store twice and written twice.
+			if len(im.pending) >= importCounters || im.items >= applyBatch*10 || im.ids[rec.Counter.ID] {
 				if err := im.flush(ctx); err != nil {
 					return im.st, err
 				}
 			}
 			im.pending = append(im.pending, &entry{rec: rec.Counter})
+			im.ids[rec.Counter.ID] = true
 		case rec.Members != nil:
 			e := im.pending[len(im.pending)-1] // the decoder checked that it is the members' counter
 			e.members = append(e.members, rec.Members.Members...)
 			im.items += len(rec.Members.Members)
 			im.st.Members += int64(len(rec.Members.Members))
+			if im.items >= applyBatch*10 { // a large set: memory for a batch, not the set
+				if err := im.flush(ctx); err != nil {
+					return im.st, err
+				}
+			}
 		}
 	}
 	return im.st, im.flush(ctx)
@@ -97,7 +111,8 @@ type importer struct {
 	store   shardcounter.CounterStore
 	opts    ImportOptions
 	pending []*entry
-	items   int // members pending
+	ids     map[string]bool // of pending
+	items   int             // members pending
 	st      Stats
 }
 
@@ -145,6 +160,8 @@ func (im *importer) flush(ctx context.Context) error {
 	}
 	im.pending[len(im.pending)-1].missing = false
 	im.pending, im.items = im.pending[len(im.pending)-1:], 0
+	clear(im.ids)
+	im.ids[im.pending[0].rec.ID] = true
 	return nil
 }
 

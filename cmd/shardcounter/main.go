@@ -41,6 +41,7 @@ var subcommands = []subcommand{
 	{"firestore-indexes", "[--store firestore://PROJECT]", "print the firestore.indexes.json a real Firestore project needs", newFirestoreIndexesCommand},
 	{"export", "(--store DSN | --server URL) [--prefix P] [--out FILE]", "write counters as JSON Lines (docs/EXPORT.md)", newExportCommand},
 	{"import", "(--store DSN | --server URL) [--in FILE] [--replace]", "read an export into a store, idempotently", newImportCommand},
+	{"import-redis", "--from redis://HOST:PORT --match PATTERN (--store DSN | --server URL) [--shards N]", "move a live Redis's integer keys, sets and hashes into counters", newImportRedisCommand},
 	{"backup", "--server URL --out PATH", "copy a running server's embedded store, online", newBackupCommand},
 	{"verify", "(--store DSN | --server URL) [--prefix P]", "recount counters from shards, members and buckets; exit 1 on drift", newVerifyCommand},
 	{"version", "", "print the version", newVersionCommand},

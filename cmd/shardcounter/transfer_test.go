@@ -11,6 +11,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/shardcounter/shardcounter/internal/pgtest"
+	"github.com/shardcounter/shardcounter/internal/redistest"
 )
 
 // TestExportImportVerify is the move a new user makes: counters written
@@ -161,5 +162,38 @@ func TestServerExportBackup(t *testing.T) {
 				t.Fatalf("windowed import through the server: %q", msg)
 			}
 		})
+	}
+}
+
+// TestImportRedisCommand migrates a Redis fed by INCR and SADD with one
+// command, through a server and into a store, and reads the same numbers
+// with get.
+func TestImportRedisCommand(t *testing.T) {
+	dir := t.TempDir()
+	rd := redistest.MustStart(t)
+	for _, cmd := range [][]string{{"INCRBY", "page:home", "12"}, {"INCR", "page:about"}, {"SADD", "likes:1", "ann", "bob"}, {"RPUSH", "jobs", "x"}} {
+		if _, err := rd.Do(cmd...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from := "redis://" + rd.Addr
+	srv := StartServer(t, dir)
+	r := Run(t, dir, srv.Env(), "import-redis", "--from", from, "--match", "*", "--shards", "4")
+	r.MustOK(t)
+	if !strings.Contains(r.Stderr, "skipped jobs (list)") || !strings.Contains(r.Stderr, "3 counters and 2 members moved, 1 keys skipped") {
+		t.Fatalf("import-redis stderr: %q", r.Stderr)
+	}
+	out := Run(t, dir, srv.Env(), "get", "page:home", "page:about", "likes:1").MustOK(t)
+	for _, want := range []string{"12", "1", "2"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("get: %q, want %s in it", out, want)
+		}
+	}
+	Run(t, dir, nil, "import-redis", "--from", from, "--match", "page:*", "--store", "bolt:"+filepath.Join(dir, "b.db"), "--quiet").MustOK(t)
+	if exp := Run(t, dir, nil, "export", "--store", "bolt:"+filepath.Join(dir, "b.db"), "--quiet").MustOK(t); strings.Count(exp, `"type":"counter"`) != 2 {
+		t.Fatalf("export after import-redis --match page:*:\n%s", exp)
+	}
+	if msg := Run(t, dir, nil, "import-redis", "--from", "http://x", "--match", "*").MustFail(t, 2); !strings.Contains(msg, "redis://") {
+		t.Fatalf("bad --from: %q", msg)
 	}
 }
