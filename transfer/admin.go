@@ -68,7 +68,9 @@ type Conflict struct {
 // a server serves (not the engine over it: an export reads the store
 // itself, and an import writes it through the same Apply the engine
 // uses). Cached reads of imported counters may lag the import by the
-// engine's --max-staleness.
+// engine's --max-staleness. An export of an embedded store reads an
+// online copy of it (snapshot), so that it is one consistent snapshot
+// while the server takes writes.
 func Admin(store shardcounter.CounterStore, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+ExportPath, func(w http.ResponseWriter, r *http.Request) {
@@ -80,10 +82,16 @@ func Admin(store shardcounter.CounterStore, log *slog.Logger) http.Handler {
 				return
 			}
 		}
+		src, release, err := snapshot(r.Context(), store)
+		if err != nil {
+			adminError(w, err)
+			return
+		}
+		defer release()
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		// An error half way leaves the stream without its end line,
 		// which the client reads as cut short.
-		if _, err := Export(r.Context(), store, w, ExportOptions{Prefix: prefix}); err != nil {
+		if _, err := Export(r.Context(), src, w, ExportOptions{Prefix: prefix}); err != nil {
 			log.Warn("admin export stopped", "error", err)
 		}
 	})
@@ -124,6 +132,59 @@ func Admin(store shardcounter.CounterStore, log *slog.Logger) http.Handler {
 		}
 	})
 	return mux
+}
+
+// snapshot returns a store that holds what store holds now and that no
+// write changes, and the function that frees it: for bolt, a copy of the
+// file by Tx.WriteTo; for Pebble, a checkpoint (hard links), opened as a
+// store of its own, which holds every total in memory as the live store
+// does while the export runs. Other stores are returned as they are
+// (docs/EXPORT.md, "Consistency").
+func snapshot(ctx context.Context, store shardcounter.CounterStore) (shardcounter.CounterStore, func(), error) {
+	var dir string
+	var open func(string) (shardcounter.CounterStore, error)
+	var copyTo func(string) error
+	switch s := store.(type) {
+	case *bolt.CounterStore:
+		dir = filepath.Dir(s.Path())
+		copyTo = func(tmp string) error {
+			f, err := os.Create(filepath.Join(tmp, "snapshot.db"))
+			if err != nil {
+				return err
+			}
+			if _, err := s.Backup(ctx, f, nil); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		}
+		open = func(tmp string) (shardcounter.CounterStore, error) {
+			return bolt.Open(ctx, filepath.Join(tmp, "snapshot.db"), bolt.Options{})
+		}
+	case *pebble.CounterStore:
+		dir = filepath.Dir(filepath.Clean(s.Dir()))
+		copyTo = func(tmp string) error { return s.Checkpoint(filepath.Join(tmp, "pebble")) }
+		open = func(tmp string) (shardcounter.CounterStore, error) {
+			return pebble.Open(ctx, filepath.Join(tmp, "pebble"), pebble.Options{})
+		}
+	default:
+		return store, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp(dir, ".snapshot-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("snapshot: %w", err)
+	}
+	snap, err := func() (shardcounter.CounterStore, error) {
+		if err := copyTo(tmp); err != nil {
+			return nil, err
+		}
+		return open(tmp)
+	}()
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, err
+	}
+	return snap, func() { snap.Close(); os.RemoveAll(tmp) }, nil
 }
 
 // noDeadlines lifts the server's read and write deadlines for a stream.
