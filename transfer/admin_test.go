@@ -27,8 +27,12 @@ import (
 func TestAdminExportSnapshot(t *testing.T) {
 	ctx := context.Background()
 	for name, open := range map[string]func(dir string) (shardcounter.CounterStore, error){
-		"bolt":   func(dir string) (shardcounter.CounterStore, error) { return bolt.Open(ctx, filepath.Join(dir, "s.db"), bolt.Options{}) },
-		"pebble": func(dir string) (shardcounter.CounterStore, error) { return pebble.Open(ctx, filepath.Join(dir, "p"), pebble.Options{}) },
+		"bolt": func(dir string) (shardcounter.CounterStore, error) {
+			return bolt.Open(ctx, filepath.Join(dir, "s.db"), bolt.Options{})
+		},
+		"pebble": func(dir string) (shardcounter.CounterStore, error) {
+			return pebble.Open(ctx, filepath.Join(dir, "p"), pebble.Options{})
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, err := open(t.TempDir())
