@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
+	"github.com/shardcounter/shardcounter/internal/firestoretest"
 	"github.com/shardcounter/shardcounter/internal/pgtest"
 	"github.com/shardcounter/shardcounter/internal/redistest"
 	"github.com/shardcounter/shardcounter/transfer"
@@ -97,13 +98,25 @@ func importInto(t *testing.T, dsn, data string, replace bool) (shardcounter.Coun
 	return s, clock, st
 }
 
+// startFirestore starts the Firestore emulator for the test and returns
+// the DSN of a project on it.
+func startFirestore(t *testing.T) string {
+	e, err := firestoretest.Start(firestoretest.Native)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	t.Setenv("FIRESTORE_EMULATOR_HOST", e.Addr)
+	return "firestore://demo-roundtrip"
+}
+
 func clusterDSN(c *redistest.Cluster) string {
 	a := c.Addrs()
 	return "redis+cluster://" + a[0] + "?addr=" + strings.Join(a[1:], "&addr=")
 }
 
 // TestRoundTrip moves one export through every store, bolt → Pebble →
-// PostgreSQL → Redis → Redis Cluster → bolt, and checks that every
+// PostgreSQL → Redis → Redis Cluster → Firestore (the emulator) → bolt, and checks that every
 // store's export equals the first line for line, and that importing it
 // a second time changes nothing.
 func TestRoundTrip(t *testing.T) {
@@ -130,6 +143,7 @@ func TestRoundTrip(t *testing.T) {
 		{"postgres", pgtest.MustDatabase(t)},
 		{"redis", "redis://" + redistest.MustStart(t).Addr},
 		{"redis-cluster", clusterDSN(redistest.MustStartCluster(t, 3))},
+		{"firestore", startFirestore(t)},
 		{"bolt", "bolt:" + filepath.Join(dir, "dst.db")},
 	}
 	data := first
