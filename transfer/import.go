@@ -13,11 +13,11 @@ import (
 
 // Batch sizes of an import.
 const (
-	// importCounters is how many counters an import resolves at once: one
-	// ReadCounters call.
-	importCounters = shardcounter.MaxReadBatch
+	// importCounters is how many counters an import resolves and writes
+	// at once: a ReadCounters call per MaxReadBatch of them.
+	importCounters = 4 * shardcounter.MaxReadBatch
 	// applyBatch is how many increments one Apply call carries.
-	applyBatch = 1000
+	applyBatch = 4000
 )
 
 // ImportOptions configure Import.
@@ -73,7 +73,7 @@ func importRecords(ctx context.Context, store shardcounter.CounterStore, next fu
 		case rec.Counter != nil:
 			// A counter twice in one batch (an unsorted source) would be
 			// resolved against the store twice and written twice.
-			if len(im.pending) >= importCounters || im.items >= applyBatch*10 || im.ids[rec.Counter.ID] {
+			if len(im.pending) >= importCounters || im.items >= applyBatch*4 || im.ids[rec.Counter.ID] {
 				if err := im.flush(ctx); err != nil {
 					return im.st, err
 				}
@@ -85,7 +85,7 @@ func importRecords(ctx context.Context, store shardcounter.CounterStore, next fu
 			e.members = append(e.members, rec.Members.Members...)
 			im.items += len(rec.Members.Members)
 			im.st.Members += int64(len(rec.Members.Members))
-			if im.items >= applyBatch*10 { // a large set: memory for a batch, not the set
+			if im.items >= applyBatch*4 { // a large set: memory for a batch, not the set
 				if err := im.flush(ctx); err != nil {
 					return im.st, err
 				}
@@ -177,6 +177,18 @@ func (im *importer) resolve(ctx context.Context) error {
 	if len(todo) == 0 {
 		return nil
 	}
+	for len(todo) > 0 {
+		n := min(len(todo), shardcounter.MaxReadBatch)
+		if err := im.resolveSome(ctx, todo[:n]); err != nil {
+			return err
+		}
+		todo = todo[n:]
+	}
+	return nil
+}
+
+// resolveSome resolves up to MaxReadBatch entries with one ReadCounters.
+func (im *importer) resolveSome(ctx context.Context, todo []*entry) error {
 	ids := make([]string, len(todo))
 	for i, e := range todo {
 		ids[i] = e.rec.ID
