@@ -25,6 +25,7 @@ type Progress struct {
 	interval time.Duration
 	start    time.Time
 	done     atomic.Int64
+	fraction atomic.Pointer[func() float64]
 	stop     chan struct{}
 	wg       sync.WaitGroup
 }
@@ -39,6 +40,15 @@ func NewProgress(w io.Writer, what string, terminal bool, total int64) *Progress
 	p.wg.Add(1)
 	go p.loop()
 	return p
+}
+
+// SetFraction gives the share of the work done, 0 to 1, when the items'
+// total is not known but another measure is (the bytes of a file read):
+// the eta follows from it.
+func (p *Progress) SetFraction(f func() float64) {
+	if p != nil {
+		p.fraction.Store(&f)
+	}
 }
 
 // Add counts n more items done.
@@ -70,6 +80,12 @@ func (p *Progress) print() {
 	if p.total > 0 && rate > 0 && n <= p.total {
 		eta := time.Duration(float64(p.total-n) / rate * float64(time.Second))
 		line = fmt.Sprintf("%d/%d %s (%.0f%%), %.0f/s, eta %s", n, p.total, p.what, 100*float64(n)/float64(p.total), rate, eta.Round(time.Second))
+	}
+	if f := p.fraction.Load(); f != nil && p.total == 0 {
+		if x := (*f)(); x > 0 && x <= 1 {
+			eta := time.Duration(float64(el) * (1 - x) / x)
+			line = fmt.Sprintf("%d %s (%.0f%%), %.0f/s, eta %s", n, p.what, 100*x, rate, eta.Round(time.Second))
+		}
 	}
 	if p.terminal {
 		fmt.Fprintf(p.w, "\r\x1b[K%s", line)

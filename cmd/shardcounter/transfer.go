@@ -158,17 +158,26 @@ func (c *importCommand) run(ctx context.Context, args []string) error {
 		return usagef("import takes no arguments, got %q", args)
 	}
 	var r io.Reader = os.Stdin
+	var size int64
 	if c.in != "" {
 		f, err := os.Open(c.in)
 		if err != nil {
 			return fmt.Errorf("cannot read --in: %w", err)
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil {
+			size = fi.Size()
+		}
 		r = f
 	}
 	var st transfer.Stats
 	var err error
 	p := c.progress("counters")
+	if size > 0 {
+		cr := &countReader{r: r}
+		r = cr
+		p.SetFraction(func() float64 { return float64(cr.n.Load()) / float64(size) })
+	}
 	if c.store == "" {
 		st, err = c.importServer(ctx, r)
 	} else {

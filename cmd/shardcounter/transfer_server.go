@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
@@ -166,6 +167,9 @@ func (c *backupCommand) run(ctx context.Context, args []string) error {
 	defer resp.Body.Close()
 	p := c.progress("bytes")
 	body := &countReader{r: resp.Body, p: p}
+	if resp.ContentLength > 0 {
+		p.SetFraction(func() float64 { return float64(body.n.Load()) / float64(resp.ContentLength) })
+	}
 	kind := resp.Header.Get(transfer.BackupKindHeader)
 	switch kind {
 	case "bolt":
@@ -200,14 +204,17 @@ func checkBackup(ctx context.Context, kind, path string) error {
 	return s.Close()
 }
 
+// countReader counts the bytes read through it, in n and in p (if set).
 type countReader struct {
 	r io.Reader
 	p *transfer.Progress
+	n atomic.Int64
 }
 
 func (c *countReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.p.Add(int64(n))
+	c.n.Add(int64(n))
 	return n, err
 }
 
