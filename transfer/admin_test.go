@@ -15,27 +15,32 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
+	"github.com/shardcounter/shardcounter/internal/pgtest"
 	"github.com/shardcounter/shardcounter/pebble"
 	"github.com/shardcounter/shardcounter/transfer"
 )
 
 // TestAdminExportSnapshot checks that an export through the admin
-// endpoint of an embedded store is one snapshot: counters a and z, on
+// endpoint is one snapshot on bolt, Pebble (an online copy) and
+// PostgreSQL (a REPEATABLE READ transaction): counters a and z, on
 // different pages of the export, are always written together in one
 // atomic batch, and the export must show them equal while the writes go
 // on.
 func TestAdminExportSnapshot(t *testing.T) {
 	ctx := context.Background()
-	for name, open := range map[string]func(dir string) (shardcounter.CounterStore, error){
-		"bolt": func(dir string) (shardcounter.CounterStore, error) {
-			return bolt.Open(ctx, filepath.Join(dir, "s.db"), bolt.Options{})
+	for name, open := range map[string]func(t *testing.T) (shardcounter.CounterStore, error){
+		"bolt": func(t *testing.T) (shardcounter.CounterStore, error) {
+			return bolt.Open(ctx, filepath.Join(t.TempDir(), "s.db"), bolt.Options{})
 		},
-		"pebble": func(dir string) (shardcounter.CounterStore, error) {
-			return pebble.Open(ctx, filepath.Join(dir, "p"), pebble.Options{})
+		"pebble": func(t *testing.T) (shardcounter.CounterStore, error) {
+			return pebble.Open(ctx, filepath.Join(t.TempDir(), "p"), pebble.Options{})
+		},
+		"postgres": func(t *testing.T) (shardcounter.CounterStore, error) {
+			return transfer.OpenStore(ctx, pgtest.MustDatabase(t), &transfer.Clock{})
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s, err := open(t.TempDir())
+			s, err := open(t)
 			if err != nil {
 				t.Fatal(err)
 			}

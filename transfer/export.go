@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/postgres"
 )
 
 // pageSize is how many counters an export lists and reads at once: one
@@ -49,20 +50,25 @@ func Export(ctx context.Context, store shardcounter.CounterStore, w io.Writer, o
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	src, release, err := readView(ctx, store)
+	if err != nil {
+		return st, err
+	}
+	defer release()
 	enc, err := NewEncoder(w, opts.Prefix)
 	if err != nil {
 		return st, err
 	}
 	after := ""
 	for {
-		page, err := store.ListCounters(ctx, opts.Prefix, after, pageSize)
+		page, err := src.ListCounters(ctx, opts.Prefix, after, pageSize)
 		if err != nil {
 			return st, err
 		}
 		if len(page) == 0 {
 			break
 		}
-		if err := exportPage(ctx, store, enc, page, opts, &st); err != nil {
+		if err := exportPage(ctx, src, enc, page, opts, &st); err != nil {
 			return st, err
 		}
 		after = page[len(page)-1].ID
@@ -73,7 +79,7 @@ func Export(ctx context.Context, store shardcounter.CounterStore, w io.Writer, o
 	return st, enc.Close()
 }
 
-func exportPage(ctx context.Context, store shardcounter.CounterStore, enc *Encoder, page []*shardcounter.Counter, opts ExportOptions, st *Stats) error {
+func exportPage(ctx context.Context, store source, enc *Encoder, page []*shardcounter.Counter, opts ExportOptions, st *Stats) error {
 	ids := make([]string, len(page))
 	for i, c := range page {
 		ids[i] = c.ID
@@ -108,7 +114,7 @@ func exportPage(ctx context.Context, store shardcounter.CounterStore, enc *Encod
 	return nil
 }
 
-func exportMembers(ctx context.Context, store shardcounter.CounterStore, enc *Encoder, id string, st *Stats) error {
+func exportMembers(ctx context.Context, store source, enc *Encoder, id string, st *Stats) error {
 	after := ""
 	for {
 		ms, err := store.ListMembers(ctx, id, after, MembersPerLine)
@@ -127,6 +133,27 @@ func exportMembers(ctx context.Context, store shardcounter.CounterStore, enc *En
 		}
 		after = ms[len(ms)-1]
 	}
+}
+
+// source is what an export reads: a CounterStore, or a snapshot of one.
+type source interface {
+	ListCounters(ctx context.Context, prefix, after string, limit int) ([]*shardcounter.Counter, error)
+	ReadCounters(ctx context.Context, ids []string) ([]*shardcounter.Reading, error)
+	ListMembers(ctx context.Context, id, after string, limit int) ([]string, error)
+	ReadSeries(ctx context.Context, id string, from, to time.Time) ([]shardcounter.Bucket, error)
+}
+
+// readView returns what an export of store reads: on PostgreSQL a
+// Snapshot (one REPEATABLE READ transaction), elsewhere the store.
+func readView(ctx context.Context, store shardcounter.CounterStore) (source, func(), error) {
+	if p, ok := store.(*postgres.CounterStore); ok {
+		snap, err := p.Snapshot(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return snap, func() { snap.Close() }, nil
+	}
+	return store, func() {}, nil
 }
 
 // retention returns the interval of bucket starts a window keeps at now:
