@@ -98,12 +98,13 @@ func importRecords(ctx context.Context, store shardcounter.CounterStore, next fu
 // entry is a counter of the export on its way into the store.
 type entry struct {
 	rec      *Counter
-	members  []string // not yet written
-	resolved bool     // the store was asked whether it has the counter
-	skip     bool     // it has it with other options: leave it alone
-	missing  bool     // it has not: create it
-	planned  bool     // its value and buckets are written (only members may follow)
-	cur      int64    // the store's value
+	members  []string  // not yet written
+	resolved bool      // the store was asked whether it has the counter
+	skip     bool      // it has it with other options: leave it alone
+	missing  bool      // it has not: create it
+	planned  bool      // its value and buckets are written (only members may follow)
+	createAt time.Time // when not zero, the time to create it at
+	cur      int64     // the store's value
 	curBkt   map[time.Time]int64
 }
 
@@ -151,7 +152,18 @@ func (im *importer) flush(ctx context.Context) error {
 		e.members = nil
 	}
 	for _, e := range creates {
-		if _, err := im.store.CreateCounter(ctx, e.rec.ID, e.rec.Spec()); err != nil && shardcounter.ErrorCode(err) != shardcounter.EEXISTS {
+		// A windowed counter is created as of its first write, the
+		// rest's or its oldest bucket's, so that its created_at says
+		// whether its buckets hold all of its value (verify relies on
+		// it).
+		if !e.createAt.IsZero() && im.opts.Clock != nil {
+			im.opts.Clock.hold(e.createAt)
+		}
+		_, err := im.store.CreateCounter(ctx, e.rec.ID, e.rec.Spec())
+		if im.opts.Clock != nil {
+			im.opts.Clock.release()
+		}
+		if err != nil && shardcounter.ErrorCode(err) != shardcounter.EEXISTS {
 			return fmt.Errorf("create counter %q: %w", e.rec.ID, err)
 		}
 	}
@@ -284,7 +296,14 @@ func (im *importer) plan(e *entry, groups map[time.Time][]shardcounter.Increment
 			return 0, fmt.Errorf("counter %q: its value outside its window can only be written by an import into a store opened on its clock: import with --store DSN", e.rec.ID)
 		}
 		from, _ := retention(w, time.Now())
-		add(from.Add(-time.Duration(w.Retention)), rest)
+		at := from.Add(-time.Duration(w.Retention))
+		add(at, rest)
+		switch {
+		case rest != 0:
+			e.createAt = at
+		case len(e.rec.Buckets) > 0:
+			e.createAt = e.rec.Buckets[0].Start
+		}
 		return n, nil
 	}
 	add(time.Time{}, rest)

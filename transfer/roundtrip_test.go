@@ -50,12 +50,24 @@ func fill(t *testing.T, s shardcounter.CounterStore, clock *atomic.Pointer[time.
 	apply(shardcounter.Increment{Counter: pfx + "neg", Delta: -7})
 	create("bounded", shardcounter.Spec{Shards: 2, Min: i64(-5), Max: i64(100)})
 	apply(shardcounter.Increment{Counter: pfx + "bounded", Delta: 99})
+	old := time.Now().Add(-11 * 24 * time.Hour)
+	clock.Store(&old)
 	create("win", shardcounter.Spec{Shards: 8, Window: &shardcounter.Window{Bucket: shardcounter.BucketHour, Retention: shardcounter.Duration(7 * 24 * time.Hour)}})
 	now := time.Now()
 	for i, ago := range []time.Duration{10 * 24 * time.Hour, 50 * time.Hour, 3 * time.Hour, 0} {
 		at := now.Add(-ago)
 		clock.Store(&at)
 		apply(shardcounter.Increment{Counter: pfx + "win", Delta: int64(10 + i), Pick: uint64(i)})
+	}
+	clock.Store(nil)
+	// A window that holds every write: created within its retention.
+	at := now.Add(-5 * time.Hour)
+	clock.Store(&at)
+	create("win2", shardcounter.Spec{Shards: 3, Window: &shardcounter.Window{Bucket: shardcounter.BucketHour, Retention: shardcounter.Duration(24 * time.Hour)}})
+	for i, ago := range []time.Duration{4 * time.Hour, time.Hour, 0} {
+		at := now.Add(-ago)
+		clock.Store(&at)
+		apply(shardcounter.Increment{Counter: pfx + "win2", Delta: int64(-2 - i), Pick: uint64(i)})
 	}
 	clock.Store(nil)
 	create("likes", shardcounter.Spec{Shards: 4, Kind: shardcounter.KindDistinct})
@@ -135,6 +147,9 @@ func TestRoundTrip(t *testing.T) {
 	pfx := "rt/"
 	fill(t, src, &clock, pfx)
 	first := export(t, src, pfx)
+	if n, drifts, err := transfer.Verify(context.Background(), src, transfer.VerifyOptions{Prefix: pfx}); err != nil || n != 10 || len(drifts) != 0 {
+		t.Fatalf("source: verify: %d counters, drifts %v, %v", n, drifts, err)
+	}
 	if n := strings.Count(first, "\n"); n < 10 {
 		t.Fatalf("export has %d lines:\n%s", n, first)
 	}
@@ -149,13 +164,16 @@ func TestRoundTrip(t *testing.T) {
 	data := first
 	for _, step := range chain {
 		s, clock, st := importInto(t, step.dsn, data, false)
-		if st.Counters != 9 || st.Members != 2500 || st.Conflicts != 0 {
+		if st.Counters != 10 || st.Members != 2500 || st.Conflicts != 0 {
 			t.Errorf("%s: import stats %+v", step.name, st)
 		}
 		got := export(t, s, pfx)
 		diffLines(t, step.name, first, got)
+		if n, drifts, err := transfer.Verify(context.Background(), s, transfer.VerifyOptions{Prefix: pfx}); err != nil || n != 10 || len(drifts) != 0 {
+			t.Fatalf("%s: verify: %d counters, drifts %v, %v", step.name, n, drifts, err)
+		}
 		// Again: nothing changes, and nothing needs the clock.
-		if st, err := transfer.Import(context.Background(), s, strings.NewReader(data), transfer.ImportOptions{}); err != nil || st.Counters != 9 {
+		if st, err := transfer.Import(context.Background(), s, strings.NewReader(data), transfer.ImportOptions{}); err != nil || st.Counters != 10 {
 			t.Fatalf("%s: second import: %+v, %v", step.name, st, err)
 		}
 		diffLines(t, step.name+" (again)", first, export(t, s, pfx))

@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/shardcounter/shardcounter"
 )
@@ -35,8 +36,9 @@ type VerifyOptions struct {
 // Verify recounts every counter whose id starts with opts.Prefix and
 // compares the recount with the value the store answers: the sum of its
 // shards as ReadShards reads them (from disk on Pebble, whose values are
-// answered from memory), and for a distinct counter the number of its
-// members. It reads a page of counters at a time, so it runs in bounded
+// answered from memory), for a distinct counter the number of its
+// members, and for a windowed counter whose every write lies in its
+// retention the sum of its buckets. It reads a page of counters at a time, so it runs in bounded
 // memory against a live store; a disagreement is read again a few times
 // before it counts, since a write may land between two reads. It returns
 // the counters checked and the drifts found.
@@ -96,6 +98,14 @@ func verifyCounter(ctx context.Context, store shardcounter.CounterStore, c *shar
 			d = &Drift{ID: c.ID, What: "shards", Value: rs[0].Value, Recount: sum}
 			continue
 		}
+		if c.Window != nil {
+			if d, err = verifyWindow(ctx, store, c, rs[0].Value); err != nil {
+				return nil, err
+			}
+			if d != nil {
+				continue
+			}
+		}
 		if c.Kind == shardcounter.KindDistinct {
 			m, err := countMembers(ctx, store, c.ID)
 			if err != nil {
@@ -109,6 +119,31 @@ func verifyCounter(ctx context.Context, store shardcounter.CounterStore, c *shar
 		return nil, nil
 	}
 	return d, nil
+}
+
+// verifyWindow compares a windowed counter's buckets with its value when
+// every write to it lies in a bucket the window keeps: when it was
+// created within the retention (an import creates a counter with writes
+// older than its window as of then). Older counters' early writes are in
+// the value and in no bucket, and are not checked.
+func verifyWindow(ctx context.Context, store shardcounter.CounterStore, c *shardcounter.Counter, value int64) (*Drift, error) {
+	w := c.Window
+	from, to := retention(w, time.Now())
+	if c.CreatedAt.Before(from) {
+		return nil, nil
+	}
+	bs, err := store.ReadSeries(ctx, c.ID, w.BucketOf(c.CreatedAt), to)
+	if err != nil {
+		return nil, err
+	}
+	var sum int64
+	for _, b := range bs {
+		sum += b.Value
+	}
+	if sum != value {
+		return &Drift{ID: c.ID, What: "buckets", Value: value, Recount: sum}, nil
+	}
+	return nil, nil
 }
 
 func countMembers(ctx context.Context, store shardcounter.CounterStore, id string) (int64, error) {

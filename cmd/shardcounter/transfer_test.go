@@ -73,7 +73,8 @@ func TestExportImportVerify(t *testing.T) {
 	if r.Code != 1 || !strings.Contains(r.Stderr, "counter stock exists with other options") {
 		t.Fatalf("conflicting import: %+v", r)
 	}
-	// A member row lost behind the store's back is drift: exit 1.
+	// A member row and a window bucket lost behind the store's back are
+	// drift: exit 1.
 	db, err := bbolt.Open(filepath.Join(dir, "counters.db"), 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -87,13 +88,22 @@ func TestExportImportVerify(t *testing.T) {
 		}
 		return errors.New("no member cy")
 	})
+	if err == nil { // and a window bucket
+		err = db.Update(func(tx *bbolt.Tx) error {
+			k, _ := tx.Bucket([]byte("window_buckets")).Cursor().First()
+			if k == nil {
+				return errors.New("no window bucket")
+			}
+			return tx.Bucket([]byte("window_buckets")).Delete(k)
+		})
+	}
 	db.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
 	r = Run(t, dir, nil, "verify", "--store", bolt, "--quiet")
-	if r.Code != 1 || r.Stdout != "counter \"likes\": value 3, but its members sum to 2\n" {
-		t.Fatalf("verify with a lost member: %+v", r)
+	if r.Code != 1 || r.Stdout != "counter \"likes\": value 3, but its members sum to 2\ncounter \"views\": value 12, but its buckets sum to 0\n" {
+		t.Fatalf("verify with a lost member and a lost bucket: %+v", r)
 	}
 	for _, sub := range []string{"export", "import", "verify"} {
 		if out := Run(t, dir, nil, sub, "--help").MustOK(t); !strings.Contains(out, "Examples:\n") || !strings.Contains(out, "shardcounter "+sub+" --store") {
