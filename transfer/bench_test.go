@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/pgtest"
+	"github.com/shardcounter/shardcounter/internal/redistest"
 	"github.com/shardcounter/shardcounter/transfer"
 )
 
@@ -90,4 +94,76 @@ func TestBenchExportImport(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// TestBenchImportRedis measures import-redis of N integer keys from a live
+// Redis into Pebble (the target: 1,000,000 keys at ≥ 50,000
+// keys/s), and Redis's own INCR latency, p99, from one client while it
+// runs against the same client alone before. SHARDCOUNTER_BENCH=1 runs
+// it; N is SHARDCOUNTER_BENCH_ITEMS (default 100,000).
+func TestBenchImportRedis(t *testing.T) {
+	if os.Getenv("SHARDCOUNTER_BENCH") == "" {
+		t.Skip("a measurement, not a test: run with SHARDCOUNTER_BENCH=1")
+	}
+	n := 100000
+	if v := os.Getenv("SHARDCOUNTER_BENCH_ITEMS"); v != "" {
+		n, _ = strconv.Atoi(v)
+	}
+	ctx := context.Background()
+	srv := redistest.MustStart(t)
+	src := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+	defer src.Close()
+	for i := 0; i < n; i += 1000 {
+		pipe := src.Pipeline()
+		for j := i; j < min(n, i+1000); j++ {
+			pipe.Set(ctx, fmt.Sprintf("k:%08d", j), j, 0)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p99 := func(stop <-chan struct{}) <-chan time.Duration {
+		out := make(chan time.Duration, 1)
+		go func() {
+			c := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
+			defer c.Close()
+			var lat []time.Duration
+			for {
+				select {
+				case <-stop:
+					slices.Sort(lat)
+					out <- lat[len(lat)*99/100]
+					return
+				default:
+				}
+				start := time.Now()
+				c.Incr(ctx, "probe")
+				lat = append(lat, time.Since(start))
+			}
+		}()
+		return out
+	}
+	stop := make(chan struct{})
+	base := p99(stop)
+	time.Sleep(2 * time.Second)
+	close(stop)
+	baseP99 := <-base
+
+	store, err := transfer.OpenStore(ctx, "pebble:"+filepath.Join(t.TempDir(), "p"), &transfer.Clock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	stop = make(chan struct{})
+	during := p99(stop)
+	start := time.Now()
+	st, rs, err := transfer.ImportRedis(ctx, src, store, transfer.RedisOptions{Match: "k:*", Shards: 16}, transfer.ImportOptions{})
+	el := time.Since(start)
+	close(stop)
+	duringP99 := <-during
+	if err != nil || st.Counters != int64(n) || rs.Skipped != 0 {
+		t.Fatalf("import-redis: %+v %+v %v", st, rs, err)
+	}
+	fmt.Printf("import-redis %d keys into pebble in %v: %.0f keys/s; INCR p99 %v alone, %v during (%.2fx)\n",
+		n, el.Round(time.Millisecond), float64(n)/el.Seconds(), baseP99, duringP99, float64(duringP99)/float64(baseP99))
 }

@@ -96,8 +96,12 @@ func scanRedis(ctx context.Context, src *goredis.Client, opts RedisOptions, st *
 			return fmt.Errorf("SCAN: %w", err)
 		}
 		slices.Sort(keys)
-		if err := migrateKeys(ctx, src, keys, opts, st, ch); err != nil {
-			return err
+		for len(keys) > 0 {
+			n := min(len(keys), pipelineKeys)
+			if err := migrateKeys(ctx, src, keys[:n], opts, st, ch); err != nil {
+				return err
+			}
+			keys = keys[n:]
 		}
 		if cursor = next; cursor == 0 {
 			return nil
@@ -105,17 +109,28 @@ func scanRedis(ctx context.Context, src *goredis.Client, opts RedisOptions, st *
 	}
 }
 
-// migrateKeys reads a SCAN batch's types and TTLs in one pipeline, then
-// each key.
+// pipelineKeys is how many keys one pipeline reads: enough to amortise
+// the round trip, few enough that Redis's other clients wait for one
+// short burst of commands, not a long one.
+const pipelineKeys = 100
+
+// migrateKeys reads the types, TTLs and (for strings) values of keys in
+// one pipeline, then each set or hash on its own.
 func migrateKeys(ctx context.Context, src *goredis.Client, keys []string, opts RedisOptions, st *RedisStats, ch chan<- *Record) error {
 	pipe := src.Pipeline()
 	types := make([]*goredis.StatusCmd, len(keys))
 	ttls := make([]*goredis.DurationCmd, len(keys))
+	gets := make([]*goredis.StringCmd, len(keys))
 	for i, k := range keys {
-		types[i], ttls[i] = pipe.Type(ctx, k), pipe.PTTL(ctx, k)
+		// GET of a key that is not a string fails on its own
+		// (WRONGTYPE), and is then not used.
+		types[i], ttls[i], gets[i] = pipe.Type(ctx, k), pipe.PTTL(ctx, k), pipe.Get(ctx, k)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && err != goredis.Nil {
-		return fmt.Errorf("TYPE: %w", err)
+	pipe.Exec(ctx) // each command's error is its own
+	for i := range keys {
+		if err := types[i].Err(); err != nil {
+			return fmt.Errorf("TYPE: %w", err)
+		}
 	}
 	send := func(r *Record) error {
 		select {
@@ -138,7 +153,7 @@ func migrateKeys(ctx context.Context, src *goredis.Client, keys []string, opts R
 		case typ == "none":
 			continue // gone since SCAN returned it
 		case typ == "string":
-			recs, reason, err = redisString(ctx, src, k, opts.Shards)
+			recs, reason, err = redisString(gets[i], k, opts.Shards)
 		case typ == "set":
 			err = redisSet(ctx, src, k, opts, send)
 		case typ == "hash":
@@ -172,8 +187,8 @@ func sumCounter(id string, shards int, v int64) *Record {
 	return &Record{Counter: &Counter{Type: TypeCounter, ID: id, Kind: shardcounter.KindSum, Shards: shards, Value: v}}
 }
 
-func redisString(ctx context.Context, src *goredis.Client, k string, shards int) ([]*Record, string, error) {
-	s, err := src.Get(ctx, k).Result()
+func redisString(get *goredis.StringCmd, k string, shards int) ([]*Record, string, error) {
+	s, err := get.Result()
 	if err == goredis.Nil {
 		return nil, "", nil
 	}
