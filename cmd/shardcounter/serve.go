@@ -351,7 +351,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 		Collections:    colls,
 	})
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           withAdmin(api, store, log),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute, // a body of --max-body bytes arrives well within it
 		// The handler answers within --request-timeout; the rest is for
