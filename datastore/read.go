@@ -48,38 +48,23 @@ type snapshot struct {
 	at     time.Time
 }
 
-// read reads the counters and all their shards as of one moment: in one
-// lookup of the counter entities and the shards the store expects them to
-// have (a lookup reads at one read time, one round trip), or, when a
-// counter turns out to have another shard count (resharded since) or the
-// keys need more than one lookup, again in a read-only transaction, whose
-// reads are one snapshot.
+// read reads the counters and all their shards in a read-only
+// transaction, whose reads are one snapshot: one lookup of the counter
+// entities and the shards the store expects them to have, and a second
+// for any counter resharded since. (A lookup outside a transaction is not
+// enough: the emulator lets it see part of a commit.) A read-only
+// transaction takes no locks, so it is neither committed nor rolled back:
+// two round trips, its begin and its lookup.
 func (s *CounterStore) read(ctx context.Context, ids []string) (*snapshot, error) {
-	keys := 0
-	for _, id := range ids {
-		keys++
-		if g, ok := s.shards.Peek(id); ok {
-			keys += int(g.NumShards)
-		}
-	}
-	if keys <= maxLookup {
-		sn, ok, err := s.readIn(ctx, nil, ids)
-		if err != nil || ok {
-			return sn, err
-		}
-	}
 	tx, err := s.client.NewTransaction(ctx, datastore.ReadOnly)
 	if err != nil {
 		return nil, readError("read counters", err)
 	}
-	defer tx.Rollback()
 	sn, _, err := s.readIn(ctx, tx, ids)
 	return sn, err
 }
 
-// readIn reads the counters in tx, or with one lookup outside any
-// transaction when tx is nil; then ok is false when that lookup did not
-// find everything.
+// readIn reads the counters in tx.
 func (s *CounterStore) readIn(ctx context.Context, tx *datastore.Transaction, ids []string) (sn *snapshot, ok bool, err error) {
 	sn = &snapshot{ents: map[string]*counterEntity{}, values: map[string][]int64{}, at: s.now()}
 	ents := make(map[string]*counterEntity, len(ids))
