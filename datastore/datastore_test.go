@@ -43,3 +43,8 @@ func TestCounterStore(t *testing.T) {
 		LoadScale: 0.25, // the emulator commits a few hundred transactions a second
 	})
 }
+
+func TestCollectionStore(t *testing.T) {
+	s := MustOpen(t, datastore.Options{})
+	storetest.RunCollectionStore(t, func(testing.TB) shardcounter.CollectionStore { return s.Collections() })
+}

@@ -165,6 +165,8 @@ func Collections(store shardcounter.CounterStore) (shardcounter.CollectionStore,
 		return s.Collections(), nil
 	case *firestore.CounterStore:
 		return s.Collections(), nil
+	case *datastore.CounterStore:
+		return s.Collections(), nil
 	}
 	return nil, shardcounter.Errorf(shardcounter.EINVALID, "store %T has no collections", store)
 }
