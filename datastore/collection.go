@@ -302,57 +302,95 @@ func (cs *CollectionStore) DeleteDocument(ctx context.Context, c *shardcounter.C
 	})
 }
 
-// ScanDocuments runs the query of one shard: shard equal, the index value
-// equal, the timestamp from the bounds', ordered by timestamp and key;
-// positions equal to a bound's timestamp are compared with its id here.
+// ScanDocuments runs the queries of one shard: shard equal, the index
+// value equal, ordered by timestamp and key (id order). A bound with an
+// id is a position (timestamp, id), which a Datastore query cannot
+// compare as one: the scan first reads the documents of the start bound's
+// timestamp past its key, then those past its timestamp; the end bound is
+// checked as documents come.
 func (cs *CollectionStore) ScanDocuments(ctx context.Context, c *shardcounter.Collection, r shardcounter.ScanRange) ([]*shardcounter.Document, error) {
 	if len(r.Shards) != 1 {
 		return nil, shardcounter.Errorf(shardcounter.EINVALID, "datastore: a scan reads one shard, not %d", len(r.Shards))
 	}
-	q := datastore.NewQuery(documentKind).Namespace(cs.s.namespace).Ancestor(cs.metaKey(c.Name)).FilterField("shard", "=", int64(r.Shards[0]))
-	if r.Index != "" {
-		q = q.FilterField("ix", "=", r.Index+shardcounter.HashSeparator+r.Value)
+	desc := r.Order == shardcounter.Desc
+	from, to := r.After, r.Before // the bound the scan starts from, and the one it ends at
+	past, upto, ord := ">", "<=", ""
+	if desc {
+		from, to = to, from
+		past, upto, ord = "<", ">=", "-"
 	}
-	if r.After != nil {
-		q = q.FilterField("ts", ">=", r.After.Time.UTC())
+	base := func() *datastore.Query {
+		q := datastore.NewQuery(documentKind).Namespace(cs.s.namespace).Ancestor(cs.metaKey(c.Name)).FilterField("shard", "=", int64(r.Shards[0]))
+		if r.Index != "" {
+			q = q.FilterField("ix", "=", r.Index+shardcounter.HashSeparator+r.Value)
+		}
+		return q
 	}
-	if r.Before != nil {
-		q = q.FilterField("ts", "<=", r.Before.Time.UTC())
+	var queries []*datastore.Query
+	main := base()
+	if from != nil {
+		if from.ID != "" {
+			queries = append(queries, base().FilterField("ts", "=", from.Time.UTC()).
+				FilterField("__key__", past, cs.docKey(c.Name, from.ID)).Order(ord+"__key__"))
+			main = main.FilterField("ts", past, from.Time.UTC())
+		} else {
+			main = main.FilterField("ts", map[bool]string{false: ">=", true: "<="}[desc], from.Time.UTC())
+		}
 	}
-	if r.Order == shardcounter.Desc {
-		q = q.Order("-ts").Order("-__key__")
-	} else {
-		q = q.Order("ts").Order("__key__")
+	if to != nil {
+		main = main.FilterField("ts", upto, to.Time.UTC())
 	}
-	it := cs.s.client.Run(ctx, q)
+	queries = append(queries, main.Order(ord+"ts").Order(ord+"__key__"))
 	var out []*shardcounter.Document
-	for len(out) < r.Limit {
+	for _, q := range queries {
+		for len(out) < r.Limit {
+			// A page a little past what is missing: documents of an
+			// earlier collection of the name, or at the start's
+			// timestamp, may be skipped.
+			page := r.Limit - len(out) + 8
+			it := cs.s.client.Run(ctx, q.Limit(page))
+			rows, done, err := cs.scanPage(c, it, from, to, desc, r.Limit, &out)
+			if err != nil || done {
+				return out, err
+			}
+			if rows < page {
+				break // the query has no more
+			}
+			cur, err := it.Cursor()
+			if err != nil {
+				return nil, readError("query documents", err)
+			}
+			q = q.Start(cur)
+		}
+	}
+	return out, nil
+}
+
+// scanPage appends to out the documents of a page of a scan's query that
+// lie between from and to, up to limit; done when it reached to.
+func (cs *CollectionStore) scanPage(c *shardcounter.Collection, it *datastore.Iterator, from, to *shardcounter.Position, desc bool, limit int, out *[]*shardcounter.Document) (rows int, done bool, err error) {
+	for len(*out) < limit {
 		var ps datastore.PropertyList
 		k, err := it.Next(&ps)
 		if errors.Is(err, iterator.Done) {
-			break
+			return rows, false, nil
 		}
 		if err != nil {
-			return nil, readError("query documents", err)
+			return rows, false, readError("query documents", err)
 		}
+		rows++
 		d, ok := fromProps(c, k, ps)
 		if !ok {
 			continue
 		}
 		p := d.Position()
-		if r.After != nil && p.Compare(*r.After) <= 0 {
-			if r.Order == shardcounter.Desc {
-				break
-			}
-			continue
+		if from != nil && (p.Compare(*from) <= 0) != desc || from != nil && p.Compare(*from) == 0 {
+			continue // not past the start (its timestamp alone, when it has no id)
 		}
-		if r.Before != nil && p.Compare(*r.Before) >= 0 {
-			if r.Order == shardcounter.Desc {
-				continue
-			}
-			break
+		if to != nil && (p.Compare(*to) >= 0) != desc || to != nil && p.Compare(*to) == 0 {
+			return rows, true, nil
 		}
-		out = append(out, d)
+		*out = append(*out, d)
 	}
-	return out, nil
+	return rows, true, nil
 }
