@@ -31,3 +31,6 @@ var (
 	EncodeMemberToken = encodeMemberToken
 	DecodeMemberToken = decodeMemberToken
 )
+
+// DecodeTTL is decodeTTL, for its fuzz target.
+var DecodeTTL = decodeTTL

@@ -189,6 +189,7 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 	s.SetAuthTokens(opts.AuthTokens)
 
 	s.routeCounters()
+	s.routeTTL()
 	s.routeWrites()
 	s.routeReads()
 	s.routeMembers()

@@ -21,7 +21,7 @@ import (
 // file that defines its command type.
 var subcommands = []subcommand{
 	{"serve", "[flags]", "run the HTTP server", newServeCommand},
-	{"create", "ID [--shards N] [--kind sum|distinct] [--min V] [--max V] [--window BUCKET:RETENTION]", "create a counter", newCreateCommand},
+	{"create", "ID [--shards N] [--kind sum|distinct] [--min V] [--max V] [--window BUCKET:RETENTION] [--ttl D]", "create a counter", newCreateCommand},
 	{"incr", "ID [--by N] [--request-id S]", "add to a counter", newIncrCommand},
 	{"decr", "ID [--by N] [--request-id S]", "subtract from a counter", newDecrCommand},
 	{"get", "ID... [--cached] [--last DURATION]", "print counters' values", newGetCommand},
@@ -33,6 +33,9 @@ var subcommands = []subcommand{
 	{"members", "ID [--limit N]", "list a distinct counter's members", newMembersCommand},
 	{"reshard", "ID --shards N", "change a counter's shard count, keeping its value", newReshardCommand},
 	{"delete", "ID", "delete a counter", newDeleteCommand},
+	{"expire", "ID TTL", "give a counter (or a hash) a deadline TTL from now, such as 30s or 1d", newExpireCommand},
+	{"ttl", "ID", "print a counter's deadline", newTTLCommand},
+	{"persist", "ID", "remove a counter's deadline", newPersistCommand},
 	{"list", "[--prefix P] [--limit N]", "list counters in id order", newListCommand},
 	{"collection", "create NAME --shards N [--timestamp-field F] [--index FIELD]...", "create a time-ordered collection with sharded timestamps", newCollectionCommand},
 	{"put", "NAME JSON|- [--id S]", "write one document, or NDJSON documents from stdin", newPutCommand},
