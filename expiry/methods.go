@@ -216,7 +216,9 @@ func (s *Store) Add(ctx context.Context, id string, delta int64, pick uint64) er
 	if err := s.alive(ctx, id, true); err != nil {
 		return err
 	}
+	release := s.holdShared([]string{id})
 	err := s.CounterStore.Add(ctx, id, delta, pick)
+	release()
 	s.afterWrite()
 	return err
 }
@@ -240,7 +242,9 @@ func (s *Store) Apply(ctx context.Context, incs []shardcounter.Increment) ([]sha
 	if _, err := s.live(ctx, ids, true); err != nil {
 		return nil, err
 	}
+	release := s.holdShared(ids)
 	out, err := s.CounterStore.Apply(ctx, incs)
+	release()
 	s.afterWrite()
 	return out, err
 }

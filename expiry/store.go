@@ -63,7 +63,8 @@ type Store struct {
 	refresh time.Duration
 	cache   *cache
 
-	locks [64]sync.Mutex // per name, by hash: deadline changes and purges
+	locks  [64]sync.Mutex // per name, by hash: deadline changes and purges
+	resets resetLocks     // per counter, by hash: resets alone, writes shared (reset.go)
 
 	inUse     atomic.Bool  // the U+001E "u" record was seen or written
 	inUseSeen atomic.Int64 // when it was last looked for (Unix ns)
