@@ -34,3 +34,6 @@ var (
 
 // DecodeTTL is decodeTTL, for its fuzz target.
 var DecodeTTL = decodeTTL
+
+// DecodeReset is decodeReset, for its fuzz target.
+var DecodeReset = decodeReset

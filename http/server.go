@@ -190,6 +190,7 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 
 	s.routeCounters()
 	s.routeTTL()
+	s.routeReset()
 	s.routeWrites()
 	s.routeReads()
 	s.routeMembers()

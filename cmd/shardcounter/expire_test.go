@@ -41,3 +41,30 @@ func TestExpireCommands(t *testing.T) {
 		t.Fatalf("ttl past the deadline: %q", msg)
 	}
 }
+
+// TestResetCommand runs reset to a value, to 0, of a missing counter and
+// with --delete.
+func TestResetCommand(t *testing.T) {
+	dir := t.TempDir()
+	s := StartServer(t, dir)
+	env := s.Env()
+	Run(t, dir, env, "incr", "hits", "--by", "12").MustOK(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"reset", "hits", "--value", "3"}, "reset hits from 12 to 3\n"},
+		{[]string{"reset", "hits"}, "reset hits from 3 to 0\n"},
+		{[]string{"reset", "new", "--value", "-2"}, "created new at -2\n"},
+		{[]string{"reset", "new", "--delete"}, "deleted new, which was -2\n"},
+		{[]string{"reset", "new", "--delete"}, "new did not exist\n"},
+	} {
+		if got := Run(t, dir, env, tc.args...).MustOK(t); got != tc.want {
+			t.Fatalf("%q printed %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	Run(t, dir, env, "reset", "hits", "--delete", "--value", "1").MustFail(t, 2)
+	if got := Run(t, dir, env, "get", "hits").MustOK(t); got != "0\n" {
+		t.Fatalf("get after reset printed %q", got)
+	}
+}

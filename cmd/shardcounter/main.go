@@ -36,6 +36,7 @@ var subcommands = []subcommand{
 	{"expire", "ID TTL", "give a counter (or a hash) a deadline TTL from now, such as 30s or 1d", newExpireCommand},
 	{"ttl", "ID", "print a counter's deadline", newTTLCommand},
 	{"persist", "ID", "remove a counter's deadline", newPersistCommand},
+	{"reset", "ID [--value N] [--delete]", "set a counter's value (0 by default) or delete it, printing the value before", newResetCommand},
 	{"list", "[--prefix P] [--limit N]", "list counters in id order", newListCommand},
 	{"collection", "create NAME --shards N [--timestamp-field F] [--index FIELD]...", "create a time-ordered collection with sharded timestamps", newCollectionCommand},
 	{"put", "NAME JSON|- [--id S]", "write one document, or NDJSON documents from stdin", newPutCommand},
