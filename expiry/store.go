@@ -135,8 +135,13 @@ func (s *Store) deadlines(ctx context.Context, names []string) ([]int64, error) 
 	if ok, err := s.used(ctx); !ok || err != nil {
 		return out, err
 	}
-	var miss []int
+	var miss []int // the first index of each name the cache misses
+	first := make(map[string]int)
 	for i, n := range names {
+		if _, ok := first[n]; ok {
+			continue
+		}
+		first[n] = i
 		d, ok := s.cache.get(n)
 		if ok {
 			out[i] = d
@@ -161,6 +166,9 @@ func (s *Store) deadlines(ctx context.Context, names []string) ([]int64, error) 
 			s.cache.put(names[i], out[i])
 		}
 		miss = miss[k:]
+	}
+	for i, n := range names { // a name given again reads as its first
+		out[i] = out[first[n]]
 	}
 	return out, nil
 }
