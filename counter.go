@@ -64,6 +64,10 @@ type Spec struct {
 	// Window, when set, also counts writes in time buckets, so the sum
 	// of the last hour or day can be read. Sum counters only.
 	Window *Window `json:"window,omitempty"`
+	// TTL, when set, gives a new counter a deadline TTL after its
+	// creation (see Expirer). It is an option of the create, not part of
+	// what the counter keeps: Equal ignores it, and stores never see it.
+	TTL Duration `json:"ttl,omitempty"`
 }
 
 // Bounded reports whether the spec bounds the counter's total.
@@ -90,6 +94,8 @@ type Counter struct {
 	ID string `json:"id"`
 	Spec
 	CreatedAt time.Time `json:"created_at"`
+	// ExpiresAt is the counter's deadline, when its name has one.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
 // Reading is the value of a counter at a point in time.
@@ -184,6 +190,8 @@ type CreateOptions struct {
 	Min            *int64  `json:"min,omitempty"`
 	Max            *int64  `json:"max,omitempty"`
 	Window         *Window `json:"window,omitempty"`
+	// TTL gives the counter a deadline this long after its creation.
+	TTL Duration `json:"ttl,omitempty"`
 }
 
 // ListOptions select a page of counters (or members) in byte order.
@@ -292,6 +300,11 @@ func ValidateSpec(s Spec) error {
 	if s.Max != nil && *s.Max < 0 {
 		return Errorf(EINVALID, "max %d is below 0, where a new counter starts: give max ≥ 0", *s.Max)
 	}
+	if s.TTL != 0 {
+		if err := ValidateTTL(time.Duration(s.TTL)); err != nil {
+			return err
+		}
+	}
 	if s.Window != nil {
 		return s.Window.Validate()
 	}
@@ -304,6 +317,9 @@ func ValidateSpec(s Spec) error {
 func ValidateWrite(w Write) error {
 	if err := ValidateID("counter id", w.Counter); err != nil {
 		return err
+	}
+	if IsInternalID(w.Counter) {
+		return Errorf(EINVALID, "counter id %q starts with U+001E, reserved for internal records: remove it", w.Counter)
 	}
 	switch {
 	case w.Member != "" || w.Present != nil:

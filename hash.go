@@ -67,6 +67,9 @@ func AfterHash(hash string) string {
 // error: a name (ValidateName), a hash field's id or a hash's marker. A
 // prefix of counter ids passes it too.
 func ValidateCounterID(kind, id string) error {
+	if IsInternalID(id) {
+		return validateInternalID(kind, id)
+	}
 	hash, field, ok := SplitHashID(id)
 	if !ok {
 		return ValidateName(kind, id)

@@ -145,8 +145,14 @@ type Config struct {
 	// Logger receives what has no caller to return to: failed commits of
 	// async writes. Default slog.Default().
 	Logger *slog.Logger
-	// Now returns the current time, for cached readings. Default time.Now.
+	// Now returns the current time, for cached readings and deadlines.
+	// Default time.Now.
 	Now func() time.Time
+
+	// ExpiryRefresh bounds how late the engine sees a deadline set or
+	// removed by another process sharing its store (package expiry); 0
+	// means a second. Deadlines changed through this engine count at once.
+	ExpiryRefresh time.Duration
 	// ShardWriteInterval, when positive, paces commits per shard: each
 	// shard of a counter is committed at most once per interval, the
 	// shards taking turns, and a write is answered at the next commit of

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/shardcounter/shardcounter/expiry"
 	"sync/atomic"
 	"time"
 
@@ -48,10 +49,12 @@ type FlushEvent struct {
 // Engine is a shardcounter.CounterService over a store. It is safe for
 // concurrent use. Close it to commit queued writes.
 type Engine struct {
-	store shardcounter.CounterStore
-	cfg   Config
-	stats Stats
-	queue *queue
+	store shardcounter.CounterStore // expiry over the store New was given
+	// expiry is store: the store with deadlines (Expirer's methods).
+	expiry *expiry.Store
+	cfg    Config
+	stats  Stats
+	queue  *queue
 	// create holds the specs of counters created by a write; nil when
 	// Config.NoAutoCreate is set.
 	create *autoCreate
@@ -94,8 +97,10 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	if x, ok := store.(shardcounter.RequestIDExpirer); ok {
 		x.SetDedupeWindow(cfg.DedupeWindow)
 	}
+	x := expiry.Wrap(store, expiry.Options{Now: cfg.Now, Refresh: cfg.ExpiryRefresh})
 	e := &Engine{
-		store:   store,
+		store:   x,
+		expiry:  x,
 		cfg:     cfg,
 		cache:   newReadingCache(cfg.CacheSize, cfg.MaxReadsInFlight),
 		windows: newWindowSpecs(cfg.CacheSize),

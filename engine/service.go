@@ -33,7 +33,7 @@ func (e *Engine) CreateCounter(ctx context.Context, id string, opts shardcounter
 	case shards == 0:
 		shards = e.cfg.DefaultShards
 	}
-	spec := shardcounter.Spec{Shards: shards, Kind: opts.Kind, Min: opts.Min, Max: opts.Max, Window: opts.Window}
+	spec := shardcounter.Spec{Shards: shards, Kind: opts.Kind, Min: opts.Min, Max: opts.Max, Window: opts.Window, TTL: opts.TTL}
 	if spec.Kind == "" {
 		spec.Kind = shardcounter.KindSum
 	}

@@ -31,13 +31,14 @@ func (s *Server) routeCounters() {
 // absent field from a zero one, so that {"shards":0} is refused rather
 // than taken for "use the default".
 type CreateRequest struct {
-	Shards         *int                 `json:"shards,omitempty"`
-	FollowersCount *int64               `json:"followers_count,omitempty"`
-	Visibility     string               `json:"visibility,omitempty"`
-	Kind           shardcounter.Kind    `json:"kind,omitempty"`
-	Min            *int64               `json:"min,omitempty"`
-	Max            *int64               `json:"max,omitempty"`
-	Window         *shardcounter.Window `json:"window,omitempty"`
+	Shards         *int                   `json:"shards,omitempty"`
+	FollowersCount *int64                 `json:"followers_count,omitempty"`
+	Visibility     string                 `json:"visibility,omitempty"`
+	Kind           shardcounter.Kind      `json:"kind,omitempty"`
+	Min            *int64                 `json:"min,omitempty"`
+	Max            *int64                 `json:"max,omitempty"`
+	Window         *shardcounter.Window   `json:"window,omitempty"`
+	TTL            *shardcounter.Duration `json:"ttl,omitempty"`
 }
 
 // ReshardRequest is the body of PATCH /v1/counters/{id}.
@@ -54,7 +55,7 @@ type ListResponse struct {
 // Field lists quoted in "unknown field" messages, so the message says what
 // the caller may send instead.
 const (
-	createFields  = `"shards" (or "followers_count" and "visibility"), "kind", "min", "max" and "window"`
+	createFields  = `"shards" (or "followers_count" and "visibility"), "kind", "min", "max", "window" and "ttl"`
 	reshardFields = `"shards"`
 )
 
@@ -109,6 +110,12 @@ func decodeCreate(body []byte) (shardcounter.CreateOptions, error) {
 	opts.FollowersCount = req.FollowersCount
 	opts.Visibility = req.Visibility
 	opts.Kind, opts.Min, opts.Max, opts.Window = req.Kind, req.Min, req.Max, req.Window
+	if req.TTL != nil {
+		if err := shardcounter.ValidateTTL(time.Duration(*req.TTL)); err != nil {
+			return opts, err
+		}
+		opts.TTL = *req.TTL
+	}
 	// The rest of the spec as the service will check it, so that a bad
 	// one is a 400 that never reaches it; the shard count is checked
 	// above or chosen by the service.
@@ -323,6 +330,9 @@ func (c *Client) CreateCounter(ctx context.Context, id string, opts shardcounter
 		Kind: opts.Kind, Min: opts.Min, Max: opts.Max, Window: opts.Window}
 	if opts.Shards != 0 {
 		req.Shards = &opts.Shards
+	}
+	if opts.TTL != 0 {
+		req.TTL = &opts.TTL
 	}
 	var counter shardcounter.Counter
 	status, err := c.send(ctx, http.MethodPut, counterPath(id), nil, req, &counter, false)

@@ -31,3 +31,9 @@ var (
 	EncodeMemberToken = encodeMemberToken
 	DecodeMemberToken = decodeMemberToken
 )
+
+// DecodeTTL is decodeTTL, for its fuzz target.
+var DecodeTTL = decodeTTL
+
+// DecodeReset is decodeReset, for its fuzz target.
+var DecodeReset = decodeReset

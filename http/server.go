@@ -189,6 +189,8 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 	s.SetAuthTokens(opts.AuthTokens)
 
 	s.routeCounters()
+	s.routeTTL()
+	s.routeReset()
 	s.routeWrites()
 	s.routeReads()
 	s.routeMembers()

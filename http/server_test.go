@@ -299,7 +299,7 @@ func TestRoutes(t *testing.T) {
 		}
 	})
 	t.Run("NotFound", func(t *testing.T) {
-		for _, p := range []string{"/", "/v2/counters", "/v1/counters/x/reset", "/v1/counters/x/"} {
+		for _, p := range []string{"/", "/v2/counters", "/v1/counters/x/nosuch", "/v1/counters/x/"} {
 			e.Do(t, "GET", p, "").MustError(t, http.StatusNotFound, shardcounter.ENOTFOUND)
 		}
 	})

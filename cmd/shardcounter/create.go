@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/shardcounter/shardcounter"
 )
@@ -17,6 +18,7 @@ type createCommand struct {
 	kind     kindFlag
 	min, max int64Flag
 	window   windowFlag
+	ttl      durationFlag
 }
 
 func newCreateCommand(m *Main) command { return &createCommand{clientFlags: clientFlags{m: m}} }
@@ -28,6 +30,7 @@ func (c *createCommand) flags(fs *flag.FlagSet) {
 	fs.Var(&c.min, "min", "refuse writes that would take the total below `V` (sum counters; V ≤ 0)")
 	fs.Var(&c.max, "max", "refuse writes that would take the total above `V` (sum counters; V ≥ 0)")
 	fs.Var(&c.window, "window", "also count writes in time buckets: `BUCKET:RETENTION`, BUCKET 1m, 1h or 1d, e.g. 1h:7d")
+	fs.Var(&c.ttl, "ttl", "the counter expires `D` after its creation, such as 30s or 1d")
 }
 
 func (c *createCommand) run(ctx context.Context, args []string) error {
@@ -36,8 +39,8 @@ func (c *createCommand) run(ctx context.Context, args []string) error {
 			return usagef("--shards: %s", shardcounter.ErrorMessage(err))
 		}
 	}
-	opts := shardcounter.CreateOptions{Shards: c.shards, Kind: c.kind.k, Min: c.min.v, Max: c.max.v, Window: c.window.w}
-	spec := shardcounter.Spec{Shards: shardcounter.MinShards, Kind: opts.Kind, Min: opts.Min, Max: opts.Max, Window: opts.Window}
+	opts := shardcounter.CreateOptions{Shards: c.shards, Kind: c.kind.k, Min: c.min.v, Max: c.max.v, Window: c.window.w, TTL: c.ttl.d}
+	spec := shardcounter.Spec{Shards: shardcounter.MinShards, Kind: opts.Kind, Min: opts.Min, Max: opts.Max, Window: opts.Window, TTL: opts.TTL}
 	if err := shardcounter.ValidateSpec(spec); err != nil {
 		return usagef("%s", shardcounter.ErrorMessage(err))
 	}
@@ -56,7 +59,11 @@ func (c *createCommand) run(ctx context.Context, args []string) error {
 	if !created {
 		verb = "%s already exists with %d shards%s\n"
 	}
-	_, err = fmt.Fprintf(c.m.Stdout, verb, showID(counter.ID), counter.Shards, describeSpec(counter.Spec))
+	desc := describeSpec(counter.Spec)
+	if counter.ExpiresAt != nil {
+		desc += ", expires at " + counter.ExpiresAt.Format(time.RFC3339Nano)
+	}
+	_, err = fmt.Fprintf(c.m.Stdout, verb, showID(counter.ID), counter.Shards, desc)
 	return err
 }
 

@@ -21,7 +21,7 @@ import (
 // file that defines its command type.
 var subcommands = []subcommand{
 	{"serve", "[flags]", "run the HTTP server", newServeCommand},
-	{"create", "ID [--shards N] [--kind sum|distinct] [--min V] [--max V] [--window BUCKET:RETENTION]", "create a counter", newCreateCommand},
+	{"create", "ID [--shards N] [--kind sum|distinct] [--min V] [--max V] [--window BUCKET:RETENTION] [--ttl D]", "create a counter", newCreateCommand},
 	{"incr", "ID [--by N] [--request-id S]", "add to a counter", newIncrCommand},
 	{"decr", "ID [--by N] [--request-id S]", "subtract from a counter", newDecrCommand},
 	{"get", "ID... [--cached] [--last DURATION]", "print counters' values", newGetCommand},
@@ -33,6 +33,10 @@ var subcommands = []subcommand{
 	{"members", "ID [--limit N]", "list a distinct counter's members", newMembersCommand},
 	{"reshard", "ID --shards N", "change a counter's shard count, keeping its value", newReshardCommand},
 	{"delete", "ID", "delete a counter", newDeleteCommand},
+	{"expire", "ID TTL", "give a counter (or a hash) a deadline TTL from now, such as 30s or 1d", newExpireCommand},
+	{"ttl", "ID", "print a counter's deadline", newTTLCommand},
+	{"persist", "ID", "remove a counter's deadline", newPersistCommand},
+	{"reset", "ID [--value N] [--delete]", "set a counter's value (0 by default) or delete it, printing the value before", newResetCommand},
 	{"list", "[--prefix P] [--limit N]", "list counters in id order", newListCommand},
 	{"rank", "create NAME --prefix P [--last D] [--size N] [--max-staleness D] | list | delete NAME", "define the rankings the server keeps", newRankCommand},
 	{"top", "NAME [-k N]", "print the first entries of a ranking", newTopCommand},

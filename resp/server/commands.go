@@ -43,6 +43,9 @@ type command struct {
 	// is refused, and EXEC aborts.
 	txControl bool
 	noTx      string
+	// afterCommit marks a command of the EXPIRE family, which a
+	// transaction runs after its writes commit (expire.go).
+	afterCommit bool
 
 	// group and summary are the command's COMMAND DOCS: Redis's group,
 	// and what it does here, differences from Redis included.

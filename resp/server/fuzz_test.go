@@ -33,6 +33,8 @@ func FuzzServer(f *testing.F) {
 		"HINCRBY h f 1\r\nHMGET h f g\r\nHGETALL h\r\nHKEYS h\r\nHVALS h\r\nHLEN h\r\nHEXISTS h f\r\nHDEL h f g\r\nINCR h\r\n",
 		"SCAN 0 MATCH a*[b-c]?\\x COUNT 3 TYPE hash\r\nSCAN 12 COUNT 0\r\nTYPE k\r\nTYPE missing\r\nDBSIZE\r\nFLUSHALL ASYNC\r\nFUNCTION FLUSH\r\nCOMMAND DOCS get hincrby\r\n",
 		"SMEMBERS set\r\nSSCAN set 0 MATCH * COUNT 2\r\nSSCAN set 99\r\n",
+		"EXPIRE k 10 NX\r\nPEXPIRE k 5 GT LT\r\nEXPIREAT k 9223372036854775807\r\nTTL k\r\nPTTL k\r\nEXPIRETIME k\r\nPERSIST k\r\n",
+		"SET k 5 NX GET EX 10\r\nSET k 5 PX 0\r\nSET k x\r\nSET k 1 KEEPTTL EX 3\r\nGETSET k 2\r\nGETDEL k\r\nMULTI\r\nEXPIRE k 1\r\nINCR k\r\nEXEC\r\n",
 		"*1\r\n$-1\r\n", "\"unbalanced\r\n",
 	} {
 		f.Add([]byte(s), false)

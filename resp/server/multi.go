@@ -30,6 +30,9 @@ type txState struct {
 	cmds  []queued
 	bytes int  // of the arguments queued
 	dirty bool // a command was refused while queueing: EXEC aborts
+	// afterCommit holds the keys of queued commands that run after the
+	// commit (expiryOrder).
+	afterCommit map[string]bool
 }
 
 // queued is one command of a transaction, its arguments copied.
@@ -103,6 +106,8 @@ func (c *conn) queue(cmd *command, args [][]byte) {
 		refuse(errNoAuth)
 	case cmd.noTx != "":
 		refuse("ERR " + strings.ToUpper(cmd.name) + " cannot be part of a transaction: " + cmd.noTx)
+	case tx.expiryOrder(cmd, args) != "":
+		refuse(tx.expiryOrder(cmd, args))
 	case len(tx.cmds) >= maxTxCommands || tx.bytes+size > maxTxBytes:
 		refuse("ERR a transaction holds at most " + strconv.Itoa(maxTxCommands) + " commands and " +
 			strconv.Itoa(maxTxBytes>>20) + " MiB of arguments: EXEC it, or split it in two")

@@ -56,6 +56,15 @@ func init() {
 		{name: "del", arity: -2, flags: fWriteSlow, firstKey: 1, lastKey: -1, step: 1, noTx: noTxDelete, run: cmdDel, group: "generic", summary: "Deletes counters (with their shards, members, buckets, request ids) and hashes (every field)."},
 		{name: "exists", arity: -2, flags: fRead, firstKey: 1, lastKey: -1, step: 1, readIDs: existsIDs, readReply: replyExists, group: "generic", summary: "How many of the keys are counters or hashes."},
 		{name: "type", arity: 2, flags: fRead, firstKey: 1, lastKey: 1, step: 1, run: cmdType, group: "generic", summary: "string for a sum counter, set for a distinct one, hash, or none."},
+		{name: "expire", arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1, afterCommit: true, run: cmdExpire, group: "generic", summary: "Gives a counter or a whole hash a deadline in seconds; NX, XX, GT, LT. In a transaction, runs after its writes commit."},
+		{name: "pexpire", arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1, afterCommit: true, run: cmdPExpire, group: "generic", summary: "EXPIRE in milliseconds."},
+		{name: "expireat", arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1, afterCommit: true, run: cmdExpireAt, group: "generic", summary: "EXPIRE at a Unix time in seconds."},
+		{name: "pexpireat", arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1, afterCommit: true, run: cmdPExpireAt, group: "generic", summary: "EXPIRE at a Unix time in milliseconds."},
+		{name: "ttl", arity: 2, flags: fRead, firstKey: 1, lastKey: 1, step: 1, afterCommit: true, run: cmdTTL, group: "generic", summary: "Seconds left before a key's deadline; -1 without one, -2 for a missing key."},
+		{name: "pttl", arity: 2, flags: fRead, firstKey: 1, lastKey: 1, step: 1, afterCommit: true, run: cmdPTTL, group: "generic", summary: "TTL in milliseconds."},
+		{name: "expiretime", arity: 2, flags: fRead, firstKey: 1, lastKey: 1, step: 1, afterCommit: true, run: cmdExpireTime, group: "generic", summary: "A key's deadline as a Unix time in seconds; -1, -2 as TTL."},
+		{name: "pexpiretime", arity: 2, flags: fRead, firstKey: 1, lastKey: 1, step: 1, afterCommit: true, run: cmdPExpireTime, group: "generic", summary: "EXPIRETIME in milliseconds."},
+		{name: "persist", arity: 2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1, afterCommit: true, run: cmdPersist, group: "generic", summary: "Removes a key's deadline."},
 		{name: "scan", arity: -2, flags: fReadSlow, run: cmdScan, group: "generic", summary: "A page of keys in byte order, with MATCH, COUNT (counters listed) and TYPE; each key once."},
 
 		// Counters, as Redis strings.
@@ -64,6 +73,9 @@ func init() {
 		{name: "incrby", arity: 3, flags: fWrite, firstKey: 1, lastKey: 1, step: 1, write: writeIncrBy, reply: replyValue, group: "string", summary: "Adds n, as INCR."},
 		{name: "decrby", arity: 3, flags: fWrite, firstKey: 1, lastKey: 1, step: 1, write: writeDecrBy, reply: replyValue, group: "string", summary: "Subtracts n, as INCR."},
 		{name: "get", arity: 2, flags: fRead, firstKey: 1, lastKey: 1, step: 1, readReply: replyGet, valueRead: true, group: "string", summary: "A counter's value (a strong read), nil when missing."},
+		{name: "set", arity: -3, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, step: 1, noTx: noTxReset, run: cmdSet, group: "string", summary: "Resets a counter to an integer in one step with the server's writes of it; NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL. Replaces a hash or distinct counter of the name."},
+		{name: "getset", arity: 3, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1, noTx: noTxReset, run: cmdGetSet, group: "string", summary: "SET key n GET: resets a counter and replies the value before."},
+		{name: "getdel", arity: 2, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1, noTx: noTxReset, run: cmdGetDel, group: "string", summary: "Replies a counter's value and deletes it, in one step with the server's writes of it."},
 		{name: "mget", arity: -2, flags: fRead, firstKey: 1, lastKey: -1, step: 1, readReply: replyMGet, valueRead: true, group: "string", summary: "Counters' values, one snapshot of up to 1000."},
 
 		// Distinct counters, as Redis sets.

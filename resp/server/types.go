@@ -163,12 +163,15 @@ func (s *Server) claimTypes(ctx context.Context, cs []claim) []string {
 	var ask []claim // names to ask the store about, once each
 	seen := make(map[claim]bool)
 	tc.mu.Lock()
-	for i, c := range cs {
+	recheck := make(map[string]bool) // cached as the other type: ask the store
+	for _, c := range cs {
 		if t, ok := tc.fresh(c.name, now); ok {
-			if t != c.t {
-				out[i] = wrongType(c.name, t)
+			if t == c.t {
+				continue
 			}
-			continue
+			// The name may have expired or been reset since: a WRONGTYPE
+			// is only ever the store's answer.
+			recheck[c.name] = true
 		}
 		if !seen[c] {
 			seen[c] = true
@@ -195,7 +198,7 @@ func (s *Server) claimTypes(ctx context.Context, cs []claim) []string {
 			continue
 		}
 		t, ok := tc.fresh(c.name, now)
-		if !ok {
+		if !ok || recheck[c.name] {
 			t = held[c.name]
 			if t == typeNone {
 				t = c.t
@@ -289,15 +292,12 @@ func (s *Server) hashOrEmpty(ctx context.Context, name string) (nameType, error)
 }
 
 // typeOf returns what name holds, for a command that reads it: from the
-// cache, or from the store (its counter, else its marker and a field).
+// store (its counter, else its marker and a field), never from the cache,
+// which may hold a name that expired since. What it finds fills the cache
+// for the claims of writes.
 func (s *Server) typeOf(ctx context.Context, name string) (nameType, error) {
 	tc := &s.types
-	tc.mu.Lock()
-	t, ok := tc.fresh(name, time.Now())
-	tc.mu.Unlock()
-	if ok {
-		return t, nil
-	}
+	var t nameType
 	rs, err := s.readMany(ctx, []string{name, shardcounter.HashMarkerID(name)})
 	if err != nil {
 		return typeNone, err

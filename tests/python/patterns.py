@@ -1,7 +1,11 @@
 """patterns.py runs, with redis-py, what a Python application keeping its
 counters in Redis does, and prints every answer as one JSON object:
 transaction pipelines of INCR (redis-py's default pipeline is MULTI/EXEC),
-hash counters per post, sets, TYPE, SCAN, EXISTS, DEL and DBSIZE.
+hash counters per post, sets, TYPE, SCAN, EXISTS, DEL and DBSIZE;
+counters that expire (a rate limit of INCR and EXPIRE in one transaction,
+a hash that expires whole, SET ... PX) and resets (GETSET and GETDEL, the
+read-and-reset before a flush to a database, SET of an integer with its
+options).
 
 resp/server's TestRedisPy runs it, unchanged, against a real redis-server
 and against shardcounter's RESP port, and checks that the two print the
@@ -12,6 +16,7 @@ same. It starts with FLUSHALL (shardcounter: serve --resp-allow-flush).
 
 import json
 import sys
+import time
 
 import redis
 
@@ -105,7 +110,54 @@ def main():
     out["dbsize_after_del"] = r.dbsize()
     out["retyped"] = [r.incr("post:2"), r.type("post:2")]
 
+    expiry(r, out)
+    resets(r, out)
     print(json.dumps(out, sort_keys=True, indent=1))
+
+
+def expiry(r, out):
+    """Counters that expire."""
+    limit = []
+    for _ in range(3):
+        pipe = r.pipeline()
+        pipe.incr("limit:alice")
+        pipe.expire("limit:alice", 60)
+        limit.append(pipe.execute())
+    out["rate_limit"] = limit
+    out["ttl_range"] = [58 <= r.ttl("limit:alice") <= 60, 59000 <= r.pttl("limit:alice") <= 60000]
+    out["ttl_none_missing"] = [r.ttl("rate:alice"), r.ttl("nope"), r.pttl("nope")]
+    out["expire_missing"] = r.expire("nope", 10)
+    out["expire_conditions"] = [r.expire("limit:alice", 100, nx=True), r.expire("limit:alice", 30, gt=True),
+                                r.expire("limit:alice", 30, lt=True), r.ttl("limit:alice"),
+                                r.expire("rate:alice", 30, xx=True), r.expire("rate:alice", 30, lt=True)]
+    out["persist"] = [r.persist("rate:alice"), r.persist("rate:alice"), r.ttl("rate:alice")]
+    r.hincrby("day:1", "views", 5)
+    r.hincrby("day:1", "clicks", 2)
+    out["expire_hash"] = [r.pexpire("day:1", 150), r.set("tmp", 3, px=150), r.get("tmp")]
+    time.sleep(0.4)
+    out["expired"] = [r.get("tmp"), r.hget("day:1", "views"), r.hgetall("day:1"), r.exists("tmp", "day:1"),
+                      r.ttl("tmp"), r.type("day:1"), sorted(r.scan_iter(match="day:*"))]
+    out["after_expiry"] = [r.incr("tmp"), r.ttl("tmp"), r.hincrby("day:1", "views", 1)]
+    out["expire_past"] = [r.expire("tmp", -1), r.exists("tmp")]
+
+
+def resets(r, out):
+    """Resets: read-and-reset before a flush, and SET of an integer."""
+    r.incrby("pending", 17)
+    out["getset"] = [r.getset("pending", 0), r.get("pending"), r.incr("pending")]
+    r.incrby("pending", 4)
+    out["getdel"] = [r.getdel("pending"), r.get("pending"), r.exists("pending"), r.getdel("pending")]
+    out["set"] = [r.set("score", 10), r.incr("score"), r.set("score", 5, nx=True), r.set("score", 7, xx=True),
+                  r.get("score"), r.set("nope2", 1, xx=True), r.exists("nope2"), r.set("score", 1, get=True)]
+    out["set_ttl"] = [r.set("score", 1, ex=30), 29 <= r.ttl("score") <= 30, r.set("score", 2, keepttl=True),
+                      29 <= r.ttl("score") <= 30, r.set("score", 3), r.ttl("score"), r.get("score")]
+    r.hincrby("post:7", "likes", 1)
+    out["set_over_hash"] = [r.set("post:7", 9), r.type("post:7"), r.get("post:7")]
+    try:
+        r.getdel("visitors")
+        out["getdel_set"] = "no error"
+    except redis.RedisError as e:
+        out["getdel_set"] = error(e)
 
 
 if __name__ == "__main__":

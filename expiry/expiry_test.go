@@ -1,0 +1,63 @@
+package expiry
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// FuzzIndexID checks that an index entry's id gives back its deadline and
+// name, that it is a valid counter id for stores, and that parseIndexID
+// refuses what is not an entry's id without panicking.
+func FuzzIndexID(f *testing.F) {
+	f.Add(int64(1764087062500), "rate:u1", "\x1eq000001")
+	f.Add(int64(0), "a", "")
+	f.Fuzz(func(t *testing.T, ms int64, name, other string) {
+		parseIndexID(other) // must not panic
+		if ms < 0 || shardcounter.ValidateName("name", name) != nil {
+			return
+		}
+		id := IndexID(ms, name)
+		got, n, ok := parseIndexID(id)
+		if !ok || got != ms || n != name {
+			t.Fatalf("parseIndexID(IndexID(%d, %q)) = %d, %q, %v", ms, name, got, n, ok)
+		}
+		if err := shardcounter.ValidateID(shardcounter.CounterIDKind, id); err != nil {
+			t.Fatalf("IndexID(%d, %q) is no counter id: %v", ms, name, err)
+		}
+		if err := shardcounter.ValidateID(shardcounter.CounterIDKind, RecordID(name)); err != nil {
+			t.Fatalf("RecordID(%q) is no counter id: %v", name, err)
+		}
+		if !strings.HasPrefix(id, shardcounter.InternalPrefix) || id >= skipInternal {
+			t.Fatalf("IndexID(%d, %q) = %q does not sort among the internal ids", ms, name, id)
+		}
+	})
+}
+
+// TestIndexOrder checks that index entries sort by deadline, the order
+// the sweep reads them in.
+func TestIndexOrder(t *testing.T) {
+	if !(IndexID(9, "z") < IndexID(10, "a") && IndexID(10, "a") < IndexID(1<<40, "")) {
+		t.Fatal("index ids do not sort by deadline")
+	}
+}
+
+// TestCache checks that the cache forgets what it read after refresh.
+func TestCache(t *testing.T) {
+	c := newCache(50 * time.Millisecond)
+	c.put("a", 7)
+	if d, ok := c.get("a"); !ok || d != 7 {
+		t.Fatalf("get after put: %d, %v", d, ok)
+	}
+	time.Sleep(60 * time.Millisecond)
+	if _, ok := c.get("a"); ok {
+		t.Fatal("an entry older than refresh was trusted")
+	}
+	c.put("b", 1) // turns the generations
+	c.put("c", 2)
+	if _, ok := c.get("a"); ok {
+		t.Fatal("an entry of a dropped generation was kept")
+	}
+}

@@ -1,0 +1,314 @@
+package expiry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// Record ids (see the package documentation).
+const (
+	tagDeadline = "t"
+	tagIndex    = "q"
+	inUseID     = shardcounter.InternalPrefix + "u"
+)
+
+// RecordID returns the id of the record that holds name's deadline.
+func RecordID(name string) string { return shardcounter.InternalPrefix + tagDeadline + name }
+
+// IndexID returns the id of the index entry of name's deadline at ms.
+func IndexID(ms int64, name string) string {
+	return fmt.Sprintf("%s%s%016x%s", shardcounter.InternalPrefix, tagIndex, ms, name)
+}
+
+// parseIndexID splits an index entry's id into its deadline and name.
+func parseIndexID(id string) (int64, string, bool) {
+	p := shardcounter.InternalPrefix + tagIndex
+	if len(id) < len(p)+16 || id[:len(p)] != p {
+		return 0, "", false
+	}
+	ms, err := strconv.ParseUint(id[len(p):len(p)+16], 16, 63)
+	if err != nil {
+		return 0, "", false
+	}
+	return int64(ms), id[len(p)+16:], true
+}
+
+// SweepBatch is how many index entries one sweep looks at.
+const SweepBatch = 16
+
+// Options configure Wrap.
+type Options struct {
+	// Now is the clock deadlines are set and compared by; nil means
+	// time.Now.
+	Now func() time.Time
+	// Refresh bounds how long a deadline read from the store is trusted:
+	// how late this process may see another's change. 0 means a second.
+	Refresh time.Duration
+}
+
+// Store is a CounterStore with deadlines. Its CounterStore methods refuse
+// internal ids; the embedded store is used for everything a deadline does
+// not change.
+type Store struct {
+	shardcounter.CounterStore
+	now     func() time.Time
+	refresh time.Duration
+	cache   *cache
+
+	locks  [64]sync.Mutex // per name, by hash: deadline changes and purges
+	resets resetLocks     // per counter, by hash: resets alone, writes shared (reset.go)
+
+	inUse     atomic.Bool  // the U+001E "u" record was seen or written
+	inUseSeen atomic.Int64 // when it was last looked for (Unix ns)
+
+	sweeping  atomic.Bool
+	nextSweep atomic.Int64 // Unix ns before which no sweep is due
+}
+
+var _ shardcounter.CounterStore = (*Store)(nil)
+
+// Wrap returns store with deadlines.
+func Wrap(store shardcounter.CounterStore, opts Options) *Store {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Refresh <= 0 {
+		opts.Refresh = time.Second
+	}
+	return &Store{CounterStore: store, now: opts.Now, refresh: opts.Refresh, cache: newCache(opts.Refresh)}
+}
+
+// Inner returns the wrapped store.
+func (s *Store) Inner() shardcounter.CounterStore { return s.CounterStore }
+
+func (s *Store) lock(name string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return &s.locks[h.Sum32()%uint32(len(s.locks))]
+}
+
+// refuse returns ErrInvalid for an internal id, which only this package
+// writes.
+func refuse(ids ...string) error {
+	for _, id := range ids {
+		if shardcounter.IsInternalID(id) {
+			return shardcounter.Errorf(shardcounter.EINVALID, "counter id %q starts with U+001E, reserved for internal records: remove it", id)
+		}
+	}
+	return nil
+}
+
+// used reports whether deadlines were ever set in the store, looking for
+// the marker at most once a Refresh while it is missing.
+func (s *Store) used(ctx context.Context) (bool, error) {
+	if s.inUse.Load() {
+		return true, nil
+	}
+	now := time.Now().UnixNano()
+	if now-s.inUseSeen.Load() < int64(s.refresh) {
+		return false, nil
+	}
+	_, err := s.CounterStore.GetCounter(ctx, inUseID)
+	switch {
+	case errors.Is(err, shardcounter.ErrNotFound):
+		s.inUseSeen.Store(now)
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	s.inUse.Store(true)
+	return true, nil
+}
+
+// deadlines returns the deadline of each name in Unix ms, 0 for none,
+// from the cache or, for what it misses, from the store.
+func (s *Store) deadlines(ctx context.Context, names []string) ([]int64, error) {
+	out := make([]int64, len(names))
+	if ok, err := s.used(ctx); !ok || err != nil {
+		return out, err
+	}
+	var miss []int // the first index of each name the cache misses
+	first := make(map[string]int)
+	for i, n := range names {
+		if _, ok := first[n]; ok {
+			continue
+		}
+		first[n] = i
+		d, ok := s.cache.get(n)
+		if ok {
+			out[i] = d
+		} else {
+			miss = append(miss, i)
+		}
+	}
+	for len(miss) > 0 {
+		k := min(len(miss), shardcounter.MaxReadBatch)
+		ids := make([]string, k)
+		for j, i := range miss[:k] {
+			ids[j] = RecordID(names[i])
+		}
+		rs, err := s.CounterStore.ReadCounters(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range miss[:k] {
+			if rs[j] != nil {
+				out[i] = rs[j].Value
+			}
+			s.cache.put(names[i], out[i])
+		}
+		miss = miss[k:]
+	}
+	for i, n := range names { // a name given again reads as its first
+		out[i] = out[first[n]]
+	}
+	return out, nil
+}
+
+// fresh reads name's deadline from the store, past the cache.
+func (s *Store) fresh(ctx context.Context, name string) (int64, error) {
+	rs, err := s.CounterStore.ReadCounters(ctx, []string{RecordID(name)})
+	if err != nil {
+		return 0, err
+	}
+	var d int64
+	if rs[0] != nil {
+		d = rs[0].Value
+	}
+	s.cache.put(name, d)
+	return d, nil
+}
+
+func (s *Store) nowMS() int64 { return s.now().UnixMilli() }
+
+func expired(d, now int64) bool { return d != 0 && d <= now }
+
+// live returns, for each id, whether its name has not expired, purging
+// the expired names when purge is set (before a write). A name the cache
+// says expired is read again from the store, so that a name another
+// process wrote anew is never taken for absent.
+func (s *Store) live(ctx context.Context, ids []string, purge bool) ([]bool, error) {
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = shardcounter.NameOf(id)
+	}
+	ds, err := s.deadlines(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	now := s.nowMS()
+	ok := make([]bool, len(ids))
+	checked := map[string]int64{}
+	for i, d := range ds {
+		if ok[i] = !expired(d, now); ok[i] {
+			continue
+		}
+		cur, seen := checked[names[i]]
+		if !seen {
+			if cur, err = s.fresh(ctx, names[i]); err != nil {
+				return nil, err
+			}
+			checked[names[i]] = cur
+			if purge && expired(cur, now) {
+				if err := s.purge(ctx, names[i], cur); err != nil {
+					return nil, err
+				}
+			}
+		}
+		ok[i] = !expired(cur, now)
+	}
+	return ok, nil
+}
+
+// alive returns ErrNotFound when id's name has expired.
+func (s *Store) alive(ctx context.Context, id string, purge bool) error {
+	if err := refuse(id); err != nil {
+		return err
+	}
+	ok, err := s.live(ctx, []string{id}, purge)
+	if err != nil {
+		return err
+	}
+	if !ok[0] {
+		return shardcounter.Errorf(shardcounter.ENOTFOUND, "counter %q not found: it expired", id)
+	}
+	return nil
+}
+
+// purge deletes name (its counter, or each field of its hash) and its
+// deadline record when the record still holds the deadline d that
+// expired, so that a deadline set anew meanwhile is kept.
+func (s *Store) purge(ctx context.Context, name string, d int64) error {
+	mu := s.lock(name)
+	mu.Lock()
+	defer mu.Unlock()
+	cur, err := s.fresh(ctx, name)
+	if err != nil || cur != d || !expired(cur, s.nowMS()) {
+		return err
+	}
+	if err := s.deleteName(ctx, name); err != nil {
+		return err
+	}
+	return s.dropRecord(ctx, name)
+}
+
+// deleteName deletes the counter name and every field of a hash name.
+func (s *Store) deleteName(ctx context.Context, name string) error {
+	if err := s.CounterStore.DeleteCounter(ctx, name); err != nil && !errors.Is(err, shardcounter.ErrNotFound) {
+		return err
+	}
+	prefix := shardcounter.HashFieldPrefix(name)
+	for {
+		cs, err := s.CounterStore.ListCounters(ctx, prefix, "", shardcounter.MaxListLimit)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			if err := s.CounterStore.DeleteCounter(ctx, c.ID); err != nil && !errors.Is(err, shardcounter.ErrNotFound) {
+				return err
+			}
+		}
+		if len(cs) < shardcounter.MaxListLimit {
+			return nil
+		}
+	}
+}
+
+// dropRecord deletes name's deadline record.
+func (s *Store) dropRecord(ctx context.Context, name string) error {
+	err := s.CounterStore.DeleteCounter(ctx, RecordID(name))
+	if err != nil && !errors.Is(err, shardcounter.ErrNotFound) {
+		return err
+	}
+	s.cache.put(name, 0)
+	return nil
+}
+
+// exists reports whether name holds a counter or a hash's field.
+func (s *Store) exists(ctx context.Context, name string) (bool, error) {
+	_, err := s.CounterStore.GetCounter(ctx, name)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, shardcounter.ErrNotFound) {
+		return false, err
+	}
+	cs, err := s.CounterStore.ListCounters(ctx, shardcounter.HashFieldPrefix(name), "", 2)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range cs {
+		if _, field, _ := shardcounter.SplitHashID(c.ID); field != "" {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,241 @@
+package server
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/resp"
+)
+
+// Expiry: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL, EXPIRETIME,
+// PEXPIRETIME and PERSIST, over the service's shardcounter.Expirer. A
+// deadline is a name's: a counter's, or a hash's with all its fields. In
+// a transaction these commands run after its writes commit, in their
+// turn; so a write queued after one of them on the same key is refused
+// while queueing (the order could not be kept), and EXEC aborts.
+
+const errNoExpiry = "ERR this server's service keeps no deadlines"
+
+func (c *conn) expirer() (shardcounter.Expirer, bool) {
+	x, ok := c.s.svc.(shardcounter.Expirer)
+	if !ok {
+		c.w.Error(errNoExpiry)
+	}
+	return x, ok
+}
+
+// expireTime returns the deadline n means for the command, false when it
+// leaves int64 milliseconds (Redis's "invalid expire time").
+func expireTime(now time.Time, n int64, ms, abs bool) (time.Time, bool) {
+	if !ms {
+		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+			return time.Time{}, false
+		}
+		n *= 1000
+	}
+	if !abs {
+		base := now.UnixMilli()
+		if (n > 0 && base > math.MaxInt64-n) || (n < 0 && base < math.MinInt64-n) {
+			return time.Time{}, false
+		}
+		n += base
+	}
+	if n > now.Add(shardcounter.MaxTTL).UnixMilli() {
+		return time.Time{}, false // past what a deadline may be here
+	}
+	return time.UnixMilli(n), true
+}
+
+func cmdExpire(c *conn, args [][]byte)    { expireCommand(c, args, "expire", false, false) }
+func cmdPExpire(c *conn, args [][]byte)   { expireCommand(c, args, "pexpire", true, false) }
+func cmdExpireAt(c *conn, args [][]byte)  { expireCommand(c, args, "expireat", false, true) }
+func cmdPExpireAt(c *conn, args [][]byte) { expireCommand(c, args, "pexpireat", true, true) }
+
+// expireCommand is EXPIRE key n [NX|XX|GT|LT] and its kin: 1 when the
+// deadline was set (or, for a time not in the future, the key deleted), 0
+// when the key holds nothing or the condition was not met.
+func expireCommand(c *conn, args [][]byte, name string, ms, abs bool) {
+	id, msg := counterID(args[1])
+	if msg != "" {
+		c.w.Error(msg)
+		return
+	}
+	n, ok := resp.ParseInt(args[2])
+	if !ok {
+		c.w.Error(errNotInteger)
+		return
+	}
+	cond, msg := expireCondition(args[3:])
+	if msg != "" {
+		c.w.Error(msg)
+		return
+	}
+	x, ok := c.expirer()
+	if !ok {
+		return
+	}
+	now := time.Now()
+	at, ok := expireTime(now, n, ms, abs)
+	if !ok {
+		c.w.Error("ERR invalid expire time in '" + name + "' command")
+		return
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	if cond != "" {
+		ttl, err := x.CounterTTL(ctx, id)
+		if err != nil {
+			c.w.Error(errorReply(err))
+			return
+		}
+		if !ttl.Exists || !conditionMet(cond, ttl, at) {
+			c.w.Int(0)
+			return
+		}
+	}
+	set, err := x.ExpireCounter(ctx, id, at)
+	if err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	if !at.After(now) {
+		c.s.types.forget(id)
+	}
+	c.w.Int(b2i(set))
+}
+
+// expireCondition reads EXPIRE's options: "", "nx", "xx", "gt" or "lt".
+func expireCondition(opts [][]byte) (string, string) {
+	var nx, xx, gt, lt bool
+	for _, o := range opts {
+		switch lower(o) {
+		case "nx":
+			nx = true
+		case "xx":
+			xx = true
+		case "gt":
+			gt = true
+		case "lt":
+			lt = true
+		default:
+			return "", "ERR Unsupported option " + clip(o)
+		}
+	}
+	switch {
+	case nx && (xx || gt || lt):
+		return "", "ERR NX and XX, GT or LT options at the same time are not compatible"
+	case gt && lt:
+		return "", "ERR GT and LT options at the same time are not compatible"
+	case nx:
+		return "nx", ""
+	case gt:
+		return "gt", ""
+	case lt:
+		return "lt", ""
+	case xx:
+		return "xx", ""
+	}
+	return "", ""
+}
+
+// conditionMet applies EXPIRE's condition as Redis does: no deadline is
+// an infinite one, so GT never replaces it and LT always does.
+func conditionMet(cond string, ttl *shardcounter.TTL, at time.Time) bool {
+	has := ttl.ExpiresAt != nil
+	switch cond {
+	case "nx":
+		return !has
+	case "xx":
+		return has
+	case "gt":
+		return has && at.UnixMilli() > ttl.ExpiresAt.UnixMilli()
+	case "lt":
+		return !has || at.UnixMilli() < ttl.ExpiresAt.UnixMilli()
+	}
+	return true
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func cmdTTL(c *conn, args [][]byte)         { ttlCommand(c, args, false, false) }
+func cmdPTTL(c *conn, args [][]byte)        { ttlCommand(c, args, true, false) }
+func cmdExpireTime(c *conn, args [][]byte)  { ttlCommand(c, args, false, true) }
+func cmdPExpireTime(c *conn, args [][]byte) { ttlCommand(c, args, true, true) }
+
+// ttlCommand is TTL key and its kin: -2 when the key holds nothing, -1
+// without a deadline, else the time left (or the deadline), rounded to
+// seconds as Redis rounds.
+func ttlCommand(c *conn, args [][]byte, ms, abs bool) {
+	id, msg := counterID(args[1])
+	if msg != "" {
+		c.w.Error(msg)
+		return
+	}
+	x, ok := c.expirer()
+	if !ok {
+		return
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	ttl, err := x.CounterTTL(ctx, id)
+	if err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	v := ttl.RemainingMS
+	if v >= 0 {
+		if abs {
+			v = ttl.ExpiresAt.UnixMilli()
+		}
+		if !ms {
+			v = (v + 500) / 1000
+		}
+	}
+	c.w.Int(v)
+}
+
+// cmdPersist is PERSIST key: 1 when a deadline was removed.
+func cmdPersist(c *conn, args [][]byte) {
+	id, msg := counterID(args[1])
+	if msg != "" {
+		c.w.Error(msg)
+		return
+	}
+	x, ok := c.expirer()
+	if !ok {
+		return
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	done, err := x.PersistCounter(ctx, id)
+	if err != nil {
+		c.w.Error(errorReply(err))
+		return
+	}
+	c.w.Int(b2i(done))
+}
+
+// expiryOrder notes, in a transaction being queued, the key of a command
+// that runs after the commit (the EXPIRE family), and refuses a write
+// queued after one on the same key: it would commit before it.
+func (tx *txState) expiryOrder(cmd *command, args [][]byte) string {
+	if cmd.afterCommit {
+		if tx.afterCommit == nil {
+			tx.afterCommit = make(map[string]bool)
+		}
+		tx.afterCommit[string(args[1])] = true
+		return ""
+	}
+	if cmd.write == nil || cmd.firstKey == 0 || len(args) <= cmd.firstKey || !tx.afterCommit[string(args[cmd.firstKey])] {
+		return ""
+	}
+	return "ERR " + strings.ToUpper(cmd.name) + " after EXPIRE, PERSIST or TTL of the same key in one transaction: those run after " +
+		"the transaction's writes commit, so this write would come first; put them after the writes"
+}
