@@ -2,11 +2,13 @@ package main_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -150,6 +152,35 @@ func TestServerExportBackup(t *testing.T) {
 			restored := StartServerEnv(t, dir, nil, "--listen", "127.0.0.1:0", "--store", kind+":"+out)
 			if got := Run(t, dir, restored.Env(), "export", "--quiet").MustOK(t); got != exported {
 				t.Fatalf("export of the backup:\n%s\nwant\n%s", got, exported)
+			}
+
+			// A backup taken while writes go on restores and verifies.
+			stop := make(chan struct{})
+			wrote := make(chan int)
+			go func() {
+				n := 0
+				for {
+					select {
+					case <-stop:
+						wrote <- n
+						return
+					default:
+					}
+					Run(t, dir, env, append([]string{"incr", "busy", "--by", "2"}, auth...)...)
+					Run(t, dir, env, append([]string{"add", "busy-set", fmt.Sprint(n)}, auth...)...)
+					n++
+				}
+			}()
+			time.Sleep(300 * time.Millisecond)
+			out2 := filepath.Join(dir, "backup2")
+			Run(t, dir, env, append([]string{"backup", "--out", out2, "--quiet"}, auth...)...).MustOK(t)
+			close(stop)
+			if n := <-wrote; n == 0 {
+				t.Fatal("no writes went on during the backup")
+			}
+			restored2 := StartServerEnv(t, dir, nil, "--listen", "127.0.0.1:0", "--store", kind+":"+out2)
+			if r := Run(t, dir, restored2.Env(), "verify"); r.Code != 0 || !strings.Contains(r.Stderr, "0 drifts") {
+				t.Fatalf("verify of a backup taken under writes: %+v", r)
 			}
 
 			// Import through a server: plain and distinct counters go in;
