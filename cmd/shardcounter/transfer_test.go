@@ -107,8 +107,8 @@ func TestExportImportVerify(t *testing.T) {
 	if r.Code != 1 || r.Stdout != "counter \"likes\": value 3, but its members sum to 2\ncounter \"views\": value 12, but its buckets sum to 0\n" {
 		t.Fatalf("verify with a lost member and a lost bucket: %+v", r)
 	}
-	for _, sub := range []string{"export", "import", "verify"} {
-		if out := Run(t, dir, nil, sub, "--help").MustOK(t); !strings.Contains(out, "Examples:\n") || !strings.Contains(out, "shardcounter "+sub+" --store") {
+	for _, sub := range []string{"export", "import", "verify", "import-redis", "backup"} {
+		if out := Run(t, dir, nil, sub, "--help").MustOK(t); !strings.Contains(out, "Examples:\n") || !strings.Contains(out, "shardcounter "+sub+" --") {
 			t.Fatalf("%s --help: %q", sub, out)
 		}
 	}
