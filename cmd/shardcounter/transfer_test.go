@@ -130,12 +130,14 @@ func TestServerExportBackup(t *testing.T) {
 			Run(t, dir, env, append([]string{"incr", "views", "--by", "5"}, auth...)...).MustOK(t)
 			Run(t, dir, env, append([]string{"add", "likes", "ann"}, auth...)...).MustOK(t)
 			Run(t, dir, env, append([]string{"incr", "plain"}, auth...)...).MustOK(t)
+			Run(t, dir, env, append([]string{"collection", "create", "posts", "--shards", "2", "--index", "user"}, auth...)...).MustOK(t)
+			Run(t, dir, env, append([]string{"put", "posts", `{"user":"ann","timestamp":"2026-01-02T03:04:05Z"}`, "--id", "p1"}, auth...)...).MustOK(t)
 
 			if msg := Run(t, dir, env, "export", "--quiet").MustFail(t, 1); !strings.Contains(msg, "bearer token") {
 				t.Fatalf("export without a token: %q", msg)
 			}
 			exported := Run(t, dir, env, append([]string{"export", "--quiet"}, auth...)...).MustOK(t)
-			if strings.Count(exported, "\n") != 6 {
+			if strings.Count(exported, "\n") != 8 || !strings.Contains(exported, `{"type":"document","collection":"posts","id":"p1",`) {
 				t.Fatalf("export:\n%s", exported)
 			}
 			out := filepath.Join(dir, "backup")
@@ -197,6 +199,9 @@ func TestServerExportBackup(t *testing.T) {
 			Run(t, dir, fresh.Env(), "import", "--in", in, "--quiet").MustOK(t)
 			if got := Run(t, dir, fresh.Env(), "get", "likes", "plain").MustOK(t); !strings.Contains(got, "1") {
 				t.Fatalf("get after import through the server: %q", got)
+			}
+			if got := Run(t, dir, fresh.Env(), "query", "posts", "--where", "user==ann").MustOK(t); !strings.Contains(got, "p1") {
+				t.Fatalf("query after import through the server: %q", got)
 			}
 			os.WriteFile(in, []byte(exported), 0o644)
 			if msg := Run(t, dir, fresh.Env(), "import", "--in", in, "--quiet").MustFail(t, 1); !strings.Contains(msg, "--store") {
