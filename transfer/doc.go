@@ -5,7 +5,8 @@
 //
 // # Export and import
 //
-// Export writes a store's counters as JSON Lines, one record a line,
+// Export writes a store's counters, and its collections with their
+// documents, as JSON Lines, one record a line,
 // between a versioned header and an end line that counts what came
 // before; Decoder reads them back, checking every line and naming the one
 // that is wrong. Import makes each counter of an export hold what the
