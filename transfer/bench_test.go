@@ -27,7 +27,7 @@ import (
 )
 
 // TestBenchExportImport measures export and import of N counters of 16
-// shards, a tenth of them distinct with 10 members each (the issue's
+// shards, a tenth of them distinct with 10 members each (the project's
 // targets use N = 1,000,000): N counters are written into Pebble, exported,
 // imported into a fresh Pebble and into PostgreSQL, and exported from
 // there. It runs only with SHARDCOUNTER_BENCH=1; N is
@@ -104,7 +104,7 @@ func TestBenchExportImport(t *testing.T) {
 }
 
 // TestBenchImportRedis measures import-redis of N integer keys from a live
-// Redis into Pebble (the target: 1,000,000 keys at ≥ 50,000
+// Redis into Pebble (the project's target: 1,000,000 keys at ≥ 50,000
 // keys/s), and Redis's own INCR latency, p99, from one client while it
 // runs against the same client alone before. SHARDCOUNTER_BENCH=1 runs
 // it; N is SHARDCOUNTER_BENCH_ITEMS (default 100,000).
@@ -178,9 +178,9 @@ func TestBenchImportRedis(t *testing.T) {
 // TestBenchBackup measures the write throughput of 64 clients writing
 // through the engine to Pebble and to bolt holding N counters, alone and
 // while backups through the admin endpoint run back to back (the
-// issue's target: ≥ 0.7× during), and checks that a backup taken with no
-// writes restores to the same export. SHARDCOUNTER_BENCH=1 runs it; N is
-// SHARDCOUNTER_BENCH_ITEMS (default 100,000).
+// project's target: ≥ 0.7× during). That a backup restores to the same
+// export is cmd/shardcounter's TestServerExportBackup. SHARDCOUNTER_BENCH=1
+// runs it; N is SHARDCOUNTER_BENCH_ITEMS (default 100,000).
 func TestBenchBackup(t *testing.T) {
 	if os.Getenv("SHARDCOUNTER_BENCH") == "" {
 		t.Skip("a measurement, not a test: run with SHARDCOUNTER_BENCH=1")
