@@ -42,8 +42,9 @@ const (
 
 // ImportResult is the reply of ImportPath.
 type ImportResult struct {
-	Stats     Stats      `json:"stats"`
-	Conflicts []Conflict `json:"conflicts,omitempty"` // the first 1000
+	Stats               Stats      `json:"stats"`
+	Conflicts           []Conflict `json:"conflicts,omitempty"`            // the first 1000
+	CollectionConflicts []string   `json:"collection_conflicts,omitempty"` // the first 1000
 }
 
 // VerifyLine is one line of VerifyPath's reply: a drift, or the last
@@ -102,6 +103,11 @@ func Admin(store shardcounter.CounterStore, log *slog.Logger) http.Handler {
 			Conflict: func(id string, have, want shardcounter.Spec) {
 				if len(res.Conflicts) < 1000 {
 					res.Conflicts = append(res.Conflicts, Conflict{ID: id, Have: have, Want: want})
+				}
+			},
+			CollectionConflict: func(name string) {
+				if len(res.CollectionConflicts) < 1000 {
+					res.CollectionConflicts = append(res.CollectionConflicts, name)
 				}
 			}})
 		if err != nil {

@@ -25,6 +25,9 @@ type Stats struct {
 	// Replaced are counters an import deleted and made again with the
 	// export's options (--replace).
 	Replaced int64
+	// Collections and Documents of collections.
+	Collections int64
+	Documents   int64
 }
 
 // ExportOptions configure Export.
@@ -75,6 +78,9 @@ func Export(ctx context.Context, store shardcounter.CounterStore, w io.Writer, o
 		if len(page) < pageSize {
 			break
 		}
+	}
+	if err := exportCollections(ctx, store, enc, opts, &st); err != nil {
+		return st, err
 	}
 	return st, enc.Close()
 }

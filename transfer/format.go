@@ -39,7 +39,40 @@ const (
 	TypeCounter = "counter"
 	TypeMembers = "members"
 	TypeEnd     = "end"
+	// TypeCollection and TypeDocument are a time-ordered collection and
+	// one of its documents, after every counter.
+	TypeCollection = "collection"
+	TypeDocument   = "document"
 )
+
+// Collection is a time-ordered collection's options; its documents
+// follow it.
+type Collection struct {
+	Type           string                `json:"type"` // TypeCollection
+	Name           string                `json:"name"`
+	Shards         int                   `json:"shards"`
+	TimestampField string                `json:"timestamp_field"`
+	Indexes        []string              `json:"indexes"`
+	ShardKey       shardcounter.ShardKey `json:"shard_key"`
+}
+
+// Options returns the collection as a shardcounter.Collection without
+// its CreatedAt.
+func (c *Collection) Options() *shardcounter.Collection {
+	return &shardcounter.Collection{Name: c.Name, Shards: c.Shards, TimestampField: c.TimestampField, Indexes: c.Indexes, ShardKey: c.ShardKey}
+}
+
+// Document is one document of the collection on the collection line
+// before it, on the shard it was written to. Documents come shard by
+// shard, each shard's in (timestamp, id) order.
+type Document struct {
+	Type       string         `json:"type"` // TypeDocument
+	Collection string         `json:"collection"`
+	ID         string         `json:"id"`
+	Shard      int            `json:"shard"`
+	Timestamp  time.Time      `json:"timestamp"`
+	Data       map[string]any `json:"data"`
+}
 
 // Header is the first line of an export.
 type Header struct {
@@ -90,9 +123,11 @@ type Members struct {
 // End is the last line: the counts of what came before, which a reader
 // checks.
 type End struct {
-	Type     string `json:"type"` // TypeEnd
-	Counters int64  `json:"counters"`
-	Members  int64  `json:"members"`
+	Type        string `json:"type"` // TypeEnd
+	Counters    int64  `json:"counters"`
+	Members     int64  `json:"members"`
+	Collections int64  `json:"collections,omitempty"`
+	Documents   int64  `json:"documents,omitempty"`
 }
 
 // Encoder writes an export. It is not safe for concurrent use.
@@ -148,6 +183,20 @@ func (e *Encoder) Members(id string, members []string) error {
 	return nil
 }
 
+// Collection writes a collection line.
+func (e *Encoder) Collection(c *Collection) error {
+	c.Type = TypeCollection
+	e.end.Collections++
+	return e.line(c)
+}
+
+// Document writes a document line.
+func (e *Encoder) Document(d *Document) error {
+	d.Type = TypeDocument
+	e.end.Documents++
+	return e.line(d)
+}
+
 // Close writes the end line and flushes. Without it the export reads as
 // cut short.
 func (e *Encoder) Close() error {
@@ -169,10 +218,12 @@ func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e
 // Record is one line of an export as a Decoder reads it: exactly one of
 // its fields is set.
 type Record struct {
-	Line    int
-	Counter *Counter
-	Members *Members
-	End     *End
+	Line       int
+	Counter    *Counter
+	Members    *Members
+	Collection *Collection
+	Document   *Document
+	End        *End
 }
 
 // Decoder reads an export line by line and checks it: the header first,
@@ -183,7 +234,8 @@ type Decoder struct {
 	r      *bufio.Reader
 	line   int
 	Header Header
-	last   *Counter // the latest counter line
+	last   *Counter    // the latest counter line
+	coll   *Collection // the latest collection line
 	seen   End
 	done   bool
 }
@@ -275,13 +327,19 @@ func (d *Decoder) Next() (*Record, error) {
 	case TypeMembers:
 		rec.Members = &Members{}
 		err = d.members(b, rec.Members)
+	case TypeCollection:
+		rec.Collection = &Collection{}
+		err = d.collection(b, rec.Collection)
+	case TypeDocument:
+		rec.Document = &Document{}
+		err = d.document(b, rec.Document)
 	case TypeEnd:
 		rec.End = &End{}
 		err = d.end(b, rec.End)
 	case TypeHeader:
 		err = d.errorf("a second header: two exports were joined; import them one at a time")
 	default:
-		err = d.errorf("record type %q is unknown: version %d has header, counter, members and end", probe.Type, Version)
+		err = d.errorf("record type %q is unknown: version %d has header, counter, members, collection, document and end", probe.Type, Version)
 	}
 	if err != nil {
 		return nil, err
@@ -306,6 +364,9 @@ func (d *Decoder) counter(b []byte, c *Counter) error {
 	if err := shardcounter.ValidateSpec(c.Spec()); err != nil {
 		return d.errorf("counter %q: %s", c.ID, errorText(err))
 	}
+	if d.coll != nil {
+		return d.errorf("counter %q comes after a collection: counters come first", c.ID)
+	}
 	if d.last != nil && c.ID <= d.last.ID && !d.Header.Unsorted {
 		return d.errorf("counter %q comes after %q: counters are in increasing id order, each once", c.ID, d.last.ID)
 	}
@@ -329,7 +390,7 @@ func (d *Decoder) members(b []byte, m *Members) error {
 	if err := strict(b, m); err != nil {
 		return d.errorf("members: %v", err)
 	}
-	if d.last == nil || d.last.ID != m.ID || d.last.Kind != shardcounter.KindDistinct {
+	if d.coll != nil || d.last == nil || d.last.ID != m.ID || d.last.Kind != shardcounter.KindDistinct {
 		return d.errorf("members of %q do not follow the line of the distinct counter %q", m.ID, m.ID)
 	}
 	if len(m.Members) == 0 || len(m.Members) > MembersPerLine {
@@ -348,13 +409,55 @@ func (d *Decoder) end(b []byte, e *End) error {
 	if err := strict(b, e); err != nil {
 		return d.errorf("end: %v", err)
 	}
-	if e.Counters != d.seen.Counters || e.Members != d.seen.Members {
-		return d.errorf("the end line counts %d counters and %d members, the lines before hold %d and %d: the export is damaged; export again", e.Counters, e.Members, d.seen.Counters, d.seen.Members)
+	if got := (End{Counters: e.Counters, Members: e.Members, Collections: e.Collections, Documents: e.Documents}); got != d.seen {
+		return d.errorf("the end line counts %d counters, %d members, %d collections and %d documents, the lines before hold %d, %d, %d and %d: the export is damaged; export again",
+			e.Counters, e.Members, e.Collections, e.Documents, d.seen.Counters, d.seen.Members, d.seen.Collections, d.seen.Documents)
 	}
 	if _, err := d.r.ReadByte(); err != io.EOF {
 		return d.errorf("more lines after the end line: two exports were joined; import them one at a time")
 	}
 	d.done = true
+	return nil
+}
+
+func (d *Decoder) collection(b []byte, c *Collection) error {
+	if err := strict(b, c); err != nil {
+		return d.errorf("collection: %v", err)
+	}
+	if d.coll != nil && c.Name <= d.coll.Name {
+		return d.errorf("collection %q comes after %q: collections are in increasing name order, each once", c.Name, d.coll.Name)
+	}
+	o := c.Options()
+	if err := shardcounter.ValidateCollection(o); err != nil {
+		return d.errorf("collection %q: %s", c.Name, errorText(err))
+	}
+	if o.Shards != c.Shards || o.TimestampField != c.TimestampField || o.ShardKey != c.ShardKey || c.Indexes == nil {
+		return d.errorf("collection %q: give shards, timestamp_field, indexes and shard_key", c.Name)
+	}
+	d.coll = c
+	d.seen.Collections++
+	return nil
+}
+
+func (d *Decoder) document(b []byte, doc *Document) error {
+	if err := strict(b, doc); err != nil {
+		return d.errorf("document: %v", err)
+	}
+	if d.coll == nil || d.coll.Name != doc.Collection {
+		return d.errorf("document %q of collection %q does not follow the line of its collection", doc.ID, doc.Collection)
+	}
+	if err := shardcounter.ValidateID("document id", doc.ID); err != nil {
+		return d.errorf("%s", errorText(err))
+	}
+	if doc.Shard < 0 || doc.Shard >= d.coll.Shards {
+		return d.errorf("document %q is on shard %d: collection %q has shards 0 to %d", doc.ID, doc.Shard, doc.Collection, d.coll.Shards-1)
+	}
+	ts := shardcounter.TruncateTimestamp(doc.Timestamp)
+	if !ts.Equal(doc.Timestamp) || ts.Before(shardcounter.MinTimestamp) || ts.After(shardcounter.MaxTimestamp) || doc.Data == nil {
+		return d.errorf("document %q: give data and a timestamp in years 1 to 9999, to the microsecond", doc.ID)
+	}
+	doc.Timestamp = ts
+	d.seen.Documents++
 	return nil
 }
 

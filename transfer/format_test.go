@@ -16,6 +16,8 @@ import (
 
 const header = `{"type":"header","format":"shardcounter-export","version":1}` + "\n"
 
+const coll = `{"type":"collection","name":"c","shards":2,"timestamp_field":"timestamp","indexes":["user"],"shard_key":"random"}` + "\n"
+
 // TestDecodeErrors checks that each kind of bad input is an error naming
 // its line.
 func TestDecodeErrors(t *testing.T) {
@@ -33,6 +35,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"EndCount", header + `{"type":"end","counters":3,"members":0}` + "\n", "line 2: the end line counts 3 counters"},
 		{"Joined", header + `{"type":"end","counters":0,"members":0}` + "\n" + header, "line 2: more lines after the end line"},
 		{"UnknownType", header + `{"type":"ranking"}` + "\n", `line 2: record type "ranking" is unknown`},
+		{"StrayDocument", header + `{"type":"document","collection":"c","id":"d","shard":0,"timestamp":"2026-01-01T00:00:00Z","data":{}}` + "\n", `line 2: document "d" of collection "c" does not follow`},
+		{"DocumentShard", header + coll + `{"type":"document","collection":"c","id":"d","shard":2,"timestamp":"2026-01-01T00:00:00Z","data":{}}` + "\n", `line 3: document "d" is on shard 2: collection "c" has shards 0 to 1`},
+		{"CounterAfterCollection", header + coll + `{"type":"counter","id":"a","kind":"sum","shards":1,"value":1}` + "\n", `line 3: counter "a" comes after a collection`},
+		{"BadCollection", header + `{"type":"collection","name":"c","shards":2,"timestamp_field":"timestamp","indexes":["timestamp"],"shard_key":"random"}` + "\n", `line 2: collection "c": index "timestamp" is the timestamp field`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -120,6 +126,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(`{"type":"counter","id":"a","kind":"sum","shards":1,"value":1}` + "\n" + `{"type":"end","counters":1,"members":0}` + "\n")
 	f.Add(`{"type":"counter","id":"d","kind":"distinct","shards":2,"value":1}` + "\n" + `{"type":"members","id":"d","members":["x"]}` + "\n" + `{"type":"end","counters":1,"members":1}` + "\n")
 	f.Add(`{"type":"counter","id":"w","kind":"sum","shards":1,"window":{"bucket":"1h","retention":"1d"},"value":3,"buckets":[{"start":"2026-01-01T01:00:00Z","value":3}]}` + "\n" + `{"type":"end","counters":1,"members":0}` + "\n")
+	f.Add(coll + `{"type":"document","collection":"c","id":"d","shard":1,"timestamp":"2026-01-01T00:00:00.000001Z","data":{"user":"u","n":1.5}}` + "\n" + `{"type":"end","counters":0,"members":0,"collections":1,"documents":1}` + "\n")
 	f.Fuzz(func(t *testing.T, body string) {
 		d, err := transfer.NewDecoder(strings.NewReader(header + body))
 		if err != nil {
@@ -144,6 +151,10 @@ func FuzzDecode(f *testing.F) {
 				enc.Counter(rec.Counter)
 			case rec.Members != nil:
 				enc.Members(rec.Members.ID, rec.Members.Members)
+			case rec.Collection != nil:
+				enc.Collection(rec.Collection)
+			case rec.Document != nil:
+				enc.Document(rec.Document)
 			}
 		}
 		enc.Close()

@@ -32,6 +32,9 @@ type ImportOptions struct {
 	Clock *Clock
 	// Conflict, when set, is told of each counter left alone.
 	Conflict func(id string, have, want shardcounter.Spec)
+	// CollectionConflict, when set, is told of each collection left
+	// alone: it exists with other options.
+	CollectionConflict func(name string)
 	// Progress, when set, is told of each counter imported.
 	Progress *Progress
 }
@@ -80,6 +83,17 @@ func importRecords(ctx context.Context, store shardcounter.CounterStore, next fu
 			}
 			im.pending = append(im.pending, &entry{rec: rec.Counter})
 			im.ids[rec.Counter.ID] = true
+		case rec.Collection != nil:
+			if err := im.flushAll(ctx); err != nil {
+				return im.st, err
+			}
+			if err := im.collection(ctx, rec.Collection); err != nil {
+				return im.st, err
+			}
+		case rec.Document != nil:
+			if err := im.document(ctx, rec.Document); err != nil {
+				return im.st, err
+			}
 		case rec.Members != nil:
 			e := im.pending[len(im.pending)-1] // the decoder checked that it is the members' counter
 			e.members = append(e.members, rec.Members.Members...)
@@ -92,7 +106,27 @@ func importRecords(ctx context.Context, store shardcounter.CounterStore, next fu
 			}
 		}
 	}
-	return im.st, im.flush(ctx)
+	if err := im.flushAll(ctx); err != nil {
+		return im.st, err
+	}
+	return im.st, im.flushDocs(ctx)
+}
+
+// flushAll writes every pending counter (the first collection line ends
+// the counters).
+func (im *importer) flushAll(ctx context.Context) error {
+	if err := im.flush(ctx); err != nil {
+		return err
+	}
+	im.pending = nil
+	return nil
+}
+
+func (im *importer) now() time.Time {
+	if im.opts.Clock != nil {
+		return im.opts.Clock.Now()
+	}
+	return time.Now()
 }
 
 // entry is a counter of the export on its way into the store.
@@ -114,6 +148,7 @@ type importer struct {
 	pending []*entry
 	ids     map[string]bool // of pending
 	items   int             // members pending
+	coll    *collImport     // the collection being imported
 	st      Stats
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -44,20 +45,22 @@ type RedisStats struct {
 	WithTTL int64 // of them moved, but with a TTL that was not carried over
 }
 
-// RedisSource is the Redis a migration reads.
-type RedisSource = *goredis.Client
+// RedisSource is the Redis a migration reads: one server, or a cluster.
+type RedisSource = goredis.UniversalClient
 
-// OpenRedisSource connects to the Redis that a redis:// DSN names (one
-// server: for a cluster, migrate each master by its own address).
+// OpenRedisSource connects to the Redis that a redis:// or
+// redis+cluster:// DSN names.
 func OpenRedisSource(ctx context.Context, dsn string) (RedisSource, error) {
 	d, err := redis.ParseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
+	var c RedisSource
 	if d.Cluster {
-		return nil, shardcounter.Errorf(shardcounter.EINVALID, "--from names a Redis Cluster: migrate each master with its own redis://HOST:PORT")
+		c = goredis.NewClusterClient(d.ClusterOptions())
+	} else {
+		c = goredis.NewClient(d.Options())
 	}
-	c := goredis.NewClient(d.Options())
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
 		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis %s: %v", dsn, err)
@@ -72,7 +75,7 @@ func OpenRedisSource(ctx context.Context, dsn string) (RedisSource, error) {
 // hash's marker). Every other key is told to opts.Skipped. The channel
 // closes after the last record; the error function then says whether
 // the scan stopped early.
-func RedisRecords(ctx context.Context, src *goredis.Client, opts RedisOptions, st *RedisStats) (<-chan *Record, func() error) {
+func RedisRecords(ctx context.Context, src goredis.UniversalClient, opts RedisOptions, st *RedisStats) (<-chan *Record, func() error) {
 	ch := make(chan *Record, 256)
 	var scanErr error
 	done := make(chan struct{})
@@ -84,14 +87,31 @@ func RedisRecords(ctx context.Context, src *goredis.Client, opts RedisOptions, s
 	return ch, func() error { <-done; return scanErr }
 }
 
-func scanRedis(ctx context.Context, src *goredis.Client, opts RedisOptions, st *RedisStats, ch chan<- *Record) error {
+func scanRedis(ctx context.Context, src goredis.UniversalClient, opts RedisOptions, st *RedisStats, ch chan<- *Record) error {
 	match := opts.Match
 	if match == "" {
 		match = "*"
 	}
+	cc, ok := src.(*goredis.ClusterClient)
+	if !ok {
+		return scanNode(ctx, src, src, match, opts, st, ch)
+	}
+	// SCAN walks one node: walk every master, one at a time (their keys
+	// are read through the cluster client, which routes each by slot).
+	var mu sync.Mutex
+	return cc.ForEachMaster(ctx, func(ctx context.Context, node *goredis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return scanNode(ctx, node, src, match, opts, st, ch)
+	})
+}
+
+// scanNode SCANs node and migrates the keys it finds, reading them
+// through src.
+func scanNode(ctx context.Context, node goredis.Cmdable, src goredis.UniversalClient, match string, opts RedisOptions, st *RedisStats, ch chan<- *Record) error {
 	var cursor uint64
 	for {
-		keys, next, err := src.Scan(ctx, cursor, match, scanCount).Result()
+		keys, next, err := node.Scan(ctx, cursor, match, scanCount).Result()
 		if err != nil {
 			return fmt.Errorf("SCAN: %w", err)
 		}
@@ -116,7 +136,7 @@ const pipelineKeys = 100
 
 // migrateKeys reads the types, TTLs and (for strings) values of keys in
 // one pipeline, then each set or hash on its own.
-func migrateKeys(ctx context.Context, src *goredis.Client, keys []string, opts RedisOptions, st *RedisStats, ch chan<- *Record) error {
+func migrateKeys(ctx context.Context, src goredis.UniversalClient, keys []string, opts RedisOptions, st *RedisStats, ch chan<- *Record) error {
 	pipe := src.Pipeline()
 	types := make([]*goredis.StatusCmd, len(keys))
 	ttls := make([]*goredis.DurationCmd, len(keys))
@@ -209,7 +229,7 @@ func redisString(get *goredis.StringCmd, k string, shards int) ([]*Record, strin
 // page, so that a set of any size takes memory for one page. SSCAN may
 // return a member twice; adding it twice changes nothing. A member that
 // is not a valid name is skipped and reported.
-func redisSet(ctx context.Context, src *goredis.Client, k string, opts RedisOptions, send func(*Record) error) error {
+func redisSet(ctx context.Context, src goredis.UniversalClient, k string, opts RedisOptions, send func(*Record) error) error {
 	n, err := src.SCard(ctx, k).Result()
 	if err != nil || n == 0 {
 		return err
@@ -247,7 +267,7 @@ func redisSet(ctx context.Context, src *goredis.Client, k string, opts RedisOpti
 	}
 }
 
-func redisHash(ctx context.Context, src *goredis.Client, k string, shards int) ([]*Record, string, error) {
+func redisHash(ctx context.Context, src goredis.UniversalClient, k string, shards int) ([]*Record, string, error) {
 	fields := map[string]int64{}
 	var cursor uint64
 	for {
@@ -286,7 +306,7 @@ func redisHash(ctx context.Context, src *goredis.Client, k string, shards int) (
 }
 
 // ImportRedis moves what RedisRecords reads into store, as Import does.
-func ImportRedis(ctx context.Context, src *goredis.Client, store shardcounter.CounterStore, ropts RedisOptions, iopts ImportOptions) (Stats, RedisStats, error) {
+func ImportRedis(ctx context.Context, src goredis.UniversalClient, store shardcounter.CounterStore, ropts RedisOptions, iopts ImportOptions) (Stats, RedisStats, error) {
 	var rs RedisStats
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -306,7 +326,7 @@ func ImportRedis(ctx context.Context, src *goredis.Client, store shardcounter.Co
 
 // EncodeRedis writes what RedisRecords reads as an unsorted export to w,
 // for a server's import endpoint.
-func EncodeRedis(ctx context.Context, src *goredis.Client, w io.Writer, ropts RedisOptions) (RedisStats, error) {
+func EncodeRedis(ctx context.Context, src goredis.UniversalClient, w io.Writer, ropts RedisOptions) (RedisStats, error) {
 	var rs RedisStats
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -97,3 +97,36 @@ func TestImportRedis(t *testing.T) {
 		t.Fatalf("second run skipped %q", skipped)
 	}
 }
+
+// TestImportRedisCluster migrates a Redis Cluster's keys: SCAN walks
+// every master.
+func TestImportRedisCluster(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.MustStartCluster(t, 3)
+	src, err := transfer.OpenRedisSource(ctx, "redis+cluster://"+cl.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	for i := range 50 {
+		if err := src.IncrBy(ctx, fmt.Sprintf("k:%02d", i), int64(i+1)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := src.SAdd(ctx, "s", "a", "b", "c").Err(); err != nil {
+		t.Fatal(err)
+	}
+	store := openBolt(t)
+	st, rs, err := transfer.ImportRedis(ctx, src, store, transfer.RedisOptions{Shards: 2}, transfer.ImportOptions{})
+	if err != nil || st.Counters != 51 || rs.Keys != 51 || st.Members != 3 {
+		t.Fatalf("import-redis of a cluster: %+v %+v %v", st, rs, err)
+	}
+	for _, c := range []struct {
+		id   string
+		want int64
+	}{{"k:00", 1}, {"k:49", 50}, {"s", 3}} {
+		if r, err := store.ReadCounter(ctx, c.id); err != nil || r.Value != c.want {
+			t.Fatalf("%s: %+v %v, want %d", c.id, r, err, c.want)
+		}
+	}
+}

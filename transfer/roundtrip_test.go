@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
+	"github.com/shardcounter/shardcounter/dsn"
 	"github.com/shardcounter/shardcounter/internal/firestoretest"
 	"github.com/shardcounter/shardcounter/internal/pgtest"
 	"github.com/shardcounter/shardcounter/internal/redistest"
@@ -80,9 +81,40 @@ func fill(t *testing.T, s shardcounter.CounterStore, clock *atomic.Pointer[time.
 		}
 	}
 	create("empty-set", shardcounter.Spec{Shards: 1, Kind: shardcounter.KindDistinct})
+	fillCollection(t, s, pfx+"posts")
 	for _, f := range []string{"likes", "views"} {
 		id := pfx + shardcounter.HashFieldID("post:1", f)
 		apply(shardcounter.Increment{Counter: id, Delta: 5, Create: &shardcounter.Spec{Shards: 1}})
+	}
+}
+
+// fillCollection makes a collection of 3 shards with 25 documents.
+func fillCollection(t *testing.T, s shardcounter.CounterStore, name string) {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := dsn.Collections(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &shardcounter.Collection{Name: name, Shards: 3, Indexes: []string{"user"}}
+	if err := shardcounter.ValidateCollection(c); err != nil {
+		t.Fatal(err)
+	}
+	c.CreatedAt = shardcounter.TruncateTimestamp(time.Now())
+	if err := cs.CreateCollection(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	var docs []*shardcounter.Document
+	base := time.Date(2026, 11, 1, 12, 0, 0, 123456000, time.UTC)
+	for i := range 25 {
+		ts := base.Add(time.Duration(i%7) * time.Minute)
+		docs = append(docs, &shardcounter.Document{ID: fmt.Sprintf("d%02d", i), Shard: i % 3, Timestamp: ts, Data: map[string]any{
+			"timestamp": ts.Format(time.RFC3339Nano), "user": fmt.Sprintf("u%d", i%4), "n": float64(i) * 1.5,
+			"ok": i%2 == 0, "tags": []any{"a", "b"}, "nested": map[string]any{"x": float64(i)},
+		}})
+	}
+	if err := cs.PutDocuments(ctx, c, docs); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -164,7 +196,7 @@ func TestRoundTrip(t *testing.T) {
 	data := first
 	for _, step := range chain {
 		s, clock, st := importInto(t, step.dsn, data, false)
-		if st.Counters != 10 || st.Members != 2500 || st.Conflicts != 0 {
+		if st.Counters != 10 || st.Members != 2500 || st.Conflicts != 0 || st.Collections != 1 || st.Documents != 25 {
 			t.Errorf("%s: import stats %+v", step.name, st)
 		}
 		got := export(t, s, pfx)

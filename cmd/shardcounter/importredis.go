@@ -25,7 +25,7 @@ func newImportRedisCommand(m *Main) command { return &importRedisCommand{storeFl
 
 func (c *importRedisCommand) flags(fs *flag.FlagSet) {
 	c.register(fs)
-	fs.StringVar(&c.from, "from", "", "the Redis to read, `redis://HOST:PORT[/DB]` (one server; for a cluster, run once per master)")
+	fs.StringVar(&c.from, "from", "", "the Redis to read, `redis://HOST:PORT[/DB]`, or redis+cluster://HOST:PORT for a cluster")
 	fs.StringVar(&c.match, "match", "", "SCAN MATCH `PATTERN` of the keys to move, such as 'app:*'")
 	fs.IntVar(&c.shards, "shards", engine.DefaultShards, "shard count of the counters made (`N`)")
 }
@@ -50,8 +50,8 @@ func (c *importRedisCommand) run(ctx context.Context, args []string) error {
 	if err := shardcounter.ValidateShards(c.shards); err != nil {
 		return usagef("--shards: %s", errorText(err))
 	}
-	if kind, err := dsn.Scheme(c.from); err != nil || kind != dsn.Redis {
-		return usagef("--from %q: give redis://HOST:PORT[/DB]", dsn.Redact(c.from))
+	if kind, err := dsn.Scheme(c.from); err != nil || (kind != dsn.Redis && kind != dsn.RedisCluster) {
+		return usagef("--from %q: give redis://HOST:PORT[/DB] or redis+cluster://HOST:PORT", dsn.Redact(c.from))
 	}
 	src, err := transfer.OpenRedisSource(ctx, c.from)
 	if err != nil {

@@ -126,7 +126,7 @@ func (c *exportCommand) run(ctx context.Context, args []string) error {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
-	p.Done("exported", fmt.Sprintf("%d members, %d buckets", st.Members, st.Buckets))
+	p.Done("exported", fmt.Sprintf("%d members, %d buckets, %d collections, %d documents", st.Members, st.Buckets, st.Collections, st.Documents))
 	return nil
 }
 
@@ -188,15 +188,18 @@ func (c *importCommand) run(ctx context.Context, args []string) error {
 			return err
 		}
 		defer s.Close()
-		st, err = transfer.Import(ctx, s, r, transfer.ImportOptions{Replace: c.replace, Clock: clock, Progress: p, Conflict: c.conflict})
+		st, err = transfer.Import(ctx, s, r, transfer.ImportOptions{Replace: c.replace, Clock: clock, Progress: p, Conflict: c.conflict,
+			CollectionConflict: func(name string) {
+				fmt.Fprintf(c.m.Stderr, "shardcounter import: collection %s exists with other options: left as it is; --replace makes it again\n", name)
+			}})
 	}
 	if err != nil {
 		p.Done("stopped after importing", "")
 		return fmt.Errorf("import: %s (counters before the last whole batch are in; fix the input and run the import again)", errorText(err))
 	}
-	p.Done("imported", fmt.Sprintf("%d members, %d buckets, %d conflicts, %d replaced", st.Members, st.Buckets, st.Conflicts, st.Replaced))
+	p.Done("imported", fmt.Sprintf("%d members, %d buckets, %d collections, %d documents, %d conflicts, %d replaced", st.Members, st.Buckets, st.Collections, st.Documents, st.Conflicts, st.Replaced))
 	if st.Conflicts > 0 {
-		return fmt.Errorf("%d counters exist with other options and were left alone: see above, or run again with --replace", st.Conflicts)
+		return fmt.Errorf("%d counters or collections exist with other options and were left alone: see above, or run again with --replace", st.Conflicts)
 	}
 	return nil
 }

@@ -102,6 +102,10 @@ func (c *exportCommand) exportServer(ctx context.Context, w io.Writer, p *transf
 			p.Add(1)
 		case rec.Members != nil:
 			st.Members += int64(len(rec.Members.Members))
+		case rec.Collection != nil:
+			st.Collections++
+		case rec.Document != nil:
+			st.Documents++
 		}
 	}
 }
@@ -123,6 +127,9 @@ func (c *importCommand) importServer(ctx context.Context, r io.Reader) (transfer
 	}
 	for _, k := range res.Conflicts {
 		c.conflict(k.ID, k.Have, k.Want)
+	}
+	for _, name := range res.CollectionConflicts {
+		fmt.Fprintf(c.m.Stderr, "shardcounter import: collection %s exists with other options: left as it is; --replace makes it again\n", name)
 	}
 	return res.Stats, nil
 }

@@ -2,11 +2,13 @@ package main_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -105,8 +107,8 @@ func TestExportImportVerify(t *testing.T) {
 	if r.Code != 1 || r.Stdout != "counter \"likes\": value 3, but its members sum to 2\ncounter \"views\": value 12, but its buckets sum to 0\n" {
 		t.Fatalf("verify with a lost member and a lost bucket: %+v", r)
 	}
-	for _, sub := range []string{"export", "import", "verify"} {
-		if out := Run(t, dir, nil, sub, "--help").MustOK(t); !strings.Contains(out, "Examples:\n") || !strings.Contains(out, "shardcounter "+sub+" --store") {
+	for _, sub := range []string{"export", "import", "verify", "import-redis", "backup"} {
+		if out := Run(t, dir, nil, sub, "--help").MustOK(t); !strings.Contains(out, "Examples:\n") || !strings.Contains(out, "shardcounter "+sub+" --") {
 			t.Fatalf("%s --help: %q", sub, out)
 		}
 	}
@@ -128,12 +130,14 @@ func TestServerExportBackup(t *testing.T) {
 			Run(t, dir, env, append([]string{"incr", "views", "--by", "5"}, auth...)...).MustOK(t)
 			Run(t, dir, env, append([]string{"add", "likes", "ann"}, auth...)...).MustOK(t)
 			Run(t, dir, env, append([]string{"incr", "plain"}, auth...)...).MustOK(t)
+			Run(t, dir, env, append([]string{"collection", "create", "posts", "--shards", "2", "--index", "user"}, auth...)...).MustOK(t)
+			Run(t, dir, env, append([]string{"put", "posts", `{"user":"ann","timestamp":"2026-01-02T03:04:05Z"}`, "--id", "p1"}, auth...)...).MustOK(t)
 
 			if msg := Run(t, dir, env, "export", "--quiet").MustFail(t, 1); !strings.Contains(msg, "bearer token") {
 				t.Fatalf("export without a token: %q", msg)
 			}
 			exported := Run(t, dir, env, append([]string{"export", "--quiet"}, auth...)...).MustOK(t)
-			if strings.Count(exported, "\n") != 6 {
+			if strings.Count(exported, "\n") != 8 || !strings.Contains(exported, `{"type":"document","collection":"posts","id":"p1",`) {
 				t.Fatalf("export:\n%s", exported)
 			}
 			out := filepath.Join(dir, "backup")
@@ -152,6 +156,35 @@ func TestServerExportBackup(t *testing.T) {
 				t.Fatalf("export of the backup:\n%s\nwant\n%s", got, exported)
 			}
 
+			// A backup taken while writes go on restores and verifies.
+			stop := make(chan struct{})
+			wrote := make(chan int)
+			go func() {
+				n := 0
+				for {
+					select {
+					case <-stop:
+						wrote <- n
+						return
+					default:
+					}
+					Run(t, dir, env, append([]string{"incr", "busy", "--by", "2"}, auth...)...)
+					Run(t, dir, env, append([]string{"add", "busy-set", fmt.Sprint(n)}, auth...)...)
+					n++
+				}
+			}()
+			time.Sleep(300 * time.Millisecond)
+			out2 := filepath.Join(dir, "backup2")
+			Run(t, dir, env, append([]string{"backup", "--out", out2, "--quiet"}, auth...)...).MustOK(t)
+			close(stop)
+			if n := <-wrote; n == 0 {
+				t.Fatal("no writes went on during the backup")
+			}
+			restored2 := StartServerEnv(t, dir, nil, "--listen", "127.0.0.1:0", "--store", kind+":"+out2)
+			if r := Run(t, dir, restored2.Env(), "verify"); r.Code != 0 || !strings.Contains(r.Stderr, "0 drifts") {
+				t.Fatalf("verify of a backup taken under writes: %+v", r)
+			}
+
 			// Import through a server: plain and distinct counters go in;
 			// window buckets need --store, and the error says so.
 			fresh := StartServerEnv(t, dir, nil, "--listen", "127.0.0.1:0", "--store", kind+":"+filepath.Join(dir, "fresh"))
@@ -166,6 +199,9 @@ func TestServerExportBackup(t *testing.T) {
 			Run(t, dir, fresh.Env(), "import", "--in", in, "--quiet").MustOK(t)
 			if got := Run(t, dir, fresh.Env(), "get", "likes", "plain").MustOK(t); !strings.Contains(got, "1") {
 				t.Fatalf("get after import through the server: %q", got)
+			}
+			if got := Run(t, dir, fresh.Env(), "query", "posts", "--where", "user==ann").MustOK(t); !strings.Contains(got, "p1") {
+				t.Fatalf("query after import through the server: %q", got)
 			}
 			os.WriteFile(in, []byte(exported), 0o644)
 			if msg := Run(t, dir, fresh.Env(), "import", "--in", in, "--quiet").MustFail(t, 1); !strings.Contains(msg, "--store") {
