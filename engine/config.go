@@ -14,11 +14,11 @@ const (
 	DefaultMaxBatch  = 8192
 	DefaultMaxQueued = 1 << 18
 	// DefaultMaxInFlight is Config.MaxInFlight's default: see
-	// docs/ENGINE.md for the measurements behind it.
+	// docs/DESIGN.md, "Flushes in flight", for why.
 	DefaultMaxInFlight  = 1
 	DefaultMaxStaleness = time.Second
 	// DefaultMaxReadsInFlight is Config.MaxReadsInFlight's default: see
-	// docs/ENGINE.md for the measurements behind it.
+	// docs/DESIGN.md, "Strong reads, gathered", for why.
 	DefaultMaxReadsInFlight = 2
 	// DefaultCacheSize is Config.CacheSize's default: enough rollups for
 	// every counter a busy page of timelines reads within MaxStaleness,
@@ -88,7 +88,7 @@ type Config struct {
 	// next. On bolt, whose writes are serialised, keep 1. Async mode
 	// always runs one flush at a time, so that writes commit in the order
 	// they were answered. Default DefaultMaxInFlight, 1; 2 suits
-	// PostgreSQL (docs/ENGINE.md). 0 takes the store's advice when it
+	// PostgreSQL (docs/DESIGN.md). 0 takes the store's advice when it
 	// gives one (shardcounter.CommitPipeliner: Pebble's is 2).
 	MaxInFlight int
 	// MaxStaleness bounds how old a cached reading may be. Default 1s.
@@ -156,11 +156,18 @@ type Config struct {
 	// ShardWriteInterval, when positive, paces commits per shard: each
 	// shard of a counter is committed at most once per interval, the
 	// shards taking turns, and a write is answered at the next commit of
-	// any shard of its counter (see pace.go and docs/ENGINE.md, "Pacing").
+	// any shard of its counter (see pace.go and docs/DESIGN.md, "Pacing").
 	// For stores whose records take about one write a second: Firestore
 	// and Datastore, where serve turns it on at 1s. Default 0: off, and
 	// then the flush path is exactly what it is without it.
 	ShardWriteInterval time.Duration
+	// RankingRescan makes every refresh of a ranking read every counter
+	// with its prefix, and reload the definitions, instead of only the
+	// counters this engine's commits changed: for a store that other
+	// servers, or clients of the store itself, write to (docs/RANKINGS.md).
+	// A refresh then costs a pass over the ranking's counters once per
+	// half its staleness bound. Default false.
+	RankingRescan bool
 }
 
 // Validate returns the invalid_argument error New would return for c, or

@@ -28,6 +28,6 @@
 //
 // Auto-create, validation, the shard-count policy (policy.go) and cached
 // reads (read.go). In durable mode the engine keeps no state a crash could
-// lose beyond the writes not yet acknowledged. docs/ENGINE.md describes
-// each part.
+// lose beyond the writes not yet acknowledged. docs/DESIGN.md ("The write
+// path", "Reads") explains each part.
 package engine

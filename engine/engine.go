@@ -52,9 +52,12 @@ type Engine struct {
 	store shardcounter.CounterStore // expiry over the store New was given
 	// expiry is store: the store with deadlines (Expirer's methods).
 	expiry *expiry.Store
-	cfg    Config
-	stats  Stats
-	queue  *queue
+	// raw is the store New was given, for the optional interfaces it
+	// implements (RankingStore...), which the expiry wrapper does not.
+	raw   shardcounter.CounterStore
+	cfg   Config
+	stats Stats
+	queue *queue
 	// create holds the specs of counters created by a write; nil when
 	// Config.NoAutoCreate is set.
 	create *autoCreate
@@ -75,6 +78,8 @@ type Engine struct {
 	// (shardcounter.MemoryReader): reads go to it without gathering or
 	// rollups.
 	direct bool
+	// ranks are the rankings kept from commits (ranking.go).
+	ranks *rankings
 }
 
 var _ shardcounter.CounterService = (*Engine)(nil)
@@ -99,6 +104,7 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	e := &Engine{
 		store:   x,
 		expiry:  x,
+		raw:     store,
 		cfg:     cfg,
 		cache:   newReadingCache(cfg.CacheSize, cfg.MaxReadsInFlight),
 		windows: newWindowSpecs(cfg.CacheSize),
@@ -113,6 +119,7 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	if cfg.ShardWriteInterval > 0 {
 		e.pacer = newPacer(cfg.ShardWriteInterval, store, cfg.CacheSize)
 	}
+	e.ranks = newRankings(e)
 	e.queue = newQueue(cfg, &e.stats.Queued, e.flush)
 	return e, nil
 }
@@ -126,4 +133,7 @@ func (e *Engine) Ping(ctx context.Context) error { return e.store.Ping(ctx) }
 // Close stops accepting writes, commits every queued write and stops the
 // flusher. It does not close the store. If ctx ends first, Close returns
 // its error and the flusher finishes in the background.
-func (e *Engine) Close(ctx context.Context) error { return e.queue.close(ctx) }
+func (e *Engine) Close(ctx context.Context) error {
+	e.ranks.close()
+	return e.queue.close(ctx)
+}

@@ -165,6 +165,9 @@ func (e *Engine) createMissing(ctx context.Context, missing []*group) map[string
 // finish gives each of g's calls its result and counts g's writes in
 // Stats. It is called once per group.
 func (e *Engine) finish(g *group, o shardcounter.Outcome, err error) {
+	if err == nil && !o.Duplicate && !o.Unchanged {
+		e.ranks.touch(g.inc.Counter)
+	}
 	for _, c := range g.calls {
 		c.res = shardcounter.WriteResult{Counter: c.w.Counter, Applied: err == nil && !o.Duplicate, Duplicate: err == nil && o.Duplicate}
 		if c.w.Present != nil {

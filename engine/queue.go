@@ -341,7 +341,7 @@ const broadFlush = 16
 // flush was broad, else one. Concurrent commits pay off when each commit's
 // cost grows with the distinct rows in it and two batches rarely share a
 // row (many counters); on one hot counter the second commit only queues
-// for the first one's row lock, carrying fewer writes (docs/ENGINE.md,
+// for the first one's row lock, carrying fewer writes (docs/DESIGN.md,
 // "Flushes in flight").
 func (q *queue) limit() int {
 	if q.lastItems.Load() >= broadFlush {

@@ -262,6 +262,9 @@ func TestDelete(t *testing.T) {
 	}
 }
 
+// TestList checks listing over HTTP and through the Go client: paging,
+// the documented example, an empty list, and bad parameters. The subtests
+// share one server with seven counters under "page/" and one other.
 func TestList(t *testing.T) {
 	e := MustServe(t, EnvOptions{})
 	var want []string
@@ -271,56 +274,8 @@ func TestList(t *testing.T) {
 		want = append(want, id)
 	}
 	e.MustCreate(t, "other", 1)
-	t.Run("Pages", func(t *testing.T) {
-		var got []string
-		token, pages := "", 0
-		for {
-			q := "?prefix=page%2F&limit=3"
-			if token != "" {
-				q += "&page_token=" + token
-			}
-			var resp shttp.ListResponse
-			e.Do(t, "GET", "/v1/counters"+q, "").MustOK(t, http.StatusOK, &resp)
-			pages++
-			for _, c := range resp.Counters {
-				got = append(got, c.ID)
-			}
-			if resp.NextPageToken == "" {
-				break
-			}
-			token = resp.NextPageToken
-			if pages > 10 {
-				t.Fatal("paging does not end")
-			}
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("got %v, want %v", got, want)
-		}
-	})
-	t.Run("DocExample", func(t *testing.T) {
-		// docs/API.md's listing example, with its own data and token.
-		for i := 1; i <= 3; i++ {
-			e.MustCreate(t, fmt.Sprint("post/", i), 16)
-		}
-		const token = "AwVwb3N0L3Bvc3QvMszrMhM"
-		for _, page := range []struct{ query, ids, next string }{
-			{"?prefix=post%2F&limit=2", "[post/1 post/2]", token},
-			{"?prefix=post%2F&limit=2&page_token=" + token, "[post/3]", ""},
-		} {
-			var resp shttp.ListResponse
-			e.Do(t, "GET", "/v1/counters"+page.query, "").MustOK(t, http.StatusOK, &resp)
-			var ids []string
-			for _, c := range resp.Counters {
-				ids = append(ids, c.ID)
-			}
-			if fmt.Sprint(ids) != page.ids || resp.NextPageToken != page.next {
-				t.Fatalf("%s: %v and token %q, want %s and %q", page.query, ids, resp.NextPageToken, page.ids, page.next)
-			}
-		}
-		for i := 1; i <= 3; i++ {
-			e.Do(t, "DELETE", fmt.Sprint("/v1/counters/post%2F", i), "").MustOK(t, http.StatusNoContent, nil)
-		}
-	})
+	t.Run("Pages", func(t *testing.T) { testListPages(t, e, want) })
+	t.Run("DocExample", func(t *testing.T) { testListDocExample(t, e) })
 	t.Run("All", func(t *testing.T) {
 		var resp shttp.ListResponse
 		e.Do(t, "GET", "/v1/counters", "").MustOK(t, http.StatusOK, &resp)
@@ -335,47 +290,8 @@ func TestList(t *testing.T) {
 			t.Fatalf("body %s, want an empty array", got)
 		}
 	})
-	t.Run("Client", func(t *testing.T) {
-		var got []string
-		opts := shardcounter.ListOptions{Prefix: "page/", Limit: 2}
-		for {
-			list, err := e.Client.ListCounters(context.Background(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range list.Counters {
-				got = append(got, c.ID)
-			}
-			if list.Next == "" {
-				break
-			}
-			opts.After = list.Next
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("got %v, want %v", got, want)
-		}
-	})
-	t.Run("ErrPageToken", func(t *testing.T) {
-		var first shttp.ListResponse
-		e.Do(t, "GET", "/v1/counters?prefix=page%2F&limit=2", "").MustOK(t, http.StatusOK, &first)
-		tok := first.NextPageToken
-		for name, q := range map[string]string{
-			"Garbage":     "?page_token=!!!",
-			"Padded":      "?prefix=page%2F&page_token=" + tok + "%3D",
-			"Truncated":   "?prefix=page%2F&page_token=" + tok[:len(tok)-2],
-			"Tampered":    "?prefix=page%2F&page_token=B" + tok[1:],
-			"OtherPrefix": "?prefix=pag&page_token=" + tok,
-			"NoPrefix":    "?page_token=" + tok,
-			"Twice":       "?prefix=page%2F&page_token=" + tok + "&page_token=" + tok,
-		} {
-			t.Run(name, func(t *testing.T) {
-				msg := e.Do(t, "GET", "/v1/counters"+q, "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
-				if !strings.Contains(msg, "page_token") {
-					t.Fatalf("message %q does not name page_token", msg)
-				}
-			})
-		}
-	})
+	t.Run("Client", func(t *testing.T) { testListClient(t, e, want) })
+	t.Run("ErrPageToken", func(t *testing.T) { testListErrPageToken(t, e) })
 	t.Run("ErrLimit", func(t *testing.T) {
 		for _, l := range []string{"0", "-1", "1001", "abc", "1.5", ""} {
 			e.Do(t, "GET", "/v1/counters?limit="+l, "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
@@ -385,4 +301,107 @@ func TestList(t *testing.T) {
 	t.Run("ErrPrefix", func(t *testing.T) {
 		e.Do(t, "GET", "/v1/counters?prefix=a%01", "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
 	})
+}
+
+// testListPages pages through the counters under "page/" three at a time
+// and wants each once, in order.
+func testListPages(t *testing.T, e *Env, want []string) {
+	var got []string
+	token, pages := "", 0
+	for {
+		q := "?prefix=page%2F&limit=3"
+		if token != "" {
+			q += "&page_token=" + token
+		}
+		var resp shttp.ListResponse
+		e.Do(t, "GET", "/v1/counters"+q, "").MustOK(t, http.StatusOK, &resp)
+		pages++
+		for _, c := range resp.Counters {
+			got = append(got, c.ID)
+		}
+		if resp.NextPageToken == "" {
+			break
+		}
+		token = resp.NextPageToken
+		if pages > 10 {
+			t.Fatal("paging does not end")
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// testListDocExample replays docs/API.md's listing example, with its own
+// data and token, so that the example stays true; it deletes its counters
+// after.
+func testListDocExample(t *testing.T, e *Env) {
+	for i := 1; i <= 3; i++ {
+		e.MustCreate(t, fmt.Sprint("post/", i), 16)
+	}
+	const token = "AwVwb3N0L3Bvc3QvMszrMhM"
+	for _, page := range []struct{ query, ids, next string }{
+		{"?prefix=post%2F&limit=2", "[post/1 post/2]", token},
+		{"?prefix=post%2F&limit=2&page_token=" + token, "[post/3]", ""},
+	} {
+		var resp shttp.ListResponse
+		e.Do(t, "GET", "/v1/counters"+page.query, "").MustOK(t, http.StatusOK, &resp)
+		var ids []string
+		for _, c := range resp.Counters {
+			ids = append(ids, c.ID)
+		}
+		if fmt.Sprint(ids) != page.ids || resp.NextPageToken != page.next {
+			t.Fatalf("%s: %v and token %q, want %s and %q", page.query, ids, resp.NextPageToken, page.ids, page.next)
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		e.Do(t, "DELETE", fmt.Sprint("/v1/counters/post%2F", i), "").MustOK(t, http.StatusNoContent, nil)
+	}
+}
+
+// testListClient pages through the counters under "page/" with the Go
+// client and wants each once, in order.
+func testListClient(t *testing.T, e *Env, want []string) {
+	var got []string
+	opts := shardcounter.ListOptions{Prefix: "page/", Limit: 2}
+	for {
+		list, err := e.Client.ListCounters(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range list.Counters {
+			got = append(got, c.ID)
+		}
+		if list.Next == "" {
+			break
+		}
+		opts.After = list.Next
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// testListErrPageToken checks that a page token that is not one the
+// server gave for this prefix is refused with a message naming page_token.
+func testListErrPageToken(t *testing.T, e *Env) {
+	var first shttp.ListResponse
+	e.Do(t, "GET", "/v1/counters?prefix=page%2F&limit=2", "").MustOK(t, http.StatusOK, &first)
+	tok := first.NextPageToken
+	for name, q := range map[string]string{
+		"Garbage":     "?page_token=!!!",
+		"Padded":      "?prefix=page%2F&page_token=" + tok + "%3D",
+		"Truncated":   "?prefix=page%2F&page_token=" + tok[:len(tok)-2],
+		"Tampered":    "?prefix=page%2F&page_token=B" + tok[1:],
+		"OtherPrefix": "?prefix=pag&page_token=" + tok,
+		"NoPrefix":    "?page_token=" + tok,
+		"Twice":       "?prefix=page%2F&page_token=" + tok + "&page_token=" + tok,
+	} {
+		t.Run(name, func(t *testing.T) {
+			msg := e.Do(t, "GET", "/v1/counters"+q, "").MustError(t, http.StatusBadRequest, shardcounter.EINVALID)
+			if !strings.Contains(msg, "page_token") {
+				t.Fatalf("message %q does not name page_token", msg)
+			}
+		})
+	}
 }

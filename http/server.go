@@ -197,6 +197,7 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 	if opts.Collections != nil {
 		s.routeCollections()
 	}
+	s.routeRankings()
 	s.routeWatch()
 	s.routeDashboard()
 	s.routeOps()

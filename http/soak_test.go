@@ -32,35 +32,8 @@ import (
 //
 //	go test -tags soak -run TestSoak -v -timeout 10m ./http
 func TestSoak(t *testing.T) {
-	duration := 60 * time.Second
-	if v := os.Getenv("SHARDCOUNTER_SOAK_DURATION"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			t.Fatalf("SHARDCOUNTER_SOAK_DURATION=%q: %v", v, err)
-		}
-		duration = d
-	}
-	storeDSN := os.Getenv("SHARDCOUNTER_SOAK_STORE")
-	if storeDSN == "" {
-		storeDSN = "bolt:" + filepath.Join(t.TempDir(), "soak.db")
-	}
-	ctx := context.Background()
-	store, err := dsn.Open(ctx, storeDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	m := metrics.New()
-	eng, err := engine.New(m.Store(store), engine.Config{OnFlush: m.ObserveFlush})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close(ctx)
-	m.RegisterEngine(eng.Stats())
-	ts := httptest.NewServer(shttp.NewServer(eng, shttp.ServerOptions{Metrics: m}))
-	defer ts.Close()
-	client := shttp.NewClient(ts.URL)
-
+	duration, storeDSN := soakSettings(t)
+	client := startSoakServer(t, storeDSN)
 	run := fmt.Sprintf("soak-%d/", time.Now().UnixNano()) // fresh counters on a reused store
 	l := &soakLoad{client: client, prefix: run}
 	const workers = 32
@@ -70,43 +43,75 @@ func TestSoak(t *testing.T) {
 	rate := 0.8 * capacity
 	t.Logf("capacity %.0f ops/s; soaking at %.0f ops/s for %v", capacity, rate, duration)
 
-	// The soak: an open loop at rate, sampling heap and goroutines.
-	tokens := make(chan struct{}, workers*4)
+	heap, goroutines, behind := l.openLoop(t, workers, rate, duration)
+	t.Logf("%d ops, %d errors, %d ops behind schedule", l.ops.Load(), l.errors.Load(), behind)
+	if n := l.errors.Load(); n > 0 {
+		t.Errorf("%d operations failed under load below capacity", n)
+	}
+	checkFlat(t, heap, goroutines, workers)
+	l.check(t)
+}
+
+// soakSettings reads how long to soak and over which store from the
+// environment, with their defaults.
+func soakSettings(t *testing.T) (duration time.Duration, storeDSN string) {
+	duration = 60 * time.Second
+	if v := os.Getenv("SHARDCOUNTER_SOAK_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("SHARDCOUNTER_SOAK_DURATION=%q: %v", v, err)
+		}
+		duration = d
+	}
+	storeDSN = os.Getenv("SHARDCOUNTER_SOAK_STORE")
+	if storeDSN == "" {
+		storeDSN = "bolt:" + filepath.Join(t.TempDir(), "soak.db")
+	}
+	return duration, storeDSN
+}
+
+// startSoakServer starts a server as the command wires it (metrics
+// included, since they are on the path of every operation) over the store
+// storeDSN, stopped when the test ends, and returns a client of it.
+func startSoakServer(t *testing.T, storeDSN string) *shttp.Client {
+	ctx := context.Background()
+	store, err := dsn.Open(ctx, storeDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	m := metrics.New()
+	eng, err := engine.New(m.Store(store), engine.Config{OnFlush: m.ObserveFlush})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(ctx) })
+	m.RegisterEngine(eng.Stats())
+	ts := httptest.NewServer(shttp.NewServer(eng, shttp.ServerOptions{Metrics: m}))
+	t.Cleanup(ts.Close)
+	return shttp.NewClient(ts.URL)
+}
+
+// openLoop runs the mix at rate ops a second for d with n workers: an open
+// loop, so that a slow server shows as ops behind schedule rather than as
+// a lower rate. It samples the heap in use and the goroutine count each
+// second, and returns the samples and the ops the workers could not keep
+// up with.
+func (l *soakLoad) openLoop(t *testing.T, n int, rate float64, d time.Duration) (heap, goroutines []float64, behind int64) {
+	tokens := make(chan struct{}, n*4)
 	stop := make(chan struct{})
-	var behind atomic.Int64 // ops the workers could not keep up with
+	var late atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
+	for range n {
 		wg.Go(func() {
 			for range tokens {
 				l.op(t)
 			}
 		})
 	}
-	go func() {
-		const tick = 10 * time.Millisecond
-		per := rate * tick.Seconds()
-		var owed float64
-		tk := time.NewTicker(tick)
-		defer tk.Stop()
-		defer close(tokens)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tk.C:
-			}
-			for owed += per; owed >= 1; owed-- {
-				select {
-				case tokens <- struct{}{}:
-				default:
-					behind.Add(1)
-				}
-			}
-		}
-	}()
-	var heap, goroutines []float64
+	go meterTokens(rate, tokens, stop, &late)
 	var ms runtime.MemStats
-	end := time.Now().Add(duration)
+	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		time.Sleep(time.Second)
 		runtime.ReadMemStats(&ms)
@@ -115,11 +120,38 @@ func TestSoak(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+	return heap, goroutines, late.Load()
+}
 
-	t.Logf("%d ops, %d errors, %d ops behind schedule", l.ops.Load(), l.errors.Load(), behind.Load())
-	if n := l.errors.Load(); n > 0 {
-		t.Errorf("%d operations failed under load below capacity", n)
+// meterTokens sends rate tokens a second on tokens until stop is closed,
+// then closes tokens. A token no worker is free to take is dropped and
+// counted in behind, so that the schedule does not slip.
+func meterTokens(rate float64, tokens chan<- struct{}, stop <-chan struct{}, behind *atomic.Int64) {
+	const tick = 10 * time.Millisecond
+	per := rate * tick.Seconds()
+	var owed float64
+	tk := time.NewTicker(tick)
+	defer tk.Stop()
+	defer close(tokens)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tk.C:
+		}
+		for owed += per; owed >= 1; owed-- {
+			select {
+			case tokens <- struct{}{}:
+			default:
+				behind.Add(1)
+			}
+		}
 	}
+}
+
+// checkFlat fails the test unless the heap in use and the goroutine count
+// in the last third of the samples stay near those in the first.
+func checkFlat(t *testing.T, heap, goroutines []float64, workers int) {
 	firstHeap, lastHeap := thirds(heap)
 	firstG, lastG := thirds(goroutines)
 	t.Logf("heap in use: first third %.1f MiB, last third %.1f MiB; goroutines: %.0f, %.0f", firstHeap/(1<<20), lastHeap/(1<<20), firstG, lastG)
@@ -129,10 +161,9 @@ func TestSoak(t *testing.T) {
 	if lastHeap > firstHeap*1.5+16<<20 {
 		t.Errorf("heap in use grew from %.1f MiB to %.1f MiB", firstHeap/(1<<20), lastHeap/(1<<20))
 	}
-	if lastG > firstG+workers {
+	if lastG > firstG+float64(workers) {
 		t.Errorf("goroutines grew from %.0f to %.0f", firstG, lastG)
 	}
-	l.check(t)
 }
 
 // thirds returns the means of the first and the last third of xs.

@@ -17,7 +17,7 @@ const (
 
 	// DefaultMaxWatchers bounds the watch streams a server holds at once.
 	// A stream costs its connection and its goroutines, some 27 KB
-	// (docs/BENCHMARKS.md, "Watch"), so the default is some 270 MB.
+	// (BenchmarkWatchers measures it), so the default is some 270 MB.
 	DefaultMaxWatchers = 10000
 	// DefaultWatchHeartbeat is how often an idle stream gets a comment:
 	// well inside the 60 s after which common proxies close a silent

@@ -72,18 +72,45 @@ const (
 	benchWriteRate = 1000
 )
 
+// benchWatchers runs one case of BenchmarkWatchers: n clients in mode
+// "watch" or "poll" against a server whose hot counter is written at a
+// steady rate, each iteration one window measured against a window with
+// no clients.
 func benchWatchers(b *testing.B, mode string, n int) {
+	wb := startWatchBench(b, n)
+	wb.writeHot(b)
+	noEvents := func() int64 { return 0 }
+	idle := measureServer(benchWindow, &wb.writes, &wb.store.reads, noEvents)
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		wb.measureClients(b, mode, n, idle)
+	}
+}
+
+// watchBench is the server side of BenchmarkWatchers: a server over the
+// engine over a bolt store whose reads are counted, with the counter
+// "hot" created. All of it stops when the benchmark run ends.
+type watchBench struct {
+	store  *countingStore
+	eng    *engine.Engine
+	addr   net.Addr
+	writes atomic.Int64 // to the hot counter
+}
+
+// startWatchBench starts the server, taking up to n watchers.
+func startWatchBench(b *testing.B, n int) *watchBench {
 	st, err := bolt.Open(context.Background(), filepath.Join(b.TempDir(), "shardcounter.db"), bolt.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	b.Cleanup(func() { st.Close() })
 	store := &countingStore{CounterStore: st}
 	eng, err := engine.New(store, engine.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer eng.Close(context.Background())
+	b.Cleanup(func() { eng.Close(context.Background()) })
 	srv := shttp.NewServer(eng, shttp.ServerOptions{Watch: shttp.WatchOptions{MaxWatchers: n}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -91,19 +118,21 @@ func benchWatchers(b *testing.B, mode string, n int) {
 	}
 	hs := &http.Server{Handler: srv}
 	go hs.Serve(ln)
-	defer hs.Close()
-	defer srv.EndWatches()
-	ctx := context.Background()
-	if _, _, err := eng.CreateCounter(ctx, "hot", shardcounter.CreateOptions{Shards: 16}); err != nil {
+	b.Cleanup(func() { hs.Close() })
+	b.Cleanup(srv.EndWatches)
+	if _, _, err := eng.CreateCounter(context.Background(), "hot", shardcounter.CreateOptions{Shards: 16}); err != nil {
 		b.Fatal(err)
 	}
+	return &watchBench{store: store, eng: eng, addr: ln.Addr()}
+}
 
-	// The hot counter: writes through the engine at a steady rate all
-	// along, so that the windows with and without watchers do the same
-	// write work and differ by the watchers alone.
+// writeHot writes to the hot counter through the engine at a steady rate
+// until the benchmark run ends, so that the windows with and without
+// clients do the same write work and differ by the clients alone.
+func (wb *watchBench) writeHot(b *testing.B) {
+	ctx := context.Background()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var writes atomic.Int64
 	for range benchWriters {
 		wg.Add(1)
 		go func() {
@@ -116,68 +145,73 @@ func benchWatchers(b *testing.B, mode string, n int) {
 					return
 				case <-tick.C:
 				}
-				if _, err := eng.WriteCounter(ctx, shardcounter.Write{Counter: "hot", Delta: 1}); err != nil {
+				if _, err := wb.eng.WriteCounter(ctx, shardcounter.Write{Counter: "hot", Delta: 1}); err != nil {
 					b.Error(err)
 					return
 				}
-				writes.Add(1)
+				wb.writes.Add(1)
 			}
 		}()
 	}
-	defer func() { close(stop); wg.Wait() }()
+	b.Cleanup(func() { close(stop); wg.Wait() })
+}
 
-	noEvents := func() int64 { return 0 }
-	idle := measureServer(benchWindow, &writes, &store.reads, noEvents)
-	b.ResetTimer()
-	for range b.N {
-		b.StopTimer()
-		clients := exec.Command(os.Args[0], "-test.run=^$")
-		url := fmt.Sprintf("http://%s/v1/counters/hot/watch?interval=%v", ln.Addr(), benchInterval)
-		if mode == "poll" {
-			url = fmt.Sprintf("http://%s/v1/counters/hot", ln.Addr())
-		}
-		clients.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%d", watchClientsEnv, mode, url, n))
-		clients.Stderr = os.Stderr
-		out, err := clients.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		connectStart := time.Now()
-		if err := clients.Start(); err != nil {
-			b.Fatal(err)
-		}
-		lines := bufio.NewScanner(out)
-		if !lines.Scan() || lines.Text() != "ready" {
-			b.Fatalf("clients: %q, want ready", lines.Text())
-		}
-		connected := time.Since(connectStart)
-		// The clients' count of events so far, asked for with SIGUSR1.
-		events := func() int64 {
-			clients.Process.Signal(syscall.SIGUSR1)
-			if !lines.Scan() {
-				b.Fatal("the clients ended")
-			}
-			v, _ := strconv.ParseInt(strings.TrimPrefix(lines.Text(), "events "), 10, 64)
-			return v
-		}
-		b.StartTimer()
-		busy := measureServer(benchWindow, &writes, &store.reads, events)
-		b.StopTimer()
-		clients.Process.Kill()
-		clients.Wait()
-
-		b.ReportMetric(busy.readsPerSec*benchInterval.Seconds(), "store-reads/interval")
-		b.ReportMetric(busy.cores, "cpu-cores")
-		b.ReportMetric(idle.cores, "idle-cpu-cores")
-		b.ReportMetric(busy.eventsPerSec, "events/s")
-		b.ReportMetric(float64(busy.rss-idle.rss)/float64(n)/1024, "rss-KB/watcher")
-		b.ReportMetric(float64(busy.goMem-idle.goMem)/float64(n)/1024, "go-KB/watcher")
-		b.ReportMetric(busy.writesPerSec, "writes/s")
-		b.ReportMetric(idle.writesPerSec, "idle-writes/s")
-		b.Logf("%d %s clients connected in %v; over %v: %.2f store reads/s (%.2f without watchers), %.0f events/s received, %.0f writes/s (%.0f without watchers); server CPU %.3f cores (%.3f without watchers); RSS %d MB (%d MB without), Go heap and stacks %d MB (%d MB without)",
-			n, mode, connected.Round(time.Millisecond), busy.elapsed.Round(time.Millisecond), busy.readsPerSec, idle.readsPerSec, busy.eventsPerSec,
-			busy.writesPerSec, idle.writesPerSec, busy.cores, idle.cores, busy.rss>>20, idle.rss>>20, busy.goMem>>20, idle.goMem>>20)
+// measureClients is one iteration: it starts the clients' process with n
+// clients, measures the server over a window while they watch or poll,
+// ends them, and reports the window next to idle, the window without
+// them. Only the window is timed.
+func (wb *watchBench) measureClients(b *testing.B, mode string, n int, idle serverUse) {
+	clients := exec.Command(os.Args[0], "-test.run=^$")
+	url := fmt.Sprintf("http://%s/v1/counters/hot/watch?interval=%v", wb.addr, benchInterval)
+	if mode == "poll" {
+		url = fmt.Sprintf("http://%s/v1/counters/hot", wb.addr)
 	}
+	clients.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%d", watchClientsEnv, mode, url, n))
+	clients.Stderr = os.Stderr
+	out, err := clients.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	connectStart := time.Now()
+	if err := clients.Start(); err != nil {
+		b.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "ready" {
+		b.Fatalf("clients: %q, want ready", lines.Text())
+	}
+	connected := time.Since(connectStart)
+	// The clients' count of events so far, asked for with SIGUSR1.
+	events := func() int64 {
+		clients.Process.Signal(syscall.SIGUSR1)
+		if !lines.Scan() {
+			b.Fatal("the clients ended")
+		}
+		v, _ := strconv.ParseInt(strings.TrimPrefix(lines.Text(), "events "), 10, 64)
+		return v
+	}
+	b.StartTimer()
+	busy := measureServer(benchWindow, &wb.writes, &wb.store.reads, events)
+	b.StopTimer()
+	clients.Process.Kill()
+	clients.Wait()
+	reportWatchers(b, mode, n, connected, busy, idle)
+}
+
+// reportWatchers reports a window with clients (busy) next to one without
+// (idle) as the benchmark's metrics, and logs them in a sentence.
+func reportWatchers(b *testing.B, mode string, n int, connected time.Duration, busy, idle serverUse) {
+	b.ReportMetric(busy.readsPerSec*benchInterval.Seconds(), "store-reads/interval")
+	b.ReportMetric(busy.cores, "cpu-cores")
+	b.ReportMetric(idle.cores, "idle-cpu-cores")
+	b.ReportMetric(busy.eventsPerSec, "events/s")
+	b.ReportMetric(float64(busy.rss-idle.rss)/float64(n)/1024, "rss-KB/watcher")
+	b.ReportMetric(float64(busy.goMem-idle.goMem)/float64(n)/1024, "go-KB/watcher")
+	b.ReportMetric(busy.writesPerSec, "writes/s")
+	b.ReportMetric(idle.writesPerSec, "idle-writes/s")
+	b.Logf("%d %s clients connected in %v; over %v: %.2f store reads/s (%.2f without watchers), %.0f events/s received, %.0f writes/s (%.0f without watchers); server CPU %.3f cores (%.3f without watchers); RSS %d MB (%d MB without), Go heap and stacks %d MB (%d MB without)",
+		n, mode, connected.Round(time.Millisecond), busy.elapsed.Round(time.Millisecond), busy.readsPerSec, idle.readsPerSec, busy.eventsPerSec,
+		busy.writesPerSec, idle.writesPerSec, busy.cores, idle.cores, busy.rss>>20, idle.rss>>20, busy.goMem>>20, idle.goMem>>20)
 }
 
 // serverUse is what the server process used over a window.
@@ -241,29 +275,57 @@ func residentBytes() int64 {
 // reading, counts the readings that follow, and prints "events K" at each
 // SIGUSR1, until it is killed.
 func runWatchClients(spec string) int {
-	parts := strings.Split(spec, ",")
-	if len(parts) != 3 {
-		fmt.Fprintln(os.Stderr, "bad spec", spec)
-		return 2
-	}
-	mode, u := parts[0], parts[1]
-	n, err := strconv.Atoi(parts[2])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bad spec", spec)
-		return 2
-	}
-	req, err := http.NewRequest(http.MethodGet, u, nil)
+	mode, req, n, err := parseWatchClients(spec)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	events, failed := startBenchClients(mode, req, n)
+	if failed > 0 {
+		fmt.Fprintf(os.Stderr, "%d of %d clients failed\n", failed, n)
+		return 1
+	}
+	// Notify before "ready": the first SIGUSR1 follows it at once, and
+	// one that came before would be caught and dropped by the runtime.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	fmt.Println("ready")
+	for range usr1 {
+		fmt.Printf("events %d\n", events.Load())
+	}
+	return 0
+}
+
+// parseWatchClients reads runWatchClients' spec, "MODE,URL,N".
+func parseWatchClients(spec string) (mode string, req *http.Request, n int, err error) {
+	parts := strings.Split(spec, ",")
+	if len(parts) != 3 {
+		return "", nil, 0, fmt.Errorf("bad spec %s", spec)
+	}
+	mode, u := parts[0], parts[1]
+	if n, err = strconv.Atoi(parts[2]); err != nil {
+		return "", nil, 0, fmt.Errorf("bad spec %s", spec)
+	}
+	if req, err = http.NewRequest(http.MethodGet, u, nil); err != nil {
+		return "", nil, 0, err
+	}
+	return mode, req, n, nil
+}
+
+// startBenchClients starts n clients of req and waits until each has had
+// its first reading or failed. It returns the count of readings after the
+// first, which goes on growing, and how many clients failed.
+func startBenchClients(mode string, req *http.Request, n int) (events *atomic.Int64, failed int64) {
 	accept := "text/event-stream"
 	if mode == "poll" {
 		accept = "application/json"
 	}
+	// The request is written by hand on a connection of each client's
+	// own, so that n clients are n connections.
 	raw := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nAccept: %s\r\n\r\n", req.URL.RequestURI(), req.URL.Host, accept)
 	var ready sync.WaitGroup
-	var events, failed atomic.Int64
+	var nfailed atomic.Int64
+	events = new(atomic.Int64)
 	for i := range n {
 		ready.Add(1)
 		go func() {
@@ -281,64 +343,71 @@ func runWatchClients(spec string) int {
 					ready.Done()
 				}
 			}()
-			conn, err := net.Dial("tcp", req.URL.Host)
-			if err != nil {
-				failed.Add(1)
-				fmt.Fprintln(os.Stderr, err)
-				return
-			}
-			defer conn.Close()
-			if mode == "watch" {
-				if _, err := conn.Write([]byte(raw)); err != nil {
-					failed.Add(1)
-					return
-				}
-				sc := bufio.NewScanner(conn)
-				for sc.Scan() {
-					if strings.HasPrefix(sc.Text(), "data:") {
-						got()
-					}
-				}
-				return
-			}
-			// Poll: one GET per interval, spread over the interval.
-			br := bufio.NewReader(conn)
-			time.Sleep(benchInterval * time.Duration(i) / time.Duration(n))
-			tick := time.NewTicker(benchInterval)
-			defer tick.Stop()
-			for {
-				if _, err := conn.Write([]byte(raw)); err != nil {
-					failed.Add(1)
-					return
-				}
-				resp, err := http.ReadResponse(br, req)
-				if err != nil {
-					failed.Add(1)
-					return
-				}
-				_, err = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if err != nil || resp.StatusCode != http.StatusOK {
-					failed.Add(1)
-					return
-				}
-				got()
-				<-tick.C
+			// Pollers spread their GETs over the interval.
+			delay := benchInterval * time.Duration(i) / time.Duration(n)
+			if err := runBenchClient(mode, req, raw, delay, got); err != nil {
+				nfailed.Add(1)
 			}
 		}()
 	}
 	ready.Wait()
-	if f := failed.Load(); f > 0 {
-		fmt.Fprintf(os.Stderr, "%d of %d clients failed\n", f, n)
-		return 1
+	return events, nfailed.Load()
+}
+
+// runBenchClient is one client: it connects and watches or polls, calling
+// got for each reading, until the connection fails or ends.
+func runBenchClient(mode string, req *http.Request, raw string, delay time.Duration, got func()) error {
+	conn, err := net.Dial("tcp", req.URL.Host)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return err
 	}
-	// Notify before "ready": the first SIGUSR1 follows it at once, and
-	// one that came before would be caught and dropped by the runtime.
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	fmt.Println("ready")
-	for range usr1 {
-		fmt.Printf("events %d\n", events.Load())
+	defer conn.Close()
+	if mode == "watch" {
+		return watchConn(conn, raw, got)
 	}
-	return 0
+	return pollConn(conn, req, raw, delay, got)
+}
+
+// watchConn sends the watch request and calls got for each event's data
+// until the stream ends; a stream that ends is not a failure.
+func watchConn(conn net.Conn, raw string, got func()) error {
+	if _, err := conn.Write([]byte(raw)); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(conn)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data:") {
+			got()
+		}
+	}
+	return nil
+}
+
+// pollConn waits delay, then sends the GET once per benchInterval on the
+// kept-alive connection, calling got for each reading, until one fails.
+func pollConn(conn net.Conn, req *http.Request, raw string, delay time.Duration, got func()) error {
+	br := bufio.NewReader(conn)
+	time.Sleep(delay)
+	tick := time.NewTicker(benchInterval)
+	defer tick.Stop()
+	for {
+		if _, err := conn.Write([]byte(raw)); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		got()
+		<-tick.C
+	}
 }

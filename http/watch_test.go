@@ -177,6 +177,9 @@ func (s *stream) nextData(tb testing.TB) (id, data string) {
 	}
 }
 
+// TestWatch checks a watch stream over HTTP: its events, Last-Event-ID,
+// its errors, and the end of a deleted counter's stream. The subtests share
+// one server and its counter "likes".
 func TestWatch(t *testing.T) {
 	e := mustServeWatch(t, shttp.ServerOptions{}, nil)
 	e.create(t, "likes")
@@ -184,123 +187,140 @@ func TestWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	t.Run("Stream", func(t *testing.T) {
-		s, resp := e.openStream(t, ctx, path("likes")+"/watch?interval=100ms")
-		if s == nil {
-			t.Fatalf("status %d", resp.StatusCode)
-		}
-		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-			t.Fatalf("Content-Type %q", ct)
-		}
-		if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
-			t.Fatalf("Cache-Control %q", cc)
-		}
-		fields, _ := s.next(false)
-		if len(fields) != 1 || !strings.HasPrefix(fields[0], "retry: ") {
-			t.Fatalf("first event %q, want a retry field", fields)
-		}
-		id, data := s.nextData(t)
-		if id != "5" || !strings.Contains(data, `"value":5`) || !strings.Contains(data, `"consistency":"strong"`) {
-			t.Fatalf("first event id %q data %s, want the reading of 5", id, data)
-		}
-		e.add(t, "likes", 2)
-		if id, data = s.nextData(t); id != "7" || !strings.Contains(data, `"value":7`) {
-			t.Fatalf("after +2: id %q data %s, want 7", id, data)
-		}
-		// A write that changes nothing net (+1 −1 in one interval, or
-		// nothing at all) sends nothing: the next event is the next value.
-		e.add(t, "likes", 3)
-		if id, _ = s.nextData(t); id != "10" {
-			t.Fatalf("after +3: id %q, want 10", id)
-		}
-	})
+	t.Run("Stream", func(t *testing.T) { testWatchStream(t, ctx, e) })
+	t.Run("LastEventID", func(t *testing.T) { testWatchLastEventID(t, ctx) })
+	t.Run("Errors", func(t *testing.T) { testWatchErrors(t, ctx, e) })
+	t.Run("Deleted", func(t *testing.T) { testWatchDeleted(t, ctx, e) })
+}
 
-	t.Run("LastEventID", func(t *testing.T) {
-		e := mustServeWatch(t, shttp.ServerOptions{Watch: shttp.WatchOptions{Heartbeat: 50 * time.Millisecond}}, nil)
-		e.create(t, "c")
-		e.add(t, "c", 3)
-		// The client has 3, which is the value: the stream starts with no
-		// event, only heartbeats, until the value changes.
-		s, resp := e.openStream(t, ctx, path("c")+"/watch?interval=100ms", "Last-Event-ID", "3")
-		if s == nil {
-			t.Fatalf("status %d", resp.StatusCode)
-		}
-		s.next(false) // retry
-		fields, _ := s.next(true)
-		if len(fields) != 1 || fields[0] != ": keep-alive" {
-			t.Fatalf("with Last-Event-ID 3 at value 3, first event %q, want a heartbeat", fields)
-		}
-		e.add(t, "c", 1)
-		if id, _ := s.nextData(t); id != "4" {
-			t.Fatalf("id %q, want 4", id)
-		}
-		// A client that has another value gets the current one at once.
-		s2, _ := e.openStream(t, ctx, path("c")+"/watch", "Last-Event-ID", "3")
-		if id, _ := s2.nextData(t); id != "4" {
-			t.Fatalf("with Last-Event-ID 3 at value 4: id %q, want 4", id)
-		}
-	})
+// testWatchStream reads a stream of "likes" (at 5) from its headers and
+// retry field through each change; a write that changes nothing net sends
+// nothing.
+func testWatchStream(t *testing.T, ctx context.Context, e *watchEnv) {
+	s, resp := e.openStream(t, ctx, path("likes")+"/watch?interval=100ms")
+	if s == nil {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Fatalf("Cache-Control %q", cc)
+	}
+	fields, _ := s.next(false)
+	if len(fields) != 1 || !strings.HasPrefix(fields[0], "retry: ") {
+		t.Fatalf("first event %q, want a retry field", fields)
+	}
+	id, data := s.nextData(t)
+	if id != "5" || !strings.Contains(data, `"value":5`) || !strings.Contains(data, `"consistency":"strong"`) {
+		t.Fatalf("first event id %q data %s, want the reading of 5", id, data)
+	}
+	e.add(t, "likes", 2)
+	if id, data = s.nextData(t); id != "7" || !strings.Contains(data, `"value":7`) {
+		t.Fatalf("after +2: id %q data %s, want 7", id, data)
+	}
+	// A write that changes nothing net (+1 −1 in one interval, or
+	// nothing at all) sends nothing: the next event is the next value.
+	e.add(t, "likes", 3)
+	if id, _ = s.nextData(t); id != "10" {
+		t.Fatalf("after +3: id %q, want 10", id)
+	}
+}
 
-	t.Run("Errors", func(t *testing.T) {
-		for _, tc := range []struct {
-			name, path, lastID string
-			status             int
-			code               string
-		}{
-			{"NotFound", path("nope") + "/watch", "", 404, shardcounter.ENOTFOUND},
-			{"IntervalTooShort", path("likes") + "/watch?interval=99ms", "", 400, shardcounter.EINVALID},
-			{"IntervalTooLong", path("likes") + "/watch?interval=2h", "", 400, shardcounter.EINVALID},
-			{"IntervalNoUnit", path("likes") + "/watch?interval=1", "", 400, shardcounter.EINVALID},
-			{"IntervalNegative", path("likes") + "/watch?interval=-1s", "", 400, shardcounter.EINVALID},
-			{"IntervalTwice", path("likes") + "/watch?interval=1s&interval=2s", "", 400, shardcounter.EINVALID},
-			{"UnknownParameter", path("likes") + "/watch?intervall=1s", "", 400, shardcounter.EINVALID},
-			{"LastEventIDNotAValue", path("likes") + "/watch", "abc", 400, shardcounter.EINVALID},
-			{"LastEventIDPlus", path("likes") + "/watch", "+5", 400, shardcounter.EINVALID},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				var h []string
-				if tc.lastID != "" {
-					h = []string{"Last-Event-ID", tc.lastID}
-				}
-				s, resp := e.openStream(t, ctx, tc.path, h...)
-				if s != nil {
-					t.Fatalf("got a stream, want %d", tc.status)
-				}
-				defer resp.Body.Close()
-				body, _ := io.ReadAll(resp.Body)
-				if resp.StatusCode != tc.status || !strings.Contains(string(body), `"code":"`+tc.code+`"`) {
-					t.Fatalf("status %d body %s, want %d %s", resp.StatusCode, body, tc.status, tc.code)
-				}
-			})
-		}
-		t.Run("Method", func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, e.URL+path("likes")+"/watch", nil)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
+// testWatchLastEventID checks that a client which already has the value
+// (its Last-Event-ID) is sent no event until the value changes, and that one
+// with another value is sent the current one at once. It has a server of its
+// own, with a short heartbeat.
+func testWatchLastEventID(t *testing.T, ctx context.Context) {
+	e := mustServeWatch(t, shttp.ServerOptions{Watch: shttp.WatchOptions{Heartbeat: 50 * time.Millisecond}}, nil)
+	e.create(t, "c")
+	e.add(t, "c", 3)
+	// The client has 3, which is the value: the stream starts with no
+	// event, only heartbeats, until the value changes.
+	s, resp := e.openStream(t, ctx, path("c")+"/watch?interval=100ms", "Last-Event-ID", "3")
+	if s == nil {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	s.next(false) // retry
+	fields, _ := s.next(true)
+	if len(fields) != 1 || fields[0] != ": keep-alive" {
+		t.Fatalf("with Last-Event-ID 3 at value 3, first event %q, want a heartbeat", fields)
+	}
+	e.add(t, "c", 1)
+	if id, _ := s.nextData(t); id != "4" {
+		t.Fatalf("id %q, want 4", id)
+	}
+	// A client that has another value gets the current one at once.
+	s2, _ := e.openStream(t, ctx, path("c")+"/watch", "Last-Event-ID", "3")
+	if id, _ := s2.nextData(t); id != "4" {
+		t.Fatalf("with Last-Event-ID 3 at value 4: id %q, want 4", id)
+	}
+}
+
+// testWatchErrors checks that a watch that cannot start is an error
+// response, not a stream: a missing counter, a bad interval or Last-Event-ID,
+// an unknown parameter, a method other than GET.
+func testWatchErrors(t *testing.T, ctx context.Context, e *watchEnv) {
+	for _, tc := range []struct {
+		name, path, lastID string
+		status             int
+		code               string
+	}{
+		{"NotFound", path("nope") + "/watch", "", 404, shardcounter.ENOTFOUND},
+		{"IntervalTooShort", path("likes") + "/watch?interval=99ms", "", 400, shardcounter.EINVALID},
+		{"IntervalTooLong", path("likes") + "/watch?interval=2h", "", 400, shardcounter.EINVALID},
+		{"IntervalNoUnit", path("likes") + "/watch?interval=1", "", 400, shardcounter.EINVALID},
+		{"IntervalNegative", path("likes") + "/watch?interval=-1s", "", 400, shardcounter.EINVALID},
+		{"IntervalTwice", path("likes") + "/watch?interval=1s&interval=2s", "", 400, shardcounter.EINVALID},
+		{"UnknownParameter", path("likes") + "/watch?intervall=1s", "", 400, shardcounter.EINVALID},
+		{"LastEventIDNotAValue", path("likes") + "/watch", "abc", 400, shardcounter.EINVALID},
+		{"LastEventIDPlus", path("likes") + "/watch", "+5", 400, shardcounter.EINVALID},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h []string
+			if tc.lastID != "" {
+				h = []string{"Last-Event-ID", tc.lastID}
 			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET" {
-				t.Fatalf("POST: status %d Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
+			s, resp := e.openStream(t, ctx, tc.path, h...)
+			if s != nil {
+				t.Fatalf("got a stream, want %d", tc.status)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status || !strings.Contains(string(body), `"code":"`+tc.code+`"`) {
+				t.Fatalf("status %d body %s, want %d %s", resp.StatusCode, body, tc.status, tc.code)
 			}
 		})
-	})
-
-	t.Run("Deleted", func(t *testing.T) {
-		e.create(t, "doomed")
-		s, _ := e.openStream(t, ctx, path("doomed")+"/watch?interval=100ms")
-		s.nextData(t)
-		if err := e.Client.DeleteCounter(ctx, "doomed"); err != nil {
+	}
+	t.Run("Method", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, e.URL+path("likes")+"/watch", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
 			t.Fatal(err)
 		}
-		fields, _ := s.next(false)
-		if len(fields) != 2 || fields[0] != "event: error" || !strings.Contains(fields[1], `"code":"not_found"`) {
-			t.Fatalf("after delete: %q, want an error event with not_found", fields)
-		}
-		if fields, ok := s.next(true); ok {
-			t.Fatalf("after the not_found event: %q, want the stream to end", fields)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET" {
+			t.Fatalf("POST: status %d Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
 		}
 	})
+}
+
+// testWatchDeleted checks that deleting a watched counter ends its stream
+// with an error event saying not_found.
+func testWatchDeleted(t *testing.T, ctx context.Context, e *watchEnv) {
+	e.create(t, "doomed")
+	s, _ := e.openStream(t, ctx, path("doomed")+"/watch?interval=100ms")
+	s.nextData(t)
+	if err := e.Client.DeleteCounter(ctx, "doomed"); err != nil {
+		t.Fatal(err)
+	}
+	fields, _ := s.next(false)
+	if len(fields) != 2 || fields[0] != "event: error" || !strings.Contains(fields[1], `"code":"not_found"`) {
+		t.Fatalf("after delete: %q, want an error event with not_found", fields)
+	}
+	if fields, ok := s.next(true); ok {
+		t.Fatalf("after the not_found event: %q, want the stream to end", fields)
+	}
 }
 
 func TestWatchAuth(t *testing.T) {

@@ -7,13 +7,13 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/shardcounter/shardcounter/internal/bench"
+	"github.com/shardcounter/shardcounter/bench"
 	"github.com/shardcounter/shardcounter/internal/pgtest"
 	"github.com/shardcounter/shardcounter/postgres"
 )
 
 // TestBenchCollections measures collections on the test server, the
-// figures of docs/BENCHMARKS-collections.md. It runs only when
+// figures of docs/COLLECTIONS.md, "Measured". It runs only when
 // SHARDCOUNTER_BENCH=1 (see scripts/bench-collections.sh for the knobs;
 // SHARDCOUNTER_BENCH_PG_MAXIN sets the shards one statement covers):
 //

@@ -83,110 +83,139 @@ func TestCounterStore(t *testing.T) {
 	})
 }
 
+// TestOpen checks how a store opens: the schema migrations, the options,
+// the session settings, and the errors for what it cannot open.
 func TestOpen(t *testing.T) {
-	t.Run("Idempotent", func(t *testing.T) {
-		dsn := pgtest.MustDatabase(t)
-		a := mustOpenDSN(t, dsn, postgres.Options{})
-		storetest.MustCreate(t, a, "c", 4)
-		if err := a.Add(context.Background(), "c", 5, 1); err != nil {
+	t.Run("Idempotent", testOpenIdempotent)
+	t.Run("Concurrent", testOpenConcurrent)
+	t.Run("NewerSchema", testOpenNewerSchema)
+	t.Run("Options", testOpenOptions)
+	t.Run("NoJIT", testOpenNoJIT)
+	t.Run("NewWithoutPool", testOpenNewWithoutPool)
+	t.Run("ErrInvalid", testOpenErrInvalid)
+	t.Run("ErrUnavailable", testOpenErrUnavailable)
+}
+
+// testOpenIdempotent opens a store twice on one database: the second Open
+// finds the schema in place, migrates nothing and loses nothing.
+func testOpenIdempotent(t *testing.T) {
+	dsn := pgtest.MustDatabase(t)
+	a := mustOpenDSN(t, dsn, postgres.Options{})
+	storetest.MustCreate(t, a, "c", 4)
+	if err := a.Add(context.Background(), "c", 5, 1); err != nil {
+		t.Fatal(err)
+	}
+	b := mustOpenDSN(t, dsn, postgres.Options{}) // the schema exists: nothing to migrate, nothing lost
+	if got := storetest.MustRead(t, b, "c"); got != 5 {
+		t.Fatalf("value after a second Open = %d, want 5", got)
+	}
+	if got := schemaVersions(t, b); got != allVersions() {
+		t.Fatalf("schema_migrations = %s, want one row per version", got)
+	}
+}
+
+// testOpenConcurrent opens stores together on an empty database, as
+// processes starting at once do: without the migration lock, CREATE
+// SCHEMA IF NOT EXISTS races and fails.
+func testOpenConcurrent(t *testing.T) {
+	dsn := pgtest.MustDatabase(t)
+	stores := make([]*postgres.CounterStore, 6)
+	errs := make([]error, len(stores))
+	var wg sync.WaitGroup
+	for i := range stores {
+		wg.Go(func() { stores[i], errs[i] = postgres.Open(context.Background(), dsn, postgres.Options{}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open %d of %d at once: %v", i, len(stores), err)
+		}
+		defer stores[i].Close()
+	}
+	if got := schemaVersions(t, stores[0]); got != allVersions() {
+		t.Fatalf("schema_migrations = %s, want each version once", got)
+	}
+}
+
+// testOpenNewerSchema checks that a store refuses a schema newer than it
+// knows, saying to upgrade, rather than writing to it.
+func testOpenNewerSchema(t *testing.T) {
+	dsn := pgtest.MustDatabase(t)
+	s := mustOpenDSN(t, dsn, postgres.Options{})
+	if _, err := s.Pool().Exec(context.Background(), "INSERT INTO shardcounter.schema_migrations (version) VALUES ($1)", postgres.SchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	_, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+	if err == nil || !strings.Contains(err.Error(), "upgrade shardcounter") {
+		t.Fatalf("Open of a newer schema: %v, want an error saying to upgrade", err)
+	}
+}
+
+// testOpenOptions checks that the injected clock sets the creation time.
+func testOpenOptions(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := MustOpenWith(t, postgres.Options{Now: func() time.Time { return at }})
+	c := storetest.MustCreate(t, s, "c", 1)
+	if !c.CreatedAt.Equal(at) {
+		t.Fatalf("created_at = %v, want the injected clock's %v", c.CreatedAt, at)
+	}
+	if got, err := s.GetCounter(context.Background(), "c"); err != nil || !got.CreatedAt.Equal(at) {
+		t.Fatalf("GetCounter = %+v, %v, want created_at %v", got, err, at)
+	}
+}
+
+// testOpenNoJIT checks that the store turns JIT off unless the DSN sets it:
+// JIT compiled a batch's lock statement (its estimate passed
+// jit_above_cost) for 27 ms.
+func testOpenNoJIT(t *testing.T) {
+	dsn := pgtest.MustDatabase(t)
+	for _, c := range []struct{ dsn, want string }{{dsn, "off"}, {dsn + "&jit=on", "on"}} {
+		s := mustOpenDSN(t, c.dsn, postgres.Options{})
+		var jit string
+		if err := s.Pool().QueryRow(context.Background(), "SHOW jit").Scan(&jit); err != nil {
 			t.Fatal(err)
 		}
-		b := mustOpenDSN(t, dsn, postgres.Options{}) // the schema exists: nothing to migrate, nothing lost
-		if got := storetest.MustRead(t, b, "c"); got != 5 {
-			t.Fatalf("value after a second Open = %d, want 5", got)
+		if jit != c.want {
+			t.Errorf("jit = %s on a store opened with %s, want %s", jit, c.dsn, c.want)
 		}
-		if got := schemaVersions(t, b); got != allVersions() {
-			t.Fatalf("schema_migrations = %s, want one row per version", got)
-		}
-	})
-	t.Run("Concurrent", func(t *testing.T) {
-		// Processes starting together on an empty database: without the
-		// migration lock, CREATE SCHEMA IF NOT EXISTS races and fails.
-		dsn := pgtest.MustDatabase(t)
-		stores := make([]*postgres.CounterStore, 6)
-		errs := make([]error, len(stores))
-		var wg sync.WaitGroup
-		for i := range stores {
-			wg.Go(func() { stores[i], errs[i] = postgres.Open(context.Background(), dsn, postgres.Options{}) })
-		}
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("Open %d of %d at once: %v", i, len(stores), err)
-			}
-			defer stores[i].Close()
-		}
-		if got := schemaVersions(t, stores[0]); got != allVersions() {
-			t.Fatalf("schema_migrations = %s, want each version once", got)
-		}
-	})
-	t.Run("NewerSchema", func(t *testing.T) {
-		dsn := pgtest.MustDatabase(t)
-		s := mustOpenDSN(t, dsn, postgres.Options{})
-		if _, err := s.Pool().Exec(context.Background(), "INSERT INTO shardcounter.schema_migrations (version) VALUES ($1)", postgres.SchemaVersion+1); err != nil {
-			t.Fatal(err)
-		}
+	}
+}
+
+// testOpenNewWithoutPool checks that New refuses a nil pool.
+func testOpenNewWithoutPool(t *testing.T) {
+	_, err := postgres.New(context.Background(), nil, postgres.Options{})
+	if !errors.Is(err, shardcounter.ErrInvalid) {
+		t.Fatalf("New(nil pool) = %v, want ErrInvalid", err)
+	}
+}
+
+// testOpenErrInvalid checks that Open refuses DSNs it cannot use.
+func testOpenErrInvalid(t *testing.T) {
+	for _, dsn := range []string{"", "postgres://a:b@host:notaport/db", "mysql://x"} {
 		_, err := postgres.Open(context.Background(), dsn, postgres.Options{})
-		if err == nil || !strings.Contains(err.Error(), "upgrade shardcounter") {
-			t.Fatalf("Open of a newer schema: %v, want an error saying to upgrade", err)
-		}
-	})
-	t.Run("Options", func(t *testing.T) {
-		at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-		s := MustOpenWith(t, postgres.Options{Now: func() time.Time { return at }})
-		c := storetest.MustCreate(t, s, "c", 1)
-		if !c.CreatedAt.Equal(at) {
-			t.Fatalf("created_at = %v, want the injected clock's %v", c.CreatedAt, at)
-		}
-		if got, err := s.GetCounter(context.Background(), "c"); err != nil || !got.CreatedAt.Equal(at) {
-			t.Fatalf("GetCounter = %+v, %v, want created_at %v", got, err, at)
-		}
-	})
-	t.Run("NoJIT", func(t *testing.T) {
-		// JIT compiled a batch's lock statement (its estimate passed
-		// jit_above_cost) for 27 ms; the store turns it off unless the DSN
-		// sets it.
-		dsn := pgtest.MustDatabase(t)
-		for _, c := range []struct{ dsn, want string }{{dsn, "off"}, {dsn + "&jit=on", "on"}} {
-			s := mustOpenDSN(t, c.dsn, postgres.Options{})
-			var jit string
-			if err := s.Pool().QueryRow(context.Background(), "SHOW jit").Scan(&jit); err != nil {
-				t.Fatal(err)
-			}
-			if jit != c.want {
-				t.Errorf("jit = %s on a store opened with %s, want %s", jit, c.dsn, c.want)
-			}
-		}
-	})
-	t.Run("NewWithoutPool", func(t *testing.T) {
-		_, err := postgres.New(context.Background(), nil, postgres.Options{})
 		if !errors.Is(err, shardcounter.ErrInvalid) {
-			t.Fatalf("New(nil pool) = %v, want ErrInvalid", err)
+			t.Errorf("Open(%q) = %v, want ErrInvalid", dsn, err)
 		}
-	})
-	t.Run("ErrInvalid", func(t *testing.T) {
-		for _, dsn := range []string{"", "postgres://a:b@host:notaport/db", "mysql://x"} {
-			_, err := postgres.Open(context.Background(), dsn, postgres.Options{})
-			if !errors.Is(err, shardcounter.ErrInvalid) {
-				t.Errorf("Open(%q) = %v, want ErrInvalid", dsn, err)
-			}
+	}
+}
+
+// testOpenErrUnavailable checks that an unreachable server is
+// ErrUnavailable with an error that names the address and what to check,
+// and never shows the password.
+func testOpenErrUnavailable(t *testing.T) {
+	// Port 1 on the loopback refuses connections at once.
+	_, err := postgres.Open(context.Background(), "postgres://postgres:secret@127.0.0.1:1/app?sslmode=disable", postgres.Options{})
+	if !errors.Is(err, shardcounter.ErrUnavailable) {
+		t.Fatalf("Open of an unreachable server = %v, want ErrUnavailable", err)
+	}
+	for _, want := range []string{"127.0.0.1:1", "check that PostgreSQL runs"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
 		}
-	})
-	t.Run("ErrUnavailable", func(t *testing.T) {
-		// Port 1 on the loopback refuses connections at once.
-		_, err := postgres.Open(context.Background(), "postgres://postgres:secret@127.0.0.1:1/app?sslmode=disable", postgres.Options{})
-		if !errors.Is(err, shardcounter.ErrUnavailable) {
-			t.Fatalf("Open of an unreachable server = %v, want ErrUnavailable", err)
-		}
-		for _, want := range []string{"127.0.0.1:1", "check that PostgreSQL runs"} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("error %q does not say %q", err, want)
-			}
-		}
-		if strings.Contains(err.Error(), "secret") {
-			t.Errorf("error %q shows the password", err)
-		}
-	})
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Errorf("error %q shows the password", err)
+	}
 }
 
 func schemaVersions(tb testing.TB, s *postgres.CounterStore) string {

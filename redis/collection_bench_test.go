@@ -6,12 +6,12 @@ import (
 	"os"
 	"testing"
 
-	"github.com/shardcounter/shardcounter/internal/bench"
+	"github.com/shardcounter/shardcounter/bench"
 )
 
 // TestBenchCollections measures collections on the tests' 3-master Redis
 // Cluster (and, with SHARDCOUNTER_BENCH_REDIS=standalone, on one server),
-// the figures of docs/BENCHMARKS-collections.md. It runs only when
+// the figures of docs/COLLECTIONS.md, "Measured". It runs only when
 // SHARDCOUNTER_BENCH=1 (see scripts/bench-collections.sh for the knobs):
 //
 //	SHARDCOUNTER_BENCH=1 go test ./redis -run TestBenchCollections -v -count=1 -timeout 30m

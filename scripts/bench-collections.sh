@@ -1,11 +1,11 @@
 #!/bin/sh
-# bench-collections.sh reproduces docs/BENCHMARKS-collections.md in one
-# session: for shard counts 1, 3 and 16, 64 writers insert documents
-# stamped with the server's clock (a monotonically increasing timestamp)
-# for DURATION, the collection is filled to DOCUMENTS, and queries with
-# limit 5 and 100 (filter on an index holding a third of the documents,
-# newest first) are timed — on PostgreSQL, and on a 3-master Redis
-# Cluster that the test harness starts.
+# bench-collections.sh measures time-ordered collections, the figures of
+# docs/COLLECTIONS.md ("Measured"), in one run: for shard counts 1, 3 and
+# 16, 64 writers insert documents stamped with the server's clock (a
+# monotonically increasing timestamp) for DURATION, the collection is
+# filled to DOCUMENTS, and queries with limit 5 and 100 (filter on an
+# index holding a third of the documents, newest first) are timed — on
+# PostgreSQL, and on a 3-master Redis Cluster that the test harness starts.
 #
 #   scripts/bench-collections.sh            # from the repository's root
 #

@@ -1,5 +1,5 @@
-# scripts/bench-lib.sh is what the scripts that regenerate docs/BENCHMARKS.md
-# share; they source it after cd-ing to the repository's root. It checks
+# scripts/bench-lib.sh is what scripts/bench-all.sh (and scripts/bench-ab.sh)
+# use; they source it after cd-ing to the repository's root. It checks
 # that PostgreSQL and redis-server are there, builds shardcounter into a
 # temporary directory, and stops and removes everything it started on exit.
 #
@@ -8,12 +8,12 @@
 #   bench_database VAR      create a database of this run's on the local
 #                           PostgreSQL; VAR gets its DSN, whose pool has
 #                           CLIENTS connections
-#   bench_doc SECTION ARGS  regenerate SECTION of docs/BENCHMARKS.md with
-#                           benchdoc from the workloads recorded by bench_run
-#   bench_run NAME TITLE SHOWN ARGS...
-#                           run shardcounter bench ARGS --json --svg for one
-#                           workload and record it; SHOWN is the command as the
-#                           doc shows it
+#   bench_cluster VAR       start a 3-master Redis Cluster; VAR gets its DSN
+#   bench_run WORKLOAD TITLE FILE SHOWN ARGS...
+#                           run shardcounter bench ARGS --json for one store
+#                           of a workload and record it; SHOWN is the command
+#                           as the page shows it
+#   bench_page COMMAND      write docs/BENCHMARKS.md from the runs recorded
 #
 # Environment: CLIENTS (64), SHARDCOUNTER_TEST_POSTGRES (the server, as for
 # the tests).
@@ -40,6 +40,21 @@ trap bench_cleanup EXIT
 go build -o "$tmp/shardcounter" ./cmd/shardcounter
 
 bench_freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# bench_clusterport prints a free loopback port whose cluster bus port
+# (10,000 above it) is free too and within range.
+bench_clusterport() {
+  python3 -c '
+import random, socket
+while True:
+    p = random.randint(20000, 50000)
+    try:
+        for q in (p, p + 10000):
+            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
+        print(p); break
+    except OSError:
+        pass'
+}
 
 # Not in a $(...) subshell: the server's pid must reach bench_cleanup.
 bench_redis() {
@@ -68,25 +83,55 @@ bench_database() {
   printf -v "$1" '%s' "$(python3 -c 'import sys, urllib.parse as u; p=u.urlsplit(sys.argv[1]); q=u.parse_qsl(p.query); q=[kv for kv in q if kv[0]!="pool_max_conns"]+[("pool_max_conns",sys.argv[3])]; print(u.urlunsplit(p._replace(path="/"+sys.argv[2], query=u.urlencode(q))))' "$pg_server" "$db" "$clients")"
 }
 
-# svg_dir is where bench_run writes the charts: docs, or $tmp for a run
-# that does not regenerate the doc.
-svg_dir=docs
-titles=() jsons=() svgs=() cmds=()
-bench_run() {
-  local name=$1 title=$2 shown=$3
-  shift 3
-  echo "== $title" >&2
-  "$tmp/shardcounter" bench "$@" --json "$tmp/$name.json" --svg "$svg_dir/bench-$name.svg" --title "$title"
-  titles+=("$title") jsons+=("$tmp/$name.json") svgs+=("bench-$name.svg")
-  cmds+=("shardcounter bench $shown --json $name.json --svg bench-$name.svg")
+# bench_cluster VAR starts a Redis Cluster of three masters (append-only
+# file on, appendfsync always) on free loopback ports; VAR gets its
+# redis+cluster:// DSN. Not in a $(...) subshell: the pids must reach
+# bench_cleanup.
+cluster_ports=()
+bench_cluster() {
+  local port dir addrs=() i
+  for i in 1 2 3; do
+    port=$(bench_clusterport)
+    dir="$tmp/cluster-$port"
+    mkdir -p "$dir"
+    redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly yes --appendfsync always \
+      --cluster-enabled yes --cluster-config-file nodes.conf --protected-mode no --logfile "$dir/redis.log" >/dev/null 2>&1 </dev/null &
+    pids+=($!)
+    cluster_ports+=("$port")
+    addrs+=("127.0.0.1:$port")
+  done
+  for port in "${cluster_ports[@]}"; do
+    for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  done
+  redis-cli --cluster create "${addrs[@]}" --cluster-yes >/dev/null
+  for _ in $(seq 100); do
+    redis-cli -p "${cluster_ports[0]}" cluster info 2>/dev/null | grep -q cluster_state:ok && break
+    sleep 0.2
+  done
+  printf -v "$1" 'redis+cluster://%s?addr=%s&addr=%s' "${addrs[0]}" "${addrs[1]}" "${addrs[2]}"
 }
 
-bench_doc() {
-  local section=$1 script=$2
-  local args=(-doc docs/BENCHMARKS.md -section "$section" -script "$script")
-  for i in "${!titles[@]}"; do
-    args+=(-title "${titles[$i]}" -json "${jsons[$i]}" -svg "${svgs[$i]}" -cmd "${cmds[$i]}")
-  done
-  go run ./internal/cmd/benchdoc "${args[@]}"
-  echo "$script: docs/BENCHMARKS.md ($section) and its charts regenerated" >&2
+bench_cluster_flush() {
+  local port
+  for port in "${cluster_ports[@]}"; do redis-cli -p "$port" flushall >/dev/null; done
+}
+
+# bench_run WORKLOAD TITLE FILE SHOWN ARGS... runs shardcounter bench ARGS
+# --json for one store (or the peers) of a workload and records it in the
+# manifest benchdoc reads; SHOWN is the command as the page shows it.
+manifest=$tmp/manifest.tsv
+bench_run() {
+  local workload=$1 title=$2 file=$3 shown=$4
+  shift 4
+  echo "== $title: $file" >&2
+  "$tmp/shardcounter" bench "$@" --json "$tmp/$file.json" --title "$title"
+  printf '%s\t%s\t%s\t%s\n' "$workload" "$title" "shardcounter bench $shown" "$tmp/$file.json" >>"$manifest"
+}
+
+# bench_page COMMAND writes docs/BENCHMARKS.md and docs/bench/*.svg from the
+# runs recorded, with the fsync latency of the disk the stores ran on.
+bench_page() {
+  rm -f docs/bench/*.svg
+  go run ./cmd/benchdoc -manifest "$manifest" -doc docs/BENCHMARKS.md -charts docs/bench -fsync-dir "$tmp" -command "$1"
+  echo "$0: docs/BENCHMARKS.md and docs/bench/*.svg written" >&2
 }

@@ -98,115 +98,148 @@ func CheckMembers(tb testing.TB, s shardcounter.CounterStore, id string, want []
 	return got
 }
 
+// testDistinct checks a distinct counter's membership through Apply: adds
+// and removals that change it or not, their order in a batch, request ids,
+// bad members, reshards and delete. The subtests run in order on one
+// counter, each from the members the one before left.
 func testDistinct(t *testing.T, s shardcounter.CounterStore) {
-	ctx := context.Background()
 	id := prefix(t) + "likes"
 	MustCreateDistinct(t, s, id, 4)
-	apply := func(incs ...shardcounter.Increment) []shardcounter.Outcome {
-		t.Helper()
-		out, err := s.Apply(ctx, incs)
-		if err != nil {
-			t.Fatalf("Apply: %v", err)
-		}
-		for i, o := range out {
-			if o.Err != nil {
-				t.Fatalf("outcome %d of %+v: %v", i, incs[i], o.Err)
-			}
-		}
-		return out
-	}
-	wantOutcomes := func(out []shardcounter.Outcome, unchanged ...bool) {
-		t.Helper()
-		for i, o := range out {
-			if o.Duplicate || o.Unchanged != unchanged[i] {
-				t.Fatalf("outcome %d = %+v, want unchanged=%v", i, o, unchanged[i])
-			}
-		}
-	}
+	testDistinctMembership(t, s, id)
+	t.Run("RequestID", func(t *testing.T) { testDistinctRequestID(t, s, id) })
+	t.Run("Errors", func(t *testing.T) { testDistinctErrors(t, s, id) })
+	t.Run("Reshard", func(t *testing.T) { testDistinctReshard(t, s, id) })
+	t.Run("Delete", func(t *testing.T) { testDistinctDelete(t, s, id) })
+}
 
-	wantOutcomes(apply(member(id, "alice", true)), false)
-	wantOutcomes(apply(member(id, "alice", true)), true) // present: nothing changes
-	wantOutcomes(apply(member(id, "bob", true), member(id, "carol", true), member(id, "alice", false)), false, false, false)
-	wantOutcomes(apply(member(id, "alice", false)), true) // absent: nothing changes
+// applyMembers applies incs as one batch and fails the test unless every
+// item applied without error.
+func applyMembers(t *testing.T, s shardcounter.CounterStore, incs ...shardcounter.Increment) []shardcounter.Outcome {
+	t.Helper()
+	out, err := s.Apply(context.Background(), incs)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	for i, o := range out {
+		if o.Err != nil {
+			t.Fatalf("outcome %d of %+v: %v", i, incs[i], o.Err)
+		}
+	}
+	return out
+}
+
+// wantMemberOutcomes fails the test unless each outcome is a first
+// application that left membership unchanged or not, as unchanged says.
+func wantMemberOutcomes(t *testing.T, out []shardcounter.Outcome, unchanged ...bool) {
+	t.Helper()
+	for i, o := range out {
+		if o.Duplicate || o.Unchanged != unchanged[i] {
+			t.Fatalf("outcome %d = %+v, want unchanged=%v", i, o, unchanged[i])
+		}
+	}
+}
+
+// testDistinctMembership adds and removes members of the empty counter id,
+// leaving bob, carol and erin: adding a present member or removing an
+// absent one changes nothing, and items on one member apply in batch
+// order.
+func testDistinctMembership(t *testing.T, s shardcounter.CounterStore, id string) {
+	wantMemberOutcomes(t, applyMembers(t, s, member(id, "alice", true)), false)
+	wantMemberOutcomes(t, applyMembers(t, s, member(id, "alice", true)), true) // present: nothing changes
+	wantMemberOutcomes(t, applyMembers(t, s, member(id, "bob", true), member(id, "carol", true), member(id, "alice", false)), false, false, false)
+	wantMemberOutcomes(t, applyMembers(t, s, member(id, "alice", false)), true) // absent: nothing changes
 	CheckMembers(t, s, id, []string{"bob", "carol"})
-	if ok, err := s.IsMember(ctx, id, "alice"); err != nil || ok {
+	if ok, err := s.IsMember(context.Background(), id, "alice"); err != nil || ok {
 		t.Fatalf("IsMember(alice) after removing her = %v, %v", ok, err)
 	}
 
 	// Items on one member apply in batch order.
-	wantOutcomes(apply(
+	wantMemberOutcomes(t, applyMembers(t, s,
 		member(id, "dave", true), member(id, "dave", true),
 		member(id, "dave", false), member(id, "dave", false),
 		member(id, "erin", true),
 	), false, true, false, true, false)
 	CheckMembers(t, s, id, []string{"bob", "carol", "erin"})
+}
 
-	t.Run("RequestID", func(t *testing.T) {
-		withID := func(inc shardcounter.Increment, rid string) shardcounter.Increment {
-			inc.RequestID = rid
-			return inc
-		}
-		wantOutcomes(apply(withID(member(id, "frank", true), "r1")), false)
-		wantOutcomes(apply(withID(member(id, "frank", false), "r2")), false)
-		if o := apply(withID(member(id, "frank", true), "r1"))[0]; !o.Duplicate {
-			t.Fatalf("retry of an add after a removal: %+v, want duplicate", o)
-		}
-		// An unchanged write is applied: its request id is recorded.
-		wantOutcomes(apply(withID(member(id, "bob", true), "r3")), true)
-		if o := apply(withID(member(id, "bob", false), "r3"))[0]; !o.Duplicate {
-			t.Fatalf("a removal reusing an unchanged add's request id: %+v, want duplicate", o)
-		}
-		CheckMembers(t, s, id, []string{"bob", "carol", "erin"})
+// testDistinctRequestID checks that a request id makes a retry of a member
+// write a duplicate, even after a later write changed the member back, and
+// that a write which changed nothing still records its id.
+func testDistinctRequestID(t *testing.T, s shardcounter.CounterStore, id string) {
+	withID := func(inc shardcounter.Increment, rid string) shardcounter.Increment {
+		inc.RequestID = rid
+		return inc
+	}
+	wantMemberOutcomes(t, applyMembers(t, s, withID(member(id, "frank", true), "r1")), false)
+	wantMemberOutcomes(t, applyMembers(t, s, withID(member(id, "frank", false), "r2")), false)
+	if o := applyMembers(t, s, withID(member(id, "frank", true), "r1"))[0]; !o.Duplicate {
+		t.Fatalf("retry of an add after a removal: %+v, want duplicate", o)
+	}
+	// An unchanged write is applied: its request id is recorded.
+	wantMemberOutcomes(t, applyMembers(t, s, withID(member(id, "bob", true), "r3")), true)
+	if o := applyMembers(t, s, withID(member(id, "bob", false), "r3"))[0]; !o.Duplicate {
+		t.Fatalf("a removal reusing an unchanged add's request id: %+v, want duplicate", o)
+	}
+	CheckMembers(t, s, id, []string{"bob", "carol", "erin"})
+}
+
+// testDistinctErrors checks the errors of member reads and writes: a
+// missing counter, an empty member, and, item by item in a batch that
+// applies its valid items, a delta other than ±1 and members that are not
+// valid ids.
+func testDistinctErrors(t *testing.T, s shardcounter.CounterStore, id string) {
+	ctx := context.Background()
+	_, err := s.IsMember(ctx, prefix(t)+"missing", "bob")
+	wantCode(t, "IsMember of a missing counter", err, shardcounter.ENOTFOUND)
+	_, err = s.ListMembers(ctx, prefix(t)+"missing", "", 10)
+	wantCode(t, "ListMembers of a missing counter", err, shardcounter.ENOTFOUND)
+	_, err = s.IsMember(ctx, id, "")
+	wantCode(t, "IsMember of an empty member", err, shardcounter.EINVALID)
+	out, err := s.Apply(ctx, []shardcounter.Increment{
+		{Counter: id, Member: "x", Delta: 2},
+		{Counter: id, Member: "bad\x00member", Delta: 1},
+		{Counter: id, Member: strings.Repeat("m", shardcounter.MaxIDLen+1), Delta: 1},
+		member(id, "zoe", true),
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		wantCode(t, fmt.Sprintf("invalid member item %d", i), out[i].Err, shardcounter.EINVALID)
+	}
+	if out[3].Err != nil {
+		t.Fatalf("valid item beside invalid ones: %v", out[3].Err)
+	}
+	CheckMembers(t, s, id, []string{"bob", "carol", "erin", "zoe"})
+}
 
-	t.Run("Errors", func(t *testing.T) {
-		_, err := s.IsMember(ctx, prefix(t)+"missing", "bob")
-		wantCode(t, "IsMember of a missing counter", err, shardcounter.ENOTFOUND)
-		_, err = s.ListMembers(ctx, prefix(t)+"missing", "", 10)
-		wantCode(t, "ListMembers of a missing counter", err, shardcounter.ENOTFOUND)
-		_, err = s.IsMember(ctx, id, "")
-		wantCode(t, "IsMember of an empty member", err, shardcounter.EINVALID)
-		out, err := s.Apply(ctx, []shardcounter.Increment{
-			{Counter: id, Member: "x", Delta: 2},
-			{Counter: id, Member: "bad\x00member", Delta: 1},
-			{Counter: id, Member: strings.Repeat("m", shardcounter.MaxIDLen+1), Delta: 1},
-			member(id, "zoe", true),
-		})
-		if err != nil {
+// testDistinctReshard grows and shrinks the counter: its members move
+// with it, each to the shard ForMember puts it on.
+func testDistinctReshard(t *testing.T, s shardcounter.CounterStore, id string) {
+	for _, n := range []int{7, 2, 16, 1, 3} {
+		if _, err := s.ReshardCounter(context.Background(), id, n); err != nil {
 			t.Fatal(err)
-		}
-		for i := range 3 {
-			wantCode(t, fmt.Sprintf("invalid member item %d", i), out[i].Err, shardcounter.EINVALID)
-		}
-		if out[3].Err != nil {
-			t.Fatalf("valid item beside invalid ones: %v", out[3].Err)
 		}
 		CheckMembers(t, s, id, []string{"bob", "carol", "erin", "zoe"})
-	})
+	}
+}
 
-	t.Run("Reshard", func(t *testing.T) {
-		for _, n := range []int{7, 2, 16, 1, 3} {
-			if _, err := s.ReshardCounter(ctx, id, n); err != nil {
-				t.Fatal(err)
-			}
-			CheckMembers(t, s, id, []string{"bob", "carol", "erin", "zoe"})
-		}
-	})
-
-	t.Run("Delete", func(t *testing.T) {
-		if err := s.DeleteCounter(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-		MustCreateDistinct(t, s, id, 2)
-		CheckMembers(t, s, id, []string{})
-		if ok, err := s.IsMember(ctx, id, "bob"); err != nil || ok {
-			t.Fatalf("IsMember(bob) after the counter was deleted and re-created = %v, %v", ok, err)
-		}
-		// The deleted counter's request ids went with it.
-		if o := apply(shardcounter.Increment{Counter: id, Member: "frank", Delta: 1, RequestID: "r1"})[0]; o.Duplicate || o.Unchanged {
-			t.Fatalf("add with an id of the deleted counter: %+v, want applied", o)
-		}
-	})
+// testDistinctDelete deletes the counter and creates it again: no member
+// and no request id of the deleted counter is left.
+func testDistinctDelete(t *testing.T, s shardcounter.CounterStore, id string) {
+	ctx := context.Background()
+	if err := s.DeleteCounter(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	MustCreateDistinct(t, s, id, 2)
+	CheckMembers(t, s, id, []string{})
+	if ok, err := s.IsMember(ctx, id, "bob"); err != nil || ok {
+		t.Fatalf("IsMember(bob) after the counter was deleted and re-created = %v, %v", ok, err)
+	}
+	// The deleted counter's request ids went with it.
+	if o := applyMembers(t, s, shardcounter.Increment{Counter: id, Member: "frank", Delta: 1, RequestID: "r1"})[0]; o.Duplicate || o.Unchanged {
+		t.Fatalf("add with an id of the deleted counter: %+v, want applied", o)
+	}
 }
 
 // testListMembers checks paging: every member once, in byte order, pages

@@ -299,103 +299,18 @@ const checkTimeout = time.Minute
 // with the batch's interval, which holds whether or not the store makes
 // the batch one snapshot.
 func testLinearizable(t *testing.T, s shardcounter.CounterStore) {
-	ctx := context.Background()
 	ids := []string{prefix(t) + "a", prefix(t) + "b"}
 	MustCreate(t, s, ids[0], 4)
 	MustCreate(t, s, ids[1], 1)
 	const clients = 6
 	n := scale(25, 60)
-	clk := monotonic{time.Now()}
+	h := &linHistory{clk: monotonic{time.Now()}}
 
-	var (
-		mu      sync.Mutex
-		history []porcupine.Operation
-	)
-	record := func(client int, call, ret int64, in counterOp, out any) {
-		mu.Lock()
-		history = append(history, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
-		mu.Unlock()
-	}
-	// recordWrite records a write, and the total it returned, if any.
-	recordWrite := func(client int, call, ret int64, counter string, delta int64, total *int64) {
-		if total == nil {
-			record(client, call, ret, counterOp{Counter: counter, Client: client, Delta: delta}, nil)
-			return
-		}
-		record(client, call, ret, counterOp{Counter: counter, Client: client, Delta: delta, Then: true}, nil)
-		record(client, call, ret, counterOp{Counter: counter, Client: client, Read: true, After: true}, *total)
-	}
-	var failed atomic.Bool
-	fail := func(format string, args ...any) {
-		failed.Store(true)
-		t.Errorf(format, args...)
-	}
 	done := make(chan struct{})
 	var clientsWG, resharder sync.WaitGroup
 	resharder.Go(func() { reshardUntil(t, s, ids, done) })
 	for c := range clients {
-		clientsWG.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(c), uint64(time.Now().UnixNano())))
-			for range n {
-				if failed.Load() {
-					return
-				}
-				id := ids[rng.IntN(2)]
-				delta := 1 + rng.Int64N(999)
-				if rng.IntN(3) == 0 {
-					delta = -delta
-				}
-				call := clk.now()
-				switch rng.IntN(6) {
-				case 0, 1: // one write, which asks for its total half the time
-					total, err := writeTotal(ctx, s, id, delta, rng.IntN(2) == 0, rng)
-					if err != nil {
-						fail("write: %v", err)
-						return
-					}
-					recordWrite(c, call, clk.now(), id, delta, total)
-				case 2: // one batch writing both counters
-					other := -delta / 2
-					if other == 0 {
-						other = 1
-					}
-					total := rng.IntN(2) == 0
-					out, err := s.Apply(ctx, []shardcounter.Increment{
-						{Counter: ids[0], Delta: delta, Pick: rng.Uint64(), Total: total},
-						{Counter: ids[1], Delta: other, Pick: rng.Uint64(), Total: total},
-					})
-					if err == nil && (out[0].Err != nil || out[1].Err != nil) {
-						err = fmt.Errorf("%v; %v", out[0].Err, out[1].Err)
-					}
-					if err != nil {
-						fail("Apply of both counters: %v", err)
-						return
-					}
-					ret := clk.now()
-					recordWrite(c, call, ret, ids[0], delta, out[0].Total)
-					recordWrite(c, call, ret, ids[1], other, out[1].Total)
-				case 3: // one batch reading both counters
-					rs, err := s.ReadCounters(ctx, ids)
-					if err == nil && (rs[0] == nil || rs[1] == nil) {
-						err = fmt.Errorf("missing reading: %v", rs)
-					}
-					if err != nil {
-						fail("ReadCounters: %v", err)
-						return
-					}
-					ret := clk.now()
-					record(c, call, ret, counterOp{Counter: ids[0], Read: true}, rs[0].Value)
-					record(c, call, ret, counterOp{Counter: ids[1], Read: true}, rs[1].Value)
-				default: // one read
-					v, err := readOnce(ctx, s, id, rng)
-					if err != nil {
-						fail("read: %v", err)
-						return
-					}
-					record(c, call, clk.now(), counterOp{Counter: id, Read: true}, v)
-				}
-			}
-		})
+		clientsWG.Go(func() { h.runClient(t, s, ids, c, n) })
 	}
 	clientsWG.Wait()
 	close(done)
@@ -403,7 +318,128 @@ func testLinearizable(t *testing.T, s shardcounter.CounterStore) {
 	if t.Failed() {
 		return
 	}
+	checkLinearizable(t, h.ops)
+}
 
+// linHistory is the history testLinearizable's clients record together.
+// It is safe for concurrent use.
+type linHistory struct {
+	clk    monotonic
+	mu     sync.Mutex
+	ops    []porcupine.Operation
+	failed atomic.Bool // a client has failed: the others stop
+}
+
+// record adds one operation by client, called at call and returned at ret.
+func (h *linHistory) record(client int, call, ret int64, in counterOp, out any) {
+	h.mu.Lock()
+	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
+	h.mu.Unlock()
+}
+
+// recordWrite records a write, and the total it returned, if any.
+func (h *linHistory) recordWrite(client int, call, ret int64, counter string, delta int64, total *int64) {
+	if total == nil {
+		h.record(client, call, ret, counterOp{Counter: counter, Client: client, Delta: delta}, nil)
+		return
+	}
+	h.record(client, call, ret, counterOp{Counter: counter, Client: client, Delta: delta, Then: true}, nil)
+	h.record(client, call, ret, counterOp{Counter: counter, Client: client, Read: true, After: true}, *total)
+}
+
+// runClient is client c: n random operations on ids, each recorded. It
+// stops at its first error, which fails the test, or once another client
+// has failed, since a history with a gap proves nothing.
+func (h *linHistory) runClient(t *testing.T, s shardcounter.CounterStore, ids []string, c, n int) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(uint64(c), uint64(time.Now().UnixNano())))
+	for range n {
+		if h.failed.Load() {
+			return
+		}
+		if err := h.step(ctx, s, ids, c, rng); err != nil {
+			h.failed.Store(true)
+			t.Error(err)
+			return
+		}
+	}
+}
+
+// step runs and records one random operation of client c: a third of
+// them write one counter, a sixth write both in one batch, a sixth read
+// both in one batch, and a third read one counter.
+func (h *linHistory) step(ctx context.Context, s shardcounter.CounterStore, ids []string, c int, rng *rand.Rand) error {
+	id := ids[rng.IntN(2)]
+	delta := 1 + rng.Int64N(999)
+	if rng.IntN(3) == 0 {
+		delta = -delta
+	}
+	call := h.clk.now()
+	switch rng.IntN(6) {
+	case 0, 1: // one write, which asks for its total half the time
+		total, err := writeTotal(ctx, s, id, delta, rng.IntN(2) == 0, rng)
+		if err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+		h.recordWrite(c, call, h.clk.now(), id, delta, total)
+	case 2:
+		return h.applyBoth(ctx, s, ids, c, call, delta, rng)
+	case 3:
+		return h.readBoth(ctx, s, ids, c, call)
+	default: // one read
+		v, err := readOnce(ctx, s, id, rng)
+		if err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+		h.record(c, call, h.clk.now(), counterOp{Counter: id, Read: true}, v)
+	}
+	return nil
+}
+
+// applyBoth writes both counters in one batch, delta to the first and
+// about half of it the other way to the second, asking for their totals
+// half the time, and records it as one write per counter.
+func (h *linHistory) applyBoth(ctx context.Context, s shardcounter.CounterStore, ids []string, c int, call, delta int64, rng *rand.Rand) error {
+	other := -delta / 2
+	if other == 0 {
+		other = 1
+	}
+	total := rng.IntN(2) == 0
+	out, err := s.Apply(ctx, []shardcounter.Increment{
+		{Counter: ids[0], Delta: delta, Pick: rng.Uint64(), Total: total},
+		{Counter: ids[1], Delta: other, Pick: rng.Uint64(), Total: total},
+	})
+	if err == nil && (out[0].Err != nil || out[1].Err != nil) {
+		err = fmt.Errorf("%v; %v", out[0].Err, out[1].Err)
+	}
+	if err != nil {
+		return fmt.Errorf("Apply of both counters: %w", err)
+	}
+	ret := h.clk.now()
+	h.recordWrite(c, call, ret, ids[0], delta, out[0].Total)
+	h.recordWrite(c, call, ret, ids[1], other, out[1].Total)
+	return nil
+}
+
+// readBoth reads both counters in one ReadCounters and records it as one
+// read per counter.
+func (h *linHistory) readBoth(ctx context.Context, s shardcounter.CounterStore, ids []string, c int, call int64) error {
+	rs, err := s.ReadCounters(ctx, ids)
+	if err == nil && (rs[0] == nil || rs[1] == nil) {
+		err = fmt.Errorf("missing reading: %v", rs)
+	}
+	if err != nil {
+		return fmt.Errorf("ReadCounters: %w", err)
+	}
+	ret := h.clk.now()
+	h.record(c, call, ret, counterOp{Counter: ids[0], Read: true}, rs[0].Value)
+	h.record(c, call, ret, counterOp{Counter: ids[1], Read: true}, rs[1].Value)
+	return nil
+}
+
+// checkLinearizable checks history with porcupine and fails the test,
+// with a drawing of the history, unless it is linearizable.
+func checkLinearizable(t *testing.T, history []porcupine.Operation) {
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(counterModel, history, checkTimeout)
 	switch res {

@@ -38,6 +38,8 @@ var subcommands = []subcommand{
 	{"persist", "ID", "remove a counter's deadline", newPersistCommand},
 	{"reset", "ID [--value N] [--delete]", "set a counter's value (0 by default) or delete it, printing the value before", newResetCommand},
 	{"list", "[--prefix P] [--limit N]", "list counters in id order", newListCommand},
+	{"rank", "create NAME --prefix P [--last D] [--size N] [--max-staleness D] | list | delete NAME", "define the rankings the server keeps", newRankCommand},
+	{"top", "NAME [-k N]", "print the first entries of a ranking", newTopCommand},
 	{"collection", "create NAME --shards N [--timestamp-field F] [--index FIELD]...", "create a time-ordered collection with sharded timestamps", newCollectionCommand},
 	{"put", "NAME JSON|- [--id S]", "write one document, or NDJSON documents from stdin", newPutCommand},
 	{"query", "NAME [--where FIELD==VALUE] [--after T] [--before T] [--order desc|asc] [--limit N] [--page-token S]", "print a page of a collection's documents by timestamp", newQueryCommand},

@@ -110,6 +110,8 @@ type serveCommand struct {
 	readsInFlight int
 	// shardInterval is --shard-write-interval; nil: the store's default.
 	shardInterval *time.Duration
+	// rankingRescan is --ranking-rescan; nil: the store's default (rank.go).
+	rankingRescan *bool
 }
 
 func newServeCommand(m *Main) command { return &serveCommand{m: m} }
@@ -150,6 +152,7 @@ func (c *serveCommand) flags(fs *flag.FlagSet) {
 		c.shardInterval = &d
 		return nil
 	})
+	c.rankingRescanFlag(fs)
 	fs.StringVar(&c.respListen, "resp-listen", c.env("SHARDCOUNTER_RESP_LISTEN", ""),
 		"also serve the Redis protocol (RESP2, RESP3) on `ADDR`, such as 127.0.0.1:6380; off unless given (env SHARDCOUNTER_RESP_LISTEN)")
 	fs.DurationVar(&c.respTimeout, "resp-read-timeout", respserver.DefaultReadTimeout,
@@ -297,6 +300,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 		colls = collection.New(cs, collection.Config{})
 	}
 	cfg.OnFlush, cfg.Logger = m.ObserveFlush, log
+	cfg.RankingRescan = c.rescanRankings()
 	switch sp, ok := store.(shardcounter.ShardPacer); {
 	case c.shardInterval != nil:
 		cfg.ShardWriteInterval = *c.shardInterval

@@ -25,7 +25,7 @@ import (
 // costs a goroutine wake-up on arrival, another when its commit is done,
 // and a thread wake-up whenever a processor was idle; on a two-core
 // virtual machine those wake-ups, not the protocol or the engine, bound
-// INCR at -P 1 (docs/BENCHMARKS.md, "An event loop for RESP"). One loop
+// INCR at -P 1 (docs/BENCHMARKS.md). One loop
 // pays one epoll_wait a cycle for all of them, and the clients that
 // return while a commit runs are all in the next cycle's batch.
 //

@@ -112,6 +112,11 @@ func runDashboard(t *testing.T, bin, token, shots string) {
 	if _, err := client.PutDocuments(ctx, "trades", docs); err != nil {
 		t.Fatal(err)
 	}
+	// A ranking of the ten counters post/0040 to post/0049, the watched
+	// one among them.
+	if _, _, err := client.CreateRanking(ctx, "liked", shardcounter.RankingOptions{Prefix: "post/004", Size: 10, MaxStaleness: shardcounter.Duration(200 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
 
 	// The writers, until the script ends: the one the page watches, a few
 	// writes a second of varying size, and a few more on another counter,
@@ -144,7 +149,7 @@ func runDashboard(t *testing.T, bin, token, shots string) {
 	cmd := exec.CommandContext(sctx, "node", "dashboard.mjs")
 	cmd.Env = append(os.Environ(),
 		"SC_URL="+url, "SC_TOKEN="+token, "SC_PREFIX="+prefix, "SC_COUNTER="+counter, "SC_IDLE=video/2/views",
-		fmt.Sprintf("SC_SHARDS=%d", shards), "SC_COLLECTION=trades", "SC_INDEX=exchange", "SC_INDEX_VALUE=XLON",
+		fmt.Sprintf("SC_SHARDS=%d", shards), "SC_COLLECTION=trades", "SC_INDEX=exchange", "SC_INDEX_VALUE=XLON", "SC_RANKING=liked",
 		"SC_PROFILE="+filepath.Join(dir, "chromium-profile"), "SC_SCREENSHOTS="+shots)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

@@ -13,6 +13,7 @@
 //   SC_IDLE         a counter nobody writes to, which the script deletes
 //   SC_COLLECTION   a collection with documents and an index SC_INDEX
 //   SC_INDEX, SC_INDEX_VALUE   a filter that matches some documents
+//   SC_RANKING      a ranking whose counters include SC_COUNTER
 //   SC_PROFILE      a fresh directory for Chromium's profile
 //   SC_SCREENSHOTS  where the screenshots go
 //
@@ -35,6 +36,7 @@ const IDLE = env('SC_IDLE');
 const COLLECTION = env('SC_COLLECTION');
 const INDEX = env('SC_INDEX');
 const INDEX_VALUE = env('SC_INDEX_VALUE');
+const RANKING = env('SC_RANKING');
 const PROFILE = env('SC_PROFILE');
 const SHOTS = env('SC_SCREENSHOTS');
 const TIMEOUT = 20000;
@@ -192,6 +194,23 @@ try {
   check(docs.length > 0 && docs.every((d) => String(d[INDEX]) === INDEX_VALUE), `query where ${INDEX}==${INDEX_VALUE} gave ${JSON.stringify(docs)}`);
   seen.documents = docs.length;
   await page.screenshot({ path: join(SHOTS, 'dashboard-collection.png'), fullPage: true });
+
+  // The rankings: the list, then one ranking whose entry for the counter
+  // being written moves live, the entries in order.
+  await page.click('nav a[data-screen=rankings]');
+  await page.click(`[data-testid=rankings] a:text-is("${RANKING}")`);
+  const row = `[data-testid=top] tr[data-id="${COUNTER}"] td.value`;
+  await page.waitForSelector(row);
+  seen.ranked = [];
+  for (let i = 0; i < 3; i++) {
+    const before = await page.textContent(row);
+    seen.ranked.push(num(before));
+    await page.waitForFunction(([sel, b]) => document.querySelector(sel)?.textContent !== b, [row, before]);
+  }
+  check(seen.ranked.every((v, i) => i === 0 || v > seen.ranked[i - 1]), `the ranking shows ${COUNTER} at ${seen.ranked}: it does not grow`);
+  const entries = await page.$$eval('[data-testid=top] tbody tr td.value', (tds) => tds.map((td) => td.textContent));
+  check(entries.length === 10 && entries.every((v, i) => i === 0 || num(v) <= num(entries[i - 1])), `ranking entries ${entries} are not 10 in descending order`);
+  await page.screenshot({ path: join(SHOTS, 'dashboard-ranking.png'), fullPage: true });
 
   // Without a token, the browser's own EventSource reads the stream too:
   // the format is the standard's, not just what our reader accepts.

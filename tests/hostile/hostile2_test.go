@@ -49,23 +49,27 @@ func Test5BodiesInFlight(t *testing.T) {
 	for range 3 {
 		held = append(held, s.slowBody(t, 1<<20, 600<<10))
 	}
-	body := `{"by":1}` + strings.Repeat(" ", (1<<20)-8)
+	// The held bodies take their bytes as they arrive: wait until all
+	// three hold theirs, or a fourth sent meanwhile could take the room
+	// one of them still needs (and that one, not the fourth, is refused).
+	const held3 = "shardcounter_http_body_bytes_in_flight 3.145728e+06"
 	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r := s.do(t, "POST", "/v1/counters/c/increment", body)
-		if r.Status == 503 {
-			if r.Header.Get("Retry-After") == "" || !strings.Contains(r.Body, "--max-body-total") {
-				t.Fatalf("503 without Retry-After or the flag's name: %v %s", r.Header, r.Body)
-			}
-			break
-		}
+	for !strings.Contains(s.do(t, "GET", "/metrics", "").Body, held3) {
 		if time.Now().After(deadline) {
-			t.Fatalf("with three 1 MiB bodies held, a fourth was answered %d: %s", r.Status, r.Body)
+			t.Fatalf("the three held bodies never held 3 MiB:\n%s", grep(s.do(t, "GET", "/metrics", "").Body, "body_"))
 		}
-		time.Sleep(20 * time.Millisecond) // until the server has read enough of the held ones
+		time.Sleep(20 * time.Millisecond)
+	}
+	body := `{"by":1}` + strings.Repeat(" ", (1<<20)-8)
+	r := s.do(t, "POST", "/v1/counters/c/increment", body)
+	if r.Status != 503 {
+		t.Fatalf("with three 1 MiB bodies held, a fourth was answered %d: %s", r.Status, r.Body)
+	}
+	if r.Header.Get("Retry-After") == "" || !strings.Contains(r.Body, "--max-body-total") {
+		t.Fatalf("503 without Retry-After or the flag's name: %v %s", r.Header, r.Body)
 	}
 	metrics := s.do(t, "GET", "/metrics", "").must(t, 200).Body
-	if !strings.Contains(metrics, "shardcounter_http_body_bytes_in_flight 3.145728e+06") {
+	if !strings.Contains(metrics, held3) {
 		t.Errorf("/metrics does not show the 3 MiB held:\n%s", grep(metrics, "body_"))
 	}
 	for _, nc := range held {
@@ -100,7 +104,7 @@ func Test5BodiesInFlight(t *testing.T) {
 			t.Errorf("a body of the burst was answered %d", st)
 		}
 	}
-	r := s.do(t, "GET", "/v1/counters/c", "").must(t, 200)
+	r = s.do(t, "GET", "/v1/counters/c", "").must(t, 200)
 	if want := fmt.Sprintf(`"value":%d`, ok+1); !strings.Contains(r.Body, want) {
 		t.Fatalf("value %s, want %s: one per 200", r.Body, want)
 	}

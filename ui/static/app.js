@@ -633,7 +633,8 @@ function renderAuth() {
 // ---- routing -----------------------------------------------------------------
 
 // route shows the screen the location's hash names: #/, #/counters?...,
-// #/counter/ID, #/engine, #/collections[/NAME?...], #/login.
+// #/counter/ID, #/engine, #/rankings[/NAME], #/collections[/NAME?...],
+// #/login.
 function route() {
   if (current) current.abort();
   current = new AbortController();
@@ -650,6 +651,7 @@ function route() {
     case 'counter': return counterScreen(arg, signal);
     case 'engine': return engineScreen(params, signal);
     case 'collections': return collectionsScreen(arg, params, signal);
+    case 'rankings': return rankingsScreen(arg, signal);
     case 'login': return loginScreen();
   }
   show('Not found', h('h1', { text: 'No such screen' }), h('p', {}, h('a', { href: '#/', text: 'Go to the counters' })));

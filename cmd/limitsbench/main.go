@@ -1,0 +1,302 @@
+// Command limitsbench measures what hostile clients can make a running
+// `shardcounter serve` hold, for docs/OPERATIONS.md: the resident memory
+// (VmRSS, VmHWM from /proc) of the server process while many
+// unauthenticated RESP connections send half frames, and while many
+// clients send 1 MiB HTTP bodies at once, and how long the server takes
+// to close or answer them. It starts the binary it is given, on a bolt
+// file in a temporary directory, with a token file.
+//
+//	go build -o /tmp/shardcounter ./cmd/shardcounter
+//	go run ./cmd/limitsbench -bin /tmp/shardcounter [-resp 1000] [-http 1000] [-settle 60s]
+//
+// Linux only (it reads /proc/PID/status). Its figures depend on the
+// machine; they are measurements, not tests.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+func main() {
+	bin := flag.String("bin", "", "the shardcounter binary to measure")
+	respConns := flag.Int("resp", 1000, "unauthenticated RESP connections, each sending a half frame (0: skip)")
+	attack := flag.String("frame", "half", "what each RESP connection sends: half (a frame within the limits before AUTH, never finished) or big (an array of 4,000 arguments announced, then bulks of 64 KiB, up to 1 MiB, sent as fast as the server takes them)")
+	httpBodies := flag.Int("http", 1000, "concurrent 1 MiB HTTP bodies (0: skip)")
+	settle := flag.Duration("settle", time.Minute, "how long to watch the server's memory after the HTTP bodies")
+	extra := flag.String("args", "", "more flags for serve, space-separated")
+	flag.Parse()
+	if *bin == "" {
+		log.Fatal("give -bin: the shardcounter binary to measure")
+	}
+	if *respConns > 0 {
+		s := startServer(*bin, strings.Fields(*extra))
+		measureRESP(s, *respConns, *attack)
+		s.stop()
+	}
+	if *httpBodies > 0 {
+		s := startServer(*bin, strings.Fields(*extra))
+		measureHTTP(s, *httpBodies, *settle)
+		s.stop()
+	}
+}
+
+const token = "limitsbench-token"
+
+type server struct {
+	cmd       *exec.Cmd
+	url, resp string
+	dir       string
+
+	mu      sync.Mutex
+	errors  []string // the first warnings and errors the server logged
+	nerrors int
+}
+
+var (
+	httpAddrRE = regexp.MustCompile(`msg="shardcounter serving" addr=(\S+)`)
+	respAddrRE = regexp.MustCompile(`msg="serving the Redis protocol" addr=(\S+)`)
+)
+
+func startServer(bin string, extra []string) *server {
+	dir, err := os.MkdirTemp("", "limitsbench")
+	if err != nil {
+		log.Fatal(err)
+	}
+	tokens := filepath.Join(dir, "tokens")
+	os.WriteFile(tokens, []byte(token+"\n"), 0o600)
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--resp-listen", "127.0.0.1:0",
+		"--auth-token-file", tokens, "--store", "bolt:" + filepath.Join(dir, "data.db")}, extra...)
+	cmd := exec.Command(bin, args...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		log.Fatal(err)
+	}
+	s := &server{cmd: cmd, dir: dir}
+	got := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "level=ERROR") || strings.Contains(sc.Text(), "level=WARN") {
+				s.mu.Lock()
+				if len(s.errors) < 5 {
+					s.errors = append(s.errors, sc.Text())
+				}
+				s.nerrors++
+				s.mu.Unlock()
+			}
+			if m := httpAddrRE.FindStringSubmatch(sc.Text()); m != nil {
+				s.url = "http://" + m[1]
+			}
+			if m := respAddrRE.FindStringSubmatch(sc.Text()); m != nil {
+				s.resp = m[1]
+				close(got)
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case <-got:
+	case <-time.After(30 * time.Second):
+		log.Fatal("serve did not start")
+	}
+	time.Sleep(time.Second) // let it settle before the baseline
+	return s
+}
+
+func (s *server) stop() {
+	s.mu.Lock()
+	if s.nerrors > 0 {
+		fmt.Printf("  the server logged %d warnings or errors; the first:\n    %s\n", s.nerrors, strings.Join(s.errors, "\n    "))
+	}
+	s.mu.Unlock()
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	os.RemoveAll(s.dir)
+}
+
+// mem returns the server's resident set now and its peak, in MiB.
+func (s *server) mem() (rss, hwm float64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = kb / 1024
+		case "VmHWM:":
+			hwm = kb / 1024
+		}
+	}
+	return rss, hwm
+}
+
+func measureRESP(s *server, n int, frame string) {
+	base, _ := s.mem()
+	fmt.Printf("RESP: %d unauthenticated connections, frame %q; server RSS before: %.1f MiB\n", n, frame, base)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var closedAfter []time.Duration
+	var failed int
+	var replies = map[string]int{}
+	start := time.Now()
+	sent := make(chan struct{}, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nc, err := net.Dial("tcp", s.resp)
+			if err != nil {
+				mu.Lock()
+				failed++
+				mu.Unlock()
+				sent <- struct{}{}
+				return
+			}
+			defer nc.Close()
+			t0 := time.Now()
+			switch frame {
+			case "big":
+				nc.Write([]byte("*4000\r\n"))
+				chunk := []byte("$65536\r\n" + strings.Repeat("x", 65536) + "\r\n")
+				for i := 0; i < 16; i++ {
+					nc.SetWriteDeadline(time.Now().Add(2 * time.Second))
+					if _, err := nc.Write(chunk); err != nil {
+						break
+					}
+				}
+			default:
+				nc.Write([]byte("*2\r\n$4\r\nAUTH\r\n$4000\r\n" + strings.Repeat("x", 3900)))
+			}
+			sent <- struct{}{}
+			nc.SetReadDeadline(time.Now().Add(5 * time.Minute))
+			line, _ := bufio.NewReader(nc).ReadString('\n')
+			_, err = io.Copy(io.Discard, nc)
+			mu.Lock()
+			closedAfter = append(closedAfter, time.Since(t0))
+			key := strings.TrimSpace(line)
+			if i := strings.Index(key, ":"); i > 0 && strings.HasPrefix(key, "-ERR Protocol error") {
+				key = key[:min(len(key), 60)]
+			}
+			replies[key]++
+			mu.Unlock()
+		}()
+	}
+	for range n {
+		<-sent
+	}
+	time.Sleep(500 * time.Millisecond)
+	held, hwm := s.mem()
+	fmt.Printf("  all sent after %v: RSS %.1f MiB (+%.1f), peak %.1f MiB (+%.1f)\n", time.Since(start).Round(time.Millisecond), held, held-base, hwm, hwm-base)
+	wg.Wait()
+	sort.Slice(closedAfter, func(i, j int) bool { return closedAfter[i] < closedAfter[j] })
+	after, hwm := s.mem()
+	fmt.Printf("  closed by the server: %d of %d (dial failures %d); time from the frame to the close: median %v, max %v\n",
+		len(closedAfter), n, failed, closedAfter[len(closedAfter)/2].Round(time.Millisecond), closedAfter[len(closedAfter)-1].Round(time.Millisecond))
+	for k, v := range replies {
+		fmt.Printf("  reply %q: %d\n", k, v)
+	}
+	fmt.Printf("  after: RSS %.1f MiB, peak over the run %.1f MiB (+%.1f over the start)\n", after, hwm, hwm-base)
+}
+
+func measureHTTP(s *server, n int, settle time.Duration) {
+	base, _ := s.mem()
+	fmt.Printf("HTTP: %d concurrent 1 MiB bodies; server RSS before: %.1f MiB\n", n, base)
+	body := []byte(`{"by":1}` + strings.Repeat(" ", (1<<20)-8))
+	tr := &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: n, DisableKeepAlives: true}
+	client := &http.Client{Transport: tr, Timeout: 5 * time.Minute}
+	var peak float64
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Add(1)
+	go func() {
+		defer sampler.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+				if r, _ := s.mem(); r > peak {
+					peak = r
+				}
+			}
+		}
+	}()
+	var mu sync.Mutex
+	statuses := map[string]int{}
+	var wg sync.WaitGroup
+	begin := make(chan struct{})
+	start := time.Now()
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-begin
+			req, _ := http.NewRequest("POST", s.url+"/v1/counters/c/increment", strings.NewReader(string(body)))
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			key := ""
+			if err != nil {
+				key = "error: " + err.Error()
+				if len(key) > 80 {
+					key = key[:80]
+				}
+			} else {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				key = strconv.Itoa(resp.StatusCode)
+			}
+			mu.Lock()
+			statuses[key]++
+			mu.Unlock()
+		}()
+	}
+	close(begin)
+	wg.Wait()
+	took := time.Since(start)
+	close(stop)
+	sampler.Wait()
+	_, hwm := s.mem()
+	fmt.Printf("  all answered after %v: %v\n", took.Round(time.Millisecond), statuses)
+	fmt.Printf("  peak RSS %.1f MiB (VmHWM; sampled %.1f MiB), %.1f over the start\n", hwm, peak, hwm-base)
+	done := time.Now()
+	for _, at := range []time.Duration{time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, settle} {
+		if at > settle {
+			break
+		}
+		time.Sleep(time.Until(done.Add(at)))
+		r, _ := s.mem()
+		fmt.Printf("  RSS %v after the last reply: %.1f MiB\n", at, r)
+	}
+	resp, err := client.Get(s.url + "/metrics")
+	if err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "shardcounter_http_body") {
+				fmt.Println("  " + l)
+			}
+		}
+	}
+}
