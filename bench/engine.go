@@ -29,7 +29,10 @@ func startEngine(cfg Config, spec shardcounter.Spec, inFlight int) (*engineServi
 }
 
 // engineConfig is the engine configuration of the engine path and of
-// the servers the http and resp paths start.
+// the servers the http and resp paths start. A store that paces its
+// shard records (Firestore, Datastore) is paced as serve paces it, at its
+// own interval (its DSN's shard_write_interval), so that the figures are
+// those of a server.
 func engineConfig(cfg Config, spec shardcounter.Spec, inFlight int) engine.Config {
 	plain := spec.Min == nil && spec.Max == nil && spec.Window == nil
 	ec := engine.Config{DefaultShards: spec.Shards, NoAutoCreate: !plain, MaxInFlight: inFlight, MaxReadsInFlight: cfg.MaxReadsInFlight,

@@ -8,6 +8,7 @@
 //	redis://HOST:PORT[/DB]                        one Redis server
 //	redis+cluster://HOST:PORT[?addr=HOST:PORT…]   Redis Cluster seed nodes
 //	firestore://PROJECT[/DATABASE][?count_field=…] Cloud Firestore, native mode
+//	datastore://PROJECT[?kind=…&namespace=…]      Firestore in Datastore mode
 package dsn
 
 import (
@@ -17,6 +18,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
+	"github.com/shardcounter/shardcounter/datastore"
 	"github.com/shardcounter/shardcounter/firestore"
 	"github.com/shardcounter/shardcounter/pebble"
 	"github.com/shardcounter/shardcounter/postgres"
@@ -31,9 +33,10 @@ const (
 	Redis        = "redis"
 	RedisCluster = "redis+cluster"
 	Firestore    = "firestore"
+	Datastore    = "datastore"
 )
 
-const usage = "use pebble:DIR, bolt:PATH, postgres://USER:PASS@HOST:PORT/DB, redis://HOST:PORT, redis+cluster://HOST:PORT or firestore://PROJECT"
+const usage = "use pebble:DIR, bolt:PATH, postgres://USER:PASS@HOST:PORT/DB, redis://HOST:PORT, redis+cluster://HOST:PORT, firestore://PROJECT or datastore://PROJECT"
 
 // Scheme returns the kind of store a DSN names, or an EINVALID error.
 func Scheme(dsn string) (string, error) {
@@ -69,6 +72,11 @@ func Scheme(dsn string) (string, error) {
 			return "", err
 		}
 		return Firestore, nil
+	case "datastore":
+		if _, err := datastore.ParseDSN(dsn); err != nil {
+			return "", err
+		}
+		return Datastore, nil
 	}
 	return "", shardcounter.Errorf(shardcounter.EINVALID, "store scheme %q is unknown: %s", scheme, usage)
 }
@@ -91,6 +99,8 @@ func Open(ctx context.Context, dsn string) (shardcounter.CounterStore, error) {
 		return redis.Open(ctx, dsn, redis.Options{})
 	case Firestore:
 		return firestore.Open(ctx, dsn)
+	case Datastore:
+		return datastore.Open(ctx, dsn)
 	}
 	return nil, shardcounter.Errorf(shardcounter.EINVALID, "store %q: this build has no %s store", Redact(dsn), kind)
 }
@@ -154,6 +164,8 @@ func Collections(store shardcounter.CounterStore) (shardcounter.CollectionStore,
 	case *postgres.CounterStore:
 		return s.Collections(), nil
 	case *firestore.CounterStore:
+		return s.Collections(), nil
+	case *datastore.CounterStore:
 		return s.Collections(), nil
 	}
 	return nil, shardcounter.Errorf(shardcounter.EINVALID, "store %T has no collections", store)

@@ -24,12 +24,14 @@ func TestScheme(t *testing.T) {
 		{"redis+cluster://127.0.0.1:7000?addr=127.0.0.1:7001", dsn.RedisCluster},
 		{"firestore://demo-project", dsn.Firestore},
 		{"firestore://p/db?count_field=Count", dsn.Firestore},
+		{"datastore://demo-project", dsn.Datastore},
+		{"datastore://p?kind=IK_CounterShardEntity&shard_write_interval=0", dsn.Datastore},
 	} {
 		if got, err := dsn.Scheme(tc.dsn); err != nil || got != tc.want {
 			t.Errorf("Scheme(%q) = %q, %v; want %q", tc.dsn, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "shardcounter.db", "bolt:", "bolt://x.db", "pebble:", "pebble://data", "mysql://localhost/db", ":x", "sqlite:x.db", "firestore://", "firestore://p?x=1"} {
+	for _, bad := range []string{"", "shardcounter.db", "bolt:", "bolt://x.db", "pebble:", "pebble://data", "mysql://localhost/db", ":x", "sqlite:x.db", "firestore://", "firestore://p?x=1", "datastore://", "datastore://p/db", "datastore://p?kind=a.b"} {
 		if _, err := dsn.Scheme(bad); shardcounter.ErrorCode(err) != shardcounter.EINVALID {
 			t.Errorf("Scheme(%q) = %v, want invalid_argument", bad, err)
 		}
@@ -77,7 +79,7 @@ func TestRedact(t *testing.T) {
 }
 
 func FuzzScheme(f *testing.F) {
-	for _, s := range []string{"pebble:data", "pebble:", "bolt:x.db", "postgres://u:p@h:1/d", "redis://h:1/0", "redis+cluster://h:1?addr=h:2", "firestore://p/db?count_field=Count", "", ":", "bolt://", "x:y"} {
+	for _, s := range []string{"pebble:data", "pebble:", "bolt:x.db", "postgres://u:p@h:1/d", "redis://h:1/0", "redis+cluster://h:1?addr=h:2", "firestore://p/db?count_field=Count", "datastore://p?kind=K&namespace=n", "", ":", "bolt://", "x:y"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

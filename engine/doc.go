@@ -24,6 +24,15 @@
 // Config.DedupeWindow, which the engine hands to stores that expire ids
 // (shardcounter.RequestIDExpirer).
 //
+// # Rankings
+//
+// The engine keeps each ranking's top list in memory (ranking.go,
+// ranked.go, rankwindow.go): a commit marks the counters it changed, and a
+// refresh, in the background or on a read older than the ranking's
+// staleness bound, reads those again and merges them into the list. The
+// definitions are the store's (shardcounter.RankingStore), so the lists
+// are rebuilt from the store after a restart. docs/RANKINGS.md.
+//
 // # The rest
 //
 // Auto-create, validation, the shard-count policy (policy.go) and cached

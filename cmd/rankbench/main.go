@@ -47,6 +47,7 @@ func main() {
 	clients := flag.Int("clients", 64, "concurrent clients")
 	duration := flag.Duration("duration", 5*time.Second, "each run's length")
 	peer := flag.Bool("peer", true, "also run the Redis sorted-set peer (needs redis-server on PATH)")
+	last := flag.Duration("last", 0, "rank by the sum of the trailing `DURATION` (a trending ranking) over counters with 1-minute buckets kept an hour, instead of by value")
 	flag.Parse()
 	if *store == "" {
 		log.Fatal("give -store, such as pebble:/tmp/rankbench")
@@ -67,14 +68,14 @@ func main() {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("%s%07d", prefix, i)
 	}
-	prefill(ctx, e, ids)
-	fmt.Printf("# rankbench: %d counters (Zipf 1.1), %d clients, %s a run, store %s\n", *counters, *clients, *duration, dsn.Redact(*store))
+	prefill(ctx, e, ids, *last > 0)
+	fmt.Printf("# rankbench: %d counters (Zipf 1.1), %d clients, %s a run, store %s, ranking by %s\n", *counters, *clients, *duration, dsn.Redact(*store), by(*last))
 	fmt.Printf("%-28s %12s %10s %10s %14s\n", "run", "ops/s", "top p50", "top p99", "max staleness")
 
 	run(*clients, *duration/2, ids, 0, e.WriteCounter, nil) // warm-up, not reported
 	plain := run(*clients, *duration, ids, 0, e.WriteCounter, nil)
 	report("writes, no ranking", plain)
-	if _, _, err := e.CreateRanking(ctx, "rankbench", shardcounter.RankingOptions{Prefix: prefix, Size: 1000}); err != nil {
+	if _, _, err := e.CreateRanking(ctx, "rankbench", shardcounter.RankingOptions{Prefix: prefix, Size: 1000, Last: shardcounter.Duration(*last)}); err != nil {
 		log.Fatal(err)
 	}
 	start := time.Now()
@@ -109,8 +110,33 @@ func main() {
 	}
 }
 
-// prefill writes 1 to every counter, creating it, a thousand a batch.
-func prefill(ctx context.Context, e *engine.Engine, ids []string) {
+func by(last time.Duration) string {
+	if last > 0 {
+		return "the sum of the last " + shardcounter.Duration(last).String() + " of 1m buckets"
+	}
+	return "value"
+}
+
+// prefill writes 1 to every counter, creating it, a thousand a batch;
+// windowed counters are created first, with 1-minute buckets kept an
+// hour.
+func prefill(ctx context.Context, e *engine.Engine, ids []string, windowed bool) {
+	if windowed {
+		w := &shardcounter.Window{Bucket: shardcounter.BucketMinute, Retention: shardcounter.Duration(time.Hour)}
+		var wg sync.WaitGroup
+		for c := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := c; i < len(ids); i += 16 {
+					if _, _, err := e.CreateCounter(ctx, ids[i], shardcounter.CreateOptions{Shards: 1, Window: w}); err != nil {
+						log.Fatal(err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	for i := 0; i < len(ids); i += 1000 {

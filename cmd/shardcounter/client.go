@@ -27,13 +27,18 @@ type clientFlags struct {
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
+	c.registerServer(fs)
+	fs.BoolVar(&c.json, "json", false, "print the API's JSON instead of text")
+}
+
+// registerServer registers --server and --token-file alone.
+func (c *clientFlags) registerServer(fs *flag.FlagSet) {
 	server := c.m.Getenv("SHARDCOUNTER_SERVER")
 	if server == "" {
 		server = DefaultServer
 	}
 	fs.StringVar(&c.server, "server", server, "server `URL` (env SHARDCOUNTER_SERVER)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "read the bearer token from the first line of `PATH`")
-	fs.BoolVar(&c.json, "json", false, "print the API's JSON instead of text")
 }
 
 // client returns the API client the flags describe.

@@ -45,6 +45,11 @@ var subcommands = []subcommand{
 	{"query", "NAME [--where FIELD==VALUE] [--after T] [--before T] [--order desc|asc] [--limit N] [--page-token S]", "print a page of a collection's documents by timestamp", newQueryCommand},
 	{"bench", "[--store DSN] [--server URL] [--path naive|engine|http|peer]... [--peer redis-incr|postgres-update|http-bare]... [--shards 1,4,16,64] [--clients 64] [--counters 1] [--duration 10s] [--json FILE] [--svg FILE]", "measure throughput against the peers", newBenchCommand},
 	{"firestore-indexes", "[--store firestore://PROJECT]", "print the firestore.indexes.json a real Firestore project needs", newFirestoreIndexesCommand},
+	{"export", "(--store DSN | --server URL) [--prefix P] [--out FILE]", "write counters as JSON Lines (docs/EXPORT.md)", newExportCommand},
+	{"import", "(--store DSN | --server URL) [--in FILE] [--replace]", "read an export into a store, idempotently", newImportCommand},
+	{"import-redis", "--from redis://HOST:PORT --match PATTERN (--store DSN | --server URL) [--shards N]", "move a live Redis's integer keys, sets and hashes into counters", newImportRedisCommand},
+	{"backup", "--server URL --out PATH", "copy a running server's embedded store, online", newBackupCommand},
+	{"verify", "(--store DSN | --server URL) [--prefix P]", "recount counters from shards, members and buckets; exit 1 on drift", newVerifyCommand},
 	{"version", "", "print the version", newVersionCommand},
 }
 
@@ -166,6 +171,9 @@ func (m *Main) ParseFlags(ctx context.Context, args []string) error {
 	pos, err := parseInterspersed(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		printHelp(m.Stdout, sub, fs)
+		if ex, ok := m.cmd.(exampler); ok {
+			fmt.Fprintf(m.Stdout, "\nExamples:\n%s\n", ex.example())
+		}
 		return errHelp
 	}
 	if err != nil {

@@ -123,7 +123,7 @@ func (c *serveCommand) flags(fs *flag.FlagSet) {
 	if v := c.m.Getenv("SHARDCOUNTER_STORE"); v != "" {
 		c.store, c.storeGiven = v, true
 	}
-	fs.Var(storeFlag{&c.store, &c.storeGiven}, "store", "store `DSN`: pebble:DIR, bolt:PATH, postgres://..., redis://..., firestore://PROJECT (env SHARDCOUNTER_STORE; "+
+	fs.Var(storeFlag{&c.store, &c.storeGiven}, "store", "store `DSN`: pebble:DIR, bolt:PATH, postgres://..., redis://..., firestore://PROJECT, datastore://PROJECT (env SHARDCOUNTER_STORE; "+
 		"without either, "+LegacyStore+" while that file exists and "+strings.TrimPrefix(DefaultStore, "pebble:")+" does not)")
 	fs.IntVar(&c.defaultShards, "default-shards", 16, "`N` shards for counters created without a shard count")
 	fs.BoolVar(&c.autoCreate, "auto-create", true, "a write to an unknown counter creates it")
@@ -351,7 +351,7 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 		Collections:    colls,
 	})
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           withAdmin(api, store, log),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute, // a body of --max-body bytes arrives well within it
 		// The handler answers within --request-timeout; the rest is for

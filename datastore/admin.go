@@ -1,0 +1,259 @@
+package datastore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"cloud.google.com/go/datastore"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/overflow"
+	"github.com/shardcounter/shardcounter/internal/shard"
+)
+
+// errExists ends a create's transaction on a counter that exists.
+var errExists = errors.New("datastore: counter exists")
+
+// transact runs f in a transaction, again after a conflict (with backoff,
+// counted in Stats.Conflicts), up to a few dozen times.
+func (s *CounterStore) transact(ctx context.Context, op, id string, f func(tx *datastore.Transaction) error) error {
+	defer s.locks.lock(id)()
+	pause := time.Millisecond
+	for attempt := 0; ; attempt++ {
+		tx, err := s.client.NewTransaction(ctx)
+		if err != nil {
+			return readError(op, err)
+		}
+		err = f(tx)
+		if err == nil {
+			_, err = tx.Commit()
+			if err == nil {
+				return nil
+			}
+			err = commitError(err)
+		} else {
+			tx.Rollback()
+			if !errors.Is(err, errConflict) {
+				return err
+			}
+		}
+		if !errors.Is(err, errConflict) {
+			if shardcounter.IsOutcomeUnknown(err) {
+				return shardcounter.OutcomeUnknownf("datastore: %s: %v", op, err)
+			}
+			return err
+		}
+		s.stats.Conflicts.Add(1)
+		if attempt == 40 || sleep(ctx, pause) != nil {
+			return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: %s kept meeting other writers; nothing applied, try again", op)
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// getIn reads the counter entity in tx; nil when it does not exist.
+func (s *CounterStore) getIn(tx *datastore.Transaction, id string) (*counterEntity, error) {
+	var e counterEntity
+	err := tx.Get(s.counterKey(id), &e)
+	var fm *datastore.ErrFieldMismatch
+	switch {
+	case errors.Is(err, datastore.ErrNoSuchEntity):
+		return nil, nil
+	case err != nil && !errors.As(err, &fm):
+		return nil, txError("read counter", err)
+	}
+	return &e, e.check(s.counterKey(id))
+}
+
+// CreateCounter writes the counter entity and its zeroed shards in one
+// transaction.
+func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	if err := shardcounter.ValidateSpec(spec); err != nil {
+		return nil, err
+	}
+	if spec.Kind == "" {
+		spec.Kind = shardcounter.KindSum
+	}
+	e := newCounterEntity(id, spec, s.now().UTC().Truncate(time.Microsecond))
+	err := s.transact(ctx, "create counter", id, func(tx *datastore.Transaction) error {
+		old, err := s.getIn(tx, id)
+		if err != nil {
+			return err
+		}
+		if old != nil {
+			return errExists
+		}
+		muts := []*datastore.Mutation{datastore.NewInsert(s.counterKey(id), e)}
+		for i := range spec.Shards {
+			muts = append(muts, datastore.NewUpsert(s.ShardKey(id, i), &shardEntity{Target: id}))
+		}
+		_, err = tx.Mutate(muts...)
+		return txErr(err)
+	})
+	if errors.Is(err, errExists) {
+		return nil, shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.shards.Add(id, e)
+	return e.counter(id), nil
+}
+
+func txErr(err error) error {
+	if err != nil {
+		return txError("write", err)
+	}
+	return nil
+}
+
+// DeleteCounter deletes the counter entity and its shards in one
+// transaction, then its members, buckets and request ids. Those left
+// behind by a failure are never read again: they carry the deleted
+// counter's created_at, which a counter made again under the id does not
+// have.
+func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return err
+	}
+	found := true
+	err := s.transact(ctx, "delete counter", id, func(tx *datastore.Transaction) error {
+		e, err := s.getIn(tx, id)
+		if err != nil {
+			return err
+		}
+		if found = e != nil; !found {
+			return nil
+		}
+		keys := []*datastore.Key{s.counterKey(id)}
+		for i := range int(e.NumShards) {
+			keys = append(keys, s.ShardKey(id, i))
+		}
+		return txErr(tx.DeleteMulti(keys))
+	})
+	s.shards.Remove(id)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return shardcounter.CounterNotFound(id)
+	}
+	for _, kind := range []string{memberKind, bucketKind, requestKind} {
+		if err := s.deleteChildren(ctx, id, kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteChildren deletes every entity of kind under the counter entity, a
+// commit per page.
+func (s *CounterStore) deleteChildren(ctx context.Context, id, kind string) error {
+	for {
+		q := datastore.NewQuery(kind).Namespace(s.namespace).Ancestor(s.counterKey(id)).KeysOnly().Limit(400)
+		keys, err := s.client.GetAll(ctx, q, nil)
+		if err != nil {
+			return readError("delete counter", err)
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		if err := s.client.DeleteMulti(ctx, keys); err != nil {
+			return readError("delete counter", err)
+		}
+	}
+}
+
+// ReshardCounter rewrites the counter in one transaction: its shard count,
+// every shard that stays (shard i of the new count gets the old shards j
+// with j mod n = i; a distinct counter's shards are its members counted
+// again), new shards at 0 and the removed ones deleted.
+func (s *CounterStore) ReshardCounter(ctx context.Context, id string, n int) (*shardcounter.Counter, error) {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return nil, err
+	}
+	if err := shardcounter.ValidateShards(n); err != nil {
+		return nil, err
+	}
+	var res *counterEntity
+	err := s.transact(ctx, "reshard", id, func(tx *datastore.Transaction) error {
+		e, err := s.getIn(tx, id)
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			return shardcounter.CounterNotFound(id)
+		}
+		res = e
+		old := int(e.NumShards)
+		if old == n {
+			return nil
+		}
+		keys := make([]*datastore.Key, max(old, n))
+		ses := make([]shardEntity, len(keys))
+		for i := range keys {
+			keys[i] = s.ShardKey(id, i)
+		}
+		if err := tx.GetMulti(keys, ses); err != nil {
+			if _, ok := err.(datastore.MultiError); !ok {
+				return txError("reshard", err)
+			}
+		}
+		vals := make([]int64, n)
+		for i := range old {
+			vals[i%n], _ = overflow.Add(vals[i%n], ses[i].Count)
+		}
+		if shardcounter.Kind(e.Kind) == shardcounter.KindDistinct {
+			if vals, err = s.countMembers(ctx, tx, id, e, n); err != nil {
+				return err
+			}
+		}
+		ne := *e
+		ne.NumShards, ne.Wide = int64(n), false
+		for _, v := range vals {
+			ne.Wide = ne.Wide || v > zone(n) || v < -zone(n)
+		}
+		muts := []*datastore.Mutation{datastore.NewUpdate(s.counterKey(id), &ne)}
+		for i := range keys {
+			if i >= n {
+				muts = append(muts, datastore.NewDelete(keys[i]))
+				continue
+			}
+			se := ses[i]
+			se.Target, se.Count = id, vals[i]
+			muts = append(muts, datastore.NewUpsert(keys[i], &se))
+		}
+		res = &ne
+		_, err = tx.Mutate(muts...)
+		return txErr(err)
+	})
+	s.shards.Remove(id)
+	if err != nil {
+		return nil, err
+	}
+	return res.counter(id), nil
+}
+
+// countMembers counts a distinct counter's members per shard of n, in the
+// transaction.
+func (s *CounterStore) countMembers(ctx context.Context, tx *datastore.Transaction, id string, e *counterEntity, n int) ([]int64, error) {
+	q := datastore.NewQuery(memberKind).Namespace(s.namespace).Ancestor(s.counterKey(id)).Transaction(tx)
+	var ms []ownEntity
+	keys, err := s.client.GetAll(ctx, q, &ms)
+	if err != nil {
+		return nil, txError("reshard", err)
+	}
+	vals := make([]int64, n)
+	for i, k := range keys {
+		member, err := Unescape(k.Name)
+		if err != nil || !ms[i].Of.Equal(e.CreatedAt) {
+			continue
+		}
+		vals[shard.Of(shard.ForMember(member), n)]++
+	}
+	return vals, nil
+}

@@ -1,0 +1,396 @@
+package datastore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"cloud.google.com/go/datastore"
+	"google.golang.org/api/iterator"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/docindex"
+)
+
+// Collections (seed 001's sharded timestamps) live in two kinds: a
+// collection's metadata in an SC_Collection entity keyed by its escaped
+// name, and each document in an SC_Document entity, child of it, keyed
+// by the escaped document id, with its shard and timestamp as indexed
+// properties (the shard first, as seed 001 puts it in every index that
+// holds the timestamp), its data as JSON, and one indexed "ix" value per
+// declared index field it has a value for. A query reads one shard: shard
+// equal, the index value equal, ordered by timestamp and then key (which
+// is id order: Escape keeps it). Each document also carries its
+// collection's created_at ("of"), so that a writer that read a collection
+// before it was deleted and made again cannot put documents into the new
+// one.
+const (
+	collectionKind = "SC_Collection"
+	documentKind   = "SC_Document"
+)
+
+// CollectionStore is a shardcounter.CollectionStore on the same database
+// as a CounterStore. It is safe for concurrent use.
+type CollectionStore struct {
+	s *CounterStore
+}
+
+var _ shardcounter.CollectionStore = (*CollectionStore)(nil)
+
+// Collections returns the collection store on the counters' database.
+func (s *CounterStore) Collections() *CollectionStore { return &CollectionStore{s: s} }
+
+// MaxScanShards is 1: a query reads one shard's index range.
+func (cs *CollectionStore) MaxScanShards() int { return 1 }
+
+type collectionEntity struct {
+	Name           string    `datastore:"name,noindex"`
+	Shards         int64     `datastore:"shards,noindex"`
+	TimestampField string    `datastore:"timestamp_field,noindex"`
+	Indexes        string    `datastore:"indexes,noindex"` // JSON array
+	ShardKey       string    `datastore:"shard_key,noindex"`
+	CreatedAt      time.Time `datastore:"created_at,noindex"`
+}
+
+func (e *collectionEntity) collection() *shardcounter.Collection {
+	c := &shardcounter.Collection{Name: e.Name, Shards: int(e.Shards), TimestampField: e.TimestampField, ShardKey: shardcounter.ShardKey(e.ShardKey), CreatedAt: e.CreatedAt.UTC(), Indexes: []string{}}
+	json.Unmarshal([]byte(e.Indexes), &c.Indexes)
+	if c.Indexes == nil {
+		c.Indexes = []string{}
+	}
+	return c
+}
+
+func (cs *CollectionStore) metaKey(name string) *datastore.Key {
+	k := datastore.NameKey(collectionKind, Escape(name), nil)
+	k.Namespace = cs.s.namespace
+	return k
+}
+
+func (cs *CollectionStore) docKey(name, id string) *datastore.Key {
+	return childKey(cs.metaKey(name), documentKind, Escape(id))
+}
+
+// lockName is the in-process lock of a collection (see stripes).
+func lockName(name string) string { return "\x00collection " + name }
+
+// CreateCollection writes the metadata entity, in a transaction that
+// finds none.
+func (cs *CollectionStore) CreateCollection(ctx context.Context, c *shardcounter.Collection) error {
+	c.CreatedAt = c.CreatedAt.UTC().Truncate(time.Microsecond)
+	ix, _ := json.Marshal(c.Indexes)
+	e := &collectionEntity{Name: c.Name, Shards: int64(c.Shards), TimestampField: c.TimestampField, Indexes: string(ix), ShardKey: string(c.ShardKey), CreatedAt: c.CreatedAt}
+	err := cs.s.transact(ctx, "create collection", lockName(c.Name), func(tx *datastore.Transaction) error {
+		var old collectionEntity
+		err := tx.Get(cs.metaKey(c.Name), &old)
+		switch {
+		case err == nil:
+			return errExists
+		case !errors.Is(err, datastore.ErrNoSuchEntity):
+			return txError("create collection", err)
+		}
+		_, err = tx.Put(cs.metaKey(c.Name), e)
+		return txErr(err)
+	})
+	if errors.Is(err, errExists) {
+		return shardcounter.Errorf(shardcounter.EEXISTS, "collection %q already exists", c.Name)
+	}
+	return err
+}
+
+// GetCollection reads the metadata entity.
+func (cs *CollectionStore) GetCollection(ctx context.Context, name string) (*shardcounter.Collection, error) {
+	var e collectionEntity
+	err := cs.s.client.Get(ctx, cs.metaKey(name), &e)
+	if errors.Is(err, datastore.ErrNoSuchEntity) {
+		return nil, shardcounter.CollectionNotFound(name)
+	}
+	if err != nil {
+		return nil, readError("read collection", err)
+	}
+	return e.collection(), nil
+}
+
+// getIn reads the metadata entity in tx.
+func (cs *CollectionStore) getIn(tx *datastore.Transaction, name string) (*collectionEntity, error) {
+	var e collectionEntity
+	err := tx.Get(cs.metaKey(name), &e)
+	if errors.Is(err, datastore.ErrNoSuchEntity) {
+		return nil, shardcounter.CollectionNotFound(name)
+	}
+	if err != nil {
+		return nil, txError("read collection", err)
+	}
+	return &e, nil
+}
+
+// GrowCollection raises the shard count in a transaction.
+func (cs *CollectionStore) GrowCollection(ctx context.Context, name string, shards int) (*shardcounter.Collection, error) {
+	var c *shardcounter.Collection
+	err := cs.s.transact(ctx, "grow collection", lockName(name), func(tx *datastore.Transaction) error {
+		e, err := cs.getIn(tx, name)
+		if err != nil {
+			return err
+		}
+		c = e.collection()
+		if shards < c.Shards {
+			return shardcounter.Errorf(shardcounter.EINVALID, "collection %q has %d shards: a count never shrinks, documents stay on the shard they were written to", name, c.Shards)
+		}
+		if shards == c.Shards {
+			return nil
+		}
+		e.Shards = int64(shards)
+		c.Shards = shards
+		_, err = tx.Put(cs.metaKey(name), e)
+		return txErr(err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// DeleteCollection deletes the metadata entity, then the documents.
+func (cs *CollectionStore) DeleteCollection(ctx context.Context, name string) error {
+	err := cs.s.transact(ctx, "delete collection", lockName(name), func(tx *datastore.Transaction) error {
+		if _, err := cs.getIn(tx, name); err != nil {
+			return err
+		}
+		return txErr(tx.Delete(cs.metaKey(name)))
+	})
+	if err != nil {
+		return err
+	}
+	for {
+		q := datastore.NewQuery(documentKind).Namespace(cs.s.namespace).Ancestor(cs.metaKey(name)).KeysOnly().Limit(400)
+		keys, err := cs.s.client.GetAll(ctx, q, nil)
+		if err != nil {
+			return readError("delete collection", err)
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		if err := cs.s.client.DeleteMulti(ctx, keys); err != nil {
+			return readError("delete collection", err)
+		}
+	}
+}
+
+// docProps is a document as an entity's properties.
+func docProps(c *shardcounter.Collection, d *shardcounter.Document) (datastore.PropertyList, error) {
+	entries, err := docindex.Entries(c, d.Data)
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(d.Data)
+	if err != nil {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "document %q: %v", d.ID, err)
+	}
+	ix := make([]any, 0, len(entries))
+	for f, v := range entries {
+		ix = append(ix, f+shardcounter.HashSeparator+v)
+	}
+	ps := datastore.PropertyList{
+		{Name: "shard", Value: int64(d.Shard)},
+		{Name: "ts", Value: d.Timestamp.UTC().Truncate(time.Microsecond)},
+		{Name: "of", Value: c.CreatedAt.UTC().Truncate(time.Microsecond), NoIndex: true},
+		{Name: "data", Value: string(data), NoIndex: true},
+	}
+	if len(ix) > 0 {
+		ps = append(ps, datastore.Property{Name: "ix", Value: ix})
+	}
+	return ps, nil
+}
+
+// fromProps is an entity as a document of c, or false when it belongs to
+// an earlier collection of the name.
+func fromProps(c *shardcounter.Collection, k *datastore.Key, ps datastore.PropertyList) (*shardcounter.Document, bool) {
+	d := &shardcounter.Document{}
+	var of time.Time
+	var data string
+	for _, p := range ps {
+		switch p.Name {
+		case "shard":
+			n, _ := p.Value.(int64)
+			d.Shard = int(n)
+		case "ts":
+			t, _ := p.Value.(time.Time)
+			d.Timestamp = t.UTC()
+		case "of":
+			of, _ = p.Value.(time.Time)
+		case "data":
+			data, _ = p.Value.(string)
+		}
+	}
+	if !of.Equal(c.CreatedAt.UTC().Truncate(time.Microsecond)) {
+		return nil, false
+	}
+	id, err := Unescape(k.Name)
+	if err != nil {
+		return nil, false
+	}
+	d.ID = id
+	dec := json.NewDecoder(bytes.NewReader([]byte(data)))
+	dec.UseNumber() // keep integers past 2^53 exact
+	if err := dec.Decode(&d.Data); err != nil {
+		return nil, false
+	}
+	return d, true
+}
+
+// PutDocuments writes the documents in one transaction that checks the
+// collection is still the one c describes.
+func (cs *CollectionStore) PutDocuments(ctx context.Context, c *shardcounter.Collection, docs []*shardcounter.Document) error {
+	keys := make([]*datastore.Key, len(docs))
+	props := make([]datastore.PropertyList, len(docs))
+	for i, d := range docs {
+		var err error
+		if props[i], err = docProps(c, d); err != nil {
+			return err
+		}
+		keys[i] = cs.docKey(c.Name, d.ID)
+	}
+	return cs.s.transact(ctx, "put documents", lockName(c.Name), func(tx *datastore.Transaction) error {
+		e, err := cs.getIn(tx, c.Name)
+		if err != nil {
+			return err
+		}
+		if !e.CreatedAt.Equal(c.CreatedAt.UTC().Truncate(time.Microsecond)) {
+			return shardcounter.CollectionNotFound(c.Name)
+		}
+		_, err = tx.PutMulti(keys, props)
+		return txErr(err)
+	})
+}
+
+// GetDocument reads one document.
+func (cs *CollectionStore) GetDocument(ctx context.Context, c *shardcounter.Collection, id string) (*shardcounter.Document, error) {
+	var ps datastore.PropertyList
+	k := cs.docKey(c.Name, id)
+	err := cs.s.client.Get(ctx, k, &ps)
+	if errors.Is(err, datastore.ErrNoSuchEntity) {
+		return nil, shardcounter.DocumentNotFound(c.Name, id)
+	}
+	if err != nil {
+		return nil, readError("read document", err)
+	}
+	d, ok := fromProps(c, k, ps)
+	if !ok {
+		return nil, shardcounter.DocumentNotFound(c.Name, id)
+	}
+	return d, nil
+}
+
+// DeleteDocument deletes one document in a transaction that finds it.
+func (cs *CollectionStore) DeleteDocument(ctx context.Context, c *shardcounter.Collection, id string) error {
+	k := cs.docKey(c.Name, id)
+	return cs.s.transact(ctx, "delete document", lockName(c.Name), func(tx *datastore.Transaction) error {
+		var ps datastore.PropertyList
+		err := tx.Get(k, &ps)
+		if errors.Is(err, datastore.ErrNoSuchEntity) {
+			return shardcounter.DocumentNotFound(c.Name, id)
+		}
+		if err != nil {
+			return txError("read document", err)
+		}
+		if _, ok := fromProps(c, k, ps); !ok {
+			return shardcounter.DocumentNotFound(c.Name, id)
+		}
+		return txErr(tx.Delete(k))
+	})
+}
+
+// ScanDocuments runs the queries of one shard: shard equal, the index
+// value equal, ordered by timestamp and key (id order). A bound with an
+// id is a position (timestamp, id), which a Datastore query cannot
+// compare as one: the scan first reads the documents of the start bound's
+// timestamp past its key, then those past its timestamp; the end bound is
+// checked as documents come.
+func (cs *CollectionStore) ScanDocuments(ctx context.Context, c *shardcounter.Collection, r shardcounter.ScanRange) ([]*shardcounter.Document, error) {
+	if len(r.Shards) != 1 {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "datastore: a scan reads one shard, not %d", len(r.Shards))
+	}
+	desc := r.Order == shardcounter.Desc
+	from, to := r.After, r.Before // the bound the scan starts from, and the one it ends at
+	past, upto, ord := ">", "<=", ""
+	if desc {
+		from, to = to, from
+		past, upto, ord = "<", ">=", "-"
+	}
+	base := func() *datastore.Query {
+		q := datastore.NewQuery(documentKind).Namespace(cs.s.namespace).Ancestor(cs.metaKey(c.Name)).FilterField("shard", "=", int64(r.Shards[0]))
+		if r.Index != "" {
+			q = q.FilterField("ix", "=", r.Index+shardcounter.HashSeparator+r.Value)
+		}
+		return q
+	}
+	var queries []*datastore.Query
+	main := base()
+	if from != nil {
+		if from.ID != "" {
+			queries = append(queries, base().FilterField("ts", "=", from.Time.UTC()).
+				FilterField("__key__", past, cs.docKey(c.Name, from.ID)).Order(ord+"__key__"))
+			main = main.FilterField("ts", past, from.Time.UTC())
+		} else {
+			main = main.FilterField("ts", map[bool]string{false: ">=", true: "<="}[desc], from.Time.UTC())
+		}
+	}
+	if to != nil {
+		main = main.FilterField("ts", upto, to.Time.UTC())
+	}
+	queries = append(queries, main.Order(ord+"ts").Order(ord+"__key__"))
+	var out []*shardcounter.Document
+	for _, q := range queries {
+		for len(out) < r.Limit {
+			// A page a little past what is missing: documents of an
+			// earlier collection of the name, or at the start's
+			// timestamp, may be skipped.
+			page := r.Limit - len(out) + 8
+			it := cs.s.client.Run(ctx, q.Limit(page))
+			rows, done, err := cs.scanPage(c, it, from, to, desc, r.Limit, &out)
+			if err != nil || done {
+				return out, err
+			}
+			if rows < page {
+				break // the query has no more
+			}
+			cur, err := it.Cursor()
+			if err != nil {
+				return nil, readError("query documents", err)
+			}
+			q = q.Start(cur)
+		}
+	}
+	return out, nil
+}
+
+// scanPage appends to out the documents of a page of a scan's query that
+// lie between from and to, up to limit; done when it reached to.
+func (cs *CollectionStore) scanPage(c *shardcounter.Collection, it *datastore.Iterator, from, to *shardcounter.Position, desc bool, limit int, out *[]*shardcounter.Document) (rows int, done bool, err error) {
+	for len(*out) < limit {
+		var ps datastore.PropertyList
+		k, err := it.Next(&ps)
+		if errors.Is(err, iterator.Done) {
+			return rows, false, nil
+		}
+		if err != nil {
+			return rows, false, readError("query documents", err)
+		}
+		rows++
+		d, ok := fromProps(c, k, ps)
+		if !ok {
+			continue
+		}
+		p := d.Position()
+		if from != nil && (p.Compare(*from) <= 0) != desc || from != nil && p.Compare(*from) == 0 {
+			continue // not past the start (its timestamp alone, when it has no id)
+		}
+		if to != nil && (p.Compare(*to) >= 0) != desc || to != nil && p.Compare(*to) == 0 {
+			return rows, true, nil
+		}
+		*out = append(*out, d)
+	}
+	return rows, true, nil
+}

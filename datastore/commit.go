@@ -1,0 +1,175 @@
+package datastore
+
+import (
+	"context"
+	"time"
+
+	"cloud.google.com/go/datastore"
+)
+
+// sweepBatch bounds the buckets one batch deletes per counter.
+const sweepBatch = 64
+
+// sweep finds, in the transaction, the buckets past retention of the
+// windowed counters the batch writes, for the commit to delete: a few per
+// counter and batch, so the work follows the writes.
+func (b *batch) sweep(ctx context.Context) error {
+	b.sweeps = nil
+	for _, id := range b.order {
+		t := b.targets[id]
+		if !t.touched || t.create || t.st.Bucket == 0 || t.bdelta == 0 {
+			continue
+		}
+		w := t.st.spec().Window
+		cut := w.BucketOf(b.now.Add(-time.Duration(w.Retention))).Unix()
+		q := datastore.NewQuery(bucketKind).Namespace(b.s.namespace).Ancestor(t.key).
+			FilterField("__key__", "<", childKey(t.key, bucketKind, bucketName(cut))).KeysOnly().Limit(sweepBatch).Transaction(b.tx)
+		keys, err := b.s.client.GetAll(ctx, q, nil)
+		if err != nil {
+			return txError("read window buckets", err)
+		}
+		b.sweeps = append(b.sweeps, keys...)
+	}
+	return nil
+}
+
+// shardWrite is a shard entity the commit writes.
+type shardWrite struct {
+	t     *target
+	shard int
+}
+
+// mutations returns the commit's writes: for each counter the batch
+// touched its entity (when created, or newly wide), the shards it changed
+// (every shard of one it creates), members, the bucket of now; then the
+// request ids and the swept buckets.
+func (b *batch) mutations() ([]*datastore.Mutation, []shardWrite) {
+	var muts []*datastore.Mutation
+	var sw []shardWrite
+	for _, id := range b.order {
+		t := b.targets[id]
+		if !t.touched {
+			continue
+		}
+		if t.create || (t.wide && !t.st.Wide) {
+			e := *t.st
+			e.Wide = e.Wide || t.wide
+			muts = append(muts, datastore.NewUpsert(t.key, &e))
+		}
+		for i := range t.vals {
+			if !t.create && !t.dirty[i] {
+				continue
+			}
+			se := t.shards[i]
+			if se == nil || t.create {
+				se = &shardEntity{}
+			}
+			e := *se
+			e.Target, e.Count = t.id, t.vals[i]
+			muts = append(muts, datastore.NewUpsert(b.s.ShardKey(t.id, i), &e))
+			sw = append(sw, shardWrite{t: t, shard: i})
+		}
+		for m, present := range t.present {
+			k := childKey(t.key, memberKind, Escape(m))
+			if present {
+				muts = append(muts, datastore.NewUpsert(k, &ownEntity{Of: t.st.CreatedAt}))
+			} else {
+				muts = append(muts, datastore.NewDelete(k))
+			}
+		}
+		if t.st.Bucket > 0 && t.bdelta != 0 {
+			start := t.st.spec().Window.BucketOf(b.now)
+			be := bucketEntity{Start: start, Count: t.bdelta}
+			if !t.create && t.bucket != nil {
+				be.Count += t.bucket.Count
+			}
+			muts = append(muts, datastore.NewUpsert(childKey(t.key, bucketKind, bucketName(start.Unix())), &be))
+		}
+	}
+	for _, k := range b.records {
+		t := b.targets[k.counter]
+		muts = append(muts, datastore.NewUpsert(childKey(t.key, requestKind, Escape(k.id)), &ownEntity{Of: t.st.CreatedAt, At: b.now}))
+	}
+	for _, k := range b.sweeps {
+		muts = append(muts, datastore.NewDelete(k))
+	}
+	return muts, sw
+}
+
+// committed takes in a committed batch: the per-entity commit counts, and
+// the counters' entities as the commit left them.
+func (b *batch) committed(sw []shardWrite) {
+	for _, w := range sw {
+		b.s.stats.Commits.Add(1)
+		if f := b.s.stats.onCommit.Load(); f != nil {
+			(*f)(w.t.id, w.shard)
+		}
+	}
+	for _, id := range b.order {
+		t := b.targets[id]
+		if t.touched && (t.create || t.wide) {
+			e := *t.st
+			e.Wide = e.Wide || t.wide
+			b.s.shards.Add(id, &e)
+		}
+	}
+}
+
+// expireBatch is how many expired request ids an Apply deletes beyond the
+// number it records.
+const expireBatch = 64
+
+// expire deletes up to expireBatch+recorded expired request ids, oldest
+// first, in a transaction of their own after the batch's, which checks
+// that each is still expired. When it finds fewer than it may delete, none
+// is left to expire for a while, and the next batches skip the query.
+func (s *CounterStore) expire(ctx context.Context, recorded int) {
+	now := s.now()
+	s.expiryMu.Lock()
+	skip := now.Before(s.nextExpiry)
+	s.expiryMu.Unlock()
+	if skip {
+		return
+	}
+	window := time.Duration(s.window.Load())
+	limit := expireBatch + recorded
+	cut := now.Add(-window)
+	q := datastore.NewQuery(requestKind).Namespace(s.namespace).FilterField("at", "<=", cut).Order("at").KeysOnly().Limit(limit)
+	keys, err := s.client.GetAll(ctx, q, nil)
+	if err != nil {
+		return // the next batch tries again
+	}
+	if len(keys) > 0 {
+		var ids []string
+		for _, k := range keys {
+			if id, err := Unescape(k.Parent.Name); err == nil {
+				ids = append(ids, id)
+			}
+		}
+		unlock := s.locks.lock(ids...)
+		defer unlock()
+		_, err := s.client.RunInTransaction(ctx, func(tx *datastore.Transaction) error {
+			es := make([]ownEntity, len(keys))
+			if err := tx.GetMulti(keys, es); err != nil {
+				if _, ok := err.(datastore.MultiError); !ok {
+					return err
+				}
+			}
+			var del []*datastore.Key
+			for i, e := range es {
+				if !e.At.IsZero() && !e.At.After(cut) {
+					del = append(del, keys[i])
+				}
+			}
+			return tx.DeleteMulti(del)
+		})
+		if err != nil {
+			return
+		}
+	}
+	if len(keys) < limit {
+		s.expiryMu.Lock()
+		s.nextExpiry = now.Add(min(window/16, time.Minute))
+		s.expiryMu.Unlock()
+	}
+}

@@ -1,0 +1,50 @@
+package datastore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/datastore"
+	"github.com/shardcounter/shardcounter/internal/firestoretest"
+	"github.com/shardcounter/shardcounter/storetest"
+)
+
+// TestMain starts the emulator this package's tests share (Firestore in
+// Datastore mode) and stops it, its JVM with it, at the end. Without the
+// emulator the run fails: it never skips.
+func TestMain(m *testing.M) { firestoretest.Main(m, firestoretest.Datastore) }
+
+// MustOpen opens a store on a project of its own (an empty database of
+// the emulator), closed at the end of the test.
+func MustOpen(tb testing.TB, opts datastore.Options) *datastore.CounterStore {
+	tb.Helper()
+	return mustOpenProject(tb, firestoretest.Project(tb), opts)
+}
+
+func mustOpenProject(tb testing.TB, project string, opts datastore.Options) *datastore.CounterStore {
+	tb.Helper()
+	s, err := datastore.New(context.Background(), project, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestCounterStore(t *testing.T) {
+	project := firestoretest.Project(t)
+	s := mustOpenProject(t, project, datastore.Options{})
+	storetest.RunCounterStore(t, func(testing.TB) shardcounter.CounterStore { return s }, storetest.Options{
+		OpenWithClock: func(tb testing.TB, now func() time.Time) shardcounter.CounterStore {
+			return mustOpenProject(tb, project, datastore.Options{Now: now})
+		},
+		LoadScale: 0.25, // the emulator commits a few hundred transactions a second
+	})
+}
+
+func TestCollectionStore(t *testing.T) {
+	s := MustOpen(t, datastore.Options{})
+	storetest.RunCollectionStore(t, func(testing.TB) shardcounter.CollectionStore { return s.Collections() })
+}

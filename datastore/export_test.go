@@ -1,0 +1,4 @@
+package datastore
+
+// ExpireBatch is expireBatch, for storetest.RunRequestIDExpiry.
+const ExpireBatch = expireBatch

@@ -1,0 +1,169 @@
+package datastore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"cloud.google.com/go/datastore"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/overflow"
+)
+
+// IsMember reads the member's entity with the counter's, one lookup.
+func (s *CounterStore) IsMember(ctx context.Context, id, member string) (bool, error) {
+	if err := shardcounter.ValidateID("member", member); err != nil {
+		return false, err
+	}
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return false, err
+	}
+	ck := s.counterKey(id)
+	var e counterEntity
+	var m ownEntity
+	err := s.client.GetMulti(ctx, []*datastore.Key{ck, childKey(ck, memberKind, Escape(member))}, []any{&e, &m})
+	var me datastore.MultiError
+	if err != nil && !errors.As(err, &me) {
+		return false, readError("read member", err)
+	}
+	if me != nil {
+		var fm *datastore.ErrFieldMismatch
+		switch {
+		case errors.Is(me[0], datastore.ErrNoSuchEntity):
+			return false, shardcounter.CounterNotFound(id)
+		case me[0] != nil && !errors.As(me[0], &fm):
+			return false, readError("read member", me[0])
+		case me[1] != nil && !errors.Is(me[1], datastore.ErrNoSuchEntity):
+			return false, readError("read member", me[1])
+		}
+	}
+	if err := e.check(ck); err != nil {
+		return false, err
+	}
+	if shardcounter.Kind(e.Kind) != shardcounter.KindDistinct {
+		return false, shardcounter.CounterHasNoMembers(id)
+	}
+	return (me == nil || me[1] == nil) && m.Of.Equal(e.CreatedAt), nil
+}
+
+// ListMembers lists member entities in key order, which is member order.
+func (s *CounterStore) ListMembers(ctx context.Context, id, after string, limit int) ([]string, error) {
+	e, err := s.getEntity(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if shardcounter.Kind(e.Kind) != shardcounter.KindDistinct {
+		return nil, shardcounter.CounterHasNoMembers(id)
+	}
+	if limit <= 0 {
+		limit = shardcounter.DefaultListLimit
+	}
+	ck := s.counterKey(id)
+	var out []string
+	cursor := ""
+	if after != "" {
+		cursor = Escape(after)
+	}
+	for len(out) < limit {
+		page := limit - len(out)
+		q := datastore.NewQuery(memberKind).Namespace(s.namespace).Ancestor(ck).Order("__key__").Limit(page)
+		if cursor != "" {
+			q = q.FilterField("__key__", ">", childKey(ck, memberKind, cursor))
+		}
+		var ms []ownEntity
+		keys, err := s.client.GetAll(ctx, q, &ms)
+		if err != nil {
+			return nil, readError("list members", err)
+		}
+		for i, k := range keys {
+			member, err := Unescape(k.Name)
+			if err != nil || !ms[i].Of.Equal(e.CreatedAt) {
+				continue // not a member of this incarnation of the counter
+			}
+			out = append(out, member)
+		}
+		if len(keys) < page {
+			break
+		}
+		cursor = keys[len(keys)-1].Name
+	}
+	return out, nil
+}
+
+// buckets returns a windowed counter's buckets that start in [from, to),
+// oldest first, with the counter: a key range of its bucket entities.
+func (s *CounterStore) buckets(ctx context.Context, id string, from, to time.Time) (*counterEntity, []shardcounter.Bucket, error) {
+	e, err := s.getWindowed(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	ck := s.counterKey(id)
+	lo := from.Unix()
+	if from.After(time.Unix(lo, 0)) {
+		lo++ // a bucket starts on a whole second
+	}
+	hi := to.Unix()
+	if to.After(time.Unix(hi, 0)) {
+		hi++
+	}
+	q := datastore.NewQuery(bucketKind).Namespace(s.namespace).Ancestor(ck).
+		FilterField("__key__", ">=", childKey(ck, bucketKind, bucketName(lo))).
+		FilterField("__key__", "<", childKey(ck, bucketKind, bucketName(hi))).Order("__key__")
+	var bs []bucketEntity
+	if _, err := s.client.GetAll(ctx, q, &bs); err != nil {
+		return nil, nil, readError("read window", err)
+	}
+	var out []shardcounter.Bucket
+	for _, b := range bs {
+		if b.Count != 0 {
+			out = append(out, shardcounter.Bucket{Start: b.Start.UTC(), Value: b.Count})
+		}
+	}
+	return e, out, nil
+}
+
+func (s *CounterStore) getWindowed(ctx context.Context, id string) (*counterEntity, error) {
+	e, err := s.getEntity(ctx, id)
+	if err == nil && e.Bucket == 0 {
+		err = shardcounter.CounterHasNoWindow(id)
+	}
+	return e, err
+}
+
+// ReadWindow sums the buckets that start in [from, to).
+func (s *CounterStore) ReadWindow(ctx context.Context, id string, from, to time.Time) (*shardcounter.Reading, error) {
+	if !to.After(from) {
+		e, err := s.getWindowed(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return s.windowReading(id, e, 0, from, to), nil
+	}
+	e, bs, err := s.buckets(ctx, id, from, to)
+	if err != nil {
+		return nil, err
+	}
+	var sum int64
+	for _, b := range bs {
+		var ok bool
+		if sum, ok = overflow.Add(sum, b.Value); !ok {
+			return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: its window sums to more than int64 holds", id)
+		}
+	}
+	return s.windowReading(id, e, sum, from, to), nil
+}
+
+func (s *CounterStore) windowReading(id string, e *counterEntity, v int64, from, to time.Time) *shardcounter.Reading {
+	return &shardcounter.Reading{ID: id, Value: v, Shards: int(e.NumShards), Consistency: shardcounter.Strong, AsOf: s.now(), Window: &shardcounter.Interval{From: from, To: to}}
+}
+
+// ReadSeries returns the non-zero buckets that start in [from, to).
+func (s *CounterStore) ReadSeries(ctx context.Context, id string, from, to time.Time) ([]shardcounter.Bucket, error) {
+	if !to.After(from) {
+		_, err := s.getWindowed(ctx, id)
+		return nil, err
+	}
+	_, bs, err := s.buckets(ctx, id, from, to)
+	return bs, err
+}

@@ -1,0 +1,368 @@
+package transfer
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// The export format, version 1 (docs/EXPORT.md): JSON Lines, one record a
+// line, each a JSON object whose "type" says what it is. The first line
+// is the header, the last the end record, so that a file cut short is
+// told from a whole one.
+const (
+	// FormatName is the header's "format": what tells an export from any
+	// other JSON Lines file.
+	FormatName = "shardcounter-export"
+	// Version is the format version this package writes and the newest it
+	// reads. A reader refuses a newer one rather than guess at it.
+	Version = 1
+	// MembersPerLine is how many members of a distinct counter one members
+	// line holds at most: lines stay small whatever a counter's size.
+	MembersPerLine = 1000
+	// MaxLineBytes bounds one line a Decoder reads, so that a file that is
+	// not an export cannot make it hold gigabytes. The longest line this
+	// package writes, a counter with MaxWindowBuckets buckets, is under
+	// 1 MiB.
+	MaxLineBytes = 8 << 20
+)
+
+// Record types.
+const (
+	TypeHeader  = "header"
+	TypeCounter = "counter"
+	TypeMembers = "members"
+	TypeEnd     = "end"
+)
+
+// Header is the first line of an export.
+type Header struct {
+	Type    string `json:"type"` // TypeHeader
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+	// Prefix is the --prefix the export was taken with, "" for all.
+	Prefix string `json:"prefix,omitempty"`
+	// Unsorted says that counters come in any order and may come more
+	// than once: a migration from a source that cannot list in order
+	// (import-redis, from Redis's SCAN). A reader then skips the order
+	// check; import is idempotent, so a repeat changes nothing.
+	Unsorted bool `json:"unsorted,omitempty"`
+}
+
+// Counter is one counter: its spec, its value, and the non-zero buckets
+// of its window that lie in its retention. A distinct counter's members
+// follow on members lines. Hash fields are counters whose id holds
+// shardcounter.HashSeparator (JSON writes it \u001f).
+type Counter struct {
+	Type   string               `json:"type"` // TypeCounter
+	ID     string               `json:"id"`
+	Kind   shardcounter.Kind    `json:"kind"`
+	Shards int                  `json:"shards"`
+	Min    *int64               `json:"min,omitempty"`
+	Max    *int64               `json:"max,omitempty"`
+	Window *shardcounter.Window `json:"window,omitempty"`
+	Value  int64                `json:"value"`
+	// Buckets are the window's non-zero buckets, oldest first. Value may
+	// exceed their sum: writes older than the retention count in the
+	// value and in no bucket.
+	Buckets []shardcounter.Bucket `json:"buckets,omitempty"`
+}
+
+// Spec returns the counter's spec.
+func (c *Counter) Spec() shardcounter.Spec {
+	return shardcounter.Spec{Shards: c.Shards, Kind: c.Kind, Min: c.Min, Max: c.Max, Window: c.Window}
+}
+
+// Members is a run of a distinct counter's members, in byte order, after
+// its counter line or another members line of the same counter.
+type Members struct {
+	Type    string   `json:"type"` // TypeMembers
+	ID      string   `json:"id"`
+	Members []string `json:"members"`
+}
+
+// End is the last line: the counts of what came before, which a reader
+// checks.
+type End struct {
+	Type     string `json:"type"` // TypeEnd
+	Counters int64  `json:"counters"`
+	Members  int64  `json:"members"`
+}
+
+// Encoder writes an export. It is not safe for concurrent use.
+type Encoder struct {
+	w   *bufio.Writer
+	end End
+}
+
+// NewEncoder writes the header of an export of the counters whose ids
+// start with prefix to w and returns the Encoder of the rest.
+func NewEncoder(w io.Writer, prefix string) (*Encoder, error) {
+	return NewEncoderHeader(w, Header{Prefix: prefix})
+}
+
+// NewEncoderHeader writes h, with its type, format and version set, to w
+// and returns the Encoder of the rest.
+func NewEncoderHeader(w io.Writer, h Header) (*Encoder, error) {
+	e := &Encoder{w: bufio.NewWriterSize(w, 64<<10), end: End{Type: TypeEnd}}
+	h.Type, h.Format, h.Version = TypeHeader, FormatName, Version
+	return e, e.line(h)
+}
+
+// Flush writes what the Encoder buffers, for a stream read while it is
+// written.
+func (e *Encoder) Flush() error { return e.w.Flush() }
+
+func (e *Encoder) line(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	e.w.Write(b)
+	return e.w.WriteByte('\n')
+}
+
+// Counter writes a counter line.
+func (e *Encoder) Counter(c *Counter) error {
+	c.Type = TypeCounter
+	e.end.Counters++
+	return e.line(c)
+}
+
+// Members writes members lines of at most MembersPerLine each.
+func (e *Encoder) Members(id string, members []string) error {
+	for len(members) > 0 {
+		n := min(len(members), MembersPerLine)
+		if err := e.line(Members{Type: TypeMembers, ID: id, Members: members[:n]}); err != nil {
+			return err
+		}
+		e.end.Members += int64(n)
+		members = members[n:]
+	}
+	return nil
+}
+
+// Close writes the end line and flushes. Without it the export reads as
+// cut short.
+func (e *Encoder) Close() error {
+	if err := e.line(e.end); err != nil {
+		return err
+	}
+	return e.w.Flush()
+}
+
+// LineError is a line of an export that cannot be read: malformed,
+// out of order, or missing at the end. Line counts from 1.
+type LineError struct {
+	Line int
+	Msg  string
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+// Record is one line of an export as a Decoder reads it: exactly one of
+// its fields is set.
+type Record struct {
+	Line    int
+	Counter *Counter
+	Members *Members
+	End     *End
+}
+
+// Decoder reads an export line by line and checks it: the header first,
+// counters in strictly increasing id order, members only after their
+// distinct counter, the end line last with the right counts. It is not
+// safe for concurrent use.
+type Decoder struct {
+	r      *bufio.Reader
+	line   int
+	Header Header
+	last   *Counter // the latest counter line
+	seen   End
+	done   bool
+}
+
+// NewDecoder reads and checks the header.
+func NewDecoder(r io.Reader) (*Decoder, error) {
+	d := &Decoder{r: bufio.NewReaderSize(r, 64<<10)}
+	b, err := d.readLine()
+	if err == io.EOF {
+		return nil, &LineError{1, "the input is empty: give a file that shardcounter export wrote"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := strict(b, &d.Header); err != nil || d.Header.Type != TypeHeader || d.Header.Format != FormatName {
+		return nil, &LineError{1, fmt.Sprintf("not a header {\"type\":\"header\",\"format\":%q,...}: this is not a shardcounter export", FormatName)}
+	}
+	if d.Header.Version < 1 || d.Header.Version > Version {
+		return nil, &LineError{1, fmt.Sprintf("export format version %d: this shardcounter reads versions 1 to %d; use a shardcounter as new as the one that exported", d.Header.Version, Version)}
+	}
+	return d, nil
+}
+
+// readLine returns the next line without its newline, io.EOF at the end,
+// and a LineError for a line cut short (no newline: every line the
+// Encoder writes ends in one) or too long.
+func (d *Decoder) readLine() ([]byte, error) {
+	var buf []byte
+	for {
+		part, err := d.r.ReadSlice('\n')
+		buf = append(buf, part...)
+		if len(buf) > MaxLineBytes {
+			return nil, &LineError{d.line + 1, fmt.Sprintf("longer than %d bytes: this is not a shardcounter export", MaxLineBytes)}
+		}
+		switch {
+		case err == nil:
+			d.line++
+			return buf[:len(buf)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == io.EOF && len(buf) == 0:
+			return nil, io.EOF
+		case err == io.EOF:
+			return nil, &LineError{d.line + 1, "cut short (no newline at its end): the export is truncated; export again"}
+		default:
+			return nil, err
+		}
+	}
+}
+
+// strict decodes one JSON object into v, refusing unknown fields and
+// anything after the object.
+func strict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value on the line")
+	}
+	return nil
+}
+
+// Next returns the next record, io.EOF after the end line, or a
+// *LineError naming the line that is wrong.
+func (d *Decoder) Next() (*Record, error) {
+	if d.done {
+		return nil, io.EOF
+	}
+	b, err := d.readLine()
+	if err == io.EOF {
+		return nil, &LineError{d.line + 1, fmt.Sprintf("the export ends after line %d without its end line: it is truncated; export again", d.line)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	var probe struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, d.errorf("not a JSON object: %v", err)
+	}
+	rec := &Record{Line: d.line}
+	switch probe.Type {
+	case TypeCounter:
+		rec.Counter = &Counter{}
+		err = d.counter(b, rec.Counter)
+	case TypeMembers:
+		rec.Members = &Members{}
+		err = d.members(b, rec.Members)
+	case TypeEnd:
+		rec.End = &End{}
+		err = d.end(b, rec.End)
+	case TypeHeader:
+		err = d.errorf("a second header: two exports were joined; import them one at a time")
+	default:
+		err = d.errorf("record type %q is unknown: version %d has header, counter, members and end", probe.Type, Version)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+func (d *Decoder) errorf(format string, args ...any) error {
+	return &LineError{d.line, fmt.Sprintf(format, args...)}
+}
+
+func (d *Decoder) counter(b []byte, c *Counter) error {
+	if err := strict(b, c); err != nil {
+		return d.errorf("counter: %v", err)
+	}
+	if err := shardcounter.ValidateID(shardcounter.CounterIDKind, c.ID); err != nil {
+		return d.errorf("%v", errorText(err))
+	}
+	if c.Kind == "" {
+		return d.errorf("counter %q has no kind: give sum or distinct", c.ID)
+	}
+	if err := shardcounter.ValidateSpec(c.Spec()); err != nil {
+		return d.errorf("counter %q: %s", c.ID, errorText(err))
+	}
+	if d.last != nil && c.ID <= d.last.ID && !d.Header.Unsorted {
+		return d.errorf("counter %q comes after %q: counters are in increasing id order, each once", c.ID, d.last.ID)
+	}
+	if c.Window == nil && len(c.Buckets) > 0 {
+		return d.errorf("counter %q has buckets but no window", c.ID)
+	}
+	for i, bk := range c.Buckets {
+		if bk.Value == 0 || !bk.Start.Equal(c.Window.BucketOf(bk.Start)) || (i > 0 && !c.Buckets[i-1].Start.Before(bk.Start)) {
+			return d.errorf("counter %q: bucket %d (%s) is zero, not at the start of a %s bucket, or out of order", c.ID, i, bk.Start.Format(time.RFC3339), c.Window.Bucket)
+		}
+	}
+	if c.Kind == shardcounter.KindDistinct && c.Value < 0 {
+		return d.errorf("distinct counter %q has value %d: a member count is never negative", c.ID, c.Value)
+	}
+	d.last = c
+	d.seen.Counters++
+	return nil
+}
+
+func (d *Decoder) members(b []byte, m *Members) error {
+	if err := strict(b, m); err != nil {
+		return d.errorf("members: %v", err)
+	}
+	if d.last == nil || d.last.ID != m.ID || d.last.Kind != shardcounter.KindDistinct {
+		return d.errorf("members of %q do not follow the line of the distinct counter %q", m.ID, m.ID)
+	}
+	if len(m.Members) == 0 || len(m.Members) > MembersPerLine {
+		return d.errorf("members of %q: a members line holds 1 to %d members, not %d", m.ID, MembersPerLine, len(m.Members))
+	}
+	for _, x := range m.Members {
+		if err := shardcounter.ValidateID("member", x); err != nil {
+			return d.errorf("counter %q: %s", m.ID, errorText(err))
+		}
+	}
+	d.seen.Members += int64(len(m.Members))
+	return nil
+}
+
+func (d *Decoder) end(b []byte, e *End) error {
+	if err := strict(b, e); err != nil {
+		return d.errorf("end: %v", err)
+	}
+	if e.Counters != d.seen.Counters || e.Members != d.seen.Members {
+		return d.errorf("the end line counts %d counters and %d members, the lines before hold %d and %d: the export is damaged; export again", e.Counters, e.Members, d.seen.Counters, d.seen.Members)
+	}
+	if _, err := d.r.ReadByte(); err != io.EOF {
+		return d.errorf("more lines after the end line: two exports were joined; import them one at a time")
+	}
+	d.done = true
+	return nil
+}
+
+// errorText is an error's message without the code prefix *Error adds.
+func errorText(err error) string {
+	var e *shardcounter.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}

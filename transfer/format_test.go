@@ -1,0 +1,154 @@
+package transfer_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/bolt"
+	"github.com/shardcounter/shardcounter/transfer"
+)
+
+const header = `{"type":"header","format":"shardcounter-export","version":1}` + "\n"
+
+// TestDecodeErrors checks that each kind of bad input is an error naming
+// its line.
+func TestDecodeErrors(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"Empty", "", "line 1: the input is empty"},
+		{"NotExport", `{"a":1}` + "\n", "line 1: not a header"},
+		{"NewerVersion", `{"type":"header","format":"shardcounter-export","version":2}` + "\n", "line 1: export format version 2"},
+		{"NoEnd", header + `{"type":"counter","id":"a","kind":"sum","shards":1,"value":1}` + "\n", "line 3: the export ends after line 2 without its end line"},
+		{"CutLine", header + `{"type":"counter","id":"a","kind":"sum","sha`, "line 2: cut short"},
+		{"BadJSON", header + "{nope\n", "line 2: not a JSON object"},
+		{"UnknownField", header + `{"type":"counter","id":"a","kind":"sum","shards":1,"value":1,"colour":2}` + "\n", `line 2: counter: json: unknown field "colour"`},
+		{"BadShards", header + `{"type":"counter","id":"a","kind":"sum","shards":0,"value":1}` + "\n", "line 2: counter \"a\": shard count 0"},
+		{"Order", header + `{"type":"counter","id":"b","kind":"sum","shards":1,"value":1}` + "\n" + `{"type":"counter","id":"a","kind":"sum","shards":1,"value":1}` + "\n", `line 3: counter "a" comes after "b"`},
+		{"StrayMembers", header + `{"type":"counter","id":"a","kind":"sum","shards":1,"value":1}` + "\n" + `{"type":"members","id":"a","members":["x"]}` + "\n", "line 3: members of \"a\" do not follow"},
+		{"EndCount", header + `{"type":"end","counters":3,"members":0}` + "\n", "line 2: the end line counts 3 counters"},
+		{"Joined", header + `{"type":"end","counters":0,"members":0}` + "\n" + header, "line 2: more lines after the end line"},
+		{"UnknownType", header + `{"type":"ranking"}` + "\n", `line 2: record type "ranking" is unknown`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := decodeAll(c.in)
+			var le *transfer.LineError
+			if err == nil || !errors.As(err, &le) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want a line error with %q", err, c.want)
+			}
+		})
+	}
+}
+
+func decodeAll(in string) error {
+	d, err := transfer.NewDecoder(strings.NewReader(in))
+	if err != nil {
+		return err
+	}
+	for {
+		if _, err := d.Next(); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+}
+
+// TestImportStopsAtBadLine checks that a malformed line stops an import
+// and that the counters before it in the same batch are not written.
+func TestImportStopsAtBadLine(t *testing.T) {
+	s := openBolt(t)
+	in := header + `{"type":"counter","id":"a","kind":"sum","shards":1,"value":5}` + "\n" + "garbage\n"
+	_, err := transfer.Import(context.Background(), s, strings.NewReader(in), transfer.ImportOptions{})
+	if err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Fatalf("import: %v", err)
+	}
+	if _, err := s.GetCounter(context.Background(), "a"); shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
+		t.Fatalf("counter a after a failed import: %v", err)
+	}
+}
+
+// TestImportConflict checks that a counter with other options is left
+// alone and reported, and replaced with Replace.
+func TestImportConflict(t *testing.T) {
+	ctx := context.Background()
+	s := openBolt(t)
+	if _, err := s.CreateCounter(ctx, "a", shardcounter.Spec{Shards: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(ctx, "a", 3, 0); err != nil {
+		t.Fatal(err)
+	}
+	in := header + `{"type":"counter","id":"a","kind":"sum","shards":4,"value":5}` + "\n" + `{"type":"end","counters":1,"members":0}` + "\n"
+	var reported []string
+	st, err := transfer.Import(ctx, s, strings.NewReader(in), transfer.ImportOptions{Conflict: func(id string, have, want shardcounter.Spec) {
+		reported = append(reported, id)
+	}})
+	if err != nil || st.Conflicts != 1 || len(reported) != 1 {
+		t.Fatalf("import: %+v, %v, reported %v", st, err, reported)
+	}
+	if r, _ := s.ReadCounter(ctx, "a"); r.Value != 3 || r.Shards != 2 {
+		t.Fatalf("a after a conflict: %+v", r)
+	}
+	st, err = transfer.Import(ctx, s, strings.NewReader(in), transfer.ImportOptions{Replace: true})
+	if err != nil || st.Replaced != 1 {
+		t.Fatalf("import --replace: %+v, %v", st, err)
+	}
+	if r, _ := s.ReadCounter(ctx, "a"); r.Value != 5 || r.Shards != 4 {
+		t.Fatalf("a after --replace: %+v", r)
+	}
+}
+
+func openBolt(t *testing.T) shardcounter.CounterStore {
+	s, err := bolt.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// FuzzDecode feeds the decoder arbitrary input after a valid header: it
+// must return records or a line error, never panic, and whatever it
+// accepts must encode again to input it accepts.
+func FuzzDecode(f *testing.F) {
+	f.Add(`{"type":"counter","id":"a","kind":"sum","shards":1,"value":1}` + "\n" + `{"type":"end","counters":1,"members":0}` + "\n")
+	f.Add(`{"type":"counter","id":"d","kind":"distinct","shards":2,"value":1}` + "\n" + `{"type":"members","id":"d","members":["x"]}` + "\n" + `{"type":"end","counters":1,"members":1}` + "\n")
+	f.Add(`{"type":"counter","id":"w","kind":"sum","shards":1,"window":{"bucket":"1h","retention":"1d"},"value":3,"buckets":[{"start":"2026-01-01T01:00:00Z","value":3}]}` + "\n" + `{"type":"end","counters":1,"members":0}` + "\n")
+	f.Fuzz(func(t *testing.T, body string) {
+		d, err := transfer.NewDecoder(strings.NewReader(header + body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		enc, _ := transfer.NewEncoder(&buf, "")
+		for {
+			rec, err := d.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				var le *transfer.LineError
+				if !errors.As(err, &le) || le.Line < 2 {
+					t.Fatalf("error %v is not a line error past the header", err)
+				}
+				return
+			}
+			switch {
+			case rec.Counter != nil:
+				enc.Counter(rec.Counter)
+			case rec.Members != nil:
+				enc.Members(rec.Members.ID, rec.Members.Members)
+			}
+		}
+		enc.Close()
+		if err := decodeAll(buf.String()); err != nil {
+			t.Fatalf("re-encoded export does not decode: %v", err)
+		}
+	})
+}
