@@ -52,9 +52,12 @@ type Engine struct {
 	store shardcounter.CounterStore // expiry over the store New was given
 	// expiry is store: the store with deadlines (Expirer's methods).
 	expiry *expiry.Store
-	cfg    Config
-	stats  Stats
-	queue  *queue
+	// raw is the store New was given, for the optional interfaces it
+	// implements (RankingStore...), which the expiry wrapper does not.
+	raw   shardcounter.CounterStore
+	cfg   Config
+	stats Stats
+	queue *queue
 	// create holds the specs of counters created by a write; nil when
 	// Config.NoAutoCreate is set.
 	create *autoCreate
@@ -101,6 +104,7 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	e := &Engine{
 		store:   x,
 		expiry:  x,
+		raw:     store,
 		cfg:     cfg,
 		cache:   newReadingCache(cfg.CacheSize, cfg.MaxReadsInFlight),
 		windows: newWindowSpecs(cfg.CacheSize),

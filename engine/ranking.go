@@ -35,10 +35,7 @@ type rankings struct {
 
 func newRankings(e *Engine) *rankings {
 	r := &rankings{e: e, byName: make(map[string]*ranked), stop: make(chan struct{}), stopped: make(chan struct{})}
-	// The definitions are the store's own: asked of the store beneath
-	// the deadlines (e.store is the store with deadlines, which keeps
-	// counters, not definitions).
-	if rs, ok := e.expiry.CounterStore.(shardcounter.RankingStore); ok {
+	if rs, ok := e.raw.(shardcounter.RankingStore); ok {
 		r.rs = rs
 	}
 	return r
