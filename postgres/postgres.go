@@ -325,13 +325,19 @@ LIMIT $3`
 }
 
 // DeleteCounter removes the counter, its shard rows and its request ids.
-// It locks the shard rows in shard order first, as batches do, so that
-// deleting a counter that a batch is writing cannot deadlock with it.
+// It takes its locks in the order every writer of a counter does: the
+// counter's row first (FOR NO KEY UPDATE, as a reshard does, which batches'
+// KEY SHARE locks do not wait for), then the shard rows in shard order, as
+// batches do; so a delete cannot deadlock with a reshard or a batch of the
+// same counter.
 func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return err
 	}
 	return s.inTx(ctx, "delete counter", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM shardcounter.counters WHERE id = $1 FOR NO KEY UPDATE", id); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, "SELECT 1 FROM shardcounter.shards WHERE counter = $1 ORDER BY shard FOR UPDATE", id); err != nil {
 			return err
 		}
