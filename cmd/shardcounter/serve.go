@@ -1,30 +1,21 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
-	"os/signal"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/collection"
-	"github.com/shardcounter/shardcounter/dsn"
 	"github.com/shardcounter/shardcounter/engine"
 	shttp "github.com/shardcounter/shardcounter/http"
 	"github.com/shardcounter/shardcounter/internal/authtoken"
-	"github.com/shardcounter/shardcounter/metrics"
-	"github.com/shardcounter/shardcounter/redis"
 	"github.com/shardcounter/shardcounter/resp"
 	respserver "github.com/shardcounter/shardcounter/resp/server"
 )
@@ -247,196 +238,6 @@ func (c *serveCommand) check(args []string) (engine.Config, error) {
 		// (outcome unknown).
 		FlushTimeout: c.reqTimeout / 2,
 	}, nil
-}
-
-func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
-	cfg, err := c.check(args)
-	if err != nil {
-		return err
-	}
-	log, err := newLogger(c.m.Stderr, c.logFormat, c.logLevel)
-	if err != nil {
-		return err
-	}
-	var tokens []string
-	if c.authTokenFile != "" {
-		if tokens, err = readTokens(c.authTokenFile); err != nil {
-			return err
-		}
-	}
-	var cert atomic.Pointer[tls.Certificate]
-	if c.tlsCert != "" {
-		if err := c.loadCert(&cert); err != nil {
-			return err
-		}
-	}
-
-	// SIGHUP rereads the token file and the certificate, so that they
-	// can be rotated without a restart. Without Notify, SIGHUP would end
-	// the process, so it is caught from the start, before anyone can
-	// know our address; the loop below handles it once we serve.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-
-	c.chooseStore(log)
-	m := metrics.New()
-	redis.SetClientLog(log) // the Redis client's own lines, at debug level
-	store, err := dsn.Open(ctx, c.store)
-	if err != nil {
-		return fmt.Errorf("cannot open store %s: %s", dsn.Redact(c.store), errorText(err))
-	}
-	defer func() {
-		if cerr := store.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("closing store: %w", cerr)
-		}
-	}()
-	// Collections share the counters' store; a store kind without them
-	// serves counters alone, and the collection routes answer not_found.
-	var colls shardcounter.CollectionService
-	if cs, cerr := dsn.Collections(store); cerr != nil {
-		log.Warn("collections are not available on this store", "store", dsn.Redact(c.store), "error", errorText(cerr))
-	} else {
-		colls = collection.New(cs, collection.Config{})
-	}
-	cfg.OnFlush, cfg.Logger = m.ObserveFlush, log
-	cfg.RankingRescan = c.rescanRankings()
-	switch sp, ok := store.(shardcounter.ShardPacer); {
-	case c.shardInterval != nil:
-		cfg.ShardWriteInterval = *c.shardInterval
-	case ok:
-		cfg.ShardWriteInterval = sp.ShardWriteInterval()
-	}
-	if ds, ok := store.(metrics.DocumentStore); ok {
-		m.RegisterDocumentStore(ds)
-	}
-	eng, err := engine.New(m.Store(store), cfg)
-	if err != nil {
-		return err
-	}
-	m.RegisterEngine(eng.Stats())
-	defer func() {
-		// Commit queued writes before the store closes; a fresh context,
-		// since ctx is already cancelled when a signal brought us here.
-		cctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer cancel()
-		if cerr := eng.Close(cctx); cerr != nil && err == nil {
-			err = fmt.Errorf("committing queued writes: %s", errorText(cerr))
-		}
-	}()
-
-	ln, err := net.Listen("tcp", c.listen)
-	if err != nil {
-		return fmt.Errorf("cannot listen on %s: %v: choose another --listen address", c.listen, err)
-	}
-	var respLn net.Listener
-	if c.respListen != "" {
-		if respLn, err = net.Listen("tcp", c.respListen); err != nil {
-			ln.Close()
-			return fmt.Errorf("cannot listen on %s: %v: choose another --resp-listen address", c.respListen, err)
-		}
-	}
-	guard := authGuard(log)
-	api := shttp.NewServer(eng, shttp.ServerOptions{
-		MaxBodyBytes:   c.maxBody,
-		MaxBodyTotal:   c.maxBodyTotal,
-		AuthGuard:      guard,
-		Logger:         log,
-		AuthTokens:     tokens,
-		Metrics:        m,
-		MaxConcurrent:  c.maxConcurrent,
-		RequestTimeout: c.reqTimeout,
-		BodyTimeout:    c.bodyTimeout,
-		AsyncWrites:    cfg.Durability == engine.Async,
-		Collections:    colls,
-	})
-	srv := &http.Server{
-		Handler:           withAdmin(api, store, log),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute, // a body of --max-body bytes arrives well within it
-		// The handler answers within --request-timeout; the rest is for
-		// a slow reader, who cannot hold a connection past it.
-		WriteTimeout: c.reqTimeout + 10*time.Second,
-		IdleTimeout:  2 * time.Minute,
-		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	srv.RegisterOnShutdown(api.EndWatches) // streams never finish by themselves
-	if c.tlsCert != "" {
-		srv.TLSConfig = &tls.Config{
-			MinVersion: tls.VersionTLS12,
-			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-				return cert.Load(), nil
-			},
-		}
-	}
-	served := make(chan error, 1)
-	go func() {
-		if c.tlsCert != "" {
-			served <- srv.ServeTLS(ln, "", "")
-			return
-		}
-		served <- srv.Serve(ln)
-	}()
-	log.Info("shardcounter serving", "addr", ln.Addr().String(), "store", dsn.Redact(c.store),
-		"durability", c.durability, "shard_write_interval", cfg.ShardWriteInterval, "auth", len(tokens) > 0, "tls", c.tlsCert != "", "version", Version())
-	if len(tokens) == 0 && !loopback(ln.Addr()) {
-		log.Warn("UNPROTECTED: listening on a non-loopback address without --auth-token-file: "+
-			"anyone who can reach this address can read and change every counter; "+
-			"give --auth-token-file, or listen on 127.0.0.1", "addr", ln.Addr().String())
-	}
-	var rs *respserver.Server
-	respServed := make(chan error, 1)
-	scheme, _ := dsn.Scheme(c.store) // opened above: a scheme it knows
-	if respLn != nil {
-		rs = c.respServer(eng, cfg.Durability, tokens, guard, scheme == "redis+cluster", log)
-		go func() {
-			if err := rs.Serve(respLn); !errors.Is(err, respserver.ErrServerClosed) {
-				respServed <- err
-			}
-		}()
-		log.Info("serving the Redis protocol", "addr", respLn.Addr().String())
-		if len(tokens) == 0 && !loopback(respLn.Addr()) {
-			log.Warn("UNPROTECTED: the Redis protocol listens on a non-loopback address without --auth-token-file: "+
-				"anyone who can reach this address can read and change every counter; "+
-				"give --auth-token-file, or listen on 127.0.0.1", "addr", respLn.Addr().String())
-		}
-	}
-
-wait:
-	for {
-		select {
-		case err := <-served:
-			return fmt.Errorf("serving HTTP: %w", err)
-		case err := <-respServed:
-			return fmt.Errorf("serving the Redis protocol: %w", err)
-		case <-hup:
-			c.reload(log, api, rs, &cert)
-		case <-ctx.Done():
-			break wait
-		}
-	}
-	log.Info("shutting down: finishing requests in flight and committing queued writes")
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	// Both servers stop accepting and finish what is in flight together;
-	// the engine commits what is queued after both (deferred above).
-	respDone := make(chan struct{})
-	go func() {
-		defer close(respDone)
-		if rs != nil {
-			if err := rs.Shutdown(sctx); err != nil {
-				log.Warn("RESP commands still in flight at the shutdown deadline were cut off", "error", err)
-			}
-		}
-	}()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("requests still in flight at the shutdown deadline were cut off", "error", err)
-	}
-	<-respDone
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serving HTTP: %w", err)
-	}
-	return nil // the deferred engine.Close and store.Close run next
 }
 
 // respServer returns the Redis protocol server over eng, as the flags
