@@ -331,8 +331,8 @@ func storeErr(op string, err error, write bool) error {
 
 // outcomeUnknown is the error of a write that Redis may have applied.
 func outcomeUnknown(op string, err error) *shardcounter.Error {
-	return &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: true,
-		Message: fmt.Sprintf("redis: %s: %v; the write may have been applied: retry with the same request id", op, err)}
+	return &shardcounter.Error{Code: shardcounter.EOUTCOMEUNKNOWN, OutcomeUnknown: true,
+		Message: fmt.Sprintf("redis: %s: %v", op, err) + shardcounter.OutcomeUnknownCure}
 }
 
 // notExecuted reports whether err proves that Redis did not execute the

@@ -64,9 +64,9 @@ func (s *CounterStore) waited(c *goredis.Cmd, node string) error {
 		return outcomeUnknown("wait for replicas", fmt.Errorf("%s: %w", node, err))
 	}
 	if n < int64(s.waitReplicas) {
-		return &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: true, Message: fmt.Sprintf(
-			"redis: %d of %d replicas of %s confirmed the write within %v; it is on the master and may be lost if the master fails: retry with the same request id",
-			n, s.waitReplicas, node, s.waitTimeout)}
+		return &shardcounter.Error{Code: shardcounter.EOUTCOMEUNKNOWN, OutcomeUnknown: true, Message: fmt.Sprintf(
+			"redis: %d of %d replicas of %s confirmed the write within %v; it is on the master and may be lost if the master fails",
+			n, s.waitReplicas, node, s.waitTimeout) + shardcounter.OutcomeUnknownCure}
 	}
 	return nil
 }
