@@ -161,13 +161,14 @@ type Stats struct {
 	Collects   int64 // collects of one counter's shards (one on a single server)
 	Freezes    int64 // strong reads that froze their counter (see read.go)
 	Rebalances int64 // writes that asked for room (see allowance.go)
+	Resolved   int64 // slot groups whose lost reply their marker settled (see marker.go)
 }
 
-type stats struct{ reads, collects, freezes, rebalances atomic.Int64 }
+type stats struct{ reads, collects, freezes, rebalances, resolved atomic.Int64 }
 
 // Stats returns the store's counts so far. It is safe for concurrent use.
 func (s *CounterStore) Stats() Stats {
-	return Stats{Reads: s.stats.reads.Load(), Collects: s.stats.collects.Load(), Freezes: s.stats.freezes.Load(), Rebalances: s.stats.rebalances.Load()}
+	return Stats{Reads: s.stats.reads.Load(), Collects: s.stats.collects.Load(), Freezes: s.stats.freezes.Load(), Rebalances: s.stats.rebalances.Load(), Resolved: s.stats.resolved.Load()}
 }
 
 // checkReadTimeout refuses a client that would give up on the reply of a
