@@ -66,6 +66,11 @@ func commitSent(marked bool, err error) sent {
 	return atCommit
 }
 
+// MaxResolve bounds how long a lost commit answer is settled for when the
+// caller's context has no earlier deadline: past it, the writes are
+// outcome unknown.
+const MaxResolve = 10 * time.Second
+
 // resolveBackoff bounds the pause between attempts to resolve a batch.
 const resolveBackoff = 200 * time.Millisecond
 
@@ -80,6 +85,8 @@ const resolveBackoff = 200 * time.Millisecond
 // (a caller reads them afresh) and whether a member write changed its
 // set (reported as changed). Past ctx the lost error stands.
 func (s *CounterStore) resolve(ctx context.Context, b *batch, out []shardcounter.Outcome, lost error) ([]shardcounter.Outcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, MaxResolve)
+	defer cancel()
 	first := slices.Clone(out)
 	pause := 10 * time.Millisecond
 	for {

@@ -27,6 +27,11 @@ import (
 // later, are kept for the dedupe window.)
 const markerTTLms = "600000"
 
+// MaxResolve bounds how long a lost reply is settled for when the
+// caller's context has no earlier deadline: past it, the writes are
+// outcome unknown.
+const MaxResolve = 10 * time.Second
+
 // markerKey returns a new marker key in slot.
 func (s *CounterStore) markerKey(slot int) string {
 	var b [12]byte
@@ -49,6 +54,8 @@ func lostReply(err error) bool {
 // then returns lost). It returns the results, and the error of the WAIT
 // that followed them (see wait.go).
 func (s *CounterStore) resolveGroup(ctx context.Context, keys []string, args []any, lost error) ([]int64, error, error) {
+	ctx, cancel := context.WithTimeout(ctx, MaxResolve)
+	defer cancel()
 	pause := 10 * time.Millisecond
 	for {
 		t := time.NewTimer(pause)
