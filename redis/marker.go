@@ -39,11 +39,12 @@ func (s *CounterStore) markerKey(slot int) string {
 	return s.prefix + "{" + slotTags()[slot] + "}m:" + hex.EncodeToString(b[:])
 }
 
-// lostReply reports whether err is a failure of the connection, not an
-// answer of the server: the command may or may not have run.
+// lostReply reports whether err is a failure of the connection after the
+// command was sent, not an answer of the server nor a connection that was
+// never made (notExecuted): the command may or may not have run.
 func lostReply(err error) bool {
 	var re goredis.Error
-	if errors.As(err, &re) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.As(err, &re) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || notExecuted(err) {
 		return false
 	}
 	return true
@@ -80,8 +81,8 @@ func (s *CounterStore) resolveGroup(ctx context.Context, keys []string, args []a
 		case err == nil:
 			s.stats.resolved.Add(1)
 			return res, run.waitErr, nil
-		case retryable(err):
-			s.refresh(ctx, err) // MOVED after a failover, LOADING after a restart, NOSCRIPT
+		case retryable(err), notExecuted(err):
+			s.refresh(ctx, err) // MOVED after a failover, LOADING after a restart, NOSCRIPT, refused
 		case lostReply(err):
 			s.refresh(ctx, err)
 		default:
