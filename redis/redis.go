@@ -348,7 +348,26 @@ func notExecuted(err error) bool {
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true
 	}
-	return redirected(err)
+	return redirected(err) || refused(err)
+}
+
+// refused reports whether err is a server reply that refuses a command
+// before running it for a reason of the server's own, which waiting (or
+// an operator) cures: too many clients, a password changed, a user
+// without the command, a server that cannot persist. The store's failure,
+// never a bug: unavailable.
+func refused(err error) bool {
+	var re goredis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, p := range []string{"ERR max number of clients", "NOAUTH", "WRONGPASS", "NOPERM", "MISCONF"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // redirected reports whether err is a server reply that refuses a command
