@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -136,7 +137,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 	// A connection left inside a transaction by a failure is closed, not
 	// reused, by the pool.
 	b := newBatch(incs, nil)
-	b.marker = newMarker()
+	b.marker = newMarker(time.Now())
 	err = s.apply(ctx, conn.Conn(), true, b, out)
 	conn.Release()
 	if shardcounter.IsOutcomeUnknown(err) {
@@ -269,7 +270,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, conn *pgx.Conn, own bool, 
 		q.Queue(expireSQL, clk.now, clk.windowUS, limit, clk.from).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&x.deleted, &x.newest, &x.cutoff)
 		})
-		queueMark(q, b, clk, &marked)
+		queueMark(q, b, &marked)
 		t = s.queueTotals(q, q.Queue("COMMIT"), b, out)
 	}
 	if q.Len() == 0 {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"slices"
 	"time"
@@ -14,34 +15,36 @@ import (
 )
 
 // markSQL records a batch's marker ($1) in the batch's transaction, right
-// before its COMMIT, and deletes a few expired markers, oldest first:
-// markers live as long as request ids ($2 now, $3 the dedupe window in
-// microseconds), and never less than minMarkerUS, so that a batch is
-// still resolvable for as long as anyone waits on it. A second commit of
-// the same batch waits here on the first one's uncommitted row and then
-// fails with a unique violation (errMarkerFound) if the first committed.
-var markSQL = `
+// before its COMMIT, and deletes up to two expired markers, oldest first:
+// those older than $2, the marker (of the same form) of markerLife ago.
+// Each batch deleting about as many as it adds keeps the table at the
+// markers of the last markerLife. A second commit of the same batch waits
+// here on the first one's uncommitted row and then fails with a unique
+// violation (errMarkerFound) if the first committed.
+const markSQL = `
 WITH x AS (
 	DELETE FROM shardcounter.batches WHERE id IN (
-		SELECT id FROM shardcounter.batches
-		WHERE created_at <= ` + nowExpr(2) + ` - greatest($3::bigint, ` + minMarkerUS + `) * interval '1 microsecond'
-		ORDER BY created_at LIMIT 2 FOR UPDATE SKIP LOCKED)
+		SELECT id FROM shardcounter.batches WHERE id < $2 ORDER BY id LIMIT 2 FOR UPDATE SKIP LOCKED)
 )
-INSERT INTO shardcounter.batches (id, created_at) VALUES ($1, ` + nowExpr(2) + `)`
+INSERT INTO shardcounter.batches (id) VALUES ($1)`
 
-// minMarkerUS is the shortest life of a marker, in microseconds: ten
-// minutes, far past any write's deadline, even with a dedupe window of 0.
-const minMarkerUS = "600000000"
+// markerLife is how long a marker is kept: ten minutes, far past any
+// write's deadline (MaxResolve). Markers are read only while their
+// batch's writers wait, so, unlike request ids, which clients send again
+// later, they need not last the dedupe window.
+const markerLife = 10 * time.Minute
 
 // errMarkerFound says that a re-applied batch found its marker: an earlier
 // commit of it applied, and this one was rolled back.
 var errMarkerFound = errors.New("the batch's marker is committed: an earlier commit of it applied")
 
-// newMarker returns a batch's marker: 16 random bytes, unique without
-// coordination between processes.
-func newMarker() []byte {
+// newMarker returns a batch's marker: the time t in microseconds since
+// the Unix epoch, big-endian, so that markers sort by time, and 8 random
+// bytes, so that it is unique without coordination between processes.
+func newMarker(t time.Time) []byte {
 	m := make([]byte, 16)
-	_, _ = rand.Read(m) // never fails (crypto/rand panics rather)
+	binary.BigEndian.PutUint64(m, uint64(t.UnixMicro()))
+	_, _ = rand.Read(m[8:]) // never fails (crypto/rand panics rather)
 	return m
 }
 
@@ -129,12 +132,14 @@ func (s *CounterStore) Resolved() int64 { return s.resolved.Load() }
 // queueMark queues markSQL for b (when it has a marker) at the end of q,
 // setting *marked when its answer comes: a failure after that may have
 // come after the COMMIT that follows it.
-func queueMark(q *pgx.Batch, b *batch, clk clock, marked *bool) {
+func queueMark(q *pgx.Batch, b *batch, marked *bool) {
 	if b.marker == nil {
 		*marked = true // no statement to tell: take every failure as at commit
 		return
 	}
-	q.Queue(markSQL, b.marker, clk.now, clk.windowUS).Exec(func(pgconn.CommandTag) error {
+	cutoff := make([]byte, 8)
+	binary.BigEndian.PutUint64(cutoff, uint64(time.Now().Add(-markerLife).UnixMicro()))
+	q.Queue(markSQL, b.marker, cutoff).Exec(func(pgconn.CommandTag) error {
 		*marked = true
 		return nil
 	})

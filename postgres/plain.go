@@ -76,7 +76,7 @@ func (s *CounterStore) applyPlain(ctx context.Context, conn *pgx.Conn, b *batch,
 		return row.Scan(&x.deleted, &x.newest, &x.cutoff)
 	})
 	marked := false
-	queueMark(q, b, clk, &marked)
+	queueMark(q, b, &marked)
 	t := s.queueTotals(q, q.Queue("COMMIT"), b, out)
 	if err := conn.SendBatch(ctx, q).Close(); err != nil && !t.committed() {
 		if conn.PgConn().TxStatus() == 'I' || conn.IsClosed() {

@@ -161,14 +161,11 @@ ALTER TABLE shardcounter.shards SET (fillfactor = 90);
 	// random id, in the same transaction as its increments, so that after
 	// a commit whose answer was lost the store can tell whether it
 	// applied: the primary key lets exactly one of two commits of one
-	// batch (the lost one landing late, and its re-apply) apply. Markers
-	// expire like request ids (see markSQL).
+	// batch (the lost one landing late, and its re-apply) apply. A marker
+	// begins with its time, so the primary key alone orders markers for
+	// expiry (see markSQL): one index entry per batch, not two.
 	`
-CREATE TABLE shardcounter.batches (
-	id         bytea PRIMARY KEY,
-	created_at timestamptz NOT NULL
-);
-CREATE INDEX batches_created_at ON shardcounter.batches (created_at);
+CREATE TABLE shardcounter.batches (id bytea PRIMARY KEY);
 `,
 }
 
