@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"strconv"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -32,11 +33,18 @@ const markerTTLms = "600000"
 // outcome unknown.
 const MaxResolve = 10 * time.Second
 
-// markerKey returns a new marker key in slot.
-func (s *CounterStore) markerKey(slot int) string {
+// newMarkerSeed returns the random part of a store's markers: 12 bytes,
+// so that markers of different stores (processes) never meet.
+func newMarkerSeed() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics rather)
-	return s.prefix + "{" + slotTags()[slot] + "}m:" + hex.EncodeToString(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// markerKey returns a new marker key in slot: the store's seed and a
+// sequence number, unique without a random draw per batch.
+func (s *CounterStore) markerKey(slot int) string {
+	return s.prefix + "{" + slotTags()[slot] + "}m:" + s.markerSeed + ":" + strconv.FormatUint(s.markerSeq.Add(1), 36)
 }
 
 // lostReply reports whether err is a failure of the connection after the

@@ -87,6 +87,9 @@ type CounterStore struct {
 
 	stats stats
 
+	markerSeed string        // random, per store: the unique part of its markers (marker.go)
+	markerSeq  atomic.Uint64 // the sequence part
+
 	hook          func(step string) error // tests: fail a protocol after the named step
 	singleCollect bool                    // benchmarks: read a cluster in one collect, as before reads were linearizable
 }
@@ -113,6 +116,7 @@ func New(client goredis.UniversalClient, opts Options) (*CounterStore, error) {
 	s := &CounterStore{client: client, prefix: opts.Prefix, now: opts.Now, layouts: make(map[string]*layout),
 		waitReplicas: opts.WaitReplicas, waitTimeout: cmp.Or(opts.WaitTimeout, DefaultWaitTimeout)}
 	s.SetDedupeWindow(opts.RequestIDTTL)
+	s.markerSeed = newMarkerSeed()
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
 	}
