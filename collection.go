@@ -201,7 +201,8 @@ type ScanRange struct {
 // are safe for concurrent use.
 //
 // Methods return *Error values: ENOTFOUND, EEXISTS, EUNAVAILABLE when the
-// store cannot be reached (nothing was applied), EINTERNAL otherwise.
+// store cannot be reached (nothing was applied), EOUTCOMEUNKNOWN for a
+// write the store did not confirm, EINTERNAL for a bug.
 type CollectionStore interface {
 	// CreateCollection records c, which the caller has validated. It
 	// returns ErrExists when the name is taken.
@@ -249,7 +250,8 @@ type CollectionStore interface {
 // Every method returns *Error values: EINVALID for bad names, options,
 // documents, filters, limits, ranges and page tokens; ETOOLARGE for a batch
 // over MaxDocumentBatch; ENOTFOUND, EEXISTS, EUNAVAILABLE when the store
-// cannot be reached (nothing was applied), EINTERNAL otherwise.
+// cannot be reached (nothing was applied), EOUTCOMEUNKNOWN for a write the
+// store did not confirm, EINTERNAL for a bug.
 type CollectionService interface {
 	// CreateCollection makes an empty collection.
 	CreateCollection(ctx context.Context, name string, opts CollectionOptions) (*Collection, error)

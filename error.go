@@ -15,8 +15,16 @@ const (
 	EEXISTS          = "already_exists"    // 409: create of something that exists
 	ETOOLARGE        = "payload_too_large" // 413: body or batch over its limit
 	EUNAVAILABLE     = "unavailable"       // 503: the store cannot be reached; the write was not applied
-	EINTERNAL        = "internal"          // 500: a bug, or a failure whose outcome is unknown
+	EINTERNAL        = "internal"          // 500: a bug; never a store's failure
 )
+
+// EOUTCOMEUNKNOWN is the code of a write the store did not confirm before
+// the write's deadline: it may or may not be applied. HTTP answers it 504
+// and RESP "-UNKNOWN ...". It has a code of its own, apart from
+// EUNAVAILABLE (which promises nothing was applied) and EINTERNAL (a bug),
+// because its cure is specific: a retry with the same request id is safe
+// and counts the write once.
+const EOUTCOMEUNKNOWN = "outcome_unknown"
 
 // EEXHAUSTED is the code of a request refused because its client used up
 // an allowance: too many failed authentications from its address. HTTP
@@ -34,8 +42,9 @@ type Error struct {
 	// OutcomeUnknown is set on a write error when the write may have been
 	// applied: the store was asked to commit and no answer came back. A
 	// caller that must not double-count retries with the same request id.
-	// Such an error has code EINTERNAL, never EUNAVAILABLE, which promises
-	// that nothing was applied.
+	// Such an error has code EOUTCOMEUNKNOWN (or EINTERNAL for a reply
+	// that reports a bug of the server), never EUNAVAILABLE, which
+	// promises that nothing was applied.
 	OutcomeUnknown bool `json:"-"`
 }
 
@@ -77,6 +86,10 @@ var (
 	// (failed authentications from its address): nothing was done; try
 	// again after the delay the reply gives.
 	ErrExhausted = &Error{Code: EEXHAUSTED, Message: "resource exhausted"}
+	// ErrOutcomeUnknown matches a write error whose outcome is unknown:
+	// the store did not confirm the commit before the write's deadline.
+	// A retry with the same request id is safe.
+	ErrOutcomeUnknown = &Error{Code: EOUTCOMEUNKNOWN, Message: "outcome unknown", OutcomeUnknown: true}
 )
 
 // CounterNotFound returns the ErrNotFound of counter id, the one message
@@ -136,16 +149,22 @@ func ErrorMessage(err error) string {
 }
 
 // OutcomeUnknownf returns the error of a write that may have been applied:
-// code EINTERNAL (never EUNAVAILABLE, which promises nothing was applied)
-// with OutcomeUnknown set, and a message that ends by naming the cure.
+// code EOUTCOMEUNKNOWN (never EUNAVAILABLE, which promises nothing was
+// applied) with OutcomeUnknown set, and a message that ends by naming the
+// cure.
 func OutcomeUnknownf(format string, args ...any) *Error {
-	return &Error{Code: EINTERNAL, OutcomeUnknown: true,
-		Message: fmt.Sprintf(format, args...) + "; the write may have been applied: retry it with the same request id to count it once"}
+	return &Error{Code: EOUTCOMEUNKNOWN, OutcomeUnknown: true,
+		Message: fmt.Sprintf(format, args...) + OutcomeUnknownCure}
 }
 
+// OutcomeUnknownCure ends the message of every outcome-unknown error, so
+// that each one names the safe move.
+const OutcomeUnknownCure = "; the write may or may not have been applied: a retry with the same request id is safe and counts it once"
+
 // IsOutcomeUnknown reports whether err says that a write may have been
-// applied despite the error.
+// applied despite the error: its code is EOUTCOMEUNKNOWN, or it is flagged
+// so (a 500 reply to a write, a reply lost in transit).
 func IsOutcomeUnknown(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.OutcomeUnknown
+	return errors.As(err, &e) && (e.OutcomeUnknown || e.Code == EOUTCOMEUNKNOWN)
 }

@@ -14,8 +14,8 @@ import (
 //
 // Every method returns *Error values: EINVALID for bad arguments,
 // ENOTFOUND, EEXISTS, EOUTOFRANGE, EUNAVAILABLE when the store cannot be
-// reached (nothing was applied), EINTERNAL otherwise (with OutcomeUnknown
-// set on a write that may have been applied).
+// reached (nothing was applied), EOUTCOMEUNKNOWN for a write the store did
+// not confirm (it may have been applied), EINTERNAL for a bug.
 type CounterService interface {
 	// CreateCounter makes a counter whose shards all start at 0. It is
 	// idempotent: when the counter exists with the same spec it returns

@@ -83,8 +83,8 @@ func commitFailureChild(t *testing.T, path string) {
 		t.Fatalf("Apply past the file size limit (%d bytes) succeeded", fi.Size())
 	}
 	t.Logf("Apply past the file size limit: %v", err)
-	if code := shardcounter.ErrorCode(err); code != shardcounter.EINTERNAL || !shardcounter.IsOutcomeUnknown(err) {
-		t.Fatalf("failed commit: code %q, outcome unknown %v; want internal, outcome unknown", code, shardcounter.IsOutcomeUnknown(err))
+	if code := shardcounter.ErrorCode(err); code != shardcounter.EOUTCOMEUNKNOWN || !shardcounter.IsOutcomeUnknown(err) {
+		t.Fatalf("failed commit: code %q, outcome unknown %v; want outcome_unknown", code, shardcounter.IsOutcomeUnknown(err))
 	}
 
 	// The store goes on, and the retry settles the unknown outcome.

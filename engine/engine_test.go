@@ -264,14 +264,14 @@ func TestFailedFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-g.entered
-	g.fail.Store(&shardcounter.Error{Code: shardcounter.EINTERNAL, Message: "injected: connection lost during commit", OutcomeUnknown: true})
+	g.fail.Store(&shardcounter.Error{Code: shardcounter.EOUTCOMEUNKNOWN, Message: "injected: connection lost during commit", OutcomeUnknown: true})
 	g.hold <- struct{}{}
 	wait()
 	for i := range results {
 		if errs[i] == nil || results[i] != nil {
 			t.Fatalf("write %d of the failed flush = %+v, %v; want an error", i, results[i], errs[i])
 		}
-		if shardcounter.ErrorCode(errs[i]) != shardcounter.EINTERNAL || !shardcounter.IsOutcomeUnknown(errs[i]) {
+		if shardcounter.ErrorCode(errs[i]) != shardcounter.EOUTCOMEUNKNOWN || !shardcounter.IsOutcomeUnknown(errs[i]) {
 			t.Fatalf("write %d error %v: want the store's error, outcome unknown", i, errs[i])
 		}
 	}

@@ -283,19 +283,29 @@ func (q *queue) next() *batch {
 // waits for a free flush slot before it gathers or takes a batch, so that
 // while every slot is busy the pending batch keeps growing, and with one
 // slot a flush starts only once the previous one has committed.
+//
+// In durable mode a flush that has run for stalledFlush (a store settling
+// a lost commit answer, or not answering) gets one more flush beside it,
+// so that the writes behind it hear the store's own answer (unavailable,
+// within a second of an outage) instead of waiting for the stalled one.
 func (q *queue) loop() {
 	defer close(q.done)
-	finished := make(chan struct{}, q.maxInFlight)
+	finished := make(chan struct{}, q.maxInFlight+1)
 	inFlight := 0
+	var newest time.Time // start of the newest flush running
 	for {
-		for inFlight >= q.limit() {
-			<-finished
-			inFlight--
+		for inFlight >= q.limit() && !(inFlight == q.limit() && q.stalled(newest)) {
+			select {
+			case <-finished:
+				inFlight--
+			case <-time.After(stalledFlush / 4):
+			}
 		}
 		q.yieldWhileGrowing()
 		q.waitToGather()
 		if b := q.next(); b != nil {
 			inFlight++
+			newest = time.Now()
 			go func() {
 				start := time.Now()
 				q.lastItems.Store(int64(q.flush(b)))
@@ -330,6 +340,17 @@ func (q *queue) loop() {
 			inFlight--
 		}
 	}
+}
+
+// stalledFlush is how long a flush runs before the loop starts one more
+// beside it (see loop).
+const stalledFlush = 250 * time.Millisecond
+
+// stalled reports whether the newest running flush, started at newest,
+// has run for stalledFlush, in durable mode (async mode keeps the order
+// of its flushes).
+func (q *queue) stalled(newest time.Time) bool {
+	return q.gatherFor == 0 && !newest.IsZero() && time.Since(newest) >= stalledFlush
 }
 
 // broadFlush is the number of increments from which a flush counts as

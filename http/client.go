@@ -102,10 +102,10 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, in
 		if ctx.Err() != nil {
 			// The caller gave up; say so rather than blame the server. A
 			// write may have reached it, so, as for the server's replies,
-			// an unknown outcome is internal, never unavailable.
+			// an unknown outcome is outcome_unknown, never unavailable.
 			code := shardcounter.EUNAVAILABLE
 			if write {
-				code = shardcounter.EINTERNAL
+				code = shardcounter.EOUTCOMEUNKNOWN
 			}
 			return 0, &shardcounter.Error{Code: code, OutcomeUnknown: write,
 				Message: fmt.Sprintf("%s %s: gave up before the server replied (%v)", method, path, context.Cause(ctx))}
@@ -121,7 +121,11 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, in
 		return resp.StatusCode, nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return resp.StatusCode, &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: write,
+		code := shardcounter.EINTERNAL
+		if write {
+			code = shardcounter.EOUTCOMEUNKNOWN
+		}
+		return resp.StatusCode, &shardcounter.Error{Code: code, OutcomeUnknown: write,
 			Message: fmt.Sprintf("reply to %s %s cannot be decoded: %v", method, path, err)}
 	}
 	return resp.StatusCode, nil
@@ -157,7 +161,8 @@ func unwrapURLError(err error) error {
 // comes from something in between, a proxy or load balancer, that may have
 // forwarded the request before it failed (a 502 after the connection
 // dropped, a 504 after its timeout): the write may have been applied. Such
-// a reply, and every 500, is outcome unknown with code internal.
+// a reply is outcome_unknown; a 500 (a bug of the server) keeps its code
+// internal but is flagged outcome unknown too.
 func responseError(resp *http.Response, write bool) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	var er ErrorResponse
@@ -176,12 +181,15 @@ func responseError(resp *http.Response, write bool) error {
 		}
 		e.Message = fmt.Sprintf("server replied %s: %s", resp.Status, msg)
 	}
-	if write && (e.Code == shardcounter.EINTERNAL || resp.StatusCode == http.StatusInternalServerError ||
-		(resp.StatusCode >= 500 && !apiBody)) {
-		if e.Code != shardcounter.EINTERNAL {
-			e.Message += ": the write may have been applied; retry it with the same request id"
-		}
+	switch {
+	case !write:
+	case e.Code == shardcounter.EOUTCOMEUNKNOWN:
+		e.OutcomeUnknown = true
+	case e.Code == shardcounter.EINTERNAL || resp.StatusCode == http.StatusInternalServerError:
 		e.Code, e.OutcomeUnknown = shardcounter.EINTERNAL, true
+	case resp.StatusCode >= 500 && !apiBody:
+		e.Message += shardcounter.OutcomeUnknownCure
+		e.Code, e.OutcomeUnknown = shardcounter.EOUTCOMEUNKNOWN, true
 	}
 	return e
 }

@@ -23,6 +23,7 @@ var codes = map[string]int{
 	shardcounter.EEXHAUSTED:       http.StatusTooManyRequests,
 	shardcounter.EUNAVAILABLE:     http.StatusServiceUnavailable,
 	shardcounter.EINTERNAL:        http.StatusInternalServerError,
+	shardcounter.EOUTCOMEUNKNOWN:  http.StatusGatewayTimeout,
 }
 
 // ErrorStatusCode returns the HTTP status for a shardcounter error code;
@@ -38,8 +39,8 @@ func ErrorStatusCode(code string) int {
 // replies that carry no error body (a proxy's 502, say). 400 maps to
 // invalid_argument, the more common of its two codes; 502 and 504 map to
 // unavailable, which suits a read (retry it); a status outside the
-// mapping is internal. The client makes every such 5xx to a write outcome
-// unknown, whatever this returns.
+// mapping is internal. The client makes every such 5xx to a write
+// outcome_unknown, whatever this returns.
 func FromErrorStatusCode(status int) string {
 	switch status {
 	case http.StatusBadRequest:
@@ -50,7 +51,7 @@ func FromErrorStatusCode(status int) string {
 		return shardcounter.EUNAVAILABLE
 	}
 	for code, s := range codes {
-		if s == status && code != shardcounter.EOUTOFRANGE {
+		if s == status && code != shardcounter.EOUTOFRANGE && code != shardcounter.EOUTCOMEUNKNOWN {
 			return code
 		}
 	}
@@ -76,7 +77,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg := shardcounter.ErrorCode(err), shardcounter.ErrorMessage(err)
 	if shardcounter.IsOutcomeUnknown(err) && code != shardcounter.EINTERNAL {
 		// 503 promises the write was not applied; this one may have been.
-		code = shardcounter.EINTERNAL
+		code = shardcounter.EOUTCOMEUNKNOWN
 	}
 	if code == shardcounter.EINTERNAL {
 		id := requestOf(r).id

@@ -85,7 +85,7 @@ func mustServeProxied(t *testing.T) *proxied {
 }
 
 // TestClientBehindProxy checks that a write whose reply a proxy replaced
-// with a 502 or 504 is reported as outcome unknown (code internal), not
+// with a 502 or 504 is reported as outcome_unknown, not
 // as unavailable: the server had applied it.
 func TestClientBehindProxy(t *testing.T) {
 	ctx := context.Background()
@@ -97,12 +97,12 @@ func TestClientBehindProxy(t *testing.T) {
 			p.lose.Store(mode)
 			w := shardcounter.Write{Counter: "c", Delta: 5, RequestID: "req-1"}
 			_, err := p.Proxy.WriteCounter(ctx, w)
-			if !shardcounter.IsOutcomeUnknown(err) || shardcounter.ErrorCode(err) != shardcounter.EINTERNAL {
-				t.Fatalf("WriteCounter through a %s: %#v, want outcome unknown with code internal", name, err)
+			if !shardcounter.IsOutcomeUnknown(err) || shardcounter.ErrorCode(err) != shardcounter.EOUTCOMEUNKNOWN {
+				t.Fatalf("WriteCounter through a %s: %#v, want outcome_unknown", name, err)
 			}
 			_, err = p.Proxy.WriteBatch(ctx, []shardcounter.Write{{Counter: "c", Delta: 1, RequestID: "req-2"}})
-			if !shardcounter.IsOutcomeUnknown(err) || shardcounter.ErrorCode(err) != shardcounter.EINTERNAL {
-				t.Fatalf("WriteBatch through a %s: %#v, want outcome unknown with code internal", name, err)
+			if !shardcounter.IsOutcomeUnknown(err) || shardcounter.ErrorCode(err) != shardcounter.EOUTCOMEUNKNOWN {
+				t.Fatalf("WriteBatch through a %s: %#v, want outcome_unknown", name, err)
 			}
 			// A read has no outcome to be unsure of: unavailable, retry.
 			_, err = p.Proxy.ReadCounter(ctx, "c", "")
@@ -137,9 +137,9 @@ func TestClientProxyErrors(t *testing.T) {
 		writeCode   string
 		writeUnsure bool
 	}{
-		{http.StatusBadGateway, "bad gateway", shardcounter.EUNAVAILABLE, shardcounter.EINTERNAL, true},
-		{http.StatusGatewayTimeout, "", shardcounter.EUNAVAILABLE, shardcounter.EINTERNAL, true},
-		{http.StatusServiceUnavailable, "<html>no healthy upstream</html>", shardcounter.EUNAVAILABLE, shardcounter.EINTERNAL, true},
+		{http.StatusBadGateway, "bad gateway", shardcounter.EUNAVAILABLE, shardcounter.EOUTCOMEUNKNOWN, true},
+		{http.StatusGatewayTimeout, "", shardcounter.EUNAVAILABLE, shardcounter.EOUTCOMEUNKNOWN, true},
+		{http.StatusServiceUnavailable, "<html>no healthy upstream</html>", shardcounter.EUNAVAILABLE, shardcounter.EOUTCOMEUNKNOWN, true},
 		{http.StatusInternalServerError, "oops", shardcounter.EINTERNAL, shardcounter.EINTERNAL, true},
 		// A 500 is outcome unknown whatever its body says.
 		{http.StatusInternalServerError, `{"error":{"code":"unavailable","message":"x"}}`, shardcounter.EUNAVAILABLE, shardcounter.EINTERNAL, true},

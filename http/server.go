@@ -79,7 +79,7 @@ type ServerOptions struct {
 	// RequestTimeout is the deadline of each /v1 request's context, which
 	// the service passes to the store, so that a slow store never makes a
 	// request hang. A write whose commit outlives it gets an
-	// outcome-unknown internal error (it may still apply); give the
+	// outcome_unknown error (504: it may still apply); give the
 	// engine a shorter flush timeout so that writers hear the store's own
 	// answer first. Negative means none. Default DefaultRequestTimeout.
 	RequestTimeout time.Duration

@@ -374,7 +374,7 @@ func TestServiceErrors(t *testing.T) {
 		e := MustServe(t, EnvOptions{Wrap: func(s shardcounter.CounterService) shardcounter.CounterService {
 			return failing{s, &shardcounter.Error{Code: shardcounter.EUNAVAILABLE, Message: "commit timed out", OutcomeUnknown: true}}
 		}})
-		e.Do(t, "POST", path("x")+"/increment", "").MustError(t, http.StatusInternalServerError, shardcounter.EINTERNAL)
+		e.Do(t, "POST", path("x")+"/increment", "").MustError(t, http.StatusGatewayTimeout, shardcounter.EOUTCOMEUNKNOWN)
 		_, err := e.Client.WriteCounter(context.Background(), shardcounter.Write{Counter: "x", Delta: 1})
 		if !shardcounter.IsOutcomeUnknown(err) {
 			t.Fatalf("client error %#v, want outcome unknown", err)

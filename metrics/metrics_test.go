@@ -66,7 +66,7 @@ func TestEngineMetrics(t *testing.T) {
 		t.Fatalf("write to a down store = %v, want unavailable", err)
 	}
 	e.Ping(ctx) //nolint:errcheck // counted below
-	st.err = &shardcounter.Error{Code: shardcounter.EINTERNAL, Message: "injected: commit sent, no answer", OutcomeUnknown: true}
+	st.err = &shardcounter.Error{Code: shardcounter.EOUTCOMEUNKNOWN, Message: "injected: commit sent, no answer", OutcomeUnknown: true}
 	if _, err := e.WriteCounter(ctx, shardcounter.Write{Counter: "c", Delta: 1}); !shardcounter.IsOutcomeUnknown(err) {
 		t.Fatalf("write = %v, want outcome unknown", err)
 	}

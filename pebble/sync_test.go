@@ -39,7 +39,7 @@ func TestSyncFailure(t *testing.T) {
 
 	fail.On()
 	err = s.Add(ctx, "c", 7, 1)
-	if code := shardcounter.ErrorCode(err); code != shardcounter.EINTERNAL || !shardcounter.IsOutcomeUnknown(err) {
+	if code := shardcounter.ErrorCode(err); code != shardcounter.EOUTCOMEUNKNOWN || !shardcounter.IsOutcomeUnknown(err) {
 		t.Fatalf("Add whose sync failed = %v (code %q), want outcome unknown", err, code)
 	}
 	fail.Off()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -135,8 +136,14 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 	}
 	// A connection left inside a transaction by a failure is closed, not
 	// reused, by the pool.
-	defer conn.Release()
-	if err := s.apply(ctx, conn.Conn(), true, newBatch(incs, nil), out); err != nil {
+	b := newBatch(incs, nil)
+	b.marker = newMarker(time.Now())
+	err = s.apply(ctx, conn.Conn(), true, b, out)
+	conn.Release()
+	if shardcounter.IsOutcomeUnknown(err) {
+		return s.resolve(ctx, b, out, err)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -258,10 +265,12 @@ func (s *CounterStore) applyOnce(ctx context.Context, conn *pgx.Conn, own bool, 
 	var x expiry
 	limit := expireBatch + len(a.recorded)
 	var t *totals
+	marked := false
 	if own {
 		q.Queue(expireSQL, clk.now, clk.windowUS, limit, clk.from).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&x.deleted, &x.newest, &x.cutoff)
 		})
+		queueMark(q, b, &marked)
 		t = s.queueTotals(q, q.Queue("COMMIT"), b, out)
 	}
 	if q.Len() == 0 {
@@ -270,7 +279,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, conn *pgx.Conn, own bool, 
 	if err := conn.SendBatch(ctx, q).Close(); err != nil && !t.committed() {
 		if own && (conn.PgConn().TxStatus() == 'I' || conn.IsClosed()) {
 			// The connection broke or the commit itself answered an error.
-			return mapError("apply", err, atCommit)
+			return mapError("apply", err, commitSent(marked, err))
 		}
 		// A statement before COMMIT failed, so COMMIT never ran.
 		return abort(ctx, conn, own, err)
@@ -403,6 +412,9 @@ func abort(ctx context.Context, conn *pgx.Conn, own bool, err error) error {
 	var r *restart
 	if errors.Is(err, errRetry) || errors.As(err, &r) {
 		return err
+	}
+	if isMarkerConflict(err) {
+		return errMarkerFound
 	}
 	var pe *pgconn.PgError
 	if own && errors.As(err, &pe) && (pe.Code == sqlDeadlock || pe.Code == sqlSerialization) && !conn.IsClosed() {

@@ -26,6 +26,9 @@ type batch struct {
 	// Create among its items, unless an attempt found that another one is
 	// the first to apply.
 	specs map[string]shardcounter.Spec
+	// marker is written in the commit of the batch (markSQL), when the
+	// batch runs in a transaction of its own.
+	marker []byte
 }
 
 // newBatch validates incs; full lists counters known to need their totals

@@ -101,8 +101,8 @@
 // Failures to reach the server, deadlines and shutdowns before a commit
 // was sent return shardcounter.ErrUnavailable: nothing was applied. When a
 // commit was sent and its success was not reported (the connection broke,
-// or the server ended the session), the error is EINTERNAL with
-// OutcomeUnknown set, never ErrUnavailable, and a write with a request id
+// or the server ended the session), the error is EOUTCOMEUNKNOWN, never
+// ErrUnavailable, and a write with a request id
 // can be retried safely. A bigint overflow is refused by PostgreSQL and
 // returned as shardcounter.ErrOutOfRange.
 package postgres

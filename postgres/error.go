@@ -42,8 +42,9 @@ const (
 // reported for a statement, means nothing was applied: unreachable servers,
 // deadlines and shutdowns are EUNAVAILABLE, as the domain promises ("the
 // write was not applied"). A transport failure after a commit was sent
-// leaves the outcome unknown: EINTERNAL with OutcomeUnknown set, never
-// EUNAVAILABLE, so that no caller takes it for "not applied".
+// leaves the outcome unknown: EOUTCOMEUNKNOWN, never EUNAVAILABLE, so
+// that no caller takes it for "not applied". The engine resolves most of
+// those by the batch's marker before a caller sees them.
 func mapError(op string, err error, commit sent) error {
 	if err == nil {
 		return nil
@@ -75,8 +76,8 @@ func mapError(op string, err error, commit sent) error {
 // success was not reported.
 func outcomeUnknown(op, why string, err error) error {
 	return &shardcounter.Error{
-		Code:           shardcounter.EINTERNAL,
-		Message:        op + ": " + why + ", so the write may or may not be applied (retry it with the same request id): " + err.Error(),
+		Code:           shardcounter.EOUTCOMEUNKNOWN,
+		Message:        op + ": " + why + " (" + err.Error() + ")" + shardcounter.OutcomeUnknownCure,
 		OutcomeUnknown: true,
 	}
 }
@@ -103,7 +104,13 @@ func mapPgError(op string, pe *pgconn.PgError, commit sent) error {
 		}
 		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "%s", msg)
 	case strings.HasPrefix(pe.Code, "53"), // insufficient resources: too many connections, disk full
-		pe.Code == "25006": // read-only transaction: a standby or a read-only server
+		strings.HasPrefix(pe.Code, "57"), // operator intervention: a statement timeout, a cancel
+		strings.HasPrefix(pe.Code, "58"), // system error: an I/O error of the server
+		strings.HasPrefix(pe.Code, "XX"), // the server's internal error
+		pe.Code == "55P03",               // lock not available
+		pe.Code == "25006":               // read-only transaction: a standby or a read-only server
+		// The statement got an error response, so it did not commit: a
+		// failure of the store, not applied.
 		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "%s", msg)
 	}
 	return shardcounter.Errorf(shardcounter.EINTERNAL, "%s", msg)

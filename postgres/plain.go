@@ -75,11 +75,14 @@ func (s *CounterStore) applyPlain(ctx context.Context, conn *pgx.Conn, b *batch,
 	q.Queue(expireSQL, clk.now, clk.windowUS, expireBatch, clk.from).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&x.deleted, &x.newest, &x.cutoff)
 	})
+	marked := false
+	queueMark(q, b, &marked)
 	t := s.queueTotals(q, q.Queue("COMMIT"), b, out)
 	if err := conn.SendBatch(ctx, q).Close(); err != nil && !t.committed() {
 		if conn.PgConn().TxStatus() == 'I' || conn.IsClosed() {
-			// The connection broke or the commit itself answered an error.
-			return false, mapError("apply", err, atCommit)
+			// The connection broke or the commit itself answered an
+			// error: before markSQL answered, nothing committed.
+			return false, mapError("apply", err, commitSent(marked, err))
 		}
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == sqlRestart {

@@ -41,6 +41,9 @@ type CounterStore struct {
 	pool    *pgxpool.Pool
 	ownPool bool         // Close closes the pool only when Open made it
 	window  atomic.Int64 // the dedupe window, in nanoseconds
+	// resolved counts batches settled by their markers after a lost
+	// commit answer (see resolve).
+	resolved atomic.Int64
 
 	// expiredTo is a created_at (Unix microseconds, 0 for none) below
 	// which this store's batches found no more expired request ids (see

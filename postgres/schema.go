@@ -157,10 +157,20 @@ END
 $$;
 ALTER TABLE shardcounter.shards SET (fillfactor = 90);
 `,
+	// 7: batch markers. Every batch Apply commits inserts its marker, a
+	// random id, in the same transaction as its increments, so that after
+	// a commit whose answer was lost the store can tell whether it
+	// applied: the primary key lets exactly one of two commits of one
+	// batch (the lost one landing late, and its re-apply) apply. A marker
+	// begins with its time, so the primary key alone orders markers for
+	// expiry (see markSQL): one index entry per batch, not two.
+	`
+CREATE TABLE shardcounter.batches (id bytea PRIMARY KEY);
+`,
 }
 
 // SchemaVersion is the schema version this package creates and expects.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // migrate brings the database's schema to SchemaVersion. It runs in one
 // transaction under an advisory lock: concurrent callers wait for each

@@ -87,6 +87,9 @@ type CounterStore struct {
 
 	stats stats
 
+	markerSeed string        // random, per store: the unique part of its markers (marker.go)
+	markerSeq  atomic.Uint64 // the sequence part
+
 	hook          func(step string) error // tests: fail a protocol after the named step
 	singleCollect bool                    // benchmarks: read a cluster in one collect, as before reads were linearizable
 }
@@ -113,6 +116,7 @@ func New(client goredis.UniversalClient, opts Options) (*CounterStore, error) {
 	s := &CounterStore{client: client, prefix: opts.Prefix, now: opts.Now, layouts: make(map[string]*layout),
 		waitReplicas: opts.WaitReplicas, waitTimeout: cmp.Or(opts.WaitTimeout, DefaultWaitTimeout)}
 	s.SetDedupeWindow(opts.RequestIDTTL)
+	s.markerSeed = newMarkerSeed()
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
 	}
@@ -161,13 +165,14 @@ type Stats struct {
 	Collects   int64 // collects of one counter's shards (one on a single server)
 	Freezes    int64 // strong reads that froze their counter (see read.go)
 	Rebalances int64 // writes that asked for room (see allowance.go)
+	Resolved   int64 // slot groups whose lost reply their marker settled (see marker.go)
 }
 
-type stats struct{ reads, collects, freezes, rebalances atomic.Int64 }
+type stats struct{ reads, collects, freezes, rebalances, resolved atomic.Int64 }
 
 // Stats returns the store's counts so far. It is safe for concurrent use.
 func (s *CounterStore) Stats() Stats {
-	return Stats{Reads: s.stats.reads.Load(), Collects: s.stats.collects.Load(), Freezes: s.stats.freezes.Load(), Rebalances: s.stats.rebalances.Load()}
+	return Stats{Reads: s.stats.reads.Load(), Collects: s.stats.collects.Load(), Freezes: s.stats.freezes.Load(), Rebalances: s.stats.rebalances.Load(), Resolved: s.stats.resolved.Load()}
 }
 
 // checkReadTimeout refuses a client that would give up on the reply of a
@@ -331,8 +336,8 @@ func storeErr(op string, err error, write bool) error {
 
 // outcomeUnknown is the error of a write that Redis may have applied.
 func outcomeUnknown(op string, err error) *shardcounter.Error {
-	return &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: true,
-		Message: fmt.Sprintf("redis: %s: %v; the write may have been applied: retry with the same request id", op, err)}
+	return &shardcounter.Error{Code: shardcounter.EOUTCOMEUNKNOWN, OutcomeUnknown: true,
+		Message: fmt.Sprintf("redis: %s: %v", op, err) + shardcounter.OutcomeUnknownCure}
 }
 
 // notExecuted reports whether err proves that Redis did not execute the
@@ -347,7 +352,26 @@ func notExecuted(err error) bool {
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true
 	}
-	return redirected(err)
+	return redirected(err) || refused(err)
+}
+
+// refused reports whether err is a server reply that refuses a command
+// before running it for a reason of the server's own, which waiting (or
+// an operator) cures: too many clients, a password changed, a user
+// without the command, a server that cannot persist. The store's failure,
+// never a bug: unavailable.
+func refused(err error) bool {
+	var re goredis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, p := range []string{"ERR max number of clients", "NOAUTH", "WRONGPASS", "NOPERM", "MISCONF"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // redirected reports whether err is a server reply that refuses a command

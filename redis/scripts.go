@@ -81,11 +81,28 @@ end
 // (stale, or short of room) the later ones are deferred, unapplied, to be
 // tried after it. The id set expires with its newest id, so that a shard
 // that stops getting ids does not keep them for ever.
+//
+// A last key after the items' (the key count is then 5n+1) is the
+// group's marker (see marker.go): when it exists the script changes
+// nothing and returns the results it recorded there, the ones of the run
+// that wrote it; else the script records its results there, in the same
+// atomic step as the writes.
 var addScript = goredis.NewScript(luaLess + `
 local ttl = tonumber(ARGV[1])
 local now
 local out = {}
 local blocked = {}
+local nk = #KEYS
+local mk
+if nk % 5 == 1 then
+  mk = KEYS[nk]
+  nk = nk - 1
+  local seen = redis.call('GET', mk)
+  if seen then
+    for v in string.gmatch(seen, '[^,]+') do out[#out + 1] = tonumber(v) end
+    return out
+  end
+end
 local function widen(sk, f, by)
   local r = redis.pcall('HINCRBY', sk, f, by)
   if type(r) == 'table' and r.err then redis.call('HSET', sk, f, '9223372036854775807') end
@@ -128,7 +145,7 @@ local function record(rk, rid)
   redis.call('ZADD', rk, string.format('%d', now + ttl), rid)
   if redis.call('PTTL', rk) < ttl then redis.call('PEXPIRE', rk, ARGV[1]) end
 end
-for j = 1, #KEYS / 5 do
+for j = 1, nk / 5 do
   local sk, rk, ak, wb, wi = KEYS[5*j-4], KEYS[5*j-3], KEYS[5*j-2], KEYS[5*j-1], KEYS[5*j]
   local a = 9*j - 6
   local ep, d, nd, rid, c = ARGV[a], ARGV[a+1], ARGV[a+2], ARGV[a+3], ARGV[a+4]
@@ -197,6 +214,7 @@ for j = 1, #KEYS / 5 do
     end
   end
 end
+if mk then redis.call('SET', mk, table.concat(out, ','), 'PX', ` + markerTTLms + `) end
 return out
 `)
 

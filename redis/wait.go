@@ -64,9 +64,9 @@ func (s *CounterStore) waited(c *goredis.Cmd, node string) error {
 		return outcomeUnknown("wait for replicas", fmt.Errorf("%s: %w", node, err))
 	}
 	if n < int64(s.waitReplicas) {
-		return &shardcounter.Error{Code: shardcounter.EINTERNAL, OutcomeUnknown: true, Message: fmt.Sprintf(
-			"redis: %d of %d replicas of %s confirmed the write within %v; it is on the master and may be lost if the master fails: retry with the same request id",
-			n, s.waitReplicas, node, s.waitTimeout)}
+		return &shardcounter.Error{Code: shardcounter.EOUTCOMEUNKNOWN, OutcomeUnknown: true, Message: fmt.Sprintf(
+			"redis: %d of %d replicas of %s confirmed the write within %v; it is on the master and may be lost if the master fails",
+			n, s.waitReplicas, node, s.waitTimeout) + shardcounter.OutcomeUnknownCure}
 	}
 	return nil
 }
@@ -186,4 +186,71 @@ func (s *CounterStore) runOnNodes(ctx context.Context, runs []*nodeRun) {
 		})
 	}
 	wg.Wait()
+}
+
+// nodeRuns gathers commands into one nodeRun per node.
+type nodeRuns struct {
+	s      *CounterStore
+	runs   []*nodeRun
+	byNode map[*goredis.Client]*nodeRun
+	err    error // the last error finding a node
+}
+
+func newNodeRuns(s *CounterStore) *nodeRuns {
+	return &nodeRuns{s: s, byNode: make(map[*goredis.Client]*nodeRun)}
+}
+
+// add queues b on the node that serves key and returns where its command
+// will be (run.cmds[at]), or a nil run when the node cannot be found (the
+// error is in err).
+func (nr *nodeRuns) add(ctx context.Context, key string, b func(p goredis.Pipeliner) *goredis.Cmd) (*nodeRun, int) {
+	node, err := nr.s.node(ctx, key)
+	if err != nil {
+		nr.s.refresh(ctx, err)
+		nr.err = err
+		return nil, 0
+	}
+	r := nr.byNode[node]
+	if r == nil {
+		r = &nodeRun{node: node}
+		nr.byNode[node] = r
+		nr.runs = append(nr.runs, r)
+	}
+	r.build = append(r.build, b)
+	return r, len(r.build) - 1
+}
+
+// firstErr returns the first error of the runs' commands or WAITs,
+// after loading the scripts where a node did not have them.
+func (nr *nodeRuns) firstErr(ctx context.Context) error {
+	if err := nr.loadScripts(ctx); err != nil {
+		return err
+	}
+	for _, r := range nr.runs {
+		for _, c := range r.cmds {
+			if err := c.Err(); err != nil {
+				return err
+			}
+		}
+		if r.waitErr != nil {
+			return r.waitErr
+		}
+	}
+	return nil
+}
+
+// loadScripts loads the scripts on every node that answered NOSCRIPT, for
+// the next attempt.
+func (nr *nodeRuns) loadScripts(ctx context.Context) error {
+	for _, r := range nr.runs {
+		for _, c := range r.cmds {
+			if goredis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+				if err := nr.s.loadScriptsOn(ctx, r.node); err != nil {
+					return storeErr("load scripts", err, false)
+				}
+				break
+			}
+		}
+	}
+	return nil
 }

@@ -230,6 +230,9 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	for _, l := range fresh {
 		s.createShards(ctx, nr, l)
 	}
+	for slot, g := range bySlot {
+		g.keys = append(g.keys, s.markerKey(slot))
+	}
 	for _, g := range groups {
 		g.run, g.at = nr.add(ctx, g.keys[0], func(p goredis.Pipeliner) *goredis.Cmd { return addScript.EvalSha(ctx, p, g.keys, g.args...) })
 		if g.run == nil {
@@ -255,6 +258,11 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 			continue // no node: failed above
 		}
 		res, err := g.run.cmds[g.at].Int64Slice()
+		waitErr := g.run.waitErr
+		if err != nil && len(fresh) == 0 && lostReply(err) {
+			// The script may or may not have run: its marker decides.
+			res, waitErr, err = s.resolveGroup(ctx, g.keys, g.args, err)
+		}
 		if err == nil && len(res) != len(g.items) {
 			err = outcomeUnknown("apply", fmt.Errorf("the add script returned %d results for %d items", len(res), len(g.items)))
 		}
@@ -279,8 +287,8 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		for j, it := range g.items {
 			switch res[j] {
 			case resApplied, resDuplicate:
-				if g.run.waitErr != nil {
-					out[it.i].Err = g.run.waitErr // on the master, perhaps not on its replicas
+				if waitErr != nil {
+					out[it.i].Err = waitErr // on the master, perhaps not on its replicas
 					continue
 				}
 				out[it.i].Duplicate = res[j] == resDuplicate
@@ -296,8 +304,8 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 				}
 				cramped[it.l.id] = append(cramped[it.l.id], it)
 			case resUnchanged:
-				if g.run.waitErr != nil {
-					out[it.i].Err = g.run.waitErr
+				if waitErr != nil {
+					out[it.i].Err = waitErr
 					continue
 				}
 				out[it.i].Unchanged = true
@@ -475,73 +483,6 @@ func (s *CounterStore) publish(ctx context.Context, fresh []*layout, items []pen
 		}
 	}
 	return retry
-}
-
-// nodeRuns gathers commands into one nodeRun per node.
-type nodeRuns struct {
-	s      *CounterStore
-	runs   []*nodeRun
-	byNode map[*goredis.Client]*nodeRun
-	err    error // the last error finding a node
-}
-
-func newNodeRuns(s *CounterStore) *nodeRuns {
-	return &nodeRuns{s: s, byNode: make(map[*goredis.Client]*nodeRun)}
-}
-
-// add queues b on the node that serves key and returns where its command
-// will be (run.cmds[at]), or a nil run when the node cannot be found (the
-// error is in err).
-func (nr *nodeRuns) add(ctx context.Context, key string, b func(p goredis.Pipeliner) *goredis.Cmd) (*nodeRun, int) {
-	node, err := nr.s.node(ctx, key)
-	if err != nil {
-		nr.s.refresh(ctx, err)
-		nr.err = err
-		return nil, 0
-	}
-	r := nr.byNode[node]
-	if r == nil {
-		r = &nodeRun{node: node}
-		nr.byNode[node] = r
-		nr.runs = append(nr.runs, r)
-	}
-	r.build = append(r.build, b)
-	return r, len(r.build) - 1
-}
-
-// firstErr returns the first error of the runs' commands or WAITs,
-// after loading the scripts where a node did not have them.
-func (nr *nodeRuns) firstErr(ctx context.Context) error {
-	if err := nr.loadScripts(ctx); err != nil {
-		return err
-	}
-	for _, r := range nr.runs {
-		for _, c := range r.cmds {
-			if err := c.Err(); err != nil {
-				return err
-			}
-		}
-		if r.waitErr != nil {
-			return r.waitErr
-		}
-	}
-	return nil
-}
-
-// loadScripts loads the scripts on every node that answered NOSCRIPT, for
-// the next attempt.
-func (nr *nodeRuns) loadScripts(ctx context.Context) error {
-	for _, r := range nr.runs {
-		for _, c := range r.cmds {
-			if goredis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-				if err := nr.s.loadScriptsOn(ctx, r.node); err != nil {
-					return storeErr("load scripts", err, false)
-				}
-				break
-			}
-		}
-	}
-	return nil
 }
 
 // seenBefore decides the items whose request id was recorded under an

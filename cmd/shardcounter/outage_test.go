@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,7 +128,7 @@ func testStoreOutage(t *testing.T, store outageStore) {
 	downFrom := time.Now()
 	waitFor(t, "/readyz to answer 503", func() bool { return getStatus(t, s.URL+"/readyz") == http.StatusServiceUnavailable })
 	raw := waitRaw503(t, s.URL+"/v1/counters/hot/increment")
-	time.Sleep(time.Second) // the outage under load
+	time.Sleep(outageFor(t)) // the outage under load
 	downUntil := time.Now()
 	store.start()
 	waitFor(t, "/readyz to answer 200 after the restart", func() bool { return getStatus(t, s.URL+"/readyz") == http.StatusOK })
@@ -140,6 +141,7 @@ func testStoreOutage(t *testing.T, store outageStore) {
 		t.Errorf("503 during the outage without Retry-After")
 	}
 	var during, unavailable, unknown int
+	var slowest time.Duration // of the writes sent and answered during the outage
 	var firstUnavailable time.Duration = -1
 	var settle []shardcounter.Write // unknown outcome, with a request id: retried below
 	var unsettled int64             // unknown outcome, no request id: may or may not count
@@ -168,6 +170,7 @@ func testStoreOutage(t *testing.T, store outageStore) {
 		}
 		if !o.start.Before(downFrom) && o.end.Before(downUntil) {
 			during++
+			slowest = max(slowest, o.end.Sub(o.start))
 			if took := o.end.Sub(o.start); took > replyBound {
 				t.Errorf("write %+v took %v to fail while the store was down, want under %v", o.w, took, replyBound)
 			}
@@ -176,6 +179,7 @@ func testStoreOutage(t *testing.T, store outageStore) {
 	if during < clients {
 		t.Errorf("%d writes were sent and answered while the store was down, want at least %d", during, clients)
 	}
+	t.Logf("%d sent and answered during the outage, the slowest in %v", during, slowest)
 	t.Logf("%d outcomes: %d acknowledged, %d unavailable, %d outcome unknown (%d with request id); %d sent and answered during the outage; first unavailable %v after the store stopped",
 		len(outcomes), acked.Load(), unavailable, unknown, len(settle), during, firstUnavailable)
 
@@ -278,4 +282,18 @@ func sampleValue(exposition, sample string) float64 {
 		}
 	}
 	return -1
+}
+
+// outageFor is how long TestStoreOutage keeps the store down: 1 s, or
+// $OUTAGE_FOR (docs/OPERATIONS.md measures a 5 s one).
+func outageFor(t *testing.T) time.Duration {
+	v := os.Getenv("OUTAGE_FOR")
+	if v == "" {
+		return time.Second
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("OUTAGE_FOR=%q: give a duration such as 5s", v)
+	}
+	return d
 }

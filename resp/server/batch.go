@@ -270,7 +270,10 @@ func (s *Server) readValues(ctx context.Context, ws []shardcounter.Write, res []
 			r = new(shardcounter.WriteResult)
 			rd, err := s.svc.ReadCounter(ctx, ws[i].Counter, shardcounter.Strong)
 			if err != nil {
-				r.Error = &shardcounter.Error{Code: shardcounter.EINTERNAL,
+				// Applied, but without its value the reply cannot be
+				// given: a store failure, not a bug, and a retry with
+				// the same request id answers duplicate.
+				r.Error = &shardcounter.Error{Code: shardcounter.EOUTCOMEUNKNOWN, OutcomeUnknown: true,
 					Message: "the write was applied, but reading the value after it failed (" + shardcounter.ErrorMessage(err) + "): read it with GET"}
 			} else {
 				v := rd.Value

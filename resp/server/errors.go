@@ -25,9 +25,9 @@ const (
 //     applied, so the command can be sent again as it is)
 //   - resource_exhausted: "ERR resource exhausted: ..." (RESP itself
 //     slows failed AUTH rather than refuse them, see conn.auth)
-//   - internal with an unknown outcome: "ERR outcome unknown: ...": the
-//     write may have been applied
-//   - any other internal error: "ERR internal error: ..."
+//   - outcome_unknown: "UNKNOWN ...": the write may or may not have been
+//     applied; sending it again with the same request id is safe
+//   - internal: "ERR internal error: ..." (a bug)
 func errorReply(err error) string {
 	msg := shardcounter.ErrorMessage(err)
 	switch shardcounter.ErrorCode(err) {
@@ -41,9 +41,11 @@ func errorReply(err error) string {
 		return errNoAuth
 	case shardcounter.EEXHAUSTED:
 		return "ERR resource exhausted: " + msg
+	case shardcounter.EOUTCOMEUNKNOWN:
+		return "UNKNOWN " + msg
 	case shardcounter.EINTERNAL:
 		if shardcounter.IsOutcomeUnknown(err) {
-			return "ERR outcome unknown: " + msg
+			return "UNKNOWN " + msg
 		}
 		return "ERR internal error: " + msg
 	}

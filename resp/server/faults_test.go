@@ -93,14 +93,14 @@ func TestFailureReplies(t *testing.T) {
 	ctx := context.Background()
 
 	unavailable := shardcounter.Errorf(shardcounter.EUNAVAILABLE, "the store cannot be reached: nothing applied, retry")
-	unknown := &shardcounter.Error{Code: shardcounter.EINTERNAL, Message: "the commit timed out: the write may still apply", OutcomeUnknown: true}
+	unknown := &shardcounter.Error{Code: shardcounter.EOUTCOMEUNKNOWN, Message: "the commit timed out: the write may still apply", OutcomeUnknown: true}
 
 	f.set(func(f *faulty) { f.writeErr = unavailable })
 	wantErr(t, "INCR, store unreachable", rdb.Incr(ctx, "k").Err(), "TRYAGAIN the store cannot be reached: nothing applied, retry")
 	wantErr(t, "SADD, store unreachable", rdb.SAdd(ctx, "s", "m").Err(), "TRYAGAIN the store cannot be reached: nothing applied, retry")
 	f.set(func(f *faulty) { f.writeErr = unknown })
-	wantErr(t, "INCR, outcome unknown", rdb.Incr(ctx, "k").Err(), "ERR outcome unknown: the commit timed out: the write may still apply")
-	wantErr(t, "SC.INCRBY, outcome unknown", rdb.Do(ctx, "SC.INCRBY", "k", 1, "REQUEST-ID", "r").Err(), "ERR outcome unknown: the commit timed out: the write may still apply")
+	wantErr(t, "INCR, outcome unknown", rdb.Incr(ctx, "k").Err(), "UNKNOWN the commit timed out: the write may still apply")
+	wantErr(t, "SC.INCRBY, outcome unknown", rdb.Do(ctx, "SC.INCRBY", "k", 1, "REQUEST-ID", "r").Err(), "UNKNOWN the commit timed out: the write may still apply")
 	f.set(func(f *faulty) { f.writeErr = errors.New("a bug's own words") })
 	wantErr(t, "INCR, unclassified error", rdb.Incr(ctx, "k").Err(), "ERR internal error: internal error")
 	f.set(func(f *faulty) { f.writeErr = nil; f.readErr = unavailable })
@@ -144,7 +144,7 @@ func TestIncrWithoutValue(t *testing.T) {
 	}
 	// The write applied but its value cannot be read: the reply says so.
 	f.set(func(f *faulty) { f.readErr = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "down") })
-	wantErr(t, "INCR, value unreadable", rdb.Incr(ctx, "k").Err(), "ERR internal error: the write was applied, but reading the value after it failed (down): read it with GET")
+	wantErr(t, "INCR, value unreadable", rdb.Incr(ctx, "k").Err(), "UNKNOWN the write was applied, but reading the value after it failed (down): read it with GET")
 	f.set(func(f *faulty) { f.readErr = nil })
 	if v, err := rdb.Get(ctx, "k").Result(); err != nil || v != "14" {
 		t.Errorf("GET: %q, %v; want 14", v, err)
