@@ -102,6 +102,9 @@ func (s *memorySampler) sample(ctx context.Context) (int64, bool, error) {
 	if p, can := s.probe.(fileProbe); can {
 		if a, f, ok := p.split(); ok {
 			anon, files = &a, &f
+			// The split is read after the total, and memory may grow in
+			// between: the sample's total is at least its parts.
+			n = max(n, a+f)
 		}
 	}
 	s.mu.Lock()
