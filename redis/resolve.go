@@ -127,30 +127,6 @@ func (a *attempt) decide(it pending, r int64, waitErr error) {
 	}
 }
 
-// makeRoom rebalances the allowances of counter id (see allowance.go),
-// whose shards had no room for the items its: one freeze, sized for the
-// first of them. Each item is then tried again, unless the counter is
-// gone, the freeze failed, or the total alone shows the item overflows.
-func (a *attempt) makeRoom(ctx context.Context, id string, its []pending) {
-	first := its[0]
-	a.s.stats.rebalances.Add(1)
-	vals, err := a.s.freeze(ctx, first.l, &need{shard: first.shard, delta: a.incs[first.i].Delta})
-	a.s.forget(id)
-	for _, it := range its {
-		d := a.incs[it.i].Delta
-		switch {
-		case shardcounter.ErrorCode(err) == shardcounter.ENOTFOUND:
-			a.out[it.i].Err = err
-		case err != nil:
-			a.out[it.i].Err = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q: making room for a write of %d failed: %s; the write was not applied", id, d, shardcounter.ErrorMessage(err))
-		case vals != nil && !fitsTotal(vals, d): // the total alone decides (see level)
-			a.out[it.i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", id, d)
-		default:
-			a.retry = append(a.retry, it.i)
-		}
-	}
-}
-
 func boundsString(spec shardcounter.Spec) string {
 	lo, hi := "-inf", "+inf"
 	if spec.Min != nil {
@@ -228,4 +204,28 @@ func (s *CounterStore) publish(ctx context.Context, fresh []*layout, items []pen
 		}
 	}
 	return retry
+}
+
+// makeRoom rebalances the allowances of counter id (see allowance.go),
+// whose shards had no room for the items its: one freeze, sized for the
+// first of them. Each item is then tried again, unless the counter is
+// gone, the freeze failed, or the total alone shows the item overflows.
+func (a *attempt) makeRoom(ctx context.Context, id string, its []pending) {
+	first := its[0]
+	a.s.stats.rebalances.Add(1)
+	vals, err := a.s.freeze(ctx, first.l, &need{shard: first.shard, delta: a.incs[first.i].Delta})
+	a.s.forget(id)
+	for _, it := range its {
+		d := a.incs[it.i].Delta
+		switch {
+		case shardcounter.ErrorCode(err) == shardcounter.ENOTFOUND:
+			a.out[it.i].Err = err
+		case err != nil:
+			a.out[it.i].Err = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q: making room for a write of %d failed: %s; the write was not applied", id, d, shardcounter.ErrorMessage(err))
+		case vals != nil && !fitsTotal(vals, d): // the total alone decides (see level)
+			a.out[it.i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", id, d)
+		default:
+			a.retry = append(a.retry, it.i)
+		}
+	}
 }

@@ -174,7 +174,7 @@ type attempt struct {
 	applied      map[int]bool         // resolve: items applied (or found duplicates)
 	cramped      map[string][]pending // resolve: items whose shard had no room, by counter
 	crampedOrder []string             // resolve: the counters of cramped, in order met
-	redirected   bool                 // resolve: the cluster's slots were refreshed
+	redirected   bool                 // resolve: a moved slot refreshed the cluster's slots
 }
 
 // plan finds the layouts of the counters of todo, decides the items that
