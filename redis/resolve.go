@@ -49,8 +49,9 @@ func (a *attempt) resolve(ctx context.Context) {
 // results returns a group's results, one per item, and the error of the
 // WAIT that followed them. When the reply was lost after the script was
 // sent, the script may or may not have run: its marker decides (see
-// resolveGroup). Not for an attempt that creates counters, whose new
-// shards a second run could not tell from the first.
+// resolveGroup). That rerun repeats the script alone, not the commands
+// before it in the pipeline that created new counters' shards, so an
+// attempt that creates counters leaves a lost reply unsettled.
 func (a *attempt) results(ctx context.Context, g *slotGroup) ([]int64, error, error) {
 	res, err := g.run.cmds[g.at].Int64Slice()
 	waitErr := g.run.waitErr
