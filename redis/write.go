@@ -2,8 +2,6 @@ package redis
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -127,6 +125,12 @@ func sleep(ctx context.Context, n int) error {
 // applyOnce makes one attempt at the items todo and returns those to try
 // again. An error fails every item of todo.
 //
+// It runs the phases of a write in order, each below in the order it
+// runs: plan the batch (layouts, the items' shards, counters to create,
+// request ids seen before), group the items by slot into addScript calls
+// (the script checks bounds and room atomically with the add), send the
+// calls in one pipeline per master, and resolve the results (resolve.go).
+//
 // A missing counter with Increment.Create is created by its first write:
 // the attempt gives it a new incarnation, creates its shards (on each
 // master, in the pipeline before the writes) and applies the writes to
@@ -136,239 +140,91 @@ func sleep(ctx context.Context, n int) error {
 // from the moment the counter exists; a writer that lost the race to
 // another's create tries its items again on the winner's counter.
 func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, todo []int) ([]int, error) {
-	ids := make([]string, len(todo))
-	for j, i := range todo {
-		ids[j] = incs[i].Counter
-	}
-	ls, err := s.layoutsOf(ctx, ids)
-	if err != nil {
+	a := &attempt{s: s, incs: incs, out: out, todo: todo}
+	if err := a.plan(ctx); err != nil {
 		return nil, err
 	}
-	var fresh []*layout // counters this attempt creates, in batch order
-	items := make([]pending, 0, len(todo))
-	for _, i := range todo {
-		inc := incs[i]
-		l := ls[inc.Counter]
-		if l == nil {
-			if inc.Create == nil {
-				out[i].Err = notFound(inc.Counter)
-				continue
-			}
-			if err := kindMatches(inc, *inc.Create); err != nil {
-				out[i].Err = err // creates nothing
-				continue
-			}
-			l = s.newLayout(inc.Counter, *inc.Create)
-			ls[inc.Counter] = l
-			fresh = append(fresh, l)
-		}
-		if err := kindMatches(inc, l.spec); err != nil {
-			out[i].Err = err
-			continue
-		}
-		items = append(items, pending{i: i, l: l, shard: shard.Of(pickOf(inc), l.n)})
-	}
-	if items, err = s.seenBefore(ctx, incs, out, items); err != nil {
+	a.group()
+	if err := a.send(ctx); err != nil {
 		return nil, err
 	}
-
-	// Group by slot, keeping batch order within a group.
-	type group struct {
-		items    []pending
-		keys     []string
-		args     []any
-		counters map[string]string // counter id -> its name in the script's arguments
-		run      *nodeRun          // where it runs, as run.cmds[at]
-		at       int
-	}
-	var groups []*group
-	bySlot := make(map[int]*group)
-	ttl := strconv.FormatInt(time.Duration(s.ttl.Load()).Milliseconds(), 10)
-	syncDup := "0"
-	if s.waitReplicas > 0 {
-		syncDup = "1"
-	}
-	now := s.now()
-	for _, it := range items {
-		slot := 0
-		if s.cluster != nil {
-			slot = it.l.keys.slot(it.shard)
-		}
-		g := bySlot[slot]
-		if g == nil {
-			g = &group{args: []any{ttl, syncDup}, counters: make(map[string]string)}
-			bySlot[slot] = g
-			groups = append(groups, g)
-		}
-		inc := incs[it.i]
-		c, ok := g.counters[inc.Counter]
-		if !ok {
-			c = strconv.Itoa(len(g.counters))
-			g.counters[inc.Counter] = c
-		}
-		g.items = append(g.items, it)
-		k, sk := it.l.keys, it.l.keys.shard(it.shard)
-		mode, aux, wb, wi, ws, cut := modeSum, sk, sk, sk, "", ""
-		switch {
-		case it.l.distinct():
-			mode, aux = modeDistinct, k.members(it.shard, it.l.memberGen)
-		case it.l.spec.Bounded():
-			mode, aux = modeBounded, k.bounds()
-		}
-		if w := it.l.spec.Window; w != nil {
-			wb, wi = k.buckets(it.shard), k.bucketIndex(it.shard)
-			ws, cut = bucketStart(now, w.Bucket), bucketStart(now.Add(-time.Duration(w.Retention)), w.Bucket)
-		}
-		g.keys = append(g.keys, sk, k.ids(it.shard), aux, wb, wi)
-		g.args = append(g.args, it.l.ep(), inc.Delta, negate(inc.Delta), inc.RequestID, c, mode, inc.Member, ws, cut)
-	}
-
-	// One pipeline per master (one on a single server), with a WAIT at
-	// its end when WaitReplicas is set (see wait.go). The shards of new
-	// counters are created first: a master runs its pipeline in order.
-	nr := newNodeRuns(s)
-	for _, l := range fresh {
-		s.createShards(ctx, nr, l)
-	}
-	for slot, g := range bySlot {
-		g.keys = append(g.keys, s.markerKey(slot))
-	}
-	for _, g := range groups {
-		g.run, g.at = nr.add(ctx, g.keys[0], func(p goredis.Pipeliner) *goredis.Cmd { return addScript.EvalSha(ctx, p, g.keys, g.args...) })
-		if g.run == nil {
-			err := storeErr("apply", nr.err, false)
-			for _, it := range g.items {
-				out[it.i].Err = err
-			}
-		}
-	}
-	tot := s.queueTotals(ctx, nr, incs, todo, ls)
-	s.runOnNodes(ctx, nr.runs)
-	if err := nr.loadScripts(ctx); err != nil {
-		return nil, err
-	}
-
-	var retry []int
-	applied := make(map[int]bool)         // items applied (or found duplicates) on this attempt
-	cramped := make(map[string][]pending) // items whose shard had no room, by counter
-	var crampedOrder []string
-	redirected := false
-	for _, g := range groups {
-		if g.run == nil {
-			continue // no node: failed above
-		}
-		res, err := g.run.cmds[g.at].Int64Slice()
-		waitErr := g.run.waitErr
-		if err != nil && len(fresh) == 0 && lostReply(err) {
-			// The script may or may not have run: its marker decides.
-			res, waitErr, err = s.resolveGroup(ctx, g.keys, g.args, err)
-		}
-		if err == nil && len(res) != len(g.items) {
-			err = outcomeUnknown("apply", fmt.Errorf("the add script returned %d results for %d items", len(res), len(g.items)))
-		}
-		if err != nil {
-			if retryable(err) {
-				if !goredis.HasErrorPrefix(err, "NOSCRIPT") && !redirected {
-					redirected = true
-					s.refresh(ctx, err) // the slot moved: learn where
-				}
-				for _, it := range g.items {
-					retry = append(retry, it.i)
-				}
-				continue
-			}
-			s.refresh(ctx, err)
-			err = storeErr("apply", err, true)
-			for _, it := range g.items {
-				out[it.i].Err = err
-			}
-			continue
-		}
-		for j, it := range g.items {
-			switch res[j] {
-			case resApplied, resDuplicate:
-				if waitErr != nil {
-					out[it.i].Err = waitErr // on the master, perhaps not on its replicas
-					continue
-				}
-				out[it.i].Duplicate = res[j] == resDuplicate
-				applied[it.i] = true
-			case resStale:
-				s.forget(it.l.id)
-				retry = append(retry, it.i)
-			case resDeferred:
-				retry = append(retry, it.i)
-			case resNoRoom:
-				if cramped[it.l.id] == nil {
-					crampedOrder = append(crampedOrder, it.l.id)
-				}
-				cramped[it.l.id] = append(cramped[it.l.id], it)
-			case resUnchanged:
-				if waitErr != nil {
-					out[it.i].Err = waitErr
-					continue
-				}
-				out[it.i].Unchanged = true
-				applied[it.i] = true
-			case resOverflow:
-				out[it.i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", it.l.id, incs[it.i].Delta)
-			case resBounds:
-				out[it.i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside its bounds %s", it.l.id, incs[it.i].Delta, boundsString(it.l.spec))
-			default:
-				out[it.i].Err = outcomeUnknown("apply", fmt.Errorf("the add script returned %d", res[j]))
-			}
-		}
-	}
-	if len(fresh) > 0 {
-		retry = append(retry, s.publish(ctx, fresh, items, applied, out)...)
-	}
-	for _, id := range crampedOrder {
-		its := cramped[id]
-		first := its[0]
-		s.stats.rebalances.Add(1)
-		vals, err := s.freeze(ctx, first.l, &need{shard: first.shard, delta: incs[first.i].Delta})
-		s.forget(id)
-		for _, it := range its {
-			d := incs[it.i].Delta
-			switch {
-			case shardcounter.ErrorCode(err) == shardcounter.ENOTFOUND:
-				out[it.i].Err = err
-			case err != nil:
-				out[it.i].Err = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q: making room for a write of %d failed: %s; the write was not applied", id, d, shardcounter.ErrorMessage(err))
-			case vals != nil && !fitsTotal(vals, d): // the total alone decides (see level)
-				out[it.i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", id, d)
-			default:
-				retry = append(retry, it.i)
-			}
-		}
-	}
-	slices.Sort(retry) // in batch order, as items of one counter apply
-	tot.give(incs, out, todo, retry)
-	return retry, nil
+	a.resolve(ctx)
+	return a.retry, nil
 }
 
-// createShards queues on nr what makes the shards of a new counter (and a
-// bounded counter's bounds key), each unless its key exists.
-func (s *CounterStore) createShards(ctx context.Context, nr *nodeRuns, l *layout) {
-	rooms := allowances(make([]int64, l.n), nil)
-	for i := range l.n {
-		key := l.keys.shard(i)
-		nr.add(ctx, key, func(p goredis.Pipeliner) *goredis.Cmd {
-			return newShardScript.EvalSha(ctx, p, []string{key}, l.ep(), rooms[i].up, rooms[i].dn)
-		})
+// attempt is one try at the items todo of a batch. Each phase of
+// applyOnce leaves in it what the next one needs, so the phases are
+// functions of a screen each rather than one long function.
+type attempt struct {
+	s    *CounterStore
+	incs []shardcounter.Increment
+	out  []shardcounter.Outcome // decided items get their outcome here
+	todo []int
+
+	ls    map[string]*layout // plan: the layouts of the counters of todo
+	fresh []*layout          // plan: counters this attempt creates, in batch order
+	items []pending          // plan: the items to send
+
+	groups []*slotGroup // group: one addScript call per slot, in batch order
+
+	nr  *nodeRuns    // send: the pipelines, one per master
+	tot *batchTotals // send: the totals read after the writes
+
+	retry        []int                // resolve: items to try again
+	applied      map[int]bool         // resolve: items applied (or found duplicates)
+	cramped      map[string][]pending // resolve: items whose shard had no room, by counter
+	crampedOrder []string             // resolve: the counters of cramped, in order met
+	redirected   bool                 // resolve: a moved slot refreshed the cluster's slots
+}
+
+// plan finds the layouts of the counters of todo, decides the items that
+// cannot be written (missing counter, wrong kind) and gives each other
+// item its shard; a missing counter with Create gets a new layout, to be
+// created by this attempt. Items whose request id was recorded under an
+// earlier shard count are decided as duplicates here.
+func (a *attempt) plan(ctx context.Context) error {
+	ids := make([]string, len(a.todo))
+	for j, i := range a.todo {
+		ids[j] = a.incs[i].Counter
 	}
-	if l.spec.Bounded() {
-		key, lo, hi := l.keys.bounds(), "", ""
-		if l.spec.Min != nil {
-			lo = strconv.FormatInt(*l.spec.Min, 10)
-		}
-		if l.spec.Max != nil {
-			hi = strconv.FormatInt(*l.spec.Max, 10)
-		}
-		nr.add(ctx, key, func(p goredis.Pipeliner) *goredis.Cmd {
-			return newBoundsScript.EvalSha(ctx, p, []string{key}, lo, hi)
-		})
+	ls, err := a.s.layoutsOf(ctx, ids)
+	if err != nil {
+		return err
 	}
+	a.ls = ls
+	a.items = make([]pending, 0, len(a.todo))
+	for _, i := range a.todo {
+		if l := a.layoutFor(i); l != nil {
+			a.items = append(a.items, pending{i: i, l: l, shard: shard.Of(pickOf(a.incs[i]), l.n)})
+		}
+	}
+	a.items, err = a.s.seenBefore(ctx, a.incs, a.out, a.items)
+	return err
+}
+
+// layoutFor returns the layout item i writes to, new when the attempt
+// creates its counter, or nil with the item's error in out.
+func (a *attempt) layoutFor(i int) *layout {
+	inc := a.incs[i]
+	l := a.ls[inc.Counter]
+	if l == nil {
+		if inc.Create == nil {
+			a.out[i].Err = notFound(inc.Counter)
+			return nil
+		}
+		if err := kindMatches(inc, *inc.Create); err != nil {
+			a.out[i].Err = err // creates nothing
+			return nil
+		}
+		l = a.s.newLayout(inc.Counter, *inc.Create)
+		a.ls[inc.Counter] = l
+		a.fresh = append(a.fresh, l)
+	}
+	if err := kindMatches(inc, l.spec); err != nil {
+		a.out[i].Err = err
+		return nil
+	}
+	return l
 }
 
 // kindMatches refuses a member item on a sum counter and a delta item on
@@ -395,94 +251,6 @@ func pickOf(inc shardcounter.Increment) uint64 {
 		return shard.PickFor(inc.Counter, inc.RequestID)
 	}
 	return inc.Pick
-}
-
-// bucketStart returns the start, in Unix seconds, of the bucket of width w
-// that holds t. Buckets are aligned to the Unix epoch, so day buckets
-// start at midnight UTC.
-func bucketStart(t time.Time, w shardcounter.Duration) string {
-	sec := int64(time.Duration(w) / time.Second)
-	u := t.Unix()
-	return strconv.FormatInt(u-((u%sec)+sec)%sec, 10)
-}
-
-func boundsString(spec shardcounter.Spec) string {
-	lo, hi := "-inf", "+inf"
-	if spec.Min != nil {
-		lo = strconv.FormatInt(*spec.Min, 10)
-	}
-	if spec.Max != nil {
-		hi = strconv.FormatInt(*spec.Max, 10)
-	}
-	return "[" + lo + ", " + hi + "]"
-}
-
-// publish creates the counters of fresh whose first writes applied (see
-// applyOnce): their metadata and index entries, one script each, in one
-// pipeline per master. It returns the items to try again: those of a
-// counter whose id another writer took first. A counter none of whose
-// items applied is not created; its shard keys are deleted.
-func (s *CounterStore) publish(ctx context.Context, fresh []*layout, items []pending, applied map[int]bool, out []shardcounter.Outcome) []int {
-	byCounter := make(map[*layout][]int) // applied items of each new counter
-	for _, it := range items {
-		if applied[it.i] {
-			byCounter[it.l] = append(byCounter[it.l], it.i)
-		}
-	}
-	nr := newNodeRuns(s)
-	type create struct {
-		l   *layout
-		run *nodeRun
-		at  int
-	}
-	var creates []create
-	for _, l := range fresh {
-		if len(byCounter[l]) == 0 {
-			s.deleteKeys(ctx, l, l.n) // unreachable: best effort
-			continue
-		}
-		meta, bucket := metaKey(s.prefix, l.id), bucketKey(s.prefix, bucketOf(l.id))
-		args := s.metaFields(l)
-		run, at := nr.add(ctx, meta, func(p goredis.Pipeliner) *goredis.Cmd {
-			return createCounterScript.EvalSha(ctx, p, []string{meta, bucket}, args...)
-		})
-		creates = append(creates, create{l, run, at})
-	}
-	s.runOnNodes(ctx, nr.runs)
-	_ = nr.loadScripts(ctx)
-	var retry []int
-	for _, c := range creates {
-		fail := func(err error) {
-			for _, i := range byCounter[c.l] {
-				out[i] = shardcounter.Outcome{Err: err}
-			}
-		}
-		if c.run == nil {
-			fail(storeErr("create counter", nr.err, false)) // never sent: the writes are unreachable
-			continue
-		}
-		ok, err := c.run.cmds[c.at].Int()
-		switch {
-		case err != nil && retryable(err):
-			retry = append(retry, byCounter[c.l]...) // not run: the writes are unreachable
-			for _, i := range byCounter[c.l] {
-				out[i] = shardcounter.Outcome{}
-			}
-		case err != nil:
-			fail(storeErr("create counter", err, true))
-		case ok == 0: // another writer created it first: write there
-			s.deleteKeys(ctx, c.l, c.l.n)
-			retry = append(retry, byCounter[c.l]...)
-			for _, i := range byCounter[c.l] {
-				out[i] = shardcounter.Outcome{}
-			}
-		case c.run.waitErr != nil:
-			fail(c.run.waitErr)
-		default:
-			s.remember(c.l)
-		}
-	}
-	return retry
 }
 
 // seenBefore decides the items whose request id was recorded under an
@@ -540,4 +308,131 @@ func (s *CounterStore) seenBefore(ctx context.Context, incs []shardcounter.Incre
 		keep = append(keep, it)
 	}
 	return keep, nil
+}
+
+// slotGroup is the items of one slot: one addScript call, atomic on its
+// node, with keys and arguments for each item in batch order.
+type slotGroup struct {
+	slot     int
+	items    []pending
+	keys     []string
+	args     []any
+	counters map[string]string // counter id -> its name in the script's arguments
+	run      *nodeRun          // where it runs, as run.cmds[at]
+	at       int
+}
+
+// group puts the planned items into slot groups, keeping batch order
+// within a group; on one server every item is in slot 0, one group.
+func (a *attempt) group() {
+	bySlot := make(map[int]*slotGroup)
+	ttl := strconv.FormatInt(time.Duration(a.s.ttl.Load()).Milliseconds(), 10)
+	syncDup := "0"
+	if a.s.waitReplicas > 0 {
+		syncDup = "1"
+	}
+	now := a.s.now()
+	for _, it := range a.items {
+		slot := 0
+		if a.s.cluster != nil {
+			slot = it.l.keys.slot(it.shard)
+		}
+		g := bySlot[slot]
+		if g == nil {
+			g = &slotGroup{slot: slot, args: []any{ttl, syncDup}, counters: make(map[string]string)}
+			bySlot[slot] = g
+			a.groups = append(a.groups, g)
+		}
+		g.add(it, a.incs[it.i], now)
+	}
+}
+
+// add appends an item's keys and arguments to g. The mode tells the
+// script what the item is, and aux the key its check reads: a delta on a
+// sum counter, a member of a distinct one (aux its member set), a delta
+// on a bounded one (aux its bounds key); a windowed counter also names
+// its buckets and the bucket the write goes to.
+func (g *slotGroup) add(it pending, inc shardcounter.Increment, now time.Time) {
+	c, ok := g.counters[inc.Counter]
+	if !ok {
+		c = strconv.Itoa(len(g.counters))
+		g.counters[inc.Counter] = c
+	}
+	g.items = append(g.items, it)
+	k, sk := it.l.keys, it.l.keys.shard(it.shard)
+	mode, aux, wb, wi, ws, cut := modeSum, sk, sk, sk, "", ""
+	switch {
+	case it.l.distinct():
+		mode, aux = modeDistinct, k.members(it.shard, it.l.memberGen)
+	case it.l.spec.Bounded():
+		mode, aux = modeBounded, k.bounds()
+	}
+	if w := it.l.spec.Window; w != nil {
+		wb, wi = k.buckets(it.shard), k.bucketIndex(it.shard)
+		ws, cut = bucketStart(now, w.Bucket), bucketStart(now.Add(-time.Duration(w.Retention)), w.Bucket)
+	}
+	g.keys = append(g.keys, sk, k.ids(it.shard), aux, wb, wi)
+	g.args = append(g.args, it.l.ep(), inc.Delta, negate(inc.Delta), inc.RequestID, c, mode, inc.Member, ws, cut)
+}
+
+// bucketStart returns the start, in Unix seconds, of the bucket of width w
+// that holds t. Buckets are aligned to the Unix epoch, so day buckets
+// start at midnight UTC.
+func bucketStart(t time.Time, w shardcounter.Duration) string {
+	sec := int64(time.Duration(w) / time.Second)
+	u := t.Unix()
+	return strconv.FormatInt(u-((u%sec)+sec)%sec, 10)
+}
+
+// send runs one pipeline per master (one on a single server), with a WAIT
+// at its end when WaitReplicas is set (see wait.go). The shards of new
+// counters are queued first, since a master runs its pipeline in order;
+// then each group's script, its marker key last (see marker.go); then the
+// totals asked for, read after the writes. A group whose node cannot be
+// found fails here. An error (loading scripts) fails the attempt.
+func (a *attempt) send(ctx context.Context) error {
+	s := a.s
+	a.nr = newNodeRuns(s)
+	for _, l := range a.fresh {
+		s.createShards(ctx, a.nr, l)
+	}
+	for _, g := range a.groups {
+		g.keys = append(g.keys, s.markerKey(g.slot))
+	}
+	for _, g := range a.groups {
+		g.run, g.at = a.nr.add(ctx, g.keys[0], func(p goredis.Pipeliner) *goredis.Cmd { return addScript.EvalSha(ctx, p, g.keys, g.args...) })
+		if g.run == nil {
+			err := storeErr("apply", a.nr.err, false)
+			for _, it := range g.items {
+				a.out[it.i].Err = err
+			}
+		}
+	}
+	a.tot = s.queueTotals(ctx, a.nr, a.incs, a.todo, a.ls)
+	s.runOnNodes(ctx, a.nr.runs)
+	return a.nr.loadScripts(ctx)
+}
+
+// createShards queues on nr what makes the shards of a new counter (and a
+// bounded counter's bounds key), each unless its key exists.
+func (s *CounterStore) createShards(ctx context.Context, nr *nodeRuns, l *layout) {
+	rooms := allowances(make([]int64, l.n), nil)
+	for i := range l.n {
+		key := l.keys.shard(i)
+		nr.add(ctx, key, func(p goredis.Pipeliner) *goredis.Cmd {
+			return newShardScript.EvalSha(ctx, p, []string{key}, l.ep(), rooms[i].up, rooms[i].dn)
+		})
+	}
+	if l.spec.Bounded() {
+		key, lo, hi := l.keys.bounds(), "", ""
+		if l.spec.Min != nil {
+			lo = strconv.FormatInt(*l.spec.Min, 10)
+		}
+		if l.spec.Max != nil {
+			hi = strconv.FormatInt(*l.spec.Max, 10)
+		}
+		nr.add(ctx, key, func(p goredis.Pipeliner) *goredis.Cmd {
+			return newBoundsScript.EvalSha(ctx, p, []string{key}, lo, hi)
+		})
+	}
 }
