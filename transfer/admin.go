@@ -45,6 +45,7 @@ type ImportResult struct {
 	Stats               Stats      `json:"stats"`
 	Conflicts           []Conflict `json:"conflicts,omitempty"`            // the first 1000
 	CollectionConflicts []string   `json:"collection_conflicts,omitempty"` // the first 1000
+	RankingConflicts    []string   `json:"ranking_conflicts,omitempty"`    // every one (at most MaxRankings)
 }
 
 // VerifyLine is one line of VerifyPath's reply: a drift, or the last
@@ -109,6 +110,9 @@ func Admin(store shardcounter.CounterStore, log *slog.Logger) http.Handler {
 				if len(res.CollectionConflicts) < 1000 {
 					res.CollectionConflicts = append(res.CollectionConflicts, name)
 				}
+			},
+			RankingConflict: func(name string, _, _ shardcounter.RankingOptions) {
+				res.RankingConflicts = append(res.RankingConflicts, name)
 			}})
 		if err != nil {
 			adminError(w, shardcounter.Errorf(shardcounter.EINVALID, "%s", errorText(err)))

@@ -29,7 +29,7 @@ func ExampleExport() {
 	st, err := transfer.Export(ctx, store, os.Stdout, transfer.ExportOptions{})
 	fmt.Println(st.Counters, st.Members, err)
 	// Output:
-	// {"type":"header","format":"shardcounter-export","version":1}
+	// {"type":"header","format":"shardcounter-export","version":2}
 	// {"type":"counter","id":"likers","kind":"distinct","shards":2,"value":1}
 	// {"type":"members","id":"likers","members":["ann"]}
 	// {"type":"counter","id":"likes","kind":"sum","shards":4,"value":3}

@@ -3,9 +3,12 @@ package transfer
 import (
 	"context"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/expiry"
 	"github.com/shardcounter/shardcounter/postgres"
 )
 
@@ -28,6 +31,10 @@ type Stats struct {
 	// Collections and Documents of collections.
 	Collections int64
 	Documents   int64
+	// Rankings are ranking definitions; Deadlines the counter lines with
+	// an expires_at.
+	Rankings  int64
+	Deadlines int64
 }
 
 // ExportOptions configure Export.
@@ -53,6 +60,12 @@ func Export(ctx context.Context, store shardcounter.CounterStore, w io.Writer, o
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	// Deadlines are read from their records in the same view as the
+	// counters (expiry's package doc), so the raw store serves as well
+	// as a wrapped one and a PostgreSQL snapshot holds them too.
+	if es, ok := store.(*expiry.Store); ok {
+		store = es.Inner()
+	}
 	src, release, err := readView(ctx, store)
 	if err != nil {
 		return st, err
@@ -62,7 +75,12 @@ func Export(ctx context.Context, store shardcounter.CounterStore, w io.Writer, o
 	if err != nil {
 		return st, err
 	}
-	after := ""
+	if shardcounter.IsInternalID(opts.Prefix) {
+		return st, shardcounter.Errorf(shardcounter.EINVALID, "prefix %q starts with U+001E, reserved for internal records, which are never exported: give a prefix of names", opts.Prefix)
+	}
+	// Internal records (deadlines, their index) sort before every name
+	// and are not counters of the user's: the listing starts past them.
+	after := skipInternal
 	for {
 		page, err := src.ListCounters(ctx, opts.Prefix, after, pageSize)
 		if err != nil {
@@ -79,6 +97,9 @@ func Export(ctx context.Context, store shardcounter.CounterStore, w io.Writer, o
 			break
 		}
 	}
+	if err := exportRankings(ctx, store, enc, opts, &st); err != nil {
+		return st, err
+	}
 	if err := exportCollections(ctx, store, enc, opts, &st); err != nil {
 		return st, err
 	}
@@ -86,6 +107,9 @@ func Export(ctx context.Context, store shardcounter.CounterStore, w io.Writer, o
 }
 
 func exportPage(ctx context.Context, store source, enc *Encoder, page []*shardcounter.Counter, opts ExportOptions, st *Stats) error {
+	// The listing starts past internal records; a store that lists one
+	// anyway does not get it exported.
+	page = slices.DeleteFunc(slices.Clone(page), func(c *shardcounter.Counter) bool { return shardcounter.IsInternalID(c.ID) })
 	ids := make([]string, len(page))
 	for i, c := range page {
 		ids[i] = c.ID
@@ -94,11 +118,21 @@ func exportPage(ctx context.Context, store source, enc *Encoder, page []*shardco
 	if err != nil {
 		return err
 	}
+	deadlines, err := readDeadlines(ctx, store, ids)
+	if err != nil {
+		return err
+	}
+	nowMS := opts.Now().UnixMilli()
 	for i, c := range page {
-		if readings[i] == nil {
-			continue // deleted since the listing
+		if readings[i] == nil || deadlines[i] != 0 && deadlines[i] <= nowMS {
+			continue // deleted since the listing, or expired
 		}
 		rec := &Counter{ID: c.ID, Kind: kindOf(c.Kind), Shards: readings[i].Shards, Min: c.Min, Max: c.Max, Window: c.Window, Value: readings[i].Value}
+		if deadlines[i] != 0 {
+			at := time.UnixMilli(deadlines[i]).UTC()
+			rec.ExpiresAt = &at
+			st.Deadlines++
+		}
 		if c.Window != nil {
 			from, to := retention(c.Window, opts.Now())
 			if rec.Buckets, err = store.ReadSeries(ctx, c.ID, from, to); err != nil {
@@ -139,6 +173,54 @@ func exportMembers(ctx context.Context, store source, enc *Encoder, id string, s
 		}
 		after = ms[len(ms)-1]
 	}
+}
+
+// skipInternal is a listing position past every internal record: they
+// sort first, and no name starts with U+001E.
+const skipInternal = shardcounter.InternalPrefix + "\U0010FFFF"
+
+// readDeadlines returns the deadline, in Unix ms, of each id's name (0
+// for none): the value of its record, expiry.RecordID, in one
+// ReadCounters call.
+func readDeadlines(ctx context.Context, store source, ids []string) ([]int64, error) {
+	recs := make([]string, len(ids))
+	for i, id := range ids {
+		recs[i] = expiry.RecordID(shardcounter.NameOf(id))
+	}
+	rs, err := store.ReadCounters(ctx, recs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(ids))
+	for i, r := range rs {
+		if r != nil {
+			out[i] = r.Value
+		}
+	}
+	return out, nil
+}
+
+// exportRankings writes every ranking whose name starts with the prefix,
+// by name, when the store keeps rankings.
+func exportRankings(ctx context.Context, store shardcounter.CounterStore, enc *Encoder, opts ExportOptions, st *Stats) error {
+	rs, ok := store.(shardcounter.RankingStore)
+	if !ok {
+		return nil
+	}
+	list, err := rs.ListRankings(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range list {
+		if !strings.HasPrefix(r.Name, opts.Prefix) {
+			continue
+		}
+		if err := enc.Ranking(&Ranking{Name: r.Name, RankingOptions: r.RankingOptions.WithDefaults()}); err != nil {
+			return err
+		}
+		st.Rankings++
+	}
+	return nil
 }
 
 // source is what an export reads: a CounterStore, or a snapshot of one.

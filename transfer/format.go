@@ -12,7 +12,7 @@ import (
 	"github.com/shardcounter/shardcounter"
 )
 
-// The export format, version 1 (docs/EXPORT.md): JSON Lines, one record a
+// The export format, version 2 (docs/EXPORT.md): JSON Lines, one record a
 // line, each a JSON object whose "type" says what it is. The first line
 // is the header, the last the end record, so that a file cut short is
 // told from a whole one.
@@ -21,8 +21,10 @@ const (
 	// other JSON Lines file.
 	FormatName = "shardcounter-export"
 	// Version is the format version this package writes and the newest it
-	// reads. A reader refuses a newer one rather than guess at it.
-	Version = 1
+	// reads. A reader refuses a newer one rather than guess at it, and
+	// reads every older one: version 2 added deadlines (a counter's
+	// expires_at) and rankings to version 1.
+	Version = 2
 	// MembersPerLine is how many members of a distinct counter one members
 	// line holds at most: lines stay small whatever a counter's size.
 	MembersPerLine = 1000
@@ -43,7 +45,18 @@ const (
 	// one of its documents, after every counter.
 	TypeCollection = "collection"
 	TypeDocument   = "document"
+	// TypeRanking is a ranking's definition, after every counter and
+	// before the collections (version 2).
+	TypeRanking = "ranking"
 )
+
+// Ranking is a ranking's definition: its name and options, defaults
+// filled in. Its created_at is not exported, as a counter's is not.
+type Ranking struct {
+	Type string `json:"type"` // TypeRanking
+	Name string `json:"name"`
+	shardcounter.RankingOptions
+}
 
 // Collection is a time-ordered collection's options; its documents
 // follow it.
@@ -105,6 +118,12 @@ type Counter struct {
 	// exceed their sum: writes older than the retention count in the
 	// value and in no bucket.
 	Buckets []shardcounter.Bucket `json:"buckets,omitempty"`
+	// ExpiresAt is the deadline of the counter's name (version 2), UTC
+	// to the millisecond; nil for none. It is absolute, not a time to
+	// live: an import made later keeps the deadline the source had, and
+	// two exports of the same state are equal whenever they are taken.
+	// Every field of a hash carries the hash's deadline.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
 // Spec returns the counter's spec.
@@ -128,6 +147,7 @@ type End struct {
 	Members     int64  `json:"members"`
 	Collections int64  `json:"collections,omitempty"`
 	Documents   int64  `json:"documents,omitempty"`
+	Rankings    int64  `json:"rankings,omitempty"`
 }
 
 // Encoder writes an export. It is not safe for concurrent use.
@@ -183,6 +203,13 @@ func (e *Encoder) Members(id string, members []string) error {
 	return nil
 }
 
+// Ranking writes a ranking line.
+func (e *Encoder) Ranking(r *Ranking) error {
+	r.Type = TypeRanking
+	e.end.Rankings++
+	return e.line(r)
+}
+
 // Collection writes a collection line.
 func (e *Encoder) Collection(c *Collection) error {
 	c.Type = TypeCollection
@@ -223,6 +250,7 @@ type Record struct {
 	Members    *Members
 	Collection *Collection
 	Document   *Document
+	Ranking    *Ranking
 	End        *End
 }
 
@@ -236,6 +264,7 @@ type Decoder struct {
 	Header Header
 	last   *Counter    // the latest counter line
 	coll   *Collection // the latest collection line
+	rank   *Ranking    // the latest ranking line
 	seen   End
 	done   bool
 }
@@ -333,13 +362,16 @@ func (d *Decoder) Next() (*Record, error) {
 	case TypeDocument:
 		rec.Document = &Document{}
 		err = d.document(b, rec.Document)
+	case TypeRanking:
+		rec.Ranking = &Ranking{}
+		err = d.ranking(b, rec.Ranking)
 	case TypeEnd:
 		rec.End = &End{}
 		err = d.end(b, rec.End)
 	case TypeHeader:
 		err = d.errorf("a second header: two exports were joined; import them one at a time")
 	default:
-		err = d.errorf("record type %q is unknown: version %d has header, counter, members, collection, document and end", probe.Type, Version)
+		err = d.errorf("record type %q is unknown: version %d has header, counter, members, ranking, collection, document and end", probe.Type, Version)
 	}
 	if err != nil {
 		return nil, err
@@ -364,8 +396,21 @@ func (d *Decoder) counter(b []byte, c *Counter) error {
 	if err := shardcounter.ValidateSpec(c.Spec()); err != nil {
 		return d.errorf("counter %q: %s", c.ID, errorText(err))
 	}
-	if d.coll != nil {
-		return d.errorf("counter %q comes after a collection: counters come first", c.ID)
+	if shardcounter.IsInternalID(c.ID) {
+		return d.errorf("counter %q starts with U+001E, reserved for internal records: an export never holds one; remove the line", c.ID)
+	}
+	if d.coll != nil || d.rank != nil {
+		return d.errorf("counter %q comes after a ranking or a collection: counters come first", c.ID)
+	}
+	if c.ExpiresAt != nil {
+		if d.Header.Version < 2 {
+			return d.errorf("counter %q has expires_at, which version %d does not have: set the header's version to 2", c.ID, d.Header.Version)
+		}
+		at := time.UnixMilli(c.ExpiresAt.UnixMilli()).UTC()
+		if !at.Equal(*c.ExpiresAt) || at.Year() < 1970 || at.Year() > 9999 {
+			return d.errorf("counter %q: expires_at %s is not a time in years 1970 to 9999 to the millisecond", c.ID, c.ExpiresAt.Format(time.RFC3339Nano))
+		}
+		c.ExpiresAt = &at
 	}
 	if d.last != nil && c.ID <= d.last.ID && !d.Header.Unsorted {
 		return d.errorf("counter %q comes after %q: counters are in increasing id order, each once", c.ID, d.last.ID)
@@ -409,14 +454,35 @@ func (d *Decoder) end(b []byte, e *End) error {
 	if err := strict(b, e); err != nil {
 		return d.errorf("end: %v", err)
 	}
-	if got := (End{Counters: e.Counters, Members: e.Members, Collections: e.Collections, Documents: e.Documents}); got != d.seen {
-		return d.errorf("the end line counts %d counters, %d members, %d collections and %d documents, the lines before hold %d, %d, %d and %d: the export is damaged; export again",
-			e.Counters, e.Members, e.Collections, e.Documents, d.seen.Counters, d.seen.Members, d.seen.Collections, d.seen.Documents)
+	if got := (End{Counters: e.Counters, Members: e.Members, Collections: e.Collections, Documents: e.Documents, Rankings: e.Rankings}); got != d.seen {
+		return d.errorf("the end line counts %d counters, %d members, %d rankings, %d collections and %d documents, the lines before hold %d, %d, %d, %d and %d: the export is damaged; export again",
+			e.Counters, e.Members, e.Rankings, e.Collections, e.Documents, d.seen.Counters, d.seen.Members, d.seen.Rankings, d.seen.Collections, d.seen.Documents)
 	}
 	if _, err := d.r.ReadByte(); err != io.EOF {
 		return d.errorf("more lines after the end line: two exports were joined; import them one at a time")
 	}
 	d.done = true
+	return nil
+}
+
+func (d *Decoder) ranking(b []byte, r *Ranking) error {
+	if err := strict(b, r); err != nil {
+		return d.errorf("ranking: %v", err)
+	}
+	if d.Header.Version < 2 {
+		return d.errorf("a ranking line in a version %d export, which has none: set the header's version to 2", d.Header.Version)
+	}
+	if d.coll != nil {
+		return d.errorf("ranking %q comes after a collection: rankings come after the counters and before the collections", r.Name)
+	}
+	if d.rank != nil && r.Name <= d.rank.Name {
+		return d.errorf("ranking %q comes after %q: rankings are in increasing name order, each once", r.Name, d.rank.Name)
+	}
+	if err := shardcounter.ValidateRanking(r.Name, r.RankingOptions); err != nil {
+		return d.errorf("ranking %q: %s", r.Name, errorText(err))
+	}
+	d.rank = r
+	d.seen.Rankings++
 	return nil
 }
 

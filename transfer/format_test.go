@@ -16,6 +16,12 @@ import (
 
 const header = `{"type":"header","format":"shardcounter-export","version":1}` + "\n"
 
+// header2 is the header of a version 2 export, which has deadlines and
+// rankings.
+const header2 = `{"type":"header","format":"shardcounter-export","version":2}` + "\n"
+
+const rank = `{"type":"ranking","name":"top","prefix":"p:","size":10,"max_staleness":"1s"}` + "\n"
+
 const coll = `{"type":"collection","name":"c","shards":2,"timestamp_field":"timestamp","indexes":["user"],"shard_key":"random"}` + "\n"
 
 // TestDecodeErrors checks that each kind of bad input is an error naming
@@ -24,7 +30,7 @@ func TestDecodeErrors(t *testing.T) {
 	cases := []struct{ name, in, want string }{
 		{"Empty", "", "line 1: the input is empty"},
 		{"NotExport", `{"a":1}` + "\n", "line 1: not a header"},
-		{"NewerVersion", `{"type":"header","format":"shardcounter-export","version":2}` + "\n", "line 1: export format version 2"},
+		{"NewerVersion", `{"type":"header","format":"shardcounter-export","version":3}` + "\n", "line 1: export format version 3"},
 		{"NoEnd", header + `{"type":"counter","id":"a","kind":"sum","shards":1,"value":1}` + "\n", "line 3: the export ends after line 2 without its end line"},
 		{"CutLine", header + `{"type":"counter","id":"a","kind":"sum","sha`, "line 2: cut short"},
 		{"BadJSON", header + "{nope\n", "line 2: not a JSON object"},
@@ -34,10 +40,19 @@ func TestDecodeErrors(t *testing.T) {
 		{"StrayMembers", header + `{"type":"counter","id":"a","kind":"sum","shards":1,"value":1}` + "\n" + `{"type":"members","id":"a","members":["x"]}` + "\n", "line 3: members of \"a\" do not follow"},
 		{"EndCount", header + `{"type":"end","counters":3,"members":0}` + "\n", "line 2: the end line counts 3 counters"},
 		{"Joined", header + `{"type":"end","counters":0,"members":0}` + "\n" + header, "line 2: more lines after the end line"},
-		{"UnknownType", header + `{"type":"ranking"}` + "\n", `line 2: record type "ranking" is unknown`},
+		{"UnknownType", header + `{"type":"gauge"}` + "\n", `line 2: record type "gauge" is unknown`},
+		{"RankingInV1", header + rank, `line 2: a ranking line in a version 1 export`},
+		{"ExpiresInV1", header + `{"type":"counter","id":"a","kind":"sum","shards":1,"value":1,"expires_at":"2030-01-01T00:00:00Z"}` + "\n", `line 2: counter "a" has expires_at, which version 1 does not have`},
+		{"ExpiresSubMS", header2 + `{"type":"counter","id":"a","kind":"sum","shards":1,"value":1,"expires_at":"2030-01-01T00:00:00.0000001Z"}` + "\n", `line 2: counter "a": expires_at`},
+		{"InternalID", header2 + `{"type":"counter","id":"\u001et1","kind":"sum","shards":1,"value":1}` + "\n", `line 2: counter "\x1et1" starts with U+001E`},
+		{"RankingOrder", header2 + rank + rank, `line 3: ranking "top" comes after "top"`},
+		{"BadRanking", header2 + `{"type":"ranking","name":"top","size":-1}` + "\n", `line 2: ranking "top": ranking size -1`},
+		{"CounterAfterRanking", header2 + rank + `{"type":"counter","id":"a","kind":"sum","shards":1,"value":1}` + "\n", `line 3: counter "a" comes after a ranking or a collection`},
+		{"RankingAfterCollection", header2 + coll + rank, `line 3: ranking "top" comes after a collection`},
+		{"EndRankings", header2 + rank + `{"type":"end","counters":0,"members":0}` + "\n", "line 3: the end line counts 0 counters, 0 members, 0 rankings"},
 		{"StrayDocument", header + `{"type":"document","collection":"c","id":"d","shard":0,"timestamp":"2026-01-01T00:00:00Z","data":{}}` + "\n", `line 2: document "d" of collection "c" does not follow`},
 		{"DocumentShard", header + coll + `{"type":"document","collection":"c","id":"d","shard":2,"timestamp":"2026-01-01T00:00:00Z","data":{}}` + "\n", `line 3: document "d" is on shard 2: collection "c" has shards 0 to 1`},
-		{"CounterAfterCollection", header + coll + `{"type":"counter","id":"a","kind":"sum","shards":1,"value":1}` + "\n", `line 3: counter "a" comes after a collection`},
+		{"CounterAfterCollection", header + coll + `{"type":"counter","id":"a","kind":"sum","shards":1,"value":1}` + "\n", `line 3: counter "a" comes after a ranking or a collection`},
 		{"BadCollection", header + `{"type":"collection","name":"c","shards":2,"timestamp_field":"timestamp","indexes":["timestamp"],"shard_key":"random"}` + "\n", `line 2: collection "c": index "timestamp" is the timestamp field`},
 	}
 	for _, c := range cases {
@@ -127,8 +142,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add(`{"type":"counter","id":"d","kind":"distinct","shards":2,"value":1}` + "\n" + `{"type":"members","id":"d","members":["x"]}` + "\n" + `{"type":"end","counters":1,"members":1}` + "\n")
 	f.Add(`{"type":"counter","id":"w","kind":"sum","shards":1,"window":{"bucket":"1h","retention":"1d"},"value":3,"buckets":[{"start":"2026-01-01T01:00:00Z","value":3}]}` + "\n" + `{"type":"end","counters":1,"members":0}` + "\n")
 	f.Add(coll + `{"type":"document","collection":"c","id":"d","shard":1,"timestamp":"2026-01-01T00:00:00.000001Z","data":{"user":"u","n":1.5}}` + "\n" + `{"type":"end","counters":0,"members":0,"collections":1,"documents":1}` + "\n")
+	f.Add(`{"type":"counter","id":"h\u001ff","kind":"sum","shards":1,"value":2,"expires_at":"2030-01-01T00:00:00.123Z"}` + "\n" + rank + coll + `{"type":"end","counters":1,"members":0,"collections":1,"rankings":1}` + "\n")
 	f.Fuzz(func(t *testing.T, body string) {
-		d, err := transfer.NewDecoder(strings.NewReader(header + body))
+		d, err := transfer.NewDecoder(strings.NewReader(header2 + body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,6 +167,8 @@ func FuzzDecode(f *testing.F) {
 				enc.Counter(rec.Counter)
 			case rec.Members != nil:
 				enc.Members(rec.Members.ID, rec.Members.Members)
+			case rec.Ranking != nil:
+				enc.Ranking(rec.Ranking)
 			case rec.Collection != nil:
 				enc.Collection(rec.Collection)
 			case rec.Document != nil:

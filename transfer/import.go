@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/expiry"
 )
 
 // Batch sizes of an import.
@@ -35,6 +36,9 @@ type ImportOptions struct {
 	// CollectionConflict, when set, is told of each collection left
 	// alone: it exists with other options.
 	CollectionConflict func(name string)
+	// RankingConflict, when set, is told of each ranking left alone: it
+	// exists with other options.
+	RankingConflict func(name string, have, want shardcounter.RankingOptions)
 	// Progress, when set, is told of each counter imported.
 	Progress *Progress
 }
@@ -63,7 +67,7 @@ func Import(ctx context.Context, store shardcounter.CounterStore, r io.Reader, o
 // importRecords imports the records next returns until io.EOF. A
 // members record follows its counter's.
 func importRecords(ctx context.Context, store shardcounter.CounterStore, next func() (*Record, error), opts ImportOptions) (Stats, error) {
-	im := &importer{store: store, opts: opts, ids: make(map[string]bool)}
+	im := &importer{store: withExpiry(store), opts: opts, ids: make(map[string]bool)}
 	for {
 		rec, err := next()
 		if err == io.EOF {
@@ -83,6 +87,13 @@ func importRecords(ctx context.Context, store shardcounter.CounterStore, next fu
 			}
 			im.pending = append(im.pending, &entry{rec: rec.Counter})
 			im.ids[rec.Counter.ID] = true
+		case rec.Ranking != nil:
+			if err := im.flushAll(ctx); err != nil {
+				return im.st, err
+			}
+			if err := im.ranking(ctx, rec.Ranking); err != nil {
+				return im.st, err
+			}
 		case rec.Collection != nil:
 			if err := im.flushAll(ctx); err != nil {
 				return im.st, err
@@ -143,7 +154,7 @@ type entry struct {
 }
 
 type importer struct {
-	store   shardcounter.CounterStore
+	store   *expiry.Store
 	opts    ImportOptions
 	pending []*entry
 	ids     map[string]bool // of pending
@@ -162,7 +173,7 @@ func (im *importer) flush(ctx context.Context) error {
 		return err
 	}
 	groups := map[time.Time][]shardcounter.Increment{} // by clock time; zero: now
-	var creates []*entry
+	var creates, planned []*entry
 	for _, e := range im.pending {
 		if e.skip {
 			continue
@@ -179,6 +190,7 @@ func (im *importer) flush(ctx context.Context) error {
 				creates = append(creates, e)
 				e.missing = false
 			}
+			planned = append(planned, e)
 			im.opts.Progress.Add(1)
 		}
 		for _, m := range e.members {
@@ -203,6 +215,9 @@ func (im *importer) flush(ctx context.Context) error {
 		}
 	}
 	if err := im.apply(ctx, groups); err != nil {
+		return err
+	}
+	if err := im.deadlines(ctx, planned); err != nil {
 		return err
 	}
 	im.pending[len(im.pending)-1].missing = false

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -42,7 +43,7 @@ type RedisOptions struct {
 type RedisStats struct {
 	Keys    int64 // keys read
 	Skipped int64 // of them not moved
-	WithTTL int64 // of them moved, but with a TTL that was not carried over
+	WithTTL int64 // of them moved with a TTL, carried over as a deadline
 }
 
 // RedisSource is the Redis a migration reads: one server, or a cluster.
@@ -164,6 +165,19 @@ func migrateKeys(ctx context.Context, src goredis.UniversalClient, keys []string
 		st.Keys++
 		opts.Progress.Add(1)
 		typ := types[i].Val()
+		// A key's TTL becomes its name's deadline: PTTL's time from now,
+		// to the millisecond, on every counter line the key makes.
+		var deadline *time.Time
+		if ttl := ttls[i].Val(); ttl > 0 {
+			at := time.UnixMilli(time.Now().Add(ttl).UnixMilli()).UTC()
+			deadline = &at
+		}
+		sendKey := func(r *Record) error {
+			if r.Counter != nil {
+				r.Counter.ExpiresAt = deadline
+			}
+			return send(r)
+		}
 		var recs []*Record
 		var reason string
 		var err error
@@ -175,7 +189,7 @@ func migrateKeys(ctx context.Context, src goredis.UniversalClient, keys []string
 		case typ == "string":
 			recs, reason, err = redisString(gets[i], k, opts.Shards)
 		case typ == "set":
-			err = redisSet(ctx, src, k, opts, send)
+			err = redisSet(ctx, src, k, opts, sendKey)
 		case typ == "hash":
 			recs, reason, err = redisHash(ctx, src, k, opts.Shards)
 		default:
@@ -191,11 +205,11 @@ func migrateKeys(ctx context.Context, src goredis.UniversalClient, keys []string
 			}
 			continue
 		}
-		if ttls[i].Val() > 0 {
+		if deadline != nil {
 			st.WithTTL++
 		}
 		for _, r := range recs {
-			if err := send(r); err != nil {
+			if err := sendKey(r); err != nil {
 				return err
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/expiry"
 	"github.com/shardcounter/shardcounter/internal/redistest"
 	"github.com/shardcounter/shardcounter/transfer"
 )
@@ -42,6 +43,8 @@ func TestImportRedis(t *testing.T) {
 	must(src.RPush(ctx, "app:queue", "a").Err())
 	must(src.PFAdd(ctx, "app:uniques", "a", "b").Err())
 	must(src.IncrBy(ctx, "other:x", 1).Err())
+	must(src.Expire(ctx, "app:likers", 2*time.Hour).Err())
+	must(src.Expire(ctx, "app:post:1", 3*time.Hour).Err())
 
 	store := openBolt(t)
 	var skipped []string
@@ -54,7 +57,7 @@ func TestImportRedis(t *testing.T) {
 		return st, rs
 	}
 	st, rs := run()
-	if rs.Keys != 9 || rs.Skipped != 4 || rs.WithTTL != 1 || st.Members != 2500 {
+	if rs.Keys != 9 || rs.Skipped != 4 || rs.WithTTL != 3 || st.Members != 2500 {
 		t.Fatalf("stats %+v %+v, skipped %q", st, rs, skipped)
 	}
 	slices.Sort(skipped)
@@ -84,6 +87,18 @@ func TestImportRedis(t *testing.T) {
 	check(shardcounter.HashMarkerID("app:post:1"), 0)
 	if _, err := store.GetCounter(ctx, "other:x"); shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
 		t.Fatalf("other:x outside --match: %v", err)
+	}
+	// TTLs become deadlines of the same names, as the engine keeps them.
+	ex := expiry.Wrap(store, expiry.Options{})
+	for name, ttl := range map[string]time.Duration{"app:session": time.Hour, "app:likers": 2 * time.Hour, "app:post:1": 3 * time.Hour, "app:views": 0} {
+		got, err := ex.CounterTTL(ctx, name)
+		if err != nil || !got.Exists {
+			t.Fatalf("ttl of %s: %+v, %v", name, got, err)
+		}
+		left := time.Duration(got.RemainingMS) * time.Millisecond
+		if ttl == 0 && got.ExpiresAt != nil || ttl != 0 && (left > ttl || left < ttl-time.Minute) {
+			t.Fatalf("ttl of %s: %+v, want %s", name, got, ttl)
+		}
 	}
 
 	// More writes, and the same command again: the counters catch up.

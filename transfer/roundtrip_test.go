@@ -13,6 +13,7 @@ import (
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
 	"github.com/shardcounter/shardcounter/dsn"
+	"github.com/shardcounter/shardcounter/expiry"
 	"github.com/shardcounter/shardcounter/internal/firestoretest"
 	"github.com/shardcounter/shardcounter/internal/pgtest"
 	"github.com/shardcounter/shardcounter/internal/redistest"
@@ -85,6 +86,25 @@ func fill(t *testing.T, s shardcounter.CounterStore, clock *atomic.Pointer[time.
 	for _, f := range []string{"likes", "views"} {
 		id := pfx + shardcounter.HashFieldID("post:1", f)
 		apply(shardcounter.Increment{Counter: id, Delta: 5, Create: &shardcounter.Spec{Shards: 1}})
+	}
+	fillDeadlinesAndRanking(t, s, pfx)
+}
+
+// fillDeadlinesAndRanking gives a counter and a hash deadlines far
+// enough ahead that none passes during a test, and makes a ranking.
+func fillDeadlinesAndRanking(t *testing.T, s shardcounter.CounterStore, pfx string) {
+	t.Helper()
+	ctx := context.Background()
+	ex := expiry.Wrap(s, expiry.Options{})
+	at := time.Now().Add(48 * time.Hour)
+	for _, name := range []string{pfx + "plain", pfx + "post:1"} {
+		if ok, err := ex.ExpireCounter(ctx, name, at); err != nil || !ok {
+			t.Fatalf("expire %s: %v, %v", name, ok, err)
+		}
+	}
+	r := &shardcounter.Ranking{Name: pfx + "top", RankingOptions: shardcounter.RankingOptions{Prefix: pfx, Size: 5}.WithDefaults(), CreatedAt: time.Now().UTC()}
+	if _, _, err := s.(shardcounter.RankingStore).CreateRanking(ctx, r); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -185,6 +205,12 @@ func TestRoundTrip(t *testing.T) {
 	if n := strings.Count(first, "\n"); n < 10 {
 		t.Fatalf("export has %d lines:\n%s", n, first)
 	}
+	// The deadlines are on the counter lines of their names (three: the
+	// counter and the hash's two fields), not lines of their internal
+	// records; the ranking has its own line.
+	if n := strings.Count(first, `"expires_at":`); n != 3 || strings.Contains(first, `\u001e`) || !strings.Contains(first, `{"type":"ranking","name":"rt/top","prefix":"rt/","size":5,"max_staleness":"1s"}`) {
+		t.Fatalf("export has %d deadlines, or an internal record, or no ranking:\n%s", n, first)
+	}
 	chain := []struct{ name, dsn string }{
 		{"pebble", "pebble:" + filepath.Join(dir, "pebble")},
 		{"postgres", pgtest.MustDatabase(t)},
@@ -196,7 +222,7 @@ func TestRoundTrip(t *testing.T) {
 	data := first
 	for _, step := range chain {
 		s, clock, st := importInto(t, step.dsn, data, false)
-		if st.Counters != 10 || st.Members != 2500 || st.Conflicts != 0 || st.Collections != 1 || st.Documents != 25 {
+		if st.Counters != 10 || st.Members != 2500 || st.Conflicts != 0 || st.Collections != 1 || st.Documents != 25 || st.Rankings != 1 || st.Deadlines != 2 {
 			t.Errorf("%s: import stats %+v", step.name, st)
 		}
 		got := export(t, s, pfx)
@@ -205,7 +231,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("%s: verify: %d counters, drifts %v, %v", step.name, n, drifts, err)
 		}
 		// Again: nothing changes, and nothing needs the clock.
-		if st, err := transfer.Import(context.Background(), s, strings.NewReader(data), transfer.ImportOptions{}); err != nil || st.Counters != 10 {
+		if st, err := transfer.Import(context.Background(), s, strings.NewReader(data), transfer.ImportOptions{}); err != nil || st.Counters != 10 || st.Conflicts != 0 || st.Deadlines != 0 {
 			t.Fatalf("%s: second import: %+v, %v", step.name, st, err)
 		}
 		diffLines(t, step.name+" (again)", first, export(t, s, pfx))

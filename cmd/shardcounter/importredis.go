@@ -79,7 +79,7 @@ func (c *importRedisCommand) run(ctx context.Context, args []string) error {
 		p.Done("stopped after reading", "")
 		return fmt.Errorf("import-redis: %s (run it again to resume: what is in stays in)", errorText(err))
 	}
-	p.Done("read", fmt.Sprintf("%d counters and %d members moved, %d keys skipped, %d conflicts, %d keys had a TTL, not carried over (counters have no TTL in this version)",
+	p.Done("read", fmt.Sprintf("%d counters and %d members moved, %d keys skipped, %d conflicts, %d keys had a TTL, carried over as a deadline",
 		st.Counters, st.Members, rs.Skipped, st.Conflicts, rs.WithTTL))
 	if st.Conflicts > 0 {
 		return fmt.Errorf("%d counters exist with other options and were left alone: see above", st.Conflicts)

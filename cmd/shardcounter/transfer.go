@@ -126,7 +126,7 @@ func (c *exportCommand) run(ctx context.Context, args []string) error {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
-	p.Done("exported", fmt.Sprintf("%d members, %d buckets, %d collections, %d documents", st.Members, st.Buckets, st.Collections, st.Documents))
+	p.Done("exported", fmt.Sprintf("%d members, %d buckets, %d deadlines, %d rankings, %d collections, %d documents", st.Members, st.Buckets, st.Deadlines, st.Rankings, st.Collections, st.Documents))
 	return nil
 }
 
@@ -191,15 +191,16 @@ func (c *importCommand) run(ctx context.Context, args []string) error {
 		st, err = transfer.Import(ctx, s, r, transfer.ImportOptions{Replace: c.replace, Clock: clock, Progress: p, Conflict: c.conflict,
 			CollectionConflict: func(name string) {
 				fmt.Fprintf(c.m.Stderr, "shardcounter import: collection %s exists with other options: left as it is; --replace makes it again\n", name)
-			}})
+			},
+			RankingConflict: c.rankingConflict})
 	}
 	if err != nil {
 		p.Done("stopped after importing", "")
 		return fmt.Errorf("import: %s (counters before the last whole batch are in; fix the input and run the import again)", errorText(err))
 	}
-	p.Done("imported", fmt.Sprintf("%d members, %d buckets, %d collections, %d documents, %d conflicts, %d replaced", st.Members, st.Buckets, st.Collections, st.Documents, st.Conflicts, st.Replaced))
+	p.Done("imported", fmt.Sprintf("%d members, %d buckets, %d deadlines set, %d rankings, %d collections, %d documents, %d conflicts, %d replaced", st.Members, st.Buckets, st.Deadlines, st.Rankings, st.Collections, st.Documents, st.Conflicts, st.Replaced))
 	if st.Conflicts > 0 {
-		return fmt.Errorf("%d counters or collections exist with other options and were left alone: see above, or run again with --replace", st.Conflicts)
+		return fmt.Errorf("%d counters, rankings or collections exist with other options and were left alone: see above, or run again with --replace", st.Conflicts)
 	}
 	return nil
 }
@@ -207,6 +208,20 @@ func (c *importCommand) run(ctx context.Context, args []string) error {
 // conflict reports a counter the import left alone.
 func (c *importCommand) conflict(id string, have, want shardcounter.Spec) {
 	fmt.Fprintf(c.m.Stderr, "shardcounter import: counter %s exists with other options (%s; the export has %s): left as it is; --replace makes it again\n", showID(id), specText(have), specText(want))
+}
+
+// rankingConflict reports a ranking the import left alone.
+func (c *importCommand) rankingConflict(name string, have, want shardcounter.RankingOptions) {
+	fmt.Fprintf(c.m.Stderr, "shardcounter import: ranking %s exists with other options (%s; the export has %s): left as it is; --replace makes it again\n", name, rankingText(have), rankingText(want))
+}
+
+// rankingText is a ranking's options as `rank create` spells them.
+func rankingText(o shardcounter.RankingOptions) string {
+	t := fmt.Sprintf("--prefix %q --size %d --max-staleness %s", o.Prefix, o.Size, o.MaxStaleness)
+	if o.Last > 0 {
+		t += fmt.Sprintf(" --last %s", o.Last)
+	}
+	return t
 }
 
 // specText is a spec as the CLI's create flags spell it.

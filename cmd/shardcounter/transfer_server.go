@@ -99,9 +99,14 @@ func (c *exportCommand) exportServer(ctx context.Context, w io.Writer, p *transf
 		case rec.Counter != nil:
 			st.Counters++
 			st.Buckets += int64(len(rec.Counter.Buckets))
+			if rec.Counter.ExpiresAt != nil {
+				st.Deadlines++
+			}
 			p.Add(1)
 		case rec.Members != nil:
 			st.Members += int64(len(rec.Members.Members))
+		case rec.Ranking != nil:
+			st.Rankings++
 		case rec.Collection != nil:
 			st.Collections++
 		case rec.Document != nil:
@@ -127,6 +132,9 @@ func (c *importCommand) importServer(ctx context.Context, r io.Reader) (transfer
 	}
 	for _, k := range res.Conflicts {
 		c.conflict(k.ID, k.Have, k.Want)
+	}
+	for _, name := range res.RankingConflicts {
+		fmt.Fprintf(c.m.Stderr, "shardcounter import: ranking %s exists with other options: left as it is; --replace makes it again\n", name)
 	}
 	for _, name := range res.CollectionConflicts {
 		fmt.Fprintf(c.m.Stderr, "shardcounter import: collection %s exists with other options: left as it is; --replace makes it again\n", name)

@@ -29,13 +29,16 @@ func TestExportImportVerify(t *testing.T) {
 	Run(t, dir, env, "create", "views", "--shards", "8", "--window", "1h:7d").MustOK(t)
 	Run(t, dir, env, "incr", "views", "--by", "12").MustOK(t)
 	Run(t, dir, env, "decr", "stock", "--by", "3").MustOK(t)
+	Run(t, dir, env, "expire", "stock", "2d").MustOK(t)
+	Run(t, dir, env, "rank", "create", "top", "--size", "5").MustOK(t)
 	for _, u := range []string{"ann", "bob", "cy"} {
 		Run(t, dir, env, "add", "likes", u).MustOK(t)
 	}
 	srv.Stop(t, syscall.SIGTERM)
 
 	exported := Run(t, dir, nil, "export", "--store", bolt, "--quiet").MustOK(t)
-	if !strings.HasPrefix(exported, `{"type":"header","format":"shardcounter-export","version":1}`) || strings.Count(exported, "\n") != 6 {
+	if !strings.HasPrefix(exported, `{"type":"header","format":"shardcounter-export","version":2}`) || strings.Count(exported, "\n") != 7 ||
+		!strings.Contains(exported, `"id":"stock","kind":"sum","shards":16,"value":-3,"expires_at":`) || !strings.Contains(exported, `{"type":"ranking","name":"top",`) {
 		t.Fatalf("export:\n%s", exported)
 	}
 	file := filepath.Join(dir, "export.jsonl")
@@ -61,18 +64,22 @@ func TestExportImportVerify(t *testing.T) {
 	if out := Run(t, dir, pgSrv.Env(), "get", "likes", "views", "stock").MustOK(t); !strings.Contains(out, "3") || !strings.Contains(out, "12") || !strings.Contains(out, "-3") {
 		t.Fatalf("get on PostgreSQL: %q", out)
 	}
+	if out := Run(t, dir, pgSrv.Env(), "ttl", "stock").MustOK(t); !strings.HasPrefix(out, "stock expires in 47h") {
+		t.Fatalf("ttl on PostgreSQL: %q", out)
+	}
 
 	// A cut file is an error with its line number, and a conflict is
 	// reported, not overwritten.
 	cut := filepath.Join(dir, "cut.jsonl")
 	os.WriteFile(cut, []byte(exported[:len(exported)-20]), 0o644)
-	if msg := Run(t, dir, nil, "import", "--store", bolt, "--in", cut, "--quiet").MustFail(t, 1); !strings.Contains(msg, "line 6: cut short") {
+	if msg := Run(t, dir, nil, "import", "--store", bolt, "--in", cut, "--quiet").MustFail(t, 1); !strings.Contains(msg, "line 7: cut short") {
 		t.Fatalf("cut import: %q", msg)
 	}
 	other := strings.Replace(exported, `"id":"stock","kind":"sum","shards":`, `"id":"stock","kind":"sum","shards":9`, 1)
+	other = strings.Replace(other, `"size":5`, `"size":6`, 1)
 	os.WriteFile(file, []byte(other), 0o644)
 	r = Run(t, dir, nil, "import", "--store", bolt, "--in", file, "--quiet")
-	if r.Code != 1 || !strings.Contains(r.Stderr, "counter stock exists with other options") {
+	if r.Code != 1 || !strings.Contains(r.Stderr, "counter stock exists with other options") || !strings.Contains(r.Stderr, "ranking top exists with other options (--prefix \"\" --size 5") {
 		t.Fatalf("conflicting import: %+v", r)
 	}
 	// A member row and a window bucket lost behind the store's back are
