@@ -72,7 +72,7 @@ func (r *rankings) publish() {
 
 func (r *rankings) store() (shardcounter.RankingStore, error) {
 	if r.rs == nil {
-		return nil, shardcounter.Errorf(shardcounter.EINVALID, "this store keeps no rankings: use bolt, pebble, postgres, redis or firestore")
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "this store keeps no rankings: use bolt, pebble, postgres, redis, firestore or datastore")
 	}
 	return r.rs, nil
 }

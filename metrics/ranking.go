@@ -14,7 +14,7 @@ func (s *store) rankings() (shardcounter.RankingStore, error) {
 	if rs, ok := s.CounterStore.(shardcounter.RankingStore); ok {
 		return rs, nil
 	}
-	return nil, shardcounter.Errorf(shardcounter.EINVALID, "this store keeps no rankings: use bolt, pebble, postgres, redis or firestore")
+	return nil, shardcounter.Errorf(shardcounter.EINVALID, "this store keeps no rankings: use bolt, pebble, postgres, redis, firestore or datastore")
 }
 
 // CreateRanking implements shardcounter.RankingStore by passing on the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
+	"github.com/shardcounter/shardcounter/datastore"
 	"github.com/shardcounter/shardcounter/dsn"
 	"github.com/shardcounter/shardcounter/firestore"
 	"github.com/shardcounter/shardcounter/pebble"
@@ -63,6 +64,13 @@ func OpenStore(ctx context.Context, name string, clock *Clock) (shardcounter.Cou
 		}
 		c.Options.Now = now
 		return firestore.New(ctx, c.Project, c.Database, c.Options)
+	case dsn.Datastore:
+		c, err := datastore.ParseDSN(name)
+		if err != nil {
+			return nil, err
+		}
+		c.Options.Now = now
+		return datastore.New(ctx, c.Project, c.Options)
 	}
 	return dsn.Open(ctx, name)
 }

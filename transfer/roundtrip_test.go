@@ -3,9 +3,11 @@ package transfer_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -162,16 +164,27 @@ func importInto(t *testing.T, dsn, data string, replace bool) (shardcounter.Coun
 	return s, clock, st
 }
 
-// startFirestore starts the Firestore emulator for the test and returns
-// the DSN of a project on it.
-func startFirestore(t *testing.T) string {
-	e, err := firestoretest.Start(firestoretest.Native)
-	if err != nil {
+// startEmulators starts the Firestore emulator twice for the test, in
+// native mode and in Datastore mode, side by side (a cold JVM takes a
+// while), and returns the DSNs of a project on each.
+func startEmulators(t *testing.T) (firestoreDSN, datastoreDSN string) {
+	var native, ds *firestoretest.Emulator
+	var errNative, errDS error
+	var wg sync.WaitGroup
+	wg.Go(func() { native, errNative = firestoretest.Start(firestoretest.Native) })
+	wg.Go(func() { ds, errDS = firestoretest.Start(firestoretest.Datastore) })
+	wg.Wait()
+	for _, e := range []*firestoretest.Emulator{native, ds} {
+		if e != nil {
+			t.Cleanup(e.Stop)
+		}
+	}
+	if err := errors.Join(errNative, errDS); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.Stop)
-	t.Setenv("FIRESTORE_EMULATOR_HOST", e.Addr)
-	return "firestore://demo-roundtrip"
+	t.Setenv("FIRESTORE_EMULATOR_HOST", native.Addr)
+	t.Setenv("DATASTORE_EMULATOR_HOST", ds.Addr)
+	return "firestore://demo-roundtrip", "datastore://demo-roundtrip?shard_write_interval=0"
 }
 
 func clusterDSN(c *redistest.Cluster) string {
@@ -180,7 +193,8 @@ func clusterDSN(c *redistest.Cluster) string {
 }
 
 // TestRoundTrip moves one export through every store, bolt → Pebble →
-// PostgreSQL → Redis → Redis Cluster → Firestore (the emulator) → bolt, and checks that every
+// PostgreSQL → Redis → Redis Cluster → Firestore → Datastore mode (the
+// emulators) → bolt, and checks that every
 // store's export equals the first line for line, and that importing it
 // a second time changes nothing.
 func TestRoundTrip(t *testing.T) {
@@ -211,12 +225,14 @@ func TestRoundTrip(t *testing.T) {
 	if n := strings.Count(first, `"expires_at":`); n != 3 || strings.Contains(first, `\u001e`) || !strings.Contains(first, `{"type":"ranking","name":"rt/top","prefix":"rt/","size":5,"max_staleness":"1s"}`) {
 		t.Fatalf("export has %d deadlines, or an internal record, or no ranking:\n%s", n, first)
 	}
+	firestoreDSN, datastoreDSN := startEmulators(t)
 	chain := []struct{ name, dsn string }{
 		{"pebble", "pebble:" + filepath.Join(dir, "pebble")},
 		{"postgres", pgtest.MustDatabase(t)},
 		{"redis", "redis://" + redistest.MustStart(t).Addr},
 		{"redis-cluster", clusterDSN(redistest.MustStartCluster(t, 3))},
-		{"firestore", startFirestore(t)},
+		{"firestore", firestoreDSN},
+		{"datastore", datastoreDSN},
 		{"bolt", "bolt:" + filepath.Join(dir, "dst.db")},
 	}
 	data := first

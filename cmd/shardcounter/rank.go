@@ -205,7 +205,7 @@ func (c *topCommand) run(ctx context.Context, args []string) error {
 
 // rankingRescanFlag registers --ranking-rescan on serve.
 func (c *serveCommand) rankingRescanFlag(fs *flag.FlagSet) {
-	fs.Func("ranking-rescan", "refresh rankings by reading every counter of their prefix, for a store that other servers or the store's own clients write to: true or false (default true on firestore://, whose seed clients write documents directly, and false elsewhere)", func(v string) error {
+	fs.Func("ranking-rescan", "refresh rankings by reading every counter of their prefix, for a store that other servers or the store's own clients write to: true or false (default true on firestore:// and datastore://, whose seed clients write documents and entities directly, and false elsewhere)", func(v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			return fmt.Errorf("give true or false")
@@ -220,5 +220,5 @@ func (c *serveCommand) rescanRankings() bool {
 	if c.rankingRescan != nil {
 		return *c.rankingRescan
 	}
-	return strings.HasPrefix(c.store, "firestore:")
+	return strings.HasPrefix(c.store, "firestore:") || strings.HasPrefix(c.store, "datastore:")
 }
