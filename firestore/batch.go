@@ -34,100 +34,144 @@ type record struct {
 }
 
 // apply decides one item, or sets why it fails in o. Its error ends the
-// attempt (errFull).
+// attempt (errFull). It runs in phases: admit the item (counter, kind,
+// request id), settle a member item that changes nothing, check bounds
+// and pick the shard, then take the write into the batch's state, so
+// that later items of the batch see it.
 func (b *batchState) apply(inc shardcounter.Increment, o *shardcounter.Outcome) error {
+	it, ok := b.admit(inc, o)
+	if !ok {
+		return nil
+	}
+	if it.md != nil && it.md.present == (inc.Delta > 0) {
+		o.Unchanged = true
+		b.adopt(it.t, it.st, it.creating)
+		it.t.verify[it.k] = true
+		b.record(it.t, it.rk)
+		return nil
+	}
+	v, bucket, err := b.check(&it, inc, o)
+	if err != nil || o.Err != nil {
+		return err
+	}
+	b.take(&it, inc, v, bucket)
+	return nil
+}
+
+// item is an admitted increment: its target, the counter's state (new
+// when the item creates it), its request key and member document, and
+// the shard its pick maps to.
+type item struct {
+	t        *target
+	st       *counterState
+	creating bool
+	rk       requestKey
+	md       *memberDoc // nil for a delta item
+	k        int
+}
+
+// admit finds the item's counter and checks that the item may apply to
+// it at all; when it may not, it sets o and returns false.
+func (b *batchState) admit(inc shardcounter.Increment, o *shardcounter.Outcome) (item, bool) {
 	if err := shardcounter.ValidateIncrement(inc); err != nil {
 		o.Err = err
-		return nil
+		return item{}, false
 	}
-	t := b.targets[inc.Counter]
-	if t.err != nil {
-		o.Err = t.err
-		return nil
+	it := item{t: b.targets[inc.Counter]}
+	if it.t.err != nil {
+		o.Err = it.t.err
+		return item{}, false
 	}
-	st, creating := t.st, false
-	if st == nil {
+	it.st = it.t.st
+	if it.st == nil {
 		if inc.Create == nil {
 			o.Err = shardcounter.CounterNotFound(inc.Counter)
-			return nil
+			return item{}, false
 		}
-		st, creating = newState(*inc.Create, b.now), true
+		it.st, it.creating = newState(*inc.Create, b.now), true
 	}
-	if o.Err = shardcounter.ValidateIncrementKind(inc, kindOf(st.meta.spec)); o.Err != nil {
-		return nil
+	if o.Err = shardcounter.ValidateIncrementKind(inc, kindOf(it.st.meta.spec)); o.Err != nil {
+		return item{}, false
 	}
-	var rk requestKey
 	if inc.RequestID != "" {
-		rk = requestKey{inc.Counter, inc.RequestID}
-		if b.seen[rk] || (!creating && b.duplicate(rk, st)) {
+		it.rk = requestKey{inc.Counter, inc.RequestID}
+		if b.seen[it.rk] || (!it.creating && b.duplicate(it.rk, it.st)) {
 			o.Duplicate = true
-			return nil
+			return item{}, false
 		}
 	}
-	n := st.meta.spec.Shards
 	pick := inc.Pick
-	var md *memberDoc
 	if inc.Member != "" {
 		pick = shard.ForMember(inc.Member)
-		md = t.members[inc.Member]
-		if md == nil { // a counter the batch creates: the read found no document of this incarnation
-			md = &memberDoc{}
-		}
-		if md.present == (inc.Delta > 0) {
-			o.Unchanged = true
-			b.adopt(t, st, creating)
-			t.verify[shard.Of(pick, n)] = true
-			b.record(t, rk)
-			return nil
+		it.md = it.t.members[inc.Member]
+		if it.md == nil { // a counter the batch creates: the read found no document of this incarnation
+			it.md = &memberDoc{}
 		}
 	}
-	k := shard.Of(pick, n)
-	v, ok := overflow.Add(st.shards[k].value, inc.Delta)
+	it.k = shard.Of(pick, it.st.meta.spec.Shards)
+	return it, true
+}
+
+// check returns the shard's value after the write and the window bucket
+// it goes to, moving it.k to a shard with room when the picked one has
+// none; it sets o.Err when the write would leave int64 or the counter's
+// bounds. A counter read shard by shard whose shard would leave the zone
+// ends the attempt (errFull), to be read again in full.
+func (b *batchState) check(it *item, inc shardcounter.Increment, o *shardcounter.Outcome) (v, bucket int64, err error) {
+	st, n := it.st, it.st.meta.spec.Shards
+	v, ok := overflow.Add(st.shards[it.k].value, inc.Delta)
 	if st.full {
-		sum, sumOK := overflow.Add(t.totalOf(st), inc.Delta)
+		sum, sumOK := overflow.Add(it.t.totalOf(st), inc.Delta)
 		if !sumOK {
 			o.Err = outOfRange(inc)
-			return nil
+			return 0, 0, nil
 		}
 		if err := bounds(inc.Counter, st.meta.spec, inc.Delta, sum); err != nil {
 			o.Err = err
-			return nil
+			return 0, 0, nil
 		}
-		if !ok && md == nil {
+		if !ok && it.md == nil {
 			// The picked shard cannot hold the write but the total can:
 			// some other shard has room (were every shard within delta of
 			// the edge, the total would be past it too).
-			k = roomFor(st.shards, inc.Delta)
-			v = st.shards[k].value + inc.Delta
+			it.k = roomFor(st.shards, inc.Delta)
+			v = st.shards[it.k].value + inc.Delta
 			ok = true
 		}
 		if !ok {
 			o.Err = outOfRange(inc)
-			return nil
+			return 0, 0, nil
 		}
-		t.total = sum
+		it.t.total = sum
 	} else if !ok || v > zone(n) || v < -zone(n) {
 		b.s.fullHint.Store(inc.Counter, true)
 		b.s.cache.Remove(inc.Counter)
-		return errFull
+		return 0, 0, errFull
 	}
-	var bucket int64
 	if w := st.meta.spec.Window; w != nil {
 		bucket = w.BucketOf(b.now).Unix()
-		if _, ok := overflow.Add(t.buckets[bucket], inc.Delta); !ok {
+		if _, ok := overflow.Add(it.t.buckets[bucket], inc.Delta); !ok {
 			o.Err = outOfRange(inc)
-			return nil
+			return 0, 0, nil
 		}
 	}
-	b.adopt(t, st, creating)
-	st.shards[k].value = v
-	t.deltas[k] += inc.Delta
-	if md != nil {
-		md.present = inc.Delta > 0
+	return v, bucket, nil
+}
+
+// take writes an item that passed check into the batch's state: the
+// shard's value and delta, the member's presence, the window bucket and
+// the request id, which the commit then writes.
+func (b *batchState) take(it *item, inc shardcounter.Increment, v, bucket int64) {
+	t, st := it.t, it.st
+	b.adopt(t, st, it.creating)
+	st.shards[it.k].value = v
+	t.deltas[it.k] += inc.Delta
+	if it.md != nil {
+		it.md.present = inc.Delta > 0
 		if t.members == nil {
 			t.members = make(map[string]*memberDoc)
 		}
-		t.members[inc.Member] = md
+		t.members[inc.Member] = it.md
 	}
 	if st.meta.spec.Window != nil {
 		if t.buckets == nil {
@@ -135,8 +179,7 @@ func (b *batchState) apply(inc shardcounter.Increment, o *shardcounter.Outcome) 
 		}
 		t.buckets[bucket] += inc.Delta
 	}
-	b.record(t, rk)
-	return nil
+	b.record(t, it.rk)
 }
 
 // roomFor returns a shard that can take delta without leaving int64. The

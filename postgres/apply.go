@@ -177,11 +177,29 @@ func (s *CounterStore) apply(ctx context.Context, conn *pgx.Conn, own bool, b *b
 		"apply: the batch was interrupted by reshards or deadlocks %d times: retry", maxApplyAttempts)
 }
 
-// applyOnce runs one attempt of a batch on conn, filling out. It returns
+// applyOnce runs one attempt of a batch on conn, filling out, in two
+// round trips: lock (create, lock, record request ids), decide every item
+// in Go against the locked values, then write and commit. It returns
 // errRetry or a *restart, after rolling back (when it owns the
 // transaction), when the batch may start again.
 func (s *CounterStore) applyOnce(ctx context.Context, conn *pgx.Conn, own bool, b *batch, out []shardcounter.Outcome, clk clock) error {
-	// Round trip 1: begin, create, lock, record request ids.
+	a, err := lock(ctx, conn, own, b, clk)
+	if err != nil {
+		return abort(ctx, conn, own, err)
+	}
+	s.noteGeneral(a)
+	p, err := a.decide(b, out)
+	if err != nil {
+		return abort(ctx, conn, own, err)
+	}
+	return s.write(ctx, conn, own, b, a, p, out, clk)
+}
+
+// lock is round trip 1 of an attempt: begin (when it owns the
+// transaction), create the counters the batch may create, lock the
+// shards it touches and record its request ids. The attempt it returns
+// holds what the decision needs; the locks are held until write commits.
+func lock(ctx context.Context, conn *pgx.Conn, own bool, b *batch, clk clock) (*attempt, error) {
 	a := &attempt{counters: make(map[string]*counter), created: make(map[string]bool), recorded: make(map[requestKey]bool)}
 	q := &pgx.Batch{}
 	if own {
@@ -200,8 +218,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, conn *pgx.Conn, own bool, 
 	}
 	counters, picks := b.locks()
 	q.Queue(lockSQL, counters, picks, b.fullList()).Query(a.readLocks)
-	reqs := b.requests()
-	if len(reqs) > 0 {
+	if reqs := b.requests(); len(reqs) > 0 {
 		rc, ri := splitRequests(reqs)
 		q.Queue(recordSQL, rc, ri, clk.now, clk.windowUS).Query(func(rows pgx.Rows) error {
 			var k requestKey
@@ -215,27 +232,31 @@ func (s *CounterStore) applyOnce(ctx context.Context, conn *pgx.Conn, own bool, 
 	// A stale lock read means a reshard or a delete committed under this
 	// attempt, and recording may have failed because of it (its counter
 	// gone); the attempt is discarded either way.
-	if err := conn.SendBatch(ctx, q).Close(); err != nil || a.stale {
-		if a.stale {
-			err = errRetry
-		}
-		return abort(ctx, conn, own, err)
+	err := conn.SendBatch(ctx, q).Close()
+	if a.stale {
+		err = errRetry
 	}
+	return a, err
+}
 
+// noteGeneral remembers the counters that cannot take the fast path of
+// applyPlain (not a plain sum, or bounded, or wide), so that later
+// batches touching them go straight to the locking path.
+func (s *CounterStore) noteGeneral(a *attempt) {
 	for id, c := range a.counters {
 		if c.spec.Kind != shardcounter.KindSum || c.spec.Bounded() || c.wides > 0 {
 			s.general.add(id)
 		}
 	}
-	p, err := a.decide(b, out)
-	if err != nil {
-		return abort(ctx, conn, own, err)
-	}
+}
 
-	// Round trip 2: drop counters created for nothing, write shard values,
-	// members and window buckets, forget refused request ids, expire old
-	// ones, commit.
-	q = &pgx.Batch{}
+// write is round trip 2 of an attempt: drop counters created for
+// nothing, write shard values, members and window buckets, forget
+// refused request ids, expire old ones, commit, and read the totals
+// items asked for. A failure after COMMIT was sent is reported as one
+// whose outcome may be unknown (commitSent), never retried blindly.
+func (s *CounterStore) write(ctx context.Context, conn *pgx.Conn, own bool, b *batch, a *attempt, p *plan, out []shardcounter.Outcome, clk clock) error {
+	q := &pgx.Batch{}
 	if len(p.drop) > 0 {
 		q.Queue(dropSQL, p.drop)
 	}

@@ -174,6 +174,36 @@ type plan struct {
 // (membersSQL). It returns a *restart when the attempt locked too little or
 // created a counter with another spec than the first item to apply would.
 func (a *attempt) decide(b *batch, out []shardcounter.Outcome) (*plan, error) {
+	a.sumFull()
+	d := newDecision()
+	for i := range b.incs {
+		d.item(a, b, i, out)
+	}
+	if r := a.checkZone(d); r != nil {
+		return nil, r
+	}
+	return a.planWrites(d), nil
+}
+
+// decision is what deciding the items gathers for the plan: the shards
+// and window deltas written, the request ids used, the members to write
+// and the reasons, if any, for the attempt to start again.
+type decision struct {
+	members  memberWrites
+	dirty    map[shardKey]bool
+	windowed map[shardKey]int64 // the deltas of windowed counters' shards
+	used     map[requestKey]bool
+	r        restart
+}
+
+func newDecision() *decision {
+	return &decision{dirty: make(map[shardKey]bool), windowed: make(map[shardKey]int64), used: make(map[requestKey]bool)}
+}
+
+// sumFull computes the total of each counter locked in full, which bounds
+// and int64 overflow are checked against; a counter whose shards already
+// overflow it is marked so that it takes no writes.
+func (a *attempt) sumFull() {
 	for _, c := range a.counters {
 		if c.full {
 			vals := make([]int64, 0, len(c.values))
@@ -185,99 +215,109 @@ func (a *attempt) decide(b *batch, out []shardcounter.Outcome) (*plan, error) {
 			c.overflowed = !ok
 		}
 	}
-	p := &plan{}
-	dirty := make(map[shardKey]bool)
-	windowed := make(map[shardKey]int64) // the deltas of windowed counters' shards
-	used := make(map[requestKey]bool)
-	var r restart
-	for i, inc := range b.incs {
-		if out[i].Err = b.errs[i]; out[i].Err != nil {
-			continue
-		}
-		c := a.counters[inc.Counter]
-		if c != nil && a.created[inc.Counter] && !c.born {
-			if inc.Create == nil {
-				c = nil // not created yet
-			} else if !inc.Create.Equal(c.spec) {
-				if r.specs == nil {
-					r.specs = make(map[string]shardcounter.Spec)
-				}
-				r.specs[inc.Counter] = *inc.Create
-				continue
+}
+
+// item decides item i into out[i] and d. Each item sees the effects of
+// the earlier ones (values, born counters, used request ids), as it would
+// if the batch were applied one item at a time.
+func (d *decision) item(a *attempt, b *batch, i int, out []shardcounter.Outcome) {
+	inc := b.incs[i]
+	if out[i].Err = b.errs[i]; out[i].Err != nil {
+		return
+	}
+	c := a.counters[inc.Counter]
+	if c != nil && a.created[inc.Counter] && !c.born {
+		if inc.Create == nil {
+			c = nil // not created yet
+		} else if !inc.Create.Equal(c.spec) {
+			if d.r.specs == nil {
+				d.r.specs = make(map[string]shardcounter.Spec)
 			}
-		}
-		if c == nil {
-			out[i].Err = notFound(inc.Counter)
-			continue
-		}
-		distinct := c.spec.Kind == shardcounter.KindDistinct
-		switch {
-		case inc.Member != "" && !distinct:
-			out[i].Err = shardcounter.Errorf(shardcounter.EINVALID, "counter %q counts sums, not members: write a delta to it", inc.Counter)
-			continue
-		case inc.Member == "" && distinct:
-			out[i].Err = shardcounter.Errorf(shardcounter.EINVALID, "counter %q is distinct: add or remove members, not deltas", inc.Counter)
-			continue
-		}
-		rk := requestKey{inc.Counter, inc.RequestID}
-		if inc.RequestID != "" && (!a.recorded[rk] || used[rk]) {
-			out[i].Duplicate = true
-			continue
-		}
-		k := shardKey{inc.Counter, shard.Of(b.picks[i], c.spec.Shards)}
-		if distinct {
-			p.members.add(i, inc, b.picks[i], k.shard)
-		} else if k, out[i].Err = c.decideDelta(k, inc.Delta, &r); out[i].Err != nil || k.counter == "" {
-			continue // refused, or the attempt starts again with every shard locked
-		} else {
-			dirty[k] = true
-			if c.spec.Window != nil {
-				windowed[k] += inc.Delta
-			}
-		}
-		c.born = true
-		if inc.RequestID != "" {
-			used[rk] = true
+			d.r.specs[inc.Counter] = *inc.Create
+			return
 		}
 	}
+	if c == nil {
+		out[i].Err = notFound(inc.Counter)
+		return
+	}
+	distinct := c.spec.Kind == shardcounter.KindDistinct
+	switch {
+	case inc.Member != "" && !distinct:
+		out[i].Err = shardcounter.Errorf(shardcounter.EINVALID, "counter %q counts sums, not members: write a delta to it", inc.Counter)
+		return
+	case inc.Member == "" && distinct:
+		out[i].Err = shardcounter.Errorf(shardcounter.EINVALID, "counter %q is distinct: add or remove members, not deltas", inc.Counter)
+		return
+	}
+	rk := requestKey{inc.Counter, inc.RequestID}
+	if inc.RequestID != "" && (!a.recorded[rk] || d.used[rk]) {
+		out[i].Duplicate = true
+		return
+	}
+	k := shardKey{inc.Counter, shard.Of(b.picks[i], c.spec.Shards)}
+	if distinct {
+		d.members.add(i, inc, b.picks[i], k.shard)
+	} else if k, out[i].Err = c.decideDelta(k, inc.Delta, &d.r); out[i].Err != nil || k.counter == "" {
+		return // refused, or the attempt starts again with every shard locked
+	} else {
+		d.dirty[k] = true
+		if c.spec.Window != nil {
+			d.windowed[k] += inc.Delta
+		}
+	}
+	c.born = true
+	if inc.RequestID != "" {
+		d.used[rk] = true
+	}
+}
 
-	// A counter locked shard by shard may take these writes only if it is
-	// not wide and its written shards stay in the zone; otherwise the
-	// attempt starts again, locking all of its shards.
-	for k := range dirty {
+// checkZone returns the restart the decision calls for, or nil. A counter
+// locked shard by shard may take its writes only if it is not wide and
+// its written shards stay in the zone; otherwise the attempt starts
+// again, locking all of its shards.
+func (a *attempt) checkZone(d *decision) *restart {
+	r := &d.r
+	for k := range d.dirty {
 		c := a.counters[k.counter]
 		if !c.full && (c.wides > 0 || !zone(c.values[k.shard], c.spec.Shards)) && !slices.Contains(r.full, k.counter) {
 			r.full = append(r.full, k.counter)
 		}
 	}
 	if len(r.full) > 0 || len(r.specs) > 0 {
-		return nil, &r
+		return r
 	}
+	return nil
+}
 
-	for k := range dirty {
+// planWrites turns a decision that needs no restart into the second round
+// trip's writes.
+func (a *attempt) planWrites(d *decision) *plan {
+	p := &plan{members: d.members}
+	for k := range d.dirty {
 		if c := a.counters[k.counter]; !c.full {
 			p.rows.add(k, c.values[k.shard], false)
 		}
 	}
 	for id, c := range a.counters {
 		if c.full && c.spec.Kind != shardcounter.KindDistinct {
-			p.rows.addFull(id, c, dirty)
+			p.rows.addFull(id, c, d.dirty)
 		}
 		if a.created[id] && !c.born {
 			p.drop = append(p.drop, id)
 		}
 	}
-	for k, d := range windowed {
+	for k, delta := range d.windowed {
 		// A shard's items may cancel out; the bucket's row is written
 		// anyway, as the retention sweep comes with it.
-		p.buckets.counters, p.buckets.shards, p.buckets.deltas = append(p.buckets.counters, k.counter), append(p.buckets.shards, k.shard), append(p.buckets.deltas, d)
+		p.buckets.counters, p.buckets.shards, p.buckets.deltas = append(p.buckets.counters, k.counter), append(p.buckets.shards, k.shard), append(p.buckets.deltas, delta)
 	}
 	for k := range a.recorded {
-		if !used[k] {
+		if !d.used[k] {
 			p.refused = append(p.refused, k)
 		}
 	}
-	return p, nil
+	return p
 }
 
 // decideDelta decides a delta item on shard k: it returns the shard

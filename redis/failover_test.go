@@ -63,18 +63,39 @@ func runFailover(tb testing.TB, cl *redistest.Cluster, dsn string, writers int, 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	acked := make([]atomic.Int64, len(counters))
-	unknown := make([]atomic.Int64, len(counters))
-	var total atomic.Int64
+	load := startFailoverLoad(ctx, tb, eng, counters, writers)
+	load.waitUntil(tb, "writes to flow", func() bool { return load.total.Load() >= 3000 })
+	killed := failMaster(tb, cl, lag, load)
+	after := load.total.Load()
+	load.waitUntil(tb, "writes to flow again", func() bool { return load.total.Load() >= after+killed })
+	load.halt()
+	if err := eng.Close(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	r := load.count(tb, MustOpen(tb, dsn), counters)
+	r.batches = eng.Stats().Flushes.Load()
+	return r
+}
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
+// failoverLoad is the writers adding 1s to random counters through the
+// engine, with what each counter's writes were told: acknowledged, or
+// outcome unknown. An unavailable write applied nothing and is retried.
+type failoverLoad struct {
+	acked, unknown []atomic.Int64
+	total          atomic.Int64 // acknowledged writes, over every counter
+	stop           chan struct{}
+	once           sync.Once
+	wg             sync.WaitGroup
+}
+
+func startFailoverLoad(ctx context.Context, tb testing.TB, eng *engine.Engine, counters []string, writers int) *failoverLoad {
+	l := &failoverLoad{acked: make([]atomic.Int64, len(counters)), unknown: make([]atomic.Int64, len(counters)), stop: make(chan struct{})}
 	for w := range writers {
-		wg.Go(func() {
+		l.wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 11))
 			for {
 				select {
-				case <-stop:
+				case <-l.stop:
 					return
 				default:
 				}
@@ -82,10 +103,10 @@ func runFailover(tb testing.TB, cl *redistest.Cluster, dsn string, writers int, 
 				_, err := eng.WriteCounter(ctx, shardcounter.Write{Counter: counters[c], Delta: 1})
 				switch {
 				case err == nil:
-					acked[c].Add(1)
-					total.Add(1)
+					l.acked[c].Add(1)
+					l.total.Add(1)
 				case shardcounter.IsOutcomeUnknown(err):
-					unknown[c].Add(1)
+					l.unknown[c].Add(1)
 				case shardcounter.ErrorCode(err) == shardcounter.EUNAVAILABLE:
 					time.Sleep(time.Millisecond) // nothing applied: the master is gone
 				default:
@@ -95,18 +116,32 @@ func runFailover(tb testing.TB, cl *redistest.Cluster, dsn string, writers int, 
 			}
 		})
 	}
-	waitUntil := func(what string, cond func() bool) {
-		deadline := time.Now().Add(60 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				close(stop)
-				wg.Wait()
-				tb.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
+	return l
+}
+
+// halt stops the writers and waits for them; it may be called again.
+func (l *failoverLoad) halt() {
+	l.once.Do(func() { close(l.stop) })
+	l.wg.Wait()
+}
+
+// waitUntil polls cond, stopping the writers and failing after a bound.
+func (l *failoverLoad) waitUntil(tb testing.TB, what string, cond func() bool) {
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			l.halt()
+			tb.Fatalf("timed out waiting for %s", what)
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	waitUntil("writes to flow", func() bool { return total.Load() >= 3000 })
+}
+
+// failMaster kills Masters[0] of cl under the load (after cutting its
+// replica off for lag, when lag is not 0), waits for the replica to take
+// over and restarts the killed master. It returns the writes acknowledged
+// before the kill.
+func failMaster(tb testing.TB, cl *redistest.Cluster, lag time.Duration, load *failoverLoad) (killed int64) {
 	if lag > 0 {
 		// Cut the replica off: paused, it cannot reconnect, and the
 		// master drops its link, so what the master does from now on
@@ -120,39 +155,33 @@ func runFailover(tb testing.TB, cl *redistest.Cluster, dsn string, writers int, 
 		time.Sleep(lag)
 	}
 	cl.Masters[0].Kill()
-	killed := total.Load()
+	killed = load.total.Load()
 	if lag > 0 {
 		if err := cl.Replicas[0].Resume(); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	if _, err := cl.WaitFailover(cl.Masters[0], 60*time.Second); err != nil {
-		close(stop)
-		wg.Wait()
+		load.halt()
 		tb.Fatal(err)
 	}
 	// The promoted replica has no replica of its own, so with
 	// wait_replicas no write to its slots can be acknowledged: bring the
 	// killed master back, as an operator would; it rejoins as a replica.
 	if err := cl.Masters[0].Restart(); err != nil {
-		close(stop)
-		wg.Wait()
+		load.halt()
 		tb.Fatal(err)
 	}
-	after := total.Load()
-	waitUntil("writes to flow again", func() bool { return total.Load() >= after+killed })
-	close(stop)
-	wg.Wait()
-	if err := eng.Close(ctx); err != nil {
-		tb.Fatal(err)
-	}
+	return killed
+}
 
+// count reads every counter with reader, a store opened after the run,
+// and sets each against what its writers were told.
+func (l *failoverLoad) count(tb testing.TB, reader shardcounter.CounterStore, counters []string) failoverRun {
 	var r failoverRun
-	r.batches = eng.Stats().Flushes.Load()
-	reader := MustOpen(tb, dsn)
 	for i, id := range counters {
 		got := storetest.MustRead(tb, reader, id)
-		a, u := acked[i].Load(), unknown[i].Load()
+		a, u := l.acked[i].Load(), l.unknown[i].Load()
 		r.acked += a
 		r.unknown += u
 		r.counted += got

@@ -114,30 +114,15 @@ func testSpec(t *testing.T, s shardcounter.CounterStore) {
 func testCreateOnWrite(t *testing.T, s shardcounter.CounterStore) {
 	ctx := context.Background()
 	p := prefix(t)
-	apply := func(incs ...shardcounter.Increment) []shardcounter.Outcome {
-		t.Helper()
-		out, err := s.Apply(ctx, incs)
-		if err != nil {
-			t.Fatalf("Apply: %v", err)
-		}
-		return out
-	}
-	applied := func(what string, o shardcounter.Outcome) {
-		t.Helper()
-		if o.Err != nil || o.Duplicate || o.Unchanged {
-			t.Fatalf("%s: %+v, want applied", what, o)
-		}
-	}
-
 	id := p + "c"
 	spec := shardcounter.Spec{Shards: 4, Min: ptr(0)}
-	out := apply(
+	out := applyOK(t, s,
 		shardcounter.Increment{Counter: id, Delta: 5, Pick: 1, Create: &spec},
 		shardcounter.Increment{Counter: id, Delta: 2, Pick: 2}, // created by the item before
 		shardcounter.Increment{Counter: p + "missing", Delta: 1},
 	)
-	applied("creating write", out[0])
-	applied("write after the creating one", out[1])
+	applied(t, "creating write", out[0])
+	applied(t, "write after the creating one", out[1])
 	wantCode(t, "write to a missing counter without Create", out[2].Err, shardcounter.ENOTFOUND)
 	c, err := s.GetCounter(ctx, id)
 	if err != nil {
@@ -148,86 +133,120 @@ func testCreateOnWrite(t *testing.T, s shardcounter.CounterStore) {
 		t.Fatalf("shards = %v, want %v", got, want)
 	}
 
-	t.Run("ExistingIgnoresCreate", func(t *testing.T) {
-		other := shardcounter.Spec{Shards: 8, Max: ptr(3)}
-		out := apply(shardcounter.Increment{Counter: id, Delta: 10, Pick: 0, Create: &other})
-		applied("write with Create to an existing counter", out[0])
-		c, err := s.GetCounter(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantSpec(t, "counter after a write with another Create", c, spec)
-		if got := MustRead(t, s, id); got != 17 {
-			t.Fatalf("value = %d, want 17", got)
-		}
-		_, err = s.CreateCounter(ctx, id, spec)
-		wantCode(t, "CreateCounter of a counter created on write", err, shardcounter.EEXISTS)
-	})
+	t.Run("ExistingIgnoresCreate", func(t *testing.T) { testCreateExisting(t, s, id, spec) })
+	t.Run("RequestID", func(t *testing.T) { testCreateRequestID(t, s, p) })
+	t.Run("Distinct", func(t *testing.T) { testCreateDistinct(t, s, p) })
+	t.Run("FailedItemCreatesNothing", func(t *testing.T) { testCreateFailedItem(t, s, p) })
+}
 
-	t.Run("RequestID", func(t *testing.T) {
-		id := p + "rid"
-		spec := shardcounter.Spec{Shards: 2}
-		inc := shardcounter.Increment{Counter: id, Delta: 3, Pick: 5, RequestID: "r", Create: &spec}
-		applied("first write with a request id", apply(inc)[0])
-		if o := apply(inc)[0]; o.Err != nil || !o.Duplicate {
-			t.Fatalf("retry of a creating write: %+v, want duplicate", o)
-		}
-		if got := MustRead(t, s, id); got != 3 {
-			t.Fatalf("value = %d, want 3", got)
-		}
-	})
+// testCreateExisting checks that a Create on an existing counter is
+// ignored: the write applies and the spec stays the one it was created with.
+func testCreateExisting(t *testing.T, s shardcounter.CounterStore, id string, spec shardcounter.Spec) {
+	ctx := context.Background()
+	other := shardcounter.Spec{Shards: 8, Max: ptr(3)}
+	out := applyOK(t, s, shardcounter.Increment{Counter: id, Delta: 10, Pick: 0, Create: &other})
+	applied(t, "write with Create to an existing counter", out[0])
+	c, err := s.GetCounter(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSpec(t, "counter after a write with another Create", c, spec)
+	if got := MustRead(t, s, id); got != 17 {
+		t.Fatalf("value = %d, want 17", got)
+	}
+	_, err = s.CreateCounter(ctx, id, spec)
+	wantCode(t, "CreateCounter of a counter created on write", err, shardcounter.EEXISTS)
+}
 
-	t.Run("Distinct", func(t *testing.T) {
-		id := p + "likes"
-		spec := shardcounter.Spec{Shards: 2, Kind: shardcounter.KindDistinct}
-		out := apply(
-			shardcounter.Increment{Counter: id, Member: "alice", Delta: 1, Create: &spec},
-			shardcounter.Increment{Counter: id, Member: "bob", Delta: 1, Create: &spec},
-		)
-		applied("add alice", out[0])
-		applied("add bob", out[1])
-		c, err := s.GetCounter(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantSpec(t, "distinct counter created on write", c, spec)
-		if got := MustRead(t, s, id); got != 2 {
-			t.Fatalf("value = %d, want 2", got)
-		}
-	})
+// testCreateRequestID checks that the retry of a creating write with a
+// request id is a duplicate, not a second create or a second write.
+func testCreateRequestID(t *testing.T, s shardcounter.CounterStore, p string) {
+	id := p + "rid"
+	spec := shardcounter.Spec{Shards: 2}
+	inc := shardcounter.Increment{Counter: id, Delta: 3, Pick: 5, RequestID: "r", Create: &spec}
+	applied(t, "first write with a request id", applyOK(t, s, inc)[0])
+	if o := applyOK(t, s, inc)[0]; o.Err != nil || !o.Duplicate {
+		t.Fatalf("retry of a creating write: %+v, want duplicate", o)
+	}
+	if got := MustRead(t, s, id); got != 3 {
+		t.Fatalf("value = %d, want 3", got)
+	}
+}
 
-	t.Run("FailedItemCreatesNothing", func(t *testing.T) {
-		floor := shardcounter.Spec{Shards: 1, Min: ptr(0)}
-		distinct := shardcounter.Spec{Shards: 1, Kind: shardcounter.KindDistinct}
-		invalid := shardcounter.Spec{Shards: 0}
-		for _, inc := range []shardcounter.Increment{
-			{Counter: p + "floor", Delta: -1, Create: &floor},
-			{Counter: p + "kind", Delta: 1, Create: &distinct},
-			{Counter: p + "kind", Member: "m", Delta: 1, Create: &floor},
-			{Counter: p + "invalid", Delta: 1, Create: &invalid},
-		} {
-			o := apply(inc)[0]
-			if o.Err == nil {
-				t.Fatalf("Apply(%+v) = %+v, want an error", inc, o)
-			}
-			if _, err := s.GetCounter(ctx, inc.Counter); shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
-				t.Fatalf("a failed creating write (%v) left a counter: GetCounter = %v", o.Err, err)
-			}
+// testCreateDistinct checks that member items create a distinct counter,
+// and that the second item sees the counter the first one created.
+func testCreateDistinct(t *testing.T, s shardcounter.CounterStore, p string) {
+	ctx := context.Background()
+	id := p + "likes"
+	spec := shardcounter.Spec{Shards: 2, Kind: shardcounter.KindDistinct}
+	out := applyOK(t, s,
+		shardcounter.Increment{Counter: id, Member: "alice", Delta: 1, Create: &spec},
+		shardcounter.Increment{Counter: id, Member: "bob", Delta: 1, Create: &spec},
+	)
+	applied(t, "add alice", out[0])
+	applied(t, "add bob", out[1])
+	c, err := s.GetCounter(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSpec(t, "distinct counter created on write", c, spec)
+	if got := MustRead(t, s, id); got != 2 {
+		t.Fatalf("value = %d, want 2", got)
+	}
+}
+
+// testCreateFailedItem checks that an item that fails creates nothing,
+// and that in a batch a later item that fits still creates the counter.
+func testCreateFailedItem(t *testing.T, s shardcounter.CounterStore, p string) {
+	ctx := context.Background()
+	floor := shardcounter.Spec{Shards: 1, Min: ptr(0)}
+	distinct := shardcounter.Spec{Shards: 1, Kind: shardcounter.KindDistinct}
+	invalid := shardcounter.Spec{Shards: 0}
+	for _, inc := range []shardcounter.Increment{
+		{Counter: p + "floor", Delta: -1, Create: &floor},
+		{Counter: p + "kind", Delta: 1, Create: &distinct},
+		{Counter: p + "kind", Member: "m", Delta: 1, Create: &floor},
+		{Counter: p + "invalid", Delta: 1, Create: &invalid},
+	} {
+		o := applyOK(t, s, inc)[0]
+		if o.Err == nil {
+			t.Fatalf("Apply(%+v) = %+v, want an error", inc, o)
 		}
-		// In batch order: a refused first item creates nothing, a later
-		// one that fits creates the counter, and the items after it see it.
-		out := apply(
-			shardcounter.Increment{Counter: p + "floor", Delta: -1, Create: &floor},
-			shardcounter.Increment{Counter: p + "floor", Delta: 3, Create: &floor},
-			shardcounter.Increment{Counter: p + "floor", Delta: -1},
-		)
-		wantCode(t, "write below min 0 on a new counter", out[0].Err, shardcounter.EOUTOFRANGE)
-		applied("creating write that fits", out[1])
-		applied("write after it", out[2])
-		if got := MustRead(t, s, p+"floor"); got != 2 {
-			t.Fatalf("value = %d, want 2", got)
+		if _, err := s.GetCounter(ctx, inc.Counter); shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
+			t.Fatalf("a failed creating write (%v) left a counter: GetCounter = %v", o.Err, err)
 		}
-	})
+	}
+	// In batch order: a refused first item creates nothing, a later
+	// one that fits creates the counter, and the items after it see it.
+	out := applyOK(t, s,
+		shardcounter.Increment{Counter: p + "floor", Delta: -1, Create: &floor},
+		shardcounter.Increment{Counter: p + "floor", Delta: 3, Create: &floor},
+		shardcounter.Increment{Counter: p + "floor", Delta: -1},
+	)
+	wantCode(t, "write below min 0 on a new counter", out[0].Err, shardcounter.EOUTOFRANGE)
+	applied(t, "creating write that fits", out[1])
+	applied(t, "write after it", out[2])
+	if got := MustRead(t, s, p+"floor"); got != 2 {
+		t.Fatalf("value = %d, want 2", got)
+	}
+}
+
+// applyOK applies incs and fails the test if the batch as a whole fails.
+func applyOK(t *testing.T, s shardcounter.CounterStore, incs ...shardcounter.Increment) []shardcounter.Outcome {
+	t.Helper()
+	out, err := s.Apply(context.Background(), incs)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	return out
+}
+
+// applied fails the test unless o is an item that applied.
+func applied(t *testing.T, what string, o shardcounter.Outcome) {
+	t.Helper()
+	if o.Err != nil || o.Duplicate || o.Unchanged {
+		t.Fatalf("%s: %+v, want applied", what, o)
+	}
 }
 
 // testKinds checks that a member item on a sum counter and a delta item on

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -127,114 +128,141 @@ func bucket(start time.Time, v int64) shardcounter.Bucket {
 func testWindow(t *testing.T, opts Options) {
 	ctx := context.Background()
 	s, clk := openWithClock(t, opts)
+	w := clocked{s: s, clk: clk}
 	id := prefix(t) + "views"
 	if _, err := s.CreateCounter(ctx, id, shardcounter.Spec{Shards: 4, Window: window(time.Hour, 24*time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	apply := func(hms string, incs ...shardcounter.Increment) []shardcounter.Outcome {
-		t.Helper()
-		clk.Set(at(hms))
-		out, err := s.Apply(ctx, incs)
-		if err != nil {
-			t.Fatalf("Apply at %s: %v", hms, err)
-		}
-		return out
-	}
 	add := func(hms string, delta int64, pick uint64) {
 		t.Helper()
-		clk.Set(at(hms))
-		if err := s.Add(ctx, id, delta, pick); err != nil {
-			t.Fatalf("Add at %s: %v", hms, err)
-		}
+		w.add(t, hms, id, delta, pick)
 	}
 	inc := func(delta int64, pick uint64) shardcounter.Increment {
 		return shardcounter.Increment{Counter: id, Delta: delta, Pick: pick}
 	}
 
 	add("10:17:00", 5, 0)
-	apply("10:59:59", inc(3, 1))            // 10:00 → 8
-	apply("11:00:00", inc(-2, 2))           // 11:00 starts here
-	add("11:30:00", 12, 3)                  // 11:00 → 10
-	apply("12:45:00", inc(4, 0), inc(3, 1)) // one batch, two shards
-	add("12:59:59", 8, 2)                   // 12:00 → 15
-	apply("13:05:00", inc(6, 0))            //
-	apply("13:10:00", inc(-6, 3))           // 13:00 → 0: no bucket in a series
-	out := apply("14:20:00", shardcounter.Increment{Counter: id, Delta: 2, Pick: 1, RequestID: "r"})
-	if o := apply("14:21:00", shardcounter.Increment{Counter: id, Delta: 2, Pick: 1, RequestID: "r"})[0]; out[0].Err != nil || !o.Duplicate {
+	w.apply(t, "10:59:59", inc(3, 1))            // 10:00 → 8
+	w.apply(t, "11:00:00", inc(-2, 2))           // 11:00 starts here
+	add("11:30:00", 12, 3)                       // 11:00 → 10
+	w.apply(t, "12:45:00", inc(4, 0), inc(3, 1)) // one batch, two shards
+	add("12:59:59", 8, 2)                        // 12:00 → 15
+	w.apply(t, "13:05:00", inc(6, 0))            //
+	w.apply(t, "13:10:00", inc(-6, 3))           // 13:00 → 0: no bucket in a series
+	out := w.apply(t, "14:20:00", shardcounter.Increment{Counter: id, Delta: 2, Pick: 1, RequestID: "r"})
+	if o := w.apply(t, "14:21:00", shardcounter.Increment{Counter: id, Delta: 2, Pick: 1, RequestID: "r"})[0]; out[0].Err != nil || !o.Duplicate {
 		t.Fatalf("a write and its retry: %+v, %+v; want applied, duplicate", out[0], o)
 	} // 14:00 → 2: a duplicate adds nothing to its bucket either
 
 	series := []shardcounter.Bucket{bucket(at("10:00:00"), 8), bucket(at("11:00:00"), 10), bucket(at("12:00:00"), 15), bucket(at("14:00:00"), 2)}
-	check := func() {
-		t.Helper()
-		wantSeries(t, s, id, day0, day0.Add(24*time.Hour), series...)
-		wantSeries(t, s, id, at("11:00:00"), at("12:00:00"), series[1])
-		wantSeries(t, s, id, at("11:30:00"), at("13:00:00"), series[2]) // by start: 11:00 is before 11:30
-		wantSeries(t, s, id, at("13:00:00"), at("14:00:00"))            // 13:00 nets to 0
-		wantSeries(t, s, id, at("15:00:00"), at("20:00:00"))
-		wantWindow(t, s, id, at("10:00:00"), at("13:00:00"), 33)
-		wantWindow(t, s, id, at("11:00:00"), at("14:00:00"), 25)
-		wantWindow(t, s, id, at("13:00:00"), at("15:00:00"), 2)
-		wantWindow(t, s, id, at("09:00:00"), at("10:00:00"), 0)
-		wantWindow(t, s, id, at("12:00:00"), at("12:00:00"), 0)
-		if got := MustRead(t, s, id); got != 35 {
-			t.Fatalf("all-time value = %d, want 35", got)
+	clk.Set(at("14:30:00"))
+	checkWindowDay(t, s, id, series)
+
+	t.Run("Reshard", func(t *testing.T) { testWindowReshard(t, w, id, series) })
+	t.Run("RefusedWrites", func(t *testing.T) { testWindowRefused(t, w) })
+	t.Run("MinuteAndDayBuckets", func(t *testing.T) { testWindowMinuteAndDay(t, w) })
+}
+
+// clocked writes to a store whose clock the test sets, at a time of the
+// simulated day, so each write lands in the bucket the test means.
+type clocked struct {
+	s   shardcounter.CounterStore
+	clk *Clock
+}
+
+func (w clocked) apply(t *testing.T, hms string, incs ...shardcounter.Increment) []shardcounter.Outcome {
+	t.Helper()
+	w.clk.Set(at(hms))
+	out, err := w.s.Apply(context.Background(), incs)
+	if err != nil {
+		t.Fatalf("Apply at %s: %v", hms, err)
+	}
+	return out
+}
+
+func (w clocked) add(t *testing.T, hms, id string, delta int64, pick uint64) {
+	t.Helper()
+	w.clk.Set(at(hms))
+	if err := w.s.Add(context.Background(), id, delta, pick); err != nil {
+		t.Fatalf("Add at %s: %v", hms, err)
+	}
+}
+
+// checkWindowDay checks testWindow's counter against its expected hour
+// buckets: series over several ranges, windowed sums, the all-time value.
+func checkWindowDay(t *testing.T, s shardcounter.CounterStore, id string, series []shardcounter.Bucket) {
+	t.Helper()
+	wantSeries(t, s, id, day0, day0.Add(24*time.Hour), series...)
+	wantSeries(t, s, id, at("11:00:00"), at("12:00:00"), series[1])
+	wantSeries(t, s, id, at("11:30:00"), at("13:00:00"), series[2]) // by start: 11:00 is before 11:30
+	wantSeries(t, s, id, at("13:00:00"), at("14:00:00"))            // 13:00 nets to 0
+	wantSeries(t, s, id, at("15:00:00"), at("20:00:00"))
+	wantWindow(t, s, id, at("10:00:00"), at("13:00:00"), 33)
+	wantWindow(t, s, id, at("11:00:00"), at("14:00:00"), 25)
+	wantWindow(t, s, id, at("13:00:00"), at("15:00:00"), 2)
+	wantWindow(t, s, id, at("09:00:00"), at("10:00:00"), 0)
+	wantWindow(t, s, id, at("12:00:00"), at("12:00:00"), 0)
+	if got := MustRead(t, s, id); got != 35 {
+		t.Fatalf("all-time value = %d, want 35", got)
+	}
+}
+
+// testWindowReshard checks that a counter's buckets survive reshards up
+// and down, and that writes after them land in the same buckets.
+func testWindowReshard(t *testing.T, w clocked, id string, series []shardcounter.Bucket) {
+	for _, n := range []int{7, 2, 1, 5} {
+		if _, err := w.s.ReshardCounter(context.Background(), id, n); err != nil {
+			t.Fatal(err)
+		}
+		checkWindowDay(t, w.s, id, series)
+	}
+	w.add(t, "14:40:00", id, 3, 4)
+	series = slices.Clone(series)
+	series[3].Value += 3
+	wantSeries(t, w.s, id, day0, day0.Add(24*time.Hour), series...)
+}
+
+// testWindowRefused checks that a refused write lands in no bucket.
+func testWindowRefused(t *testing.T, w clocked) {
+	id := prefix(t) + "floor"
+	if _, err := w.s.CreateCounter(context.Background(), id, shardcounter.Spec{Shards: 2, Min: ptr(0), Window: window(time.Hour, 24*time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	out := w.apply(t, "14:10:00",
+		shardcounter.Increment{Counter: id, Delta: -1},
+		shardcounter.Increment{Counter: id, Delta: 4, Pick: 1},
+		shardcounter.Increment{Counter: id, Delta: -5},
+	)
+	wantCode(t, "write below min", out[0].Err, shardcounter.EOUTOFRANGE)
+	wantCode(t, "write below min", out[2].Err, shardcounter.EOUTOFRANGE)
+	wantSeries(t, w.s, id, day0, day0.Add(24*time.Hour), bucket(at("14:00:00"), 4))
+}
+
+// testWindowMinuteAndDay checks bucket edges at other widths: minute
+// buckets at the last seconds of a minute, day buckets across midnight UTC.
+func testWindowMinuteAndDay(t *testing.T, w clocked) {
+	ctx := context.Background()
+	minute, day := prefix(t)+"minute", prefix(t)+"day"
+	for id, win := range map[string]*shardcounter.Window{minute: window(time.Minute, time.Hour), day: window(24*time.Hour, 7*24*time.Hour)} {
+		if _, err := w.s.CreateCounter(ctx, id, shardcounter.Spec{Shards: 3, Window: win}); err != nil {
+			t.Fatal(err)
 		}
 	}
-	clk.Set(at("14:30:00"))
-	check()
-
-	t.Run("Reshard", func(t *testing.T) {
-		for _, n := range []int{7, 2, 1, 5} {
-			if _, err := s.ReshardCounter(ctx, id, n); err != nil {
-				t.Fatal(err)
-			}
-			check()
-		}
-		add("14:40:00", 3, 4)
-		series[3].Value += 3
-		wantSeries(t, s, id, day0, day0.Add(24*time.Hour), series...)
-	})
-
-	t.Run("RefusedWrites", func(t *testing.T) {
-		// A refused write lands in no bucket.
-		id := prefix(t) + "floor"
-		if _, err := s.CreateCounter(ctx, id, shardcounter.Spec{Shards: 2, Min: ptr(0), Window: window(time.Hour, 24*time.Hour)}); err != nil {
-			t.Fatal(err)
-		}
-		out := apply("14:10:00",
-			shardcounter.Increment{Counter: id, Delta: -1},
-			shardcounter.Increment{Counter: id, Delta: 4, Pick: 1},
-			shardcounter.Increment{Counter: id, Delta: -5},
-		)
-		wantCode(t, "write below min", out[0].Err, shardcounter.EOUTOFRANGE)
-		wantCode(t, "write below min", out[2].Err, shardcounter.EOUTOFRANGE)
-		wantSeries(t, s, id, day0, day0.Add(24*time.Hour), bucket(at("14:00:00"), 4))
-	})
-
-	t.Run("MinuteAndDayBuckets", func(t *testing.T) {
-		minute, day := prefix(t)+"minute", prefix(t)+"day"
-		for id, w := range map[string]*shardcounter.Window{minute: window(time.Minute, time.Hour), day: window(24*time.Hour, 7*24*time.Hour)} {
-			if _, err := s.CreateCounter(ctx, id, shardcounter.Spec{Shards: 3, Window: w}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		apply("00:00:30", shardcounter.Increment{Counter: day, Delta: 8})
-		for _, w := range []struct {
-			hms   string
-			delta int64
-		}{{"23:58:59", 1}, {"23:59:00", 2}, {"23:59:59", 4}} {
-			apply(w.hms,
-				shardcounter.Increment{Counter: minute, Delta: w.delta, Pick: uint64(w.delta)},
-				shardcounter.Increment{Counter: day, Delta: w.delta, Pick: uint64(w.delta)})
-		}
-		clk.Set(day0.Add(24*time.Hour + 30*time.Second)) // the next day, UTC
-		if _, err := s.Apply(ctx, []shardcounter.Increment{{Counter: day, Delta: 16}}); err != nil {
-			t.Fatal(err)
-		}
-		wantSeries(t, s, minute, day0, day0.Add(48*time.Hour), bucket(at("23:58:00"), 1), bucket(at("23:59:00"), 6))
-		wantSeries(t, s, day, day0, day0.Add(48*time.Hour), bucket(day0, 15), bucket(day0.Add(24*time.Hour), 16))
-	})
+	w.apply(t, "00:00:30", shardcounter.Increment{Counter: day, Delta: 8})
+	for _, x := range []struct {
+		hms   string
+		delta int64
+	}{{"23:58:59", 1}, {"23:59:00", 2}, {"23:59:59", 4}} {
+		w.apply(t, x.hms,
+			shardcounter.Increment{Counter: minute, Delta: x.delta, Pick: uint64(x.delta)},
+			shardcounter.Increment{Counter: day, Delta: x.delta, Pick: uint64(x.delta)})
+	}
+	w.clk.Set(day0.Add(24*time.Hour + 30*time.Second)) // the next day, UTC
+	if _, err := w.s.Apply(ctx, []shardcounter.Increment{{Counter: day, Delta: 16}}); err != nil {
+		t.Fatal(err)
+	}
+	wantSeries(t, w.s, minute, day0, day0.Add(48*time.Hour), bucket(at("23:58:00"), 1), bucket(at("23:59:00"), 6))
+	wantSeries(t, w.s, day, day0, day0.Add(48*time.Hour), bucket(day0, 15), bucket(day0.Add(24*time.Hour), 16))
 }
 
 // testWindowRetention checks that buckets past retention are removed as a

@@ -72,6 +72,10 @@ type outcome struct {
 	err        error
 }
 
+// testStoreOutage runs its phases in order: load the server with
+// clients, stop the store under that load, start it again, then judge
+// every client's outcome, settle the unknown ones and check the value
+// and the metrics against what the clients were told.
 func testStoreOutage(t *testing.T, store outageStore) {
 	dir := t.TempDir()
 	s := StartServerEnv(t, dir, nil, "--listen", "127.0.0.1:0", "--store", store.dsn, "--request-timeout", "2s")
@@ -80,19 +84,55 @@ func testStoreOutage(t *testing.T, store outageStore) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	var (
-		mu       sync.Mutex
-		outcomes []outcome
-		acked    atomic.Int64
-		stopLoad = make(chan struct{})
-		wg       sync.WaitGroup
-	)
 	const clients = 8
+	load := startOutageLoad(ctx, client, clients)
+	defer load.halt()
+	waitFor(t, "200 acknowledged writes before the outage", func() bool { return load.acked.Load() >= 200 })
+
+	store.stop()
+	downFrom := time.Now()
+	waitFor(t, "/readyz to answer 503", func() bool { return getStatus(t, s.URL+"/readyz") == http.StatusServiceUnavailable })
+	raw := waitRaw503(t, s.URL+"/v1/counters/hot/increment")
+	time.Sleep(outageFor(t)) // the outage under load
+	downUntil := time.Now()
+	store.start()
+	waitFor(t, "/readyz to answer 200 after the restart", func() bool { return getStatus(t, s.URL+"/readyz") == http.StatusOK })
+	after := load.acked.Load()
+	waitFor(t, "100 acknowledged writes after the restart", func() bool { return load.acked.Load() >= after+100 })
+	load.halt()
+
+	if raw.Header.Get("Retry-After") == "" {
+		t.Errorf("503 during the outage without Retry-After")
+	}
+	tl := tallyOutage(t, load.outcomes, downFrom, downUntil)
+	if tl.during < clients {
+		t.Errorf("%d writes were sent and answered while the store was down, want at least %d", tl.during, clients)
+	}
+	t.Logf("%d sent and answered during the outage, the slowest in %v", tl.during, tl.slowest)
+	t.Logf("%d outcomes: %d acknowledged, %d unavailable, %d outcome unknown (%d with request id); %d sent and answered during the outage; first unavailable %v after the store stopped",
+		len(load.outcomes), load.acked.Load(), tl.unavailable, tl.unknown, len(tl.settle), tl.during, tl.firstUnavailable)
+	checkOutageValue(t, ctx, client, load.acked.Load(), tl)
+	checkOutageMetrics(t, s.URL, load.acked.Load())
+}
+
+// outageLoad is the clients writing to "hot" through the outage, every
+// other write with a request id, each outcome kept for the judging.
+type outageLoad struct {
+	mu       sync.Mutex
+	outcomes []outcome
+	acked    atomic.Int64
+	stop     chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup
+}
+
+func startOutageLoad(ctx context.Context, client *shttp.Client, clients int) *outageLoad {
+	l := &outageLoad{stop: make(chan struct{})}
 	for i := range clients {
-		wg.Go(func() {
+		l.wg.Go(func() {
 			for n := 0; ; n++ {
 				select {
-				case <-stopLoad:
+				case <-l.stop:
 					return
 				default:
 				}
@@ -104,47 +144,40 @@ func testStoreOutage(t *testing.T, store outageStore) {
 				_, o.err = client.WriteCounter(ctx, w)
 				o.end = time.Now()
 				if o.err == nil {
-					acked.Add(1)
+					l.acked.Add(1)
 				} else {
 					time.Sleep(20 * time.Millisecond) // as a client honouring Retry-After would, briefly
 				}
-				mu.Lock()
-				outcomes = append(outcomes, o)
-				mu.Unlock()
+				l.mu.Lock()
+				l.outcomes = append(l.outcomes, o)
+				l.mu.Unlock()
 			}
 		})
 	}
-	defer func() {
-		select {
-		case <-stopLoad:
-		default:
-			close(stopLoad)
-		}
-		wg.Wait()
-	}()
-	waitFor(t, "200 acknowledged writes before the outage", func() bool { return acked.Load() >= 200 })
+	return l
+}
 
-	store.stop()
-	downFrom := time.Now()
-	waitFor(t, "/readyz to answer 503", func() bool { return getStatus(t, s.URL+"/readyz") == http.StatusServiceUnavailable })
-	raw := waitRaw503(t, s.URL+"/v1/counters/hot/increment")
-	time.Sleep(outageFor(t)) // the outage under load
-	downUntil := time.Now()
-	store.start()
-	waitFor(t, "/readyz to answer 200 after the restart", func() bool { return getStatus(t, s.URL+"/readyz") == http.StatusOK })
-	after := acked.Load()
-	waitFor(t, "100 acknowledged writes after the restart", func() bool { return acked.Load() >= after+100 })
-	close(stopLoad)
-	wg.Wait()
+// halt stops the clients and waits for them; it may be called again.
+func (l *outageLoad) halt() {
+	l.once.Do(func() { close(l.stop) })
+	l.wg.Wait()
+}
 
-	if raw.Header.Get("Retry-After") == "" {
-		t.Errorf("503 during the outage without Retry-After")
-	}
-	var during, unavailable, unknown int
-	var slowest time.Duration // of the writes sent and answered during the outage
-	var firstUnavailable time.Duration = -1
-	var settle []shardcounter.Write // unknown outcome, with a request id: retried below
-	var unsettled int64             // unknown outcome, no request id: may or may not count
+// outageTally counts the failed writes by kind, and those sent and
+// answered while the store was down.
+type outageTally struct {
+	during, unavailable, unknown int
+	slowest                      time.Duration // of the writes sent and answered during the outage
+	firstUnavailable             time.Duration
+	settle                       []shardcounter.Write // unknown outcome, with a request id: retried after
+	unsettled                    int64                // unknown outcome, no request id: may or may not count
+}
+
+// tallyOutage judges each outcome: no success for a write sent and
+// answered while the store was down, every failure unavailable or of
+// unknown outcome, and each answered within replyBound.
+func tallyOutage(t *testing.T, outcomes []outcome, downFrom, downUntil time.Time) outageTally {
+	tl := outageTally{firstUnavailable: -1}
 	for _, o := range outcomes {
 		if o.err == nil {
 			if !o.start.Before(downFrom) && o.end.Before(downUntil) {
@@ -154,61 +187,62 @@ func testStoreOutage(t *testing.T, store outageStore) {
 		}
 		switch {
 		case shardcounter.IsOutcomeUnknown(o.err):
-			unknown++
+			tl.unknown++
 			if o.w.RequestID != "" {
-				settle = append(settle, o.w)
+				tl.settle = append(tl.settle, o.w)
 			} else {
-				unsettled++
+				tl.unsettled++
 			}
 		case shardcounter.ErrorCode(o.err) == shardcounter.EUNAVAILABLE:
-			unavailable++
-			if d := o.end.Sub(downFrom); d >= 0 && (firstUnavailable < 0 || d < firstUnavailable) {
-				firstUnavailable = d
+			tl.unavailable++
+			if d := o.end.Sub(downFrom); d >= 0 && (tl.firstUnavailable < 0 || d < tl.firstUnavailable) {
+				tl.firstUnavailable = d
 			}
 		default:
 			t.Errorf("write %+v: %v, want unavailable or an outcome-unknown error", o.w, o.err)
 		}
 		if !o.start.Before(downFrom) && o.end.Before(downUntil) {
-			during++
-			slowest = max(slowest, o.end.Sub(o.start))
+			tl.during++
+			tl.slowest = max(tl.slowest, o.end.Sub(o.start))
 			if took := o.end.Sub(o.start); took > replyBound {
 				t.Errorf("write %+v took %v to fail while the store was down, want under %v", o.w, took, replyBound)
 			}
 		}
 	}
-	if during < clients {
-		t.Errorf("%d writes were sent and answered while the store was down, want at least %d", during, clients)
-	}
-	t.Logf("%d sent and answered during the outage, the slowest in %v", during, slowest)
-	t.Logf("%d outcomes: %d acknowledged, %d unavailable, %d outcome unknown (%d with request id); %d sent and answered during the outage; first unavailable %v after the store stopped",
-		len(outcomes), acked.Load(), unavailable, unknown, len(settle), during, firstUnavailable)
+	return tl
+}
 
-	// Settle the unknown writes that have request ids: a retry with the
-	// same id is applied, or reports the earlier attempt as a duplicate.
-	for _, w := range settle {
+// checkOutageValue settles the unknown writes that have request ids (a
+// retry with the same id is applied, or reports the earlier attempt as a
+// duplicate) and checks the counter holds every acknowledged write, plus
+// at most the unknown ones without a request id.
+func checkOutageValue(t *testing.T, ctx context.Context, client *shttp.Client, acked int64, tl outageTally) {
+	for _, w := range tl.settle {
 		res, err := client.WriteCounter(ctx, w)
 		if err != nil || !(res.Applied || res.Duplicate) {
 			t.Fatalf("retry of %+v after the restart = %+v, %v", w, res, err)
 		}
 	}
-	total := acked.Load() + int64(len(settle))
+	total := acked + int64(len(tl.settle))
 	r, err := client.ReadCounter(ctx, "hot", shardcounter.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Value < total || r.Value > total+unsettled {
-		t.Fatalf("value %d, want %d acknowledged (and settled) writes, plus up to %d of unknown outcome", r.Value, total, unsettled)
+	if r.Value < total || r.Value > total+tl.unsettled {
+		t.Fatalf("value %d, want %d acknowledged (and settled) writes, plus up to %d of unknown outcome", r.Value, total, tl.unsettled)
 	}
+}
 
-	// /metrics tells the story of the run.
-	metrics := getBody(t, s.URL+"/metrics")
+// checkOutageMetrics checks that /metrics tells the story of the run.
+func checkOutageMetrics(t *testing.T, url string, acked int64) {
+	metrics := getBody(t, url+"/metrics")
 	for _, want := range []string{`shardcounter_store_errors_total{kind="unavailable",op="apply"}`, `shardcounter_store_errors_total{kind="unavailable",op="ping"}`} {
 		if v := sampleValue(metrics, want); v <= 0 {
 			t.Errorf("%s = %v after the outage, want > 0", want, v)
 		}
 	}
-	if v := sampleValue(metrics, "shardcounter_writes_applied_total"); v < float64(acked.Load()) {
-		t.Errorf("writes_applied_total %v, want at least %d", v, acked.Load())
+	if v := sampleValue(metrics, "shardcounter_writes_applied_total"); v < float64(acked) {
+		t.Errorf("writes_applied_total %v, want at least %d", v, acked)
 	}
 }
 

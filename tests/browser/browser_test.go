@@ -53,6 +53,16 @@ func TestDashboard(t *testing.T) {
 	}
 }
 
+// The dashboard's data: 60 counters under post/, so that a search pages;
+// the watched one among them has 8 shards.
+const (
+	dashPrefix, dashCounter = "post/", "post/0042/likes"
+	dashShards              = 8
+)
+
+// runDashboard starts a server, seeds it, keeps writers running and runs
+// dashboard.mjs against it, which drives the page in a browser and
+// answers whether each view showed what it should.
 func runDashboard(t *testing.T, bin, token, shots string) {
 	dir := t.TempDir()
 	// A store path relative to the server's directory, as users write it,
@@ -71,14 +81,42 @@ func runDashboard(t *testing.T, bin, token, shots string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	// 60 counters under post/, so that a search pages; the watched one
-	// among them has 8 shards.
-	const prefix, counter, shards = "post/", "post/0042/likes", 8
+	seedDashboard(ctx, t, client)
+	stop := startDashWriters(ctx, t, client)
+
+	sctx, scancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer scancel()
+	cmd := exec.CommandContext(sctx, "node", "dashboard.mjs")
+	cmd.Env = append(os.Environ(),
+		"SC_URL="+url, "SC_TOKEN="+token, "SC_PREFIX="+dashPrefix, "SC_COUNTER="+dashCounter, "SC_IDLE=video/2/views",
+		fmt.Sprintf("SC_SHARDS=%d", dashShards), "SC_COLLECTION=trades", "SC_INDEX=exchange", "SC_INDEX_VALUE=XLON", "SC_RANKING=liked",
+		"SC_PROFILE="+filepath.Join(dir, "chromium-profile"), "SC_SCREENSHOTS="+shots)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	stop()
+	var result struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	}
+	if jerr := json.Unmarshal(out, &result); jerr != nil || err != nil || !result.OK {
+		t.Fatalf("dashboard.mjs: %v\nstdout: %s\nstderr: %s\nserver log:\n%s", err, out, stderr.String(), logs())
+	}
+	t.Logf("dashboard.mjs saw: %s", strings.TrimSpace(string(out)))
+	if token != "" && strings.Contains(logs(), token) {
+		t.Fatalf("the server logged the token:\n%s", logs())
+	}
+}
+
+// seedDashboard creates what each view of the page shows: the counters
+// under post/ with values, two video counters (one written, one idle), a
+// collection of trades with an index, and a ranking.
+func seedDashboard(ctx context.Context, t *testing.T, client *shttp.Client) {
 	for i := 1; i <= 60; i++ {
 		id := fmt.Sprintf("post/%04d/likes", i)
 		opts := shardcounter.CreateOptions{Shards: 4}
-		if id == counter {
-			opts.Shards = shards
+		if id == dashCounter {
+			opts.Shards = dashShards
 		}
 		if _, _, err := client.CreateCounter(ctx, id, opts); err != nil {
 			t.Fatal(err)
@@ -117,12 +155,15 @@ func runDashboard(t *testing.T, bin, token, shots string) {
 	if _, _, err := client.CreateRanking(ctx, "liked", shardcounter.RankingOptions{Prefix: "post/004", Size: 10, MaxStaleness: shardcounter.Duration(200 * time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	// The writers, until the script ends: the one the page watches, a few
-	// writes a second of varying size, and a few more on another counter,
-	// so that commits carry more than one write.
+// startDashWriters starts the writers that run until the script ends:
+// the one the page watches, a few writes a second of varying size, and a
+// few more on another counter, so that commits carry more than one
+// write. The function it returns stops them and waits for them.
+func startDashWriters(ctx context.Context, t *testing.T, client *shttp.Client) (stop func()) {
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
+	done := make(chan struct{})
 	write := func(id string, delta func() int64, pause func() time.Duration) {
 		defer wg.Done()
 		for {
@@ -131,41 +172,21 @@ func runDashboard(t *testing.T, bin, token, shots string) {
 				return
 			}
 			select {
-			case <-stop:
+			case <-done:
 				return
 			case <-time.After(pause()):
 			}
 		}
 	}
 	wg.Add(1)
-	go write(counter, func() int64 { return 1 + rand.Int64N(20) }, func() time.Duration { return time.Duration(50+rand.IntN(250)) * time.Millisecond })
+	go write(dashCounter, func() int64 { return 1 + rand.Int64N(20) }, func() time.Duration { return time.Duration(50+rand.IntN(250)) * time.Millisecond })
 	for range 4 {
 		wg.Add(1)
 		go write("video/1/views", func() int64 { return 1 }, func() time.Duration { return 20 * time.Millisecond })
 	}
-
-	sctx, scancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer scancel()
-	cmd := exec.CommandContext(sctx, "node", "dashboard.mjs")
-	cmd.Env = append(os.Environ(),
-		"SC_URL="+url, "SC_TOKEN="+token, "SC_PREFIX="+prefix, "SC_COUNTER="+counter, "SC_IDLE=video/2/views",
-		fmt.Sprintf("SC_SHARDS=%d", shards), "SC_COLLECTION=trades", "SC_INDEX=exchange", "SC_INDEX_VALUE=XLON", "SC_RANKING=liked",
-		"SC_PROFILE="+filepath.Join(dir, "chromium-profile"), "SC_SCREENSHOTS="+shots)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	close(stop)
-	wg.Wait()
-	var result struct {
-		OK    bool   `json:"ok"`
-		Error string `json:"error"`
-	}
-	if jerr := json.Unmarshal(out, &result); jerr != nil || err != nil || !result.OK {
-		t.Fatalf("dashboard.mjs: %v\nstdout: %s\nstderr: %s\nserver log:\n%s", err, out, stderr.String(), logs())
-	}
-	t.Logf("dashboard.mjs saw: %s", strings.TrimSpace(string(out)))
-	if token != "" && strings.Contains(logs(), token) {
-		t.Fatalf("the server logged the token:\n%s", logs())
+	return func() {
+		close(done)
+		wg.Wait()
 	}
 }
 
