@@ -17,7 +17,12 @@ import (
 // lines and their internal records never do, an expired name is left
 // out, rankings are created idempotently and a differing one is
 // reported unless Replace, and a version 1 export still imports.
-func TestDeadlinesAndRankings(t *testing.T) {
+// exportDeadlines makes a bolt store of three counters and a hash, with
+// deadlines (one past) and a ranking, exports it, checks the export and
+// returns it with the deadline's stamp, the deadline and the time it
+// was made.
+func exportDeadlines(t *testing.T) (exp, stamp string, at, now time.Time) {
+	t.Helper()
 	ctx := context.Background()
 	src := openBolt(t)
 	for _, id := range []string{"a", "b", "c", shardcounter.HashFieldID("h", "f")} {
@@ -25,8 +30,8 @@ func TestDeadlinesAndRankings(t *testing.T) {
 			t.Fatal(err, out)
 		}
 	}
-	now := time.Now()
-	at := now.Add(time.Hour).Truncate(time.Millisecond).UTC()
+	now = time.Now()
+	at = now.Add(time.Hour).Truncate(time.Millisecond).UTC()
 	ex := expiry.Wrap(src, expiry.Options{})
 	for _, name := range []string{"a", "h"} {
 		if ok, err := ex.ExpireCounter(ctx, name, at); err != nil || !ok {
@@ -49,8 +54,8 @@ func TestDeadlinesAndRankings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp := buf.String()
-	stamp := at.Format(time.RFC3339Nano)
+	exp = buf.String()
+	stamp = at.Format(time.RFC3339Nano)
 	want := `{"type":"counter","id":"a","kind":"sum","shards":2,"value":3,"expires_at":"` + stamp + `"}`
 	if st.Counters != 3 || st.Deadlines != 2 || st.Rankings != 1 || !strings.Contains(exp, want) || strings.Contains(exp, `"id":"b"`) ||
 		strings.Contains(exp, `\u001e`) || !strings.Contains(exp, `{"type":"ranking","name":"top","prefix":"","size":3,"max_staleness":"1s"}`) {
@@ -62,6 +67,12 @@ func TestDeadlinesAndRankings(t *testing.T) {
 		t.Fatalf("export through expiry.Wrap: %v\n%s", err, buf.String())
 	}
 
+	return exp, stamp, at, now
+}
+
+func TestDeadlinesAndRankings(t *testing.T) {
+	ctx := context.Background()
+	exp, stamp, at, now := exportDeadlines(t)
 	dst := openBolt(t)
 	var conflicts []string
 	imp := func(data string, replace bool) transfer.Stats {
@@ -93,7 +104,7 @@ func TestDeadlinesAndRankings(t *testing.T) {
 	if ttl, err := expiry.Wrap(dst, expiry.Options{}).CounterTTL(ctx, "c"); err != nil || ttl.ExpiresAt != nil {
 		t.Fatalf("ttl of c after the second import: %+v, %v", ttl, err)
 	}
-	buf.Reset()
+	var buf bytes.Buffer
 	if _, err := transfer.Export(ctx, dst, &buf, transfer.ExportOptions{}); err != nil || buf.String() != exp {
 		t.Fatalf("export of the copy: %v\n%s\nwant\n%s", err, buf.String(), exp)
 	}
