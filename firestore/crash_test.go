@@ -1,123 +1,17 @@
 package firestore_test
 
 import (
-	"bufio"
-	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/firestore"
 	"github.com/shardcounter/shardcounter/internal/firestoretest"
-	"github.com/shardcounter/shardcounter/storetest"
 )
 
-// crashEnv names the project the child process of TestCrashMidBatch
-// writes.
-const crashEnv = "SHARDCOUNTER_FIRESTORE_CRASH"
-
-// crashBatch is batch i: 20 members added to a distinct counter, the first
-// member of batch i-1 removed, and i+1 added to a sum counter.
-func crashBatch(i int) []shardcounter.Increment {
-	var incs []shardcounter.Increment
-	for j := range 20 {
-		incs = append(incs, shardcounter.Increment{Counter: "likes", Member: fmt.Sprintf("m%d-%d", i, j), Delta: 1})
-	}
-	if i > 0 {
-		incs = append(incs, shardcounter.Increment{Counter: "likes", Member: fmt.Sprintf("m%d-0", i-1), Delta: -1})
-	}
-	return append(incs, shardcounter.Increment{Counter: "views", Delta: int64(i + 1), Pick: uint64(i)})
-}
-
-// crashState returns the members and views after batches 0..n-1.
-func crashState(n int) (members []string, views int64) {
-	for i := range n {
-		for j := range 20 {
-			if j > 0 || i == n-1 {
-				members = append(members, fmt.Sprintf("m%d-%d", i, j))
-			}
-		}
-		views += int64(i + 1)
-	}
-	return members, views
-}
-
-// TestCrashMidBatch kills a process with SIGKILL while it applies batches
-// of member adds and removes and sum writes: every acknowledged batch is
-// in the database, the batch in flight is there whole or not at all (a
-// Firestore commit is atomic), and the distinct counter's count, members
-// and shards agree.
+// TestCrashMidBatch: SIGKILL mid-batch loses no acknowledged batch and
+// leaves the one in flight whole or absent (firestoretest.CrashMidBatch).
 func TestCrashMidBatch(t *testing.T) {
-	if project := os.Getenv(crashEnv); project != "" {
-		crashChild(t, project)
-		return
-	}
-	project := firestoretest.Project(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashMidBatch$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+project, firestoretest.ChildEnv+"=1")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	acked := -1
-	lines := bufio.NewScanner(out)
-	for acked < 10 && lines.Scan() {
-		if n, ok := strings.CutPrefix(lines.Text(), "acked "); ok {
-			acked, _ = strconv.Atoi(n)
-		} else {
-			t.Logf("child: %s", lines.Text())
-		}
-	}
-	cmd.Process.Kill()
-	for lines.Scan() {
-		if n, ok := strings.CutPrefix(lines.Text(), "acked "); ok {
-			acked, _ = strconv.Atoi(n)
-		}
-	}
-	cmd.Wait()
-	if acked < 10 {
-		t.Fatalf("the child acknowledged %d batches before it died, want 10 or more", acked+1)
-	}
-	s := mustOpenProject(t, project, firestore.Options{})
-	got := storetest.CheckMembers(t, s, "likes", nil)
-	views := storetest.MustRead(t, s, "views")
-	for _, n := range []int{acked + 1, acked + 2} {
-		members, v := crashState(n)
-		slices.Sort(members)
-		if slices.Equal(got, members) && views == v {
-			t.Logf("%d batches acknowledged, %d found after the crash", acked+1, n)
-			return
-		}
-	}
-	t.Fatalf("after %d acknowledged batches and a crash: %d members and views %d, which no whole number of batches leaves", acked+1, len(got), views)
-}
-
-func crashChild(t *testing.T, project string) {
-	ctx := context.Background()
-	s := mustOpenProject(t, project, firestore.Options{})
-	if _, err := s.CreateCounter(ctx, "likes", shardcounter.Spec{Shards: 16, Kind: shardcounter.KindDistinct}); err != nil {
-		t.Fatal(err)
-	}
-	storetest.MustCreate(t, s, "views", 4)
-	for i := 0; ; i++ {
-		out, err := s.Apply(ctx, crashBatch(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range out {
-			if o.Err != nil || o.Unchanged {
-				t.Fatalf("batch %d: %+v", i, o)
-			}
-		}
-		fmt.Printf("acked %d\n", i)
-	}
+	firestoretest.CrashMidBatch(t, "SHARDCOUNTER_FIRESTORE_CRASH", func(tb testing.TB, project string) shardcounter.CounterStore {
+		return mustOpenProject(tb, project, firestore.Options{})
+	})
 }

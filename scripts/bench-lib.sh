@@ -120,11 +120,20 @@ bench_cluster_flush() {
 # --json for one store (or the peers) of a workload and records it in the
 # manifest benchdoc reads; SHOWN is the command as the page shows it.
 manifest=$tmp/manifest.tsv
+failures=$tmp/failures.tsv
+touch "$failures"
 bench_run() {
   local workload=$1 title=$2 file=$3 shown=$4
   shift 4
   echo "== $title: $file" >&2
-  "$tmp/shardcounter" bench "$@" --json "$tmp/$file.json" --title "$title"
+  # A run that fails is named on the page, with its error, and the others
+  # go on: one store's failure should not cost the session's figures.
+  if ! "$tmp/shardcounter" bench "$@" --json "$tmp/$file.json" --title "$title" 2>"$tmp/$file.err"; then
+    cat "$tmp/$file.err" >&2
+    printf '%s\t%s\t%s\t%s\n' "$workload" "$title" "shardcounter bench $shown" "$(tail -1 "$tmp/$file.err")" >>"$failures"
+    return 0
+  fi
+  cat "$tmp/$file.err" >&2
   printf '%s\t%s\t%s\t%s\n' "$workload" "$title" "shardcounter bench $shown" "$tmp/$file.json" >>"$manifest"
 }
 
@@ -132,6 +141,6 @@ bench_run() {
 # runs recorded, with the fsync latency of the disk the stores ran on.
 bench_page() {
   rm -f docs/bench/*.svg
-  go run ./cmd/benchdoc -manifest "$manifest" -doc docs/BENCHMARKS.md -charts docs/bench -fsync-dir "$tmp" -command "$1"
+  go run ./cmd/benchdoc -manifest "$manifest" -doc docs/BENCHMARKS.md -charts docs/bench -fsync-dir "$tmp" -failures "$failures" -command "$1"
   echo "$0: docs/BENCHMARKS.md and docs/bench/*.svg written" >&2
 }

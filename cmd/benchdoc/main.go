@@ -43,22 +43,29 @@ func main() {
 	doc := flag.String("doc", "docs/BENCHMARKS.md", "the page to write")
 	charts := flag.String("charts", "docs/bench", "the `DIR` of the charts, one SVG a workload")
 	fsyncDir := flag.String("fsync-dir", "", "measure the fsync latency of the disk holding this `DIR` (where the stores ran)")
+	failures := flag.String("failures", "", "a `FILE` of runs that failed: workload, title, command, error, tab-separated; the page names them")
 	command := flag.String("command", "scripts/bench-all.sh", "the command that measured the runs, as the page names it")
 	flag.Parse()
 	if *manifest == "" {
 		fmt.Fprintln(os.Stderr, "benchdoc: give -manifest, the runs to write up (scripts/bench-all.sh makes it)")
 		os.Exit(2)
 	}
-	if err := run(*manifest, *doc, *charts, *fsyncDir, *command); err != nil {
+	if err := run(*manifest, *failures, *doc, *charts, *fsyncDir, *command); err != nil {
 		fmt.Fprintln(os.Stderr, "benchdoc:", err)
 		os.Exit(1)
 	}
 }
 
-func run(manifest, doc, charts, fsyncDir, command string) error {
+func run(manifest, failuresFile, doc, charts, fsyncDir, command string) error {
 	ws, err := readManifest(manifest)
 	if err != nil {
 		return err
+	}
+	var failed [][]string
+	if failuresFile != "" {
+		if failed, err = readFailures(failuresFile); err != nil {
+			return err
+		}
 	}
 	notes, err := parseNotes(notesText)
 	if err != nil {
@@ -83,8 +90,29 @@ func run(manifest, doc, charts, fsyncDir, command string) error {
 		}
 	}
 	var page bytes.Buffer
-	writePage(&page, ws, notes, pageInfo{fsync: fsync, command: command, charts: rel})
+	writePage(&page, ws, notes, pageInfo{fsync: fsync, command: command, charts: rel, failed: failed})
 	return os.WriteFile(doc, page.Bytes(), 0o644)
+}
+
+// readFailures reads the runs that failed: workload, title, command and
+// the error, one a line.
+func readFailures(path string) ([][]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]string
+	for n, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if line == "" {
+			continue
+		}
+		parts := strings.Split(line, "\t")
+		if len(parts) != 4 {
+			return nil, fmt.Errorf("%s:%d: want workload, title, command and error, tab-separated", path, n+1)
+		}
+		out = append(out, parts)
+	}
+	return out, nil
 }
 
 // readManifest reads the runs of every workload, in the manifest's order.

@@ -17,7 +17,8 @@ import (
 type pageInfo struct {
 	fsync   string // "p50 1.2 ms, p99 3.4 ms"
 	command string
-	charts  string // the charts' directory, relative to the page
+	charts  string     // the charts' directory, relative to the page
+	failed  [][]string // runs that failed: workload, title, command, error
 }
 
 func writePage(w *bytes.Buffer, ws []*workload, notes map[string]note, info pageInfo) {
@@ -43,6 +44,7 @@ counter with `+"`synchronous_commit=on`"+`.
 `)
 	writeMachine(w, ws, info)
 	writeSummary(w, ws)
+	writeFailures(w, info.failed)
 	for _, wl := range ws {
 		writeWorkload(w, wl, notes[wl.name], info)
 	}
@@ -114,6 +116,19 @@ func writeSummary(w *bytes.Buffer, ws []*workload) {
 			}
 		}
 		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
+}
+
+// writeFailures names the runs that failed, with their errors: a store
+// missing from a table is explained, not silently absent.
+func writeFailures(w *bytes.Buffer, failed [][]string) {
+	if len(failed) == 0 {
+		return
+	}
+	fmt.Fprint(w, "## Runs that failed\n\nThese runs stopped with an error, so their store is missing from their workload's table:\n\n")
+	for _, f := range failed {
+		fmt.Fprintf(w, "- %s: `%s`: %s\n", f[1], f[2], f[3])
 	}
 	fmt.Fprintln(w)
 }

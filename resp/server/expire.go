@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"math"
 	"strings"
 	"time"
@@ -173,7 +174,29 @@ func cmdPExpireTime(c *conn, args [][]byte) { ttlCommand(c, args, true, true) }
 // without a deadline, else the time left (or the deadline), rounded to
 // seconds as Redis rounds.
 func ttlCommand(c *conn, args [][]byte, ms, abs bool) {
-	id, msg := counterID(args[1])
+	withExpirer(c, args[1], func(ctx context.Context, x shardcounter.Expirer, id string) error {
+		ttl, err := x.CounterTTL(ctx, id)
+		if err != nil {
+			return err
+		}
+		v := ttl.RemainingMS
+		if v >= 0 {
+			if abs {
+				v = ttl.ExpiresAt.UnixMilli()
+			}
+			if !ms {
+				v = (v + 500) / 1000
+			}
+		}
+		c.w.Int(v)
+		return nil
+	})
+}
+
+// withExpirer checks a one-key command's key and runs fn with its id, the
+// server's Expirer and the command's context, answering what fails.
+func withExpirer(c *conn, key []byte, fn func(ctx context.Context, x shardcounter.Expirer, id string) error) {
+	id, msg := counterID(key)
 	if msg != "" {
 		c.w.Error(msg)
 		return
@@ -184,42 +207,20 @@ func ttlCommand(c *conn, args [][]byte, ms, abs bool) {
 	}
 	ctx, cancel := c.ctx()
 	defer cancel()
-	ttl, err := x.CounterTTL(ctx, id)
-	if err != nil {
+	if err := fn(ctx, x, id); err != nil {
 		c.w.Error(errorReply(err))
-		return
 	}
-	v := ttl.RemainingMS
-	if v >= 0 {
-		if abs {
-			v = ttl.ExpiresAt.UnixMilli()
-		}
-		if !ms {
-			v = (v + 500) / 1000
-		}
-	}
-	c.w.Int(v)
 }
 
 // cmdPersist is PERSIST key: 1 when a deadline was removed.
 func cmdPersist(c *conn, args [][]byte) {
-	id, msg := counterID(args[1])
-	if msg != "" {
-		c.w.Error(msg)
-		return
-	}
-	x, ok := c.expirer()
-	if !ok {
-		return
-	}
-	ctx, cancel := c.ctx()
-	defer cancel()
-	done, err := x.PersistCounter(ctx, id)
-	if err != nil {
-		c.w.Error(errorReply(err))
-		return
-	}
-	c.w.Int(b2i(done))
+	withExpirer(c, args[1], func(ctx context.Context, x shardcounter.Expirer, id string) error {
+		done, err := x.PersistCounter(ctx, id)
+		if err == nil {
+			c.w.Int(b2i(done))
+		}
+		return err
+	})
 }
 
 // expiryOrder notes, in a transaction being queued, the key of a command
