@@ -36,12 +36,7 @@ func WriteBars(w io.Writer, title string, runs []Run) error {
 	xOf := func(v float64) float64 { return left + (right-left)*v/xmax }
 	bottom := float64(barTop + barRow*len(runs))
 
-	s := &svg{w: bufio.NewWriter(w)}
-	s.printf(`<?xml version="1.0" encoding="UTF-8"?>
-<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif">
-`, chartWidth, height, chartWidth, height)
-	s.printf(`<rect width="100%%" height="100%%" fill="#ffffff"/>` + "\n")
-	s.text(chartWidth/2, 24, 15, "middle", "", title)
+	s := newSVG(w, chartWidth, height, title)
 	for _, v := range ticks {
 		x := xOf(v)
 		s.printf(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#e0e0e0" stroke-width="1"/>`+"\n", x, barTop, x, bottom)
@@ -65,4 +60,16 @@ func WriteBars(w io.Writer, title string, runs []Run) error {
 	s.printf(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#000000" stroke-width="1"/>`+"\n", left, barTop, left, bottom)
 	s.printf("</svg>\n")
 	return s.flush()
+}
+
+// newSVG starts an SVG document of the given size on w: a white
+// background and the title centred at the top.
+func newSVG(w io.Writer, width, height int, title string) *svg {
+	s := &svg{w: bufio.NewWriter(w)}
+	s.printf(`<?xml version="1.0" encoding="UTF-8"?>
+<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif">
+`, width, height, width, height)
+	s.printf(`<rect width="100%%" height="100%%" fill="#ffffff"/>` + "\n")
+	s.text(float64(width)/2, 24, 15, "middle", "", title)
+	return s
 }

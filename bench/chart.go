@@ -57,12 +57,7 @@ func WriteSVG(w io.Writer, title string, runs []Run) error {
 	data := collectSeries(ours, peers)
 	sc, yticks := newChartScale(data, len(data.order)+len(peers))
 
-	s := &svg{w: bufio.NewWriter(w)}
-	s.printf(`<?xml version="1.0" encoding="UTF-8"?>
-<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif">
-`, chartWidth, chartHeight, chartWidth, chartHeight)
-	s.printf(`<rect width="100%%" height="100%%" fill="#ffffff"/>` + "\n")
-	s.text(chartWidth/2, 24, 15, "middle", "", title)
+	s := newSVG(w, chartWidth, chartHeight, title)
 	drawAxes(s, sc, yticks, data.shards)
 	// Series and peers, then the legend on top of them.
 	legend := drawSeries(s, sc, data)
