@@ -104,9 +104,13 @@ bench_cluster() {
     for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
   done
   redis-cli --cluster create "${addrs[@]}" --cluster-yes >/dev/null
-  for _ in $(seq 100); do
-    redis-cli -p "${cluster_ports[0]}" cluster info 2>/dev/null | grep -q cluster_state:ok && break
-    sleep 0.2
+  # Every node must agree, or a client's first view of the slots may be
+  # one a node is still changing.
+  for port in "${cluster_ports[@]}"; do
+    for _ in $(seq 150); do
+      redis-cli -p "$port" cluster info 2>/dev/null | grep -q cluster_state:ok && break
+      sleep 0.2
+    done
   done
   printf -v "$1" 'redis+cluster://%s?addr=%s&addr=%s' "${addrs[0]}" "${addrs[1]}" "${addrs[2]}"
 }
