@@ -6,12 +6,19 @@ import (
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/datastore"
 	"github.com/shardcounter/shardcounter/internal/firestoretest"
+	"github.com/shardcounter/shardcounter/storetest"
 )
 
 // TestCrashMidBatch: SIGKILL mid-batch loses no acknowledged batch and
-// leaves the one in flight whole or absent (firestoretest.CrashMidBatch).
+// leaves the one in flight whole or absent (a commit is atomic).
 func TestCrashMidBatch(t *testing.T) {
-	firestoretest.CrashMidBatch(t, "SHARDCOUNTER_DATASTORE_CRASH", func(tb testing.TB, project string) shardcounter.CounterStore {
-		return mustOpenProject(tb, project, datastore.Options{})
+	storetest.RunCrashMidBatch(t, storetest.Crash{
+		Env:      "SHARDCOUNTER_DATASTORE_CRASH",
+		Target:   func(t *testing.T) string { return firestoretest.Project(t) },
+		ChildEnv: []string{firestoretest.ChildEnv + "=1"}, // the parent's emulator serves the child
+		Batches:  10,
+		Open: func(tb testing.TB, project string) shardcounter.CounterStore {
+			return mustOpenProject(tb, project, datastore.Options{})
+		},
 	})
 }

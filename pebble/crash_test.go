@@ -1,15 +1,8 @@
 package pebble_test
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/shardcounter/shardcounter"
@@ -17,112 +10,20 @@ import (
 	"github.com/shardcounter/shardcounter/storetest"
 )
 
-// crashEnv names the file the child process of TestCrashMidBatch writes.
-const crashEnv = "SHARDCOUNTER_PEBBLE_CRASH"
-
-// crashBatch is batch i of the crash test: 20 members added to a distinct
-// counter, the first member of batch i-1 removed, and i+1 added to a sum
-// counter.
-func crashBatch(i int) []shardcounter.Increment {
-	var incs []shardcounter.Increment
-	for j := range 20 {
-		incs = append(incs, shardcounter.Increment{Counter: "likes", Member: fmt.Sprintf("m%d-%d", i, j), Delta: 1})
-	}
-	if i > 0 {
-		incs = append(incs, shardcounter.Increment{Counter: "likes", Member: fmt.Sprintf("m%d-0", i-1), Delta: -1})
-	}
-	return append(incs, shardcounter.Increment{Counter: "views", Delta: int64(i + 1), Pick: uint64(i)})
-}
-
-// crashState returns the members and views after batches 0..n-1.
-func crashState(n int) (members []string, views int64) {
-	for i := range n {
-		for j := range 20 {
-			if j > 0 || i == n-1 {
-				members = append(members, fmt.Sprintf("m%d-%d", i, j))
-			}
-		}
-		views += int64(i + 1)
-	}
-	return members, views
-}
-
-// TestCrashMidBatch kills a process with SIGKILL while it applies batches
-// of member adds and removes and sum writes, then reopens the directory: every
-// acknowledged batch is there, the batch in flight is there whole or not
-// at all, and each distinct counter's count, members and shards agree.
+// TestCrashMidBatch: SIGKILL mid-batch, then the directory opened again:
+// every acknowledged batch is there, the one in flight whole or absent.
 func TestCrashMidBatch(t *testing.T) {
-	if path := os.Getenv(crashEnv); path != "" {
-		crashChild(t, path)
-		return
-	}
-	path := filepath.Join(t.TempDir(), "pebble")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashMidBatch$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+path)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	acked := -1
-	lines := bufio.NewScanner(out)
-	for acked < 30 && lines.Scan() {
-		if n, ok := strings.CutPrefix(lines.Text(), "acked "); ok {
-			acked, _ = strconv.Atoi(n)
-		}
-	}
-	cmd.Process.Kill() // SIGKILL, mid-batch or between two
-	for lines.Scan() { // acknowledgements written before the kill
-		if n, ok := strings.CutPrefix(lines.Text(), "acked "); ok {
-			acked, _ = strconv.Atoi(n)
-		}
-	}
-	cmd.Wait()
-	if acked < 30 {
-		t.Fatalf("the child acknowledged %d batches before it died, want 30 or more", acked+1)
-	}
-
-	s, err := pebble.Open(context.Background(), path, pebble.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	got := storetest.CheckMembers(t, s, "likes", nil)
-	views := storetest.MustRead(t, s, "views")
-	for _, n := range []int{acked + 1, acked + 2} { // the batch in flight applied or not
-		members, v := crashState(n)
-		slices.Sort(members)
-		if slices.Equal(got, members) && views == v {
-			t.Logf("%d batches acknowledged, %d found after the crash", acked+1, n)
-			return
-		}
-	}
-	t.Fatalf("after %d acknowledged batches and a crash: %d members and views %d, which no whole number of batches leaves", acked+1, len(got), views)
-}
-
-func crashChild(t *testing.T, path string) {
-	ctx := context.Background()
-	s, err := pebble.Open(ctx, path, pebble.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.CreateCounter(ctx, "likes", shardcounter.Spec{Shards: 16, Kind: shardcounter.KindDistinct}); err != nil {
-		t.Fatal(err)
-	}
-	storetest.MustCreate(t, s, "views", 4)
-	for i := 0; ; i++ {
-		out, err := s.Apply(ctx, crashBatch(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range out {
-			if o.Err != nil || o.Unchanged {
-				t.Fatalf("batch %d: %+v", i, o)
+	storetest.RunCrashMidBatch(t, storetest.Crash{
+		Env:     "SHARDCOUNTER_PEBBLE_CRASH",
+		Target:  func(t *testing.T) string { return filepath.Join(t.TempDir(), "pebble") },
+		Batches: 30,
+		Open: func(tb testing.TB, path string) shardcounter.CounterStore {
+			s, err := pebble.Open(context.Background(), path, pebble.Options{})
+			if err != nil {
+				tb.Fatal(err)
 			}
-		}
-		fmt.Printf("acked %d\n", i) // os.Stdout is unbuffered: the parent sees it at once
-	}
+			tb.Cleanup(func() { s.Close() })
+			return s
+		},
+	})
 }

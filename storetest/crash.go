@@ -1,4 +1,4 @@
-package firestoretest
+package storetest
 
 import (
 	"bufio"
@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/storetest"
 )
 
 // crashBatch is batch i: 20 members added to a distinct counter, the first
@@ -41,21 +40,36 @@ func crashState(n int) (members []string, views int64) {
 	return members, views
 }
 
-// CrashMidBatch is the crash test of a store on the emulator, run from a
-// test named TestCrashMidBatch: it kills a child process (the test binary
-// again, with env naming the project) with SIGKILL while it applies
-// batches of member adds and removes and sum writes, and checks that every
-// acknowledged batch is in the database, the batch in flight is there
-// whole or not at all (a commit is atomic), and the distinct counter's
-// count, members and shards agree. open opens the store on a project.
-func CrashMidBatch(t *testing.T, env string, open func(tb testing.TB, project string) shardcounter.CounterStore) {
-	if project := os.Getenv(env); project != "" {
-		crashChild(t, open(t, project))
+// Crash describes a store to RunCrashMidBatch.
+type Crash struct {
+	// Env names, in the child's environment, what the child opens.
+	Env string
+	// Target returns what the store opens: a file, a directory, a
+	// project. Only the parent calls it.
+	Target func(t *testing.T) string
+	// ChildEnv is more of the child's environment.
+	ChildEnv []string
+	// Batches is how many batches the child acknowledges before it is
+	// killed.
+	Batches int
+	// Open opens the store on a target (and closes it when tb ends).
+	Open func(tb testing.TB, target string) shardcounter.CounterStore
+}
+
+// RunCrashMidBatch is a store's crash test, run from a test named
+// TestCrashMidBatch: it kills a child process (the test binary again, with
+// c.Env naming the target) with SIGKILL while it applies batches of member
+// adds and removes and sum writes, then opens the store again: every
+// acknowledged batch is there, the batch in flight is there whole or not
+// at all, and the distinct counter's count, members and shards agree.
+func RunCrashMidBatch(t *testing.T, c Crash) {
+	if target := os.Getenv(c.Env); target != "" {
+		crashChild(t, c.Open(t, target))
 		return
 	}
-	project := Project(t)
+	target := c.Target(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashMidBatch$", "-test.count=1")
-	cmd.Env = append(os.Environ(), env+"="+project, ChildEnv+"=1")
+	cmd.Env = append(append(os.Environ(), c.Env+"="+target), c.ChildEnv...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -66,7 +80,7 @@ func CrashMidBatch(t *testing.T, env string, open func(tb testing.TB, project st
 	}
 	acked := -1
 	lines := bufio.NewScanner(out)
-	for acked < 10 && lines.Scan() {
+	for acked < c.Batches && lines.Scan() {
 		if n, ok := strings.CutPrefix(lines.Text(), "acked "); ok {
 			acked, _ = strconv.Atoi(n)
 		} else {
@@ -80,12 +94,12 @@ func CrashMidBatch(t *testing.T, env string, open func(tb testing.TB, project st
 		}
 	}
 	cmd.Wait()
-	if acked < 10 {
-		t.Fatalf("the child acknowledged %d batches before it died, want 10 or more", acked+1)
+	if acked < c.Batches {
+		t.Fatalf("the child acknowledged %d batches before it died, want %d or more", acked+1, c.Batches)
 	}
-	s := open(t, project)
-	got := storetest.CheckMembers(t, s, "likes", nil)
-	views := storetest.MustRead(t, s, "views")
+	s := c.Open(t, target)
+	got := CheckMembers(t, s, "likes", nil)
+	views := MustRead(t, s, "views")
 	for _, n := range []int{acked + 1, acked + 2} {
 		members, v := crashState(n)
 		slices.Sort(members)
@@ -104,7 +118,7 @@ func crashChild(t *testing.T, s shardcounter.CounterStore) {
 	if _, err := s.CreateCounter(ctx, "likes", shardcounter.Spec{Shards: 16, Kind: shardcounter.KindDistinct}); err != nil {
 		t.Fatal(err)
 	}
-	storetest.MustCreate(t, s, "views", 4)
+	MustCreate(t, s, "views", 4)
 	for i := 0; ; i++ {
 		out, err := s.Apply(ctx, crashBatch(i))
 		if err != nil {
