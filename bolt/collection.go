@@ -13,6 +13,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/docindex"
+	"github.com/shardcounter/shardcounter/internal/specrec"
 )
 
 // Collection buckets, beside the counter buckets in the same file:
@@ -65,28 +66,12 @@ func (s *CounterStore) Collections() (*CollectionStore, error) {
 // MaxScanShards is 1: each shard's entries are their own key range.
 func (s *CollectionStore) MaxScanShards() int { return 1 }
 
-// collRecord is a collection's record in the collections bucket.
-type collRecord struct {
-	Shards         int      `json:"n"`
-	TimestampField string   `json:"t"`
-	Indexes        []string `json:"i"`
-	ShardKey       string   `json:"k"`
-	CreatedAt      int64    `json:"c"` // Unix ns
-}
-
-func (r collRecord) collection(name string) *shardcounter.Collection {
-	return &shardcounter.Collection{
-		Name: name, Shards: r.Shards, TimestampField: r.TimestampField, Indexes: r.Indexes,
-		ShardKey: shardcounter.ShardKey(r.ShardKey), CreatedAt: time.Unix(0, r.CreatedAt).UTC(),
-	}
-}
-
-// docRecord is a document's record in the documents bucket.
-type docRecord struct {
-	Shard int             `json:"s"`
-	TS    int64           `json:"t"` // Unix µs
-	Data  json.RawMessage `json:"d"`
-}
+// collRecord and docRecord are the records of a collection and a
+// document, as both embedded stores keep them.
+type (
+	collRecord = specrec.Collection
+	docRecord  = specrec.Document
+)
 
 // getColl reads a collection's record. When c is not nil the record must
 // be c's incarnation: one deleted and made again is another collection.
@@ -211,7 +196,7 @@ func (s *CollectionStore) GetCollection(ctx context.Context, name string) (*shar
 	var c *shardcounter.Collection
 	err := s.counters.view(ctx, func(tx *bbolt.Tx) error {
 		r, err := getColl(tx, name, nil)
-		c = r.collection(name)
+		c = r.Collection(name)
 		return err
 	})
 	if err != nil {
@@ -239,7 +224,7 @@ func (s *CollectionStore) GrowCollection(ctx context.Context, name string, shard
 		if err != nil {
 			return err
 		}
-		c = r.collection(name)
+		c = r.Collection(name)
 		return tx.Bucket(bucketCollections).Put([]byte(name), v)
 	})
 	if err != nil {

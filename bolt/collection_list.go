@@ -19,7 +19,7 @@ func (s *CollectionStore) ListCollections(ctx context.Context) ([]*shardcounter.
 			if err != nil {
 				return err
 			}
-			out = append(out, r.collection(string(k)))
+			out = append(out, r.Collection(string(k)))
 		}
 		return nil
 	})

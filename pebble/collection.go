@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/docindex"
+	"github.com/shardcounter/shardcounter/internal/specrec"
 )
 
 // Collections share the counters' directory (keys.go):
@@ -45,28 +46,12 @@ func (s *CounterStore) Collections() *CollectionStore { return &CollectionStore{
 // MaxScanShards is 1: each shard's entries are their own key range.
 func (cs *CollectionStore) MaxScanShards() int { return 1 }
 
-// collRecord is a collection's record.
-type collRecord struct {
-	Shards         int      `json:"n"`
-	TimestampField string   `json:"t"`
-	Indexes        []string `json:"i"`
-	ShardKey       string   `json:"k"`
-	CreatedAt      int64    `json:"c"` // Unix ns
-}
-
-func (r collRecord) collection(name string) *shardcounter.Collection {
-	return &shardcounter.Collection{
-		Name: name, Shards: r.Shards, TimestampField: r.TimestampField, Indexes: r.Indexes,
-		ShardKey: shardcounter.ShardKey(r.ShardKey), CreatedAt: time.Unix(0, r.CreatedAt).UTC(),
-	}
-}
-
-// docRecord is a document's record.
-type docRecord struct {
-	Shard int             `json:"s"`
-	TS    int64           `json:"t"` // Unix µs
-	Data  json.RawMessage `json:"d"`
-}
+// collRecord and docRecord are the records of a collection and a
+// document, as both embedded stores keep them.
+type (
+	collRecord = specrec.Collection
+	docRecord  = specrec.Document
+)
 
 func collKey(name string) []byte { return append([]byte{prefixCollection}, name...) }
 
@@ -202,7 +187,7 @@ func (cs *CollectionStore) GetCollection(ctx context.Context, name string) (*sha
 	var c *shardcounter.Collection
 	err := cs.s.durableRead(ctx, func(r pdb.Reader) error {
 		rec, err := getColl(r, name, nil)
-		c = rec.collection(name)
+		c = rec.Collection(name)
 		return err
 	})
 	if err != nil {
@@ -230,7 +215,7 @@ func (cs *CollectionStore) GrowCollection(ctx context.Context, name string, shar
 		if err != nil {
 			return err
 		}
-		c = rec.collection(name)
+		c = rec.Collection(name)
 		return b.Set(collKey(name), v, nil)
 	})
 	if err != nil {

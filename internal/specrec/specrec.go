@@ -1,12 +1,14 @@
-// Package specrec is the binary record of a counter's spec and creation
-// time that the embedded stores (bolt, Pebble) keep: one format, one
-// decoder, so that a file of either reads the same way.
+// Package specrec holds the records the embedded stores (bolt, Pebble)
+// keep of a counter's spec (binary), a collection and a document (JSON):
+// one format each, so that a file of either store reads the same way.
 package specrec
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/shardcounter/shardcounter"
 )
@@ -136,4 +138,28 @@ func Decode(b []byte) (shardcounter.Spec, int64, error) {
 		return corrupt() // say, 0 shards: every write would divide by it
 	}
 	return spec, createdAt, nil
+}
+
+// Collection is a collection's record.
+type Collection struct {
+	Shards         int      `json:"n"`
+	TimestampField string   `json:"t"`
+	Indexes        []string `json:"i"`
+	ShardKey       string   `json:"k"`
+	CreatedAt      int64    `json:"c"` // Unix ns
+}
+
+// Collection returns the collection the record describes.
+func (r Collection) Collection(name string) *shardcounter.Collection {
+	return &shardcounter.Collection{
+		Name: name, Shards: r.Shards, TimestampField: r.TimestampField, Indexes: r.Indexes,
+		ShardKey: shardcounter.ShardKey(r.ShardKey), CreatedAt: time.Unix(0, r.CreatedAt).UTC(),
+	}
+}
+
+// Document is a document's record.
+type Document struct {
+	Shard int             `json:"s"`
+	TS    int64           `json:"t"` // Unix µs
+	Data  json.RawMessage `json:"d"`
 }
