@@ -21,6 +21,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	shttp "github.com/shardcounter/shardcounter/http"
+	"github.com/shardcounter/shardcounter/internal/testbin"
 )
 
 // binary is the shardcounter binary built for these tests: they drive the
@@ -43,27 +44,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// readSources reads every Go source of the module. The binary is built by
-// a subprocess, whose inputs go test's result cache does not see; files
-// the test process itself opens it does, so reading them here makes a
-// change anywhere in the module rerun these tests instead of replaying a
-// cached pass. It must run inside a test: go test records the files a
-// test opens only once m.Run has started.
-var readSources = sync.OnceFunc(func() {
-	root, _ := filepath.Abs("../..")
-	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() && path != root && strings.HasPrefix(d.Name(), ".") {
-			return filepath.SkipDir
-		}
-		if strings.HasSuffix(path, ".go") || d.Name() == "go.mod" || d.Name() == "go.sum" {
-			os.ReadFile(path)
-		}
-		return nil
-	})
-})
+// readSources reads the module's sources once (testbin.ReadSources): the
+// binary these tests run is built by a subprocess, whose inputs go test's
+// cache does not see.
+var readSources = sync.OnceFunc(func() { testbin.ReadSources("../..") })
 
 // Result is one finished run of the binary.
 type Result struct {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shardcounter/shardcounter/internal/testbin"
 )
 
 // binary is the shardcounter binary built for these tests.
@@ -38,24 +40,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// readSources reads every Go source of the module, so that go test's
-// cache sees a change anywhere in it (the binary is built by a
-// subprocess, whose inputs it does not see).
-var readSources = sync.OnceFunc(func() {
-	root, _ := filepath.Abs("../..")
-	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		if strings.HasSuffix(path, ".go") || d.Name() == "go.mod" || d.Name() == "go.sum" {
-			os.ReadFile(path)
-		}
-		return nil
-	})
-})
+// readSources reads the module's sources once (testbin.ReadSources): the
+// binary these tests run is built by a subprocess, whose inputs go test's
+// cache does not see.
+var readSources = sync.OnceFunc(func() { testbin.ReadSources("../..") })
 
 // token is the token every server here is started with.
 const token = "hostile-test-token"
