@@ -283,7 +283,15 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 			present := sl.t.st != nil && snap.Exists() && sameTime(snap.Data()[fieldOf], sl.t.st.meta.created)
 			sl.t.members[sl.mem] = &memberDoc{snap: snap, present: present, was: present}
 		default:
-			sl.t.st.shards[sl.shard] = s.shardFromSnap(snap)
+			sh := s.shardFromSnap(snap)
+			if sh.n != 0 && sh.n != int64(sl.t.st.meta.spec.Shards) {
+				// A reshard committed after the shard count was cached: the
+				// shard's version is fresh, so its precondition alone would
+				// let a member be counted on the old count's shard.
+				s.cache.Remove(sl.t.id)
+				return nil, errConflict
+			}
+			sl.t.st.shards[sl.shard] = sh
 			if sl.t.st.shards[sl.shard].wide {
 				sl.t.st.full = true
 			}
@@ -320,7 +328,8 @@ func (s *CounterStore) shardFromSnap(snap *firestore.DocumentSnapshot) shardStat
 	d := snap.Data()
 	v, _ := d[s.field].(int64)
 	wide, _ := d[fieldWide].(bool)
-	return shardState{value: v, ut: snap.UpdateTime, exists: true, known: true, wide: wide}
+	n, _ := d[fieldNumShards].(int64)
+	return shardState{value: v, ut: snap.UpdateTime, exists: true, known: true, wide: wide, n: n}
 }
 
 // fieldWide marks every shard of a counter whose shards are not all

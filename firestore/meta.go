@@ -93,7 +93,8 @@ type shardState struct {
 	ut     time.Time
 	exists bool // a document exists (a seed-made counter may lack some)
 	known  bool
-	wide   bool // the document has the wide mark
+	wide   bool  // the document has the wide mark
+	n      int64 // the num_shards it was written with; 0 on a seed-made document
 }
 
 // counterState is what the store knows of a counter between batches: its
