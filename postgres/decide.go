@@ -160,12 +160,12 @@ type counter struct {
 
 // plan is what the second round trip writes.
 type plan struct {
-	rows    writes       // shard rows of sum counters
-	members memberWrites // member items, for membersSQL
+	rows     writes       // shard rows of sum counters
+	members  memberWrites // member items, for membersSQL
 	sketches sketchWrites // approx counters' new shard sketches, for sketchSQL
-	buckets bucketWrites // deltas of windowed counters, for bucketsSQL
-	drop    []string     // counters created by the attempt and not kept
-	refused []requestKey // recorded request ids of items not applied
+	buckets  bucketWrites // deltas of windowed counters, for bucketsSQL
+	drop     []string     // counters created by the attempt and not kept
+	refused  []requestKey // recorded request ids of items not applied
 }
 
 // decide decides each item in batch order, as bolt applies them one at a
