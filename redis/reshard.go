@@ -209,6 +209,7 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 // nil (a writer already wrote at the new epoch: the reshard is over).
 func (s *CounterStore) fence(ctx context.Context, l *layout, oldEp, newEp string) error {
 	vals := make([]int64, l.n)
+	xs := make([][]byte, l.n)
 	frozen := true
 	j := 0
 	err := s.eachOf(ctx, seq(0, l.n), func(p goredis.Pipeliner, i int) *goredis.Cmd {
@@ -220,9 +221,12 @@ func (s *CounterStore) fence(ctx context.Context, l *layout, oldEp, newEp string
 		if err != nil {
 			return err
 		}
-		if len(r) != 4 {
+		if len(r) != 5 {
 			frozen = false
 			return nil
+		}
+		if x, _ := r[4].(string); x != "" {
+			xs[k] = []byte(x)
 		}
 		v, _ := r[1].(string)
 		w, _ := r[2].(string)
@@ -238,9 +242,9 @@ func (s *CounterStore) fence(ctx context.Context, l *layout, oldEp, newEp string
 	if err != nil {
 		return storeErr("reshard: fence shards", err, true)
 	}
-	l.frozen = nil
+	l.frozen, l.frozenX = nil, nil
 	if frozen {
-		l.frozen = vals
+		l.frozen, l.frozenX = vals, xs
 	}
 	return nil
 }
@@ -437,9 +441,21 @@ func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error 
 		}
 		return nil
 	}
+	script := foldScript
+	if l.approx() {
+		script = foldSketchScript
+		unions, err := foldSketches(l, cmds, m)
+		if err != nil {
+			return err
+		}
+		args = func(k int) []any { return []any{newEp, k, unions[k%m]} }
+		run = func(p goredis.Pipeliner, k int) *goredis.Cmd {
+			return foldSketchScript.EvalSha(ctx, p, foldKeys(k), args(k)...)
+		}
+	}
 	if s.hook != nil { // one at a time, so a test can stop between two folds
 		for _, k := range todo {
-			if err := check(s.runScript(ctx, foldScript, foldKeys(k), args(k)...)); err != nil {
+			if err := check(s.runScript(ctx, script, foldKeys(k), args(k)...)); err != nil {
 				return err
 			}
 			if err := s.step("fold"); err != nil {
