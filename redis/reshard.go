@@ -422,13 +422,20 @@ func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error 
 			}
 		}
 	}
-	args := func(k int) []any { return append([]any{newEp, k, vals[k]}, buckets[k]...) }
+	script, args := foldScript, func(k int) []any { return append([]any{newEp, k, vals[k]}, buckets[k]...) }
+	if l.approx() {
+		unions, err := foldSketches(l, cmds, m)
+		if err != nil {
+			return err
+		}
+		script, args = foldSketchScript, func(k int) []any { return []any{newEp, k, unions[k%m]} }
+	}
 	foldKeys := func(k int) []string {
 		t := k % m
 		return []string{l.keys.shard(t), l.keys.buckets(t), l.keys.bucketIndex(t)}
 	}
 	run := func(p goredis.Pipeliner, k int) *goredis.Cmd {
-		return foldScript.EvalSha(ctx, p, foldKeys(k), args(k)...)
+		return script.EvalSha(ctx, p, foldKeys(k), args(k)...)
 	}
 	check := func(c *goredis.Cmd) error {
 		switch r, err := c.Int(); {
@@ -440,18 +447,6 @@ func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error 
 			return shardcounter.Errorf(shardcounter.EINTERNAL, "redis: counter %q: a fold overflowed after the check", l.id)
 		}
 		return nil
-	}
-	script := foldScript
-	if l.approx() {
-		script = foldSketchScript
-		unions, err := foldSketches(l, cmds, m)
-		if err != nil {
-			return err
-		}
-		args = func(k int) []any { return []any{newEp, k, unions[k%m]} }
-		run = func(p goredis.Pipeliner, k int) *goredis.Cmd {
-			return foldSketchScript.EvalSha(ctx, p, foldKeys(k), args(k)...)
-		}
 	}
 	if s.hook != nil { // one at a time, so a test can stop between two folds
 		for _, k := range todo {

@@ -1,0 +1,79 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/storetest"
+)
+
+// approxAdds returns items adding members prefix0 .. prefix(n-1) to an
+// approx counter.
+func approxAdds(id, prefix string, n int) []shardcounter.Increment {
+	incs := make([]shardcounter.Increment, n)
+	for i := range incs {
+		incs[i] = shardcounter.Increment{Counter: id, Member: fmt.Sprintf("%s%d", prefix, i), Delta: 1}
+	}
+	return incs
+}
+
+func mustApplyAll(t *testing.T, s shardcounter.CounterStore, incs []shardcounter.Increment) {
+	t.Helper()
+	out, err := s.Apply(context.Background(), incs)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	for i, o := range out {
+		if o.Err != nil || o.Duplicate {
+			t.Fatalf("item %d: %+v", i, o)
+		}
+	}
+}
+
+// TestApproxTwoProcesses writes one approx counter from two stores, as
+// two processes would: each caches the sketches it wrote last, so a write
+// after the other store's must find its cached sketch out of date (the
+// shard's version moved), read the shard again and keep the other's
+// registers. Then both write at once, and no writer's members are lost.
+func TestApproxTwoProcesses(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		a, b := MustOpen(t, dsn), MustOpen(t, dsn)
+		id := t.Name() + runID()
+		storetest.MustCreateApprox(t, a, id, 4)
+		mustApplyAll(t, a, approxAdds(id, "a", 300))
+		mustApplyAll(t, b, approxAdds(id, "b", 300))
+		mustApplyAll(t, a, approxAdds(id, "c", 300)) // on a's cached sketches, which b moved on
+		storetest.CheckApprox(t, a, id, 900)
+		storetest.CheckApprox(t, b, id, 900)
+
+		var wg sync.WaitGroup
+		for w := range 8 {
+			s := a
+			if w%2 == 1 {
+				s = b
+			}
+			wg.Go(func() {
+				for k := range 25 {
+					out, err := s.Apply(context.Background(), approxAdds(id, fmt.Sprintf("w%d-%d-", w, k), 20))
+					if err != nil {
+						t.Errorf("Apply: %v", err)
+						return
+					}
+					for _, o := range out {
+						if o.Err != nil {
+							t.Errorf("outcome %+v", o)
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if !t.Failed() {
+			storetest.CheckApprox(t, b, id, 900+8*25*20)
+		}
+	})
+}
