@@ -365,7 +365,9 @@ func (s *CounterStore) moveMembers(ctx context.Context, l *layout, newEp string)
 	return s.step("move")
 }
 
-// fold runs step 3 of finishReshard.
+// fold runs step 3 of finishReshard. An approx counter's folds set each
+// target's sketch to the union of its own and its removed shards'
+// (foldSketchScript), computed here from their frozen hashes.
 func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error {
 	n, m := l.n, l.to
 	cmds := make([]*goredis.MapStringStringCmd, n)

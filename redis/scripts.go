@@ -60,9 +60,14 @@ end
 // whose state it reports, see wait.go), and item
 // j's nine arguments from ARGV[9j-6] are: the epoch the writer read, the
 // delta, its negation, the request id ("" for none), a name of the item's
-// counter within the call, the mode (modeSum, modeBounded, modeDistinct),
-// the member, the start of the bucket the write lands in ("" without a
-// window) and the start before which buckets are past retention.
+// counter within the call, the mode (modeSum, modeBounded, modeDistinct,
+// modeApprox), the member, the start of the bucket the write lands in (""
+// without a window) and the start before which buckets are past
+// retention. An approx item (approx.go) sends instead of the delta "1"
+// when its shard's sketch changed, instead of its negation the shard
+// version its sketch was computed from, and instead of the member the new
+// sketch (on the first item of its shard, "" on the others and when the
+// bytes did not change); its aux key is the shard.
 //
 // An item applies only when the shard's epoch is the writer's; then the
 // duplicate check; then the counter's rule: an unbounded sum's delta must
@@ -71,8 +76,11 @@ end
 // right where they would round the values); a bounded counter's new total
 // must lie in its bounds (compared as text); a member is added or removed
 // from the shard's set, and the shard's value moves only when membership
-// changes. Then HINCRBY of the value, of the version w (so a reader can
-// tell whether the shard changed between two of its reads, see read.go),
+// changes; an approx item applies only when its shard's version is the
+// one it read (cas: a compare-and-set, once per shard and call, which
+// sets the sketch), and otherwise answers resConflict. Then HINCRBY of
+// the value, of the version w (so a reader can tell whether the shard
+// changed between two of its reads, see read.go),
 // and of the write's bucket, which also sweeps a few buckets past
 // retention; and the request id's record. All of that is one atomic step.
 // A delta that would take the shard's value out of int64 (a bounded
