@@ -45,9 +45,10 @@ func BenchmarkApproxLoad(b *testing.B) {
 			storetest.MustCreateApprox(b, s, id+"x", 16)
 			storetest.MustCreate(b, s, id+"s", 16)
 			var approx, sum float64
+			var added int64
 			for range b.N {
-				approx = applyLoad(b, s, id+"x", true, d)
-				sum = applyLoad(b, s, id+"s", false, d)
+				approx, added = applyLoad(b, s, id+"x", true, d)
+				sum, _ = applyLoad(b, s, id+"s", false, d)
 			}
 			v, err := s.ReadCounter(context.Background(), id+"x")
 			if err != nil {
@@ -56,15 +57,15 @@ func BenchmarkApproxLoad(b *testing.B) {
 			b.ReportMetric(approx, "approx-adds/s")
 			b.ReportMetric(sum, "sum-adds/s")
 			b.ReportMetric(approx/sum, "ratio")
-			b.Logf("%s: approx %.0f adds/s (estimate %d), sum %.0f adds/s, ratio %.3f", backend.name, approx, v.Value, sum, approx/sum)
+			b.Logf("%s: approx %.0f adds/s (%d members, estimate %d), sum %.0f adds/s, ratio %.3f", backend.name, approx, added, v.Value, sum, approx/sum)
 		})
 	}
 }
 
 // applyLoad runs 64 writers of batches of 64 for d and returns the items
-// applied per second: distinct members on an approx counter, +1 deltas
-// on a sum counter.
-func applyLoad(tb testing.TB, s shardcounter.CounterStore, id string, approx bool, d time.Duration) float64 {
+// applied per second and in all: distinct members on an approx counter,
+// +1 deltas on a sum counter.
+func applyLoad(tb testing.TB, s shardcounter.CounterStore, id string, approx bool, d time.Duration) (float64, int64) {
 	const writers, batch = 64, 64
 	var n atomic.Int64
 	var wg sync.WaitGroup
@@ -96,5 +97,5 @@ func applyLoad(tb testing.TB, s shardcounter.CounterStore, id string, approx boo
 		})
 	}
 	wg.Wait()
-	return float64(n.Load()) / time.Since(start).Seconds()
+	return float64(n.Load()) / time.Since(start).Seconds(), n.Load()
 }
