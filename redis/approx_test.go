@@ -2,11 +2,13 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/redis"
 	"github.com/shardcounter/shardcounter/storetest"
 )
 
@@ -74,6 +76,57 @@ func TestApproxTwoProcesses(t *testing.T) {
 		wg.Wait()
 		if !t.Failed() {
 			storetest.CheckApprox(t, b, id, 900+8*25*20)
+		}
+	})
+}
+
+// TestReshardCrashApprox stops a reshard of an approx counter after each
+// step, as a crash would, and lets other processes finish it while they
+// add members: no shard's sketch is lost or folded twice into nothing,
+// and no member added meanwhile is lost.
+func TestReshardCrashApprox(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		for _, c := range []struct{ from, to int }{{5, 3}, {2, 7}} {
+			for _, stop := range []string{"intent", "fence", "init", "fold", "commit"} {
+				if (stop == "init" && c.to < c.from) || (stop == "fold" && c.to > c.from) {
+					continue // no such step
+				}
+				t.Run(fmt.Sprintf("%dto%d/%s", c.from, c.to, stop), func(t *testing.T) {
+					ctx := context.Background()
+					id := t.Name() + runID()
+					crashing := MustOpen(t, dsn)
+					storetest.MustCreateApprox(t, crashing, id, c.from)
+					mustApplyAll(t, crashing, approxAdds(id, "a", 600))
+					redis.SetStepHook(crashing, func(step string) error {
+						if step == stop {
+							return errCrash
+						}
+						return nil
+					})
+					if _, err := crashing.ReshardCounter(ctx, id, c.to); !errors.Is(err, errCrash) {
+						t.Fatalf("ReshardCounter = %v, want the injected crash", err)
+					}
+					var wg sync.WaitGroup
+					for w := range 3 {
+						wg.Go(func() {
+							s := MustOpen(t, dsn)
+							for k := range 5 {
+								out, err := s.Apply(ctx, approxAdds(id, fmt.Sprintf("w%d-%d-", w, k), 20))
+								if err != nil || out[0].Err != nil {
+									t.Errorf("adding while recovering: %v %+v", err, out)
+									return
+								}
+							}
+						})
+					}
+					wg.Wait()
+					s := MustOpen(t, dsn)
+					if got := len(storetest.MustSketches(t, s, id)); got != c.to {
+						t.Fatalf("%d shard sketches after the reshard to %d was finished", got, c.to)
+					}
+					storetest.CheckApprox(t, s, id, 600+3*5*20)
+				})
+			}
 		}
 	})
 }
