@@ -83,12 +83,27 @@ func (w *sketchWrites) add(k shardKey, b []byte) {
 // ReadSketches returns an approx counter and its shards' sketches in shard
 // order (nil for a shard with none), from one statement, so one snapshot.
 func (s *CounterStore) ReadSketches(ctx context.Context, id string) (*shardcounter.Counter, [][]byte, error) {
+	return readSketches(ctx, s.pool, id)
+}
+
+// ReadSketches is CounterStore.ReadSketches in the snapshot (an export
+// writes the sketches of approx counters).
+func (n *Snapshot) ReadSketches(ctx context.Context, id string) (*shardcounter.Counter, [][]byte, error) {
+	return readSketches(ctx, n.tx, id)
+}
+
+// rowQuerier is a pool, or a transaction.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func readSketches(ctx context.Context, q rowQuerier, id string) (*shardcounter.Counter, [][]byte, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, nil, err
 	}
 	c, dest, done := scanCounter()
 	var sketches [][]byte
-	err := s.pool.QueryRow(ctx, `
+	err := q.QueryRow(ctx, `
 SELECT c.id, `+specColumns("c")+`, c.created_at, array(
 	SELECT s.sketch
 	FROM generate_series(0, c.shards - 1) AS g
