@@ -55,7 +55,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 	for attempt := 0; len(todo) > 0; attempt++ {
 		if attempt == maxAttempts {
 			for _, i := range todo {
-				out[i].Err = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q: its layout or slots kept changing; nothing was applied, try again", incs[i].Counter)
+				out[i].Err = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q: its layout, its slots or (approx) its shards' sketches kept changing; nothing was applied, try again", incs[i].Counter)
 			}
 			break
 		}
