@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -49,5 +50,22 @@ func TestSnapshotReadSketches(t *testing.T) {
 	rs, err := snap.ReadCounters(ctx, []string{"v"})
 	if err != nil || rs[0] == nil || rs[0].Value != before {
 		t.Fatalf("Snapshot.ReadCounters = %+v, %v, want %d", rs, err, before)
+	}
+}
+
+// TestApproxNoMembers checks that an approx counter, which keeps sketches
+// and not its members, refuses member reads.
+func TestApproxNoMembers(t *testing.T) {
+	ctx := context.Background()
+	s := MustOpen(t)
+	storetest.MustCreateApprox(t, s, "v", 2)
+	if _, err := s.Apply(ctx, []shardcounter.Increment{{Counter: "v", Member: "m1", Delta: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.IsMember(ctx, "v", "m1"); !errors.Is(err, shardcounter.ErrInvalid) {
+		t.Fatalf("IsMember on an approx counter: %v, want ErrInvalid", err)
+	}
+	if _, err := s.ListMembers(ctx, "v", "", 10); !errors.Is(err, shardcounter.ErrInvalid) {
+		t.Fatalf("ListMembers on an approx counter: %v, want ErrInvalid", err)
 	}
 }

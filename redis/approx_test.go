@@ -130,3 +130,20 @@ func TestReshardCrashApprox(t *testing.T) {
 		}
 	})
 }
+
+// TestApproxNoMembers checks that an approx counter, which keeps sketches
+// and not its members, refuses member reads.
+func TestApproxNoMembers(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		s := MustOpen(t, dsn)
+		id := t.Name() + runID()
+		storetest.MustCreateApprox(t, s, id, 2)
+		mustApplyAll(t, s, approxAdds(id, "m", 3))
+		if _, err := s.IsMember(context.Background(), id, "m1"); !errors.Is(err, shardcounter.ErrInvalid) {
+			t.Fatalf("IsMember on an approx counter: %v, want ErrInvalid", err)
+		}
+		if _, err := s.ListMembers(context.Background(), id, "", 10); !errors.Is(err, shardcounter.ErrInvalid) {
+			t.Fatalf("ListMembers on an approx counter: %v, want ErrInvalid", err)
+		}
+	})
+}
