@@ -43,6 +43,10 @@ func (b *batchState) apply(inc shardcounter.Increment, o *shardcounter.Outcome) 
 	if !ok {
 		return nil
 	}
+	if isApprox(it.st.meta.spec) {
+		b.takeApprox(&it, inc, o)
+		return nil
+	}
 	if it.md != nil && it.md.present == (inc.Delta > 0) {
 		o.Unchanged = true
 		b.adopt(it.t, it.st, it.creating)
@@ -318,7 +322,11 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 			wb.Create(t.ref, metaFields(id, st.meta))
 			add("counter")
 			for i := range n {
-				wb.Create(shardRef(t.ref, i), map[string]any{b.s.field: t.deltas[i], fieldNumShards: int64(n)})
+				fields := map[string]any{b.s.field: t.deltas[i], fieldNumShards: int64(n)}
+				if sk, ok := t.newSketch[i]; ok {
+					fields[fieldSketch] = sk
+				}
+				wb.Create(shardRef(t.ref, i), fields)
 				sw = append(sw, shardWrite{t: t, shard: i, delta: t.deltas[i], result: add("shard")})
 			}
 		} else {
@@ -345,6 +353,10 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 				if st.full && sh.wide != wide {
 					ups = append(ups, firestore.Update{Path: fieldWide, Value: wide})
 				}
+				sk, newSketch := t.newSketch[i]
+				if newSketch {
+					ups = append(ups, firestore.Update{Path: fieldSketch, Value: sk})
+				}
 				if sh.exists {
 					wb.Update(ref, ups, firestore.LastUpdateTime(sh.ut))
 				} else {
@@ -352,6 +364,9 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 					fields := map[string]any{b.s.field: t.deltas[i]}
 					if wide {
 						fields[fieldWide] = true
+					}
+					if newSketch {
+						fields[fieldSketch] = sk
 					}
 					wb.Create(ref, fields)
 				}
