@@ -222,8 +222,11 @@ func (s *CounterStore) reshardOnce(ctx context.Context, id string, ref *firestor
 			wb.Delete(sr)
 		case snaps[1+i].Exists():
 			ups := []firestore.Update{{Path: s.field, Value: vals[i]}, {Path: fieldNumShards, Value: int64(n)}, {Path: fieldWide, Value: wide}}
-			if sks != nil && sks[i] != nil {
+			switch {
+			case sks != nil && sks[i] != nil:
 				ups = append(ups, firestore.Update{Path: fieldSketch, Value: sks[i]})
+			case sks != nil && i >= old && sketchOf(snaps[1+i]) != nil: // a document left by another program: a new shard starts empty
+				ups = append(ups, firestore.Update{Path: fieldSketch, Value: firestore.Delete})
 			}
 			wb.Update(sr, ups, firestore.LastUpdateTime(snaps[1+i].UpdateTime))
 		default:
