@@ -335,18 +335,11 @@ func (b *batch) apply(inc shardcounter.Increment, o *shardcounter.Outcome) *targ
 		b.takeApprox(t, shard.Of(pick, n), inc, rk, o)
 		return nil
 	}
-	if inc.Member != "" {
-		present, ok := t.present[inc.Member]
-		if !ok {
-			me := b.members[requestKey{inc.Counter, inc.Member}]
-			present = me != nil && me.Of.Equal(t.st.CreatedAt)
-		}
-		if present == (inc.Delta > 0) {
-			o.Unchanged = true
-			t.touched = true
-			b.record(rk)
-			return nil
-		}
+	if inc.Member != "" && b.memberUnchanged(t, inc) {
+		o.Unchanged = true
+		t.touched = true
+		b.record(rk)
+		return nil
 	}
 	k := shard.Of(pick, n)
 	v, ok := overflow.Add(t.vals[k], inc.Delta)
@@ -394,6 +387,18 @@ func (b *batch) apply(inc shardcounter.Increment, o *shardcounter.Outcome) *targ
 	t.bdelta += inc.Delta
 	b.record(rk)
 	return nil
+}
+
+// memberUnchanged reports whether a member item leaves its member as it
+// is: an add of one present, a removal of one absent, as the pass has
+// left it so far.
+func (b *batch) memberUnchanged(t *target, inc shardcounter.Increment) bool {
+	present, ok := t.present[inc.Member]
+	if !ok {
+		me := b.members[requestKey{inc.Counter, inc.Member}]
+		present = me != nil && me.Of.Equal(t.st.CreatedAt)
+	}
+	return present == (inc.Delta > 0)
 }
 
 func roomFor(vals []int64, delta int64) int {
