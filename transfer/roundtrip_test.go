@@ -23,6 +23,7 @@ import (
 	"github.com/shardcounter/shardcounter/internal/pgtest"
 	"github.com/shardcounter/shardcounter/internal/redistest"
 	"github.com/shardcounter/shardcounter/sketch"
+	"github.com/shardcounter/shardcounter/storetest"
 	"github.com/shardcounter/shardcounter/transfer"
 )
 
@@ -262,7 +263,20 @@ func TestRoundTripDocumentStores(t *testing.T) {
 	}
 	defer src.Close()
 	first := fillAndExport(t, src, &clock)
-	roundTrip(t, first, []step{{"datastore", datastoreDSN}, {"firestore", firestoreDSN}})
+	last := roundTrip(t, first, []step{{"datastore", datastoreDSN}, {"firestore", firestoreDSN}})
+
+	// An import merges sketches: registers the target has and the
+	// export lacks are kept, as members are.
+	ctx := context.Background()
+	if out, err := last.Apply(ctx, []shardcounter.Increment{{Counter: "rt/uniques-one", Member: "another", Delta: 1}}); err != nil || out[0].Err != nil {
+		t.Fatalf("add to rt/uniques-one: %+v, %v", out, err)
+	}
+	if st, err := transfer.Import(ctx, last, strings.NewReader(first), transfer.ImportOptions{}); err != nil || st.Conflicts != 0 {
+		t.Fatalf("import over it: %+v, %v", st, err)
+	}
+	if v := storetest.MustRead(t, last, "rt/uniques-one"); v != 2 {
+		t.Fatalf("rt/uniques-one after an import of its export over a member more = %d, want 2", v)
+	}
 }
 
 func clockFunc(clock *atomic.Pointer[time.Time]) func() time.Time {
@@ -318,13 +332,15 @@ type step struct{ name, dsn string }
 
 // roundTrip imports first into each store of chain in turn, from the
 // export of the one before, and checks each store's export, its verify,
-// and a second import.
-func roundTrip(t *testing.T, first string, chain []step) {
+// and a second import. It returns the last store.
+func roundTrip(t *testing.T, first string, chain []step) shardcounter.CounterStore {
 	t.Helper()
 	pfx := "rt/"
 	data := first
+	var s shardcounter.CounterStore
 	for _, step := range chain {
-		s, _, st := importInto(t, step.dsn, data, false)
+		var st transfer.Stats
+		s, _, st = importInto(t, step.dsn, data, false)
 		if st.Counters != fillCounters || st.Members != 2500 || st.Conflicts != 0 || st.Collections != 1 || st.Documents != 25 || st.Rankings != 1 || st.Deadlines != 2 {
 			t.Errorf("%s: import stats %+v", step.name, st)
 		}
@@ -340,6 +356,7 @@ func roundTrip(t *testing.T, first string, chain []step) {
 		diffLines(t, step.name+" (again)", first, export(t, s, pfx))
 		data = got
 	}
+	return s
 }
 
 func diffLines(t *testing.T, name, want, got string) {
