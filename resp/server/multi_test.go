@@ -254,6 +254,22 @@ func TestTransactionCluster(t *testing.T) {
 		t.Errorf("the transaction wrote shards on %v, want one master", nodes)
 	}
 
+	// A write with a request id keeps its shard, and sent again in a
+	// transaction it is a duplicate: counted once.
+	for round, want := range []any{int64(1), int64(0)} {
+		cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Do(ctx, "SC.INCRBY", "r", 3, "REQUEST-ID", "req-1")
+			p.Incr(ctx, "b")
+			return nil
+		})
+		if err != nil || cmds[0].(*redis.Cmd).Val() != want {
+			t.Fatalf("round %d of a transaction with a request id: %v, %v; want %v first", round, results(cmds), err, want)
+		}
+	}
+	if v, _ := rdb.Get(ctx, "r").Int(); v != 3 {
+		t.Errorf("r = %d after a transaction sent twice with one request id, want 3", v)
+	}
+
 	// Counters of one shard, until two are on different masters.
 	var x, y string
 	first := ""
