@@ -78,6 +78,9 @@ type Engine struct {
 	// (shardcounter.MemoryReader): reads go to it without gathering or
 	// rollups.
 	direct bool
+	// txns is set for a store that applies a transaction's increments as
+	// a unit of their own (shardcounter.TxnApplier): fold marks them so.
+	txns bool
 	// ranks are the rankings kept from commits (ranking.go).
 	ranks *rankings
 }
@@ -111,6 +114,9 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	}
 	if m, ok := store.(shardcounter.MemoryReader); ok && m.ReadsFromMemory() {
 		e.direct = true
+	}
+	if t, ok := store.(shardcounter.TxnApplier); ok && t.TxnUnits() {
+		e.txns = true
 	}
 	e.strong = newStrongReads(cfg.MaxReadsInFlight, cfg.Now, e.fetch, e.cache.put)
 	if !cfg.NoAutoCreate {

@@ -26,7 +26,7 @@ import (
 // It returns the number of increments its first commit sent: how broad
 // the batch was, after folding.
 func (e *Engine) flush(b *batch) int {
-	groups := increasesFirst(foldSums(fold(b.calls, e.create), b.sums, e.create))
+	groups := increasesFirst(foldSums(fold(b.calls, e.create, e.txns), b.sums, e.create))
 	items := len(groups)
 	if e.pacer == nil {
 		e.commit(groups)
@@ -91,7 +91,7 @@ func (e *Engine) commit(groups []*group) {
 				}
 				g.created = true
 				retry = append(retry, g)
-			case !g.single && len(g.calls) > 0 && errors.Is(o.Err, shardcounter.ErrOutOfRange) &&
+			case !g.single && g.inc.Txn == 0 && len(g.calls) > 0 && errors.Is(o.Err, shardcounter.ErrOutOfRange) &&
 				(len(g.calls) > 1 || moved[g.inc.Counter] > i):
 				for _, c := range g.calls {
 					singles = append(singles, &group{inc: e.create.increment(c.w), calls: []*call{c}, created: g.created, single: true})

@@ -101,6 +101,7 @@ func RunCounterStore(t *testing.T, open OpenFunc, opts Options) {
 	t.Run("List", func(t *testing.T) { testList(t, open(t)) })
 	t.Run("AddPlacement", func(t *testing.T) { testAddPlacement(t, open(t)) })
 	t.Run("Apply", func(t *testing.T) { testApply(t, open(t)) })
+	t.Run("Txn", func(t *testing.T) { testTxn(t, open(t)) })
 	t.Run("ApplyDuplicate", func(t *testing.T) { testApplyDuplicate(t, open(t)) })
 	t.Run("OutOfRange", func(t *testing.T) { testOutOfRange(t, open(t)) })
 	t.Run("TotalOutOfRange", func(t *testing.T) { testTotalOutOfRange(t, open(t)) })
