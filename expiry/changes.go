@@ -176,10 +176,17 @@ func (s *Store) plan(ctx context.Context, chs []Change, res []ChangeResult) (*pl
 		m := member(s.stamp(), ch.At)
 		p.adds[i] = len(p.items)
 		p.items = append(p.items, shardcounter.Increment{Counter: rec, Member: m, Delta: 1, Create: recordSpec})
+		next := entry{deadline: ch.At, member: m}
 		if ch.At != 0 {
-			p.items = append(p.items, shardcounter.Increment{Counter: IndexID(bucket(ch.At), ch.Name), Delta: 1, Create: indexSpec})
+			// An entry this Store added to for the name in the same second
+			// is still there: the sweep deletes only entries that are due,
+			// and this one is not.
+			next.indexed = bucket(ch.At)
+			if next.indexed != e.indexed {
+				p.items = append(p.items, shardcounter.Increment{Counter: IndexID(next.indexed, ch.Name), Delta: 1, Create: indexSpec})
+			}
 		}
-		p.final[ch.Name] = entry{ch.At, m}
+		p.final[ch.Name] = next
 	}
 	return p, nil
 }

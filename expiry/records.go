@@ -15,10 +15,13 @@ import (
 
 // entry is what is known of a name's deadline record: the deadline of
 // its newest member (0 for none) and that member ("" when the record
-// holds none).
+// holds none); and the time of the index entry this Store last added to
+// for the name (0 when unknown), which a change in the same second need
+// not add to again.
 type entry struct {
 	deadline int64
 	member   string
+	indexed  int64
 }
 
 // recordSpec is the spec of a deadline record; indexSpec that of an
@@ -115,7 +118,7 @@ func readRecords(ctx context.Context, r Reader, names []string) ([]entry, []int,
 				continue
 			}
 			d, _ := parseMember(ms[0])
-			out[lo+i] = entry{d, ms[0]}
+			out[lo+i] = entry{deadline: d, member: ms[0]}
 			if rd.Value > 1 {
 				untidy = append(untidy, lo+i)
 			}
