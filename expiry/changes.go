@@ -91,11 +91,12 @@ func (s *Store) commitChanges(ctx context.Context, incs []shardcounter.Increment
 		return nil, nil, err
 	}
 	all := incs
+	marking := false // the batch writes the marker that deadlines are in use
 	if len(p.items) > 0 {
-		if err := s.markUsed(ctx); err != nil {
-			return nil, nil, err
-		}
 		all = append(slices.Clip(incs), p.items...)
+		if marking = !s.inUse.Load(); marking {
+			all = append(all, shardcounter.Increment{Counter: inUseID, Delta: 1, Create: indexSpec})
+		}
 	}
 	var out []shardcounter.Outcome
 	if len(all) > 0 {
@@ -105,6 +106,9 @@ func (s *Store) commitChanges(ctx context.Context, incs []shardcounter.Increment
 			}
 			return nil, nil, err
 		}
+	}
+	if marking && out[len(out)-1].Err == nil {
+		s.inUse.Store(true)
 	}
 	for i, k := range p.adds {
 		if k < 0 {
@@ -260,22 +264,6 @@ func (s *Store) lockNames(names []string) func() {
 			s.locks[k].Unlock()
 		}
 	}
-}
-
-// markUsed records that the store has deadlines, once.
-func (s *Store) markUsed(ctx context.Context) error {
-	if s.inUse.Load() {
-		return nil
-	}
-	out, err := s.CounterStore.Apply(ctx, []shardcounter.Increment{{Counter: inUseID, Delta: 1, Create: indexSpec}})
-	if err == nil {
-		err = out[0].Err
-	}
-	if err != nil {
-		return err
-	}
-	s.inUse.Store(true)
-	return nil
 }
 
 // change makes one change on its own: one commit.
