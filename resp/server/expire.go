@@ -228,6 +228,6 @@ func (tx *txState) expiryOrder(cmd *command, args [][]byte) string {
 	if cmd.write == nil || cmd.firstKey == 0 || len(args) <= cmd.firstKey || !tx.afterCommit[string(args[cmd.firstKey])] {
 		return ""
 	}
-	return "ERR " + strings.ToUpper(cmd.name) + " after EXPIRE, PERSIST or TTL of the same key in one transaction: those run after " +
+	return "ERR " + strings.ToUpper(cmd.name) + " after PERSIST, TTL, PTTL, EXPIRETIME or PEXPIRETIME of the same key in one transaction: those run after " +
 		"the transaction's writes commit, so this write would come first; put them after the writes"
 }
