@@ -55,3 +55,18 @@ func (c *cache) drop(name string) {
 	delete(c.cur, name)
 	delete(c.old, name)
 }
+
+// settle records, once a change's commit has landed, the index entry it
+// added to, when the cache still holds that change's member (no change
+// planned since replaced it).
+func (c *cache) settle(name string, e entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.cur[name]; ok && cur.member == e.member {
+		cur.indexed = e.indexed
+		c.cur[name] = cur
+	} else if old, ok := c.old[name]; ok && old.member == e.member {
+		old.indexed = e.indexed
+		c.old[name] = old
+	}
+}

@@ -75,18 +75,23 @@ type plan struct {
 	final   map[string]entry // each changed name's record after the commit
 }
 
-// commitChanges makes the changes with incs in one Apply, holding the
-// changes' name locks, so that this Store's changes to one name are made
-// one after another from what it knows of the record.
+// commitChanges makes the changes with incs in one Apply. It plans them
+// holding the changes' name locks and puts what they will leave in the
+// cache before it lets go, so that this Store's next change of a name,
+// in a flush committing at the same time, replaces this one's member:
+// the flushes of one engine commit side by side while their changes
+// stay in the order they were planned in (the later member is the
+// newer, and counts, whichever commit lands first). A change that fails
+// drops its name from the cache, which reads the record again.
 func (s *Store) commitChanges(ctx context.Context, incs []shardcounter.Increment, chs []Change) ([]shardcounter.Outcome, []ChangeResult, error) {
 	names := make([]string, len(chs))
 	for i, ch := range chs {
 		names[i] = ch.Name
 	}
-	unlock := s.lockNames(names)
-	defer unlock()
 	res := make([]ChangeResult, len(chs))
+	unlock := s.lockNames(names)
 	p, err := s.plan(ctx, chs, res)
+	unlock()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -110,6 +115,8 @@ func (s *Store) commitChanges(ctx context.Context, incs []shardcounter.Increment
 	if marking && out[len(out)-1].Err == nil {
 		s.inUse.Store(true)
 	}
+	unlock = s.lockNames(names)
+	defer unlock()
 	for i, k := range p.adds {
 		if k < 0 {
 			continue
@@ -121,7 +128,7 @@ func (s *Store) commitChanges(ctx context.Context, incs []shardcounter.Increment
 		}
 	}
 	for n, e := range p.final {
-		s.cache.put(n, e)
+		s.cache.settle(n, e)
 		if e.deadline != 0 {
 			s.dueBy(bucket(e.deadline))
 		}
@@ -191,6 +198,17 @@ func (s *Store) plan(ctx context.Context, chs []Change, res []ChangeResult) (*pl
 			}
 		}
 		p.final[ch.Name] = next
+	}
+	for n, e := range p.final {
+		// Until the commit lands, the cache keeps the index entry it knew
+		// was written: a change planned meanwhile adds to the entry again
+		// rather than count on one that may fail (settle).
+		prev, _ := s.cache.get(n)
+		e.indexed = prev.indexed
+		s.cache.put(n, e)
+	}
+	for _, i := range p.deletes {
+		s.cache.drop(chs[i].Name)
 	}
 	return p, nil
 }

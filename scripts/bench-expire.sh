@@ -9,7 +9,8 @@
 #
 #   - the rate-limit pattern, MULTI, INCR k, INCR k:b, EXPIRE k 60, EXEC,
 #     from CLIENTS connections over KEYS keys (cmd/txbench: redis-benchmark
-#     cannot send a transaction);
+#     cannot send a transaction), and the same transaction without EXPIRE,
+#     which shows what the transaction costs apart from its deadline;
 #   - redis-benchmark -c CLIENTS -r KEYS EXPIRE key:__rand_int__ 60, on keys
 #     that exist (made by INCR first), and INCR key:__rand_int__ alongside.
 #
@@ -64,10 +65,13 @@ echo "nproc: $(nproc); $(go version); $(redis-server --version | cut -d' ' -f1-3
 echo "before: $(uptime | sed 's/.*load/load/')"
 
 echo
-echo "== the rate-limit pattern: MULTI, INCR k, INCR k:b, EXPIRE k 60, EXEC; transactions per second (best of $ROUNDS)"
+echo "== the rate-limit pattern: MULTI, INCR k, INCR k:b, EXPIRE k 60, EXEC (ratelimit), and the same without EXPIRE (multi); transactions per second (best of $ROUNDS)"
 echo
-"$DIR/txbench" -addr "127.0.0.1:$RD,127.0.0.1:$SC" -names "redis always,shardcounter pebble" \
-	-clients "$CLIENTS" -keys "$KEYS" -duration "${SECONDS_EACH}s" -rounds "$ROUNDS" -workload ratelimit
+for w in ratelimit multi; do
+	"$DIR/txbench" -addr "127.0.0.1:$RD,127.0.0.1:$SC" -names "redis always,shardcounter pebble" \
+		-clients "$CLIENTS" -keys "$KEYS" -duration "${SECONDS_EACH}s" -rounds "$ROUNDS" -workload "$w"
+	echo
+done
 
 echo
 echo "== redis-benchmark -c $CLIENTS -r $KEYS -n $N: EXPIRE key:__rand_int__ 60 (keys made by INCR first) and INCR key:__rand_int__ (best of $ROUNDS)"

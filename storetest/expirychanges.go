@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,8 +17,10 @@ import (
 // an increment of the batch; Redis's NX, XX, GT and LT; a change to a
 // name that holds nothing, which changes nothing; a time not in the
 // future, which deletes; a change made by one process over another's,
-// which the newest wins and the records keep one member of; and many
-// changes of a name in one second, which share one index entry.
+// which the newest wins and the records keep one member of; changes of
+// one name committing at once, which leave the deadline the process
+// knows; and many changes of a name in one second, which share one index
+// entry.
 func testExpiryChanges(t *testing.T, s shardcounter.CounterStore) {
 	ctx := context.Background()
 	p := prefix(t)
@@ -83,6 +86,29 @@ func testExpiryChanges(t *testing.T, s shardcounter.CounterStore) {
 	}
 	if n := indexEntries(t, s, k) - before; n != 1 {
 		t.Fatalf("5 changes of %q within one second added %d index entries: want them to share one", k, n)
+	}
+
+	// Changes of one name committing at once (an engine's flushes side by
+	// side) leave the deadline this Store knows, the newest planned.
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 5 {
+				at := now + 200_000 + int64(g*1000+i)
+				if _, res, err := x.ApplyChanges(ctx, nil, []expiry.Change{{Name: k, At: at}}); err != nil || res[0].Err != nil {
+					t.Errorf("concurrent change to %d: %v, %+v", at, err, res)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	known, err := x.Deadline(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTTL(t, y, k, true, known-now)
+	if ms, err := s.ListMembers(ctx, expiry.RecordID(k), "", 10); err != nil || len(ms) != 1 {
+		t.Fatalf("members of %q's record after concurrent changes and a read: %q, %v; want one", k, ms, err)
 	}
 
 	// A time not in the future deletes, after the batch's increment.
