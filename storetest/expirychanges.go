@@ -88,28 +88,7 @@ func testExpiryChanges(t *testing.T, s shardcounter.CounterStore) {
 		t.Fatalf("5 changes of %q within one second added %d index entries: want them to share one", k, n)
 	}
 
-	// Changes of one name committing at once (an engine's flushes side by
-	// side) leave the deadline this Store knows, the newest planned.
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Go(func() {
-			for i := range 5 {
-				at := now + 200_000 + int64(g*1000+i)
-				if _, res, err := x.ApplyChanges(ctx, nil, []expiry.Change{{Name: k, At: at}}); err != nil || res[0].Err != nil {
-					t.Errorf("concurrent change to %d: %v, %+v", at, err, res)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	known, err := x.Deadline(ctx, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantTTL(t, y, k, true, known-now)
-	if ms, err := s.ListMembers(ctx, expiry.RecordID(k), "", 10); err != nil || len(ms) != 1 {
-		t.Fatalf("members of %q's record after concurrent changes and a read: %q, %v; want one", k, ms, err)
-	}
+	expiryConcurrentChanges(t, s, x, y, k, now)
 
 	// A time not in the future deletes, after the batch's increment.
 	d := p + "d"
@@ -149,5 +128,32 @@ func indexEntries(t *testing.T, s shardcounter.CounterStore, name string) int {
 			return n
 		}
 		after = cs[len(cs)-1].ID
+	}
+}
+
+// expiryConcurrentChanges checks that changes of one name committing at
+// once (an engine's flushes side by side) leave the deadline the Store
+// knows, the newest planned, and the record one member after a read.
+func expiryConcurrentChanges(t *testing.T, s shardcounter.CounterStore, x, y *expiry.Store, k string, now int64) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 5 {
+				at := now + 200_000 + int64(g*1000+i)
+				if _, res, err := x.ApplyChanges(ctx, nil, []expiry.Change{{Name: k, At: at}}); err != nil || res[0].Err != nil {
+					t.Errorf("concurrent change to %d: %v, %+v", at, err, res)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	known, err := x.Deadline(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTTL(t, y, k, true, known-now)
+	if ms, err := s.ListMembers(ctx, expiry.RecordID(k), "", 10); err != nil || len(ms) != 1 {
+		t.Fatalf("members of %q's record after concurrent changes and a read: %q, %v; want one", k, ms, err)
 	}
 }
