@@ -115,6 +115,7 @@ func RunCounterStore(t *testing.T, open OpenFunc, opts Options) {
 	t.Run("Kinds", func(t *testing.T) { testKinds(t, open(t)) })
 	t.Run("HashIDs", func(t *testing.T) { testHashIDs(t, open(t)) })
 	t.Run("Expiry", func(t *testing.T) { testExpiry(t, open(t)) })
+	t.Run("ExpiryChanges", func(t *testing.T) { testExpiryChanges(t, open(t)) })
 	t.Run("Reset", func(t *testing.T) { testReset(t, open(t), opts) })
 	t.Run("ConcurrentCreateOnWrite", func(t *testing.T) { testConcurrentCreateOnWrite(t, open(t)) })
 	t.Run("ReadCounters", func(t *testing.T) { testReadCounters(t, open(t)) })

@@ -180,24 +180,13 @@ func exportMembers(ctx context.Context, store source, enc *Encoder, id string, s
 const skipInternal = shardcounter.InternalPrefix + "\U0010FFFF"
 
 // readDeadlines returns the deadline, in Unix ms, of each id's name (0
-// for none): the value of its record, expiry.RecordID, in one
-// ReadCounters call.
+// for none), read from the names' records (expiry.ReadDeadlines).
 func readDeadlines(ctx context.Context, store source, ids []string) ([]int64, error) {
-	recs := make([]string, len(ids))
+	names := make([]string, len(ids))
 	for i, id := range ids {
-		recs[i] = expiry.RecordID(shardcounter.NameOf(id))
+		names[i] = shardcounter.NameOf(id)
 	}
-	rs, err := store.ReadCounters(ctx, recs)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int64, len(ids))
-	for i, r := range rs {
-		if r != nil {
-			out[i] = r.Value
-		}
-	}
-	return out, nil
+	return expiry.ReadDeadlines(ctx, store, names)
 }
 
 // exportRankings writes every ranking whose name starts with the prefix,

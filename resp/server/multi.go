@@ -186,6 +186,9 @@ func (c *conn) execWrites(ws []shardcounter.Write) ([]shardcounter.Write, *txRun
 		}
 		p.hi = len(ws)
 		for i := p.lo; i < p.hi; i++ {
+			if ws[i].Expire != nil {
+				continue // a deadline change writes no value
+			}
 			written[ws[i].Counter] = true
 			if read[ws[i].Counter] {
 				ws[i].WantValue = true

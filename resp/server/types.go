@@ -115,6 +115,9 @@ func (tc *typeCache) hold(ws []shardcounter.Write) bool {
 	defer tc.mu.Unlock()
 	last, lastType := "", typeNone
 	for _, w := range ws {
+		if w.Expire != nil {
+			continue // a deadline change claims no type: it acts on either
+		}
 		name, t := writeName(w)
 		if t == lastType && name == last {
 			continue
