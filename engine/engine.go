@@ -100,8 +100,11 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	if x, ok := store.(shardcounter.RequestIDExpirer); ok {
 		x.SetDedupeWindow(cfg.DedupeWindow)
 	}
-	x := expiry.Wrap(store, expiry.Options{Now: cfg.Now, Refresh: cfg.ExpiryRefresh})
-	e := &Engine{
+	var e *Engine
+	// The rankings hear of every delete, also the wrapper's own purges.
+	notice := deleteNotice{CounterStore: store, ranks: func() *rankings { return e.ranks }}
+	x := expiry.Wrap(notice, expiry.Options{Now: cfg.Now, Refresh: cfg.ExpiryRefresh})
+	e = &Engine{
 		store:   x,
 		expiry:  x,
 		raw:     store,
