@@ -28,6 +28,13 @@ type Stats struct {
 	// PaceWaitNanos is the time flushes waited for a shard to be due
 	// (Config.ShardWriteInterval).
 	PaceWaitNanos atomic.Int64
+	// RankingDeltas counts the counters ranking refreshes moved by the
+	// deltas of their commits, RankingReads those they read from the
+	// store instead (the seeding scans included), and RankingBlocked the
+	// reads that held their counter's commits back (rankcommit.go).
+	RankingDeltas  atomic.Int64
+	RankingReads   atomic.Int64
+	RankingBlocked atomic.Int64
 }
 
 // FlushEvent describes one store.Apply made by the flusher, for

@@ -176,6 +176,7 @@ func (k *ranked) update(ctx context.Context, e *Engine, asOf time.Time) (map[str
 			got[id] = &v
 		}
 	}
+	e.stats.RankingDeltas.Add(int64(len(pend) - len(reads)))
 	if k.win != nil {
 		for _, id := range k.win.moved(asOf) {
 			got[id] = k.win.sum(id, asOf)
@@ -200,6 +201,10 @@ func (k *ranked) readInto(ctx context.Context, e *Engine, ids []string, block bo
 		n := min(len(ids), shardcounter.MaxReadBatch)
 		batch := ids[:n]
 		k.register(batch, block)
+		e.stats.RankingReads.Add(int64(n))
+		if block {
+			e.stats.RankingBlocked.Add(int64(n))
+		}
 		vals, err := k.read(ctx, e, batch, asOf)
 		for _, id := range k.unregister(batch) {
 			k.retry[id] = true
