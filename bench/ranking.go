@@ -221,7 +221,7 @@ func rankPrefill(ctx context.Context, e *engine.Engine, ids []string, windowed b
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if _, err := e.WriteBatch(ctx, ws); err != nil {
+			if err := prefillBatch(ctx, e, ws); err != nil {
 				fail(err)
 			}
 		}()
@@ -231,6 +231,32 @@ func rankPrefill(ctx context.Context, e *engine.Engine, ids []string, windowed b
 		return fmt.Errorf("bench: ranking: prefill: %w", *p)
 	}
 	return nil
+}
+
+// prefillBatch writes ws, again those that failed (a loaded store times
+// some out), so that every counter exists before the clock starts: the
+// ranking is seeded with them all.
+func prefillBatch(ctx context.Context, e *engine.Engine, ws []shardcounter.Write) error {
+	for try := 0; ; try++ {
+		rs, err := e.WriteBatch(ctx, ws)
+		if err != nil {
+			return err
+		}
+		var again []shardcounter.Write
+		var last *shardcounter.Error
+		for i, r := range rs {
+			if r.Error != nil {
+				again, last = append(again, ws[i]), r.Error
+			}
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		if try == 10 {
+			return fmt.Errorf("%d writes failed 10 times, the last with %s", len(again), last.Message)
+		}
+		ws = again
+	}
 }
 
 func writeRankingRun(out io.Writer, r RankingRun) {
