@@ -211,7 +211,7 @@ func rankPrefill(ctx context.Context, e *engine.Engine, ids []string, windowed b
 		}
 		wg.Wait()
 	}
-	sem := make(chan struct{}, 16)
+	sem := make(chan struct{}, 4)
 	for i := 0; i < len(ids) && failed.Load() == nil; i += 1000 {
 		ws := make([]shardcounter.Write, 0, 1000)
 		for _, id := range ids[i:min(i+1000, len(ids))] {
@@ -256,6 +256,7 @@ func prefillBatch(ctx context.Context, e *engine.Engine, ws []shardcounter.Write
 			return fmt.Errorf("%d writes failed 10 times, the last with %s", len(again), last.Message)
 		}
 		ws = again
+		time.Sleep(time.Duration(try+1) * 100 * time.Millisecond) // a loaded store's commits time out: let it catch up
 	}
 }
 
