@@ -189,8 +189,8 @@ func rankedBy(last time.Duration) string {
 	return "value"
 }
 
-// rankPrefill writes 1 to every counter, creating it, a thousand a
-// batch; windowed counters are created first, with 1-minute buckets kept
+// rankPrefill writes 1 to every counter, creating it, prefillBatchSize
+// a batch; windowed counters are created first, with 1-minute buckets kept
 // an hour.
 func rankPrefill(ctx context.Context, e *engine.Engine, ids []string, windowed bool) error {
 	var failed atomic.Pointer[error]
@@ -212,9 +212,9 @@ func rankPrefill(ctx context.Context, e *engine.Engine, ids []string, windowed b
 		wg.Wait()
 	}
 	sem := make(chan struct{}, 4)
-	for i := 0; i < len(ids) && failed.Load() == nil; i += 1000 {
-		ws := make([]shardcounter.Write, 0, 1000)
-		for _, id := range ids[i:min(i+1000, len(ids))] {
+	for i := 0; i < len(ids) && failed.Load() == nil; i += prefillBatchSize {
+		ws := make([]shardcounter.Write, 0, prefillBatchSize)
+		for _, id := range ids[i:min(i+prefillBatchSize, len(ids))] {
 			ws = append(ws, shardcounter.Write{Counter: id, Delta: 1})
 		}
 		wg.Add(1)
@@ -232,6 +232,10 @@ func rankPrefill(ctx context.Context, e *engine.Engine, ids []string, windowed b
 	}
 	return nil
 }
+
+// prefillBatchSize is the writes of one prefill batch: small enough that
+// a commit of 4 of them fits a loaded Redis store's timeouts.
+const prefillBatchSize = 250
 
 // prefillBatch writes ws, again those that failed (a loaded store times
 // some out), so that every counter exists before the clock starts: the
