@@ -137,7 +137,8 @@ func (e *Engine) commit(groups []*group, cs *changeSet) {
 // apply sends groups' increments to the store in one store.Apply, with
 // the deadline changes cs in the same commit when not nil (giving their
 // calls their results), and returns one outcome per group: the store's,
-// or the error of the whole call.
+// or the error of the whole call. The rankings hear of the call before
+// and after it (rankcommit.go), before any of its writers is answered.
 func (e *Engine) apply(ctx context.Context, groups []*group, cs *changeSet) []shardcounter.Outcome {
 	incs := make([]shardcounter.Increment, len(groups))
 	writes := 0
@@ -145,6 +146,7 @@ func (e *Engine) apply(ctx context.Context, groups []*group, cs *changeSet) []sh
 		incs[i] = g.inc
 		writes += len(g.calls) + int(g.writes)
 	}
+	rc := e.ranks.begin(groups)
 	start := time.Now()
 	var out []shardcounter.Outcome
 	var err error
@@ -172,6 +174,7 @@ func (e *Engine) apply(ctx context.Context, groups []*group, cs *changeSet) []sh
 			out[i].Err = err
 		}
 	}
+	e.ranks.end(rc, groups, out)
 	return out
 }
 
@@ -195,9 +198,6 @@ func (e *Engine) createMissing(ctx context.Context, missing []*group) map[string
 // finish gives each of g's calls its result and counts g's writes in
 // Stats. It is called once per group.
 func (e *Engine) finish(g *group, o shardcounter.Outcome, err error) {
-	if err == nil && !o.Duplicate && !o.Unchanged {
-		e.ranks.touch(g.inc.Counter)
-	}
 	for _, c := range g.calls {
 		c.res = shardcounter.WriteResult{Counter: c.w.Counter, Applied: err == nil && !o.Duplicate, Duplicate: err == nil && o.Duplicate}
 		if c.w.Present != nil {
