@@ -53,7 +53,9 @@ type ImportOptions struct {
 // are kept.
 //
 // Writes go through the store's Apply, the batch path the engine uses, a
-// batch of up to 1000 increments at a time; a malformed line stops the
+// batch of up to 4000 increments at a time, except that counters the
+// store lacks are created with their values and members in one call when
+// the store is a shardcounter.Loader (PostgreSQL); a malformed line stops the
 // import with its line number before anything past the last whole batch
 // is written.
 func Import(ctx context.Context, store shardcounter.CounterStore, r io.Reader, opts ImportOptions) (Stats, error) {
@@ -172,8 +174,12 @@ func (im *importer) flush(ctx context.Context) error {
 	if err := im.resolve(ctx); err != nil {
 		return err
 	}
+	planned, err := im.load(ctx)
+	if err != nil {
+		return err
+	}
 	groups := map[time.Time][]shardcounter.Increment{} // by clock time; zero: now
-	var creates, planned []*entry
+	var creates []*entry
 	for _, e := range im.pending {
 		if e.skip {
 			continue
@@ -410,3 +416,4 @@ func (im *importer) apply(ctx context.Context, groups map[time.Time][]shardcount
 	}
 	return nil
 }
+
