@@ -416,4 +416,3 @@ func (im *importer) apply(ctx context.Context, groups map[time.Time][]shardcount
 	}
 	return nil
 }
-
