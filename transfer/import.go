@@ -57,13 +57,17 @@ type ImportOptions struct {
 // store lacks are created with their values and members in one call when
 // the store is a shardcounter.Loader (PostgreSQL); a malformed line stops the
 // import with its line number before anything past the last whole batch
-// is written.
+// is written. It reads r ahead of its writes, on a goroutine of its own;
+// after an early return that goroutine may finish one read of r in
+// flight.
 func Import(ctx context.Context, store shardcounter.CounterStore, r io.Reader, opts ImportOptions) (Stats, error) {
 	dec, err := NewDecoder(r)
 	if err != nil {
 		return Stats{}, err
 	}
-	return importRecords(ctx, store, dec.Next, opts)
+	next, stop := prefetch(dec.Next)
+	defer stop()
+	return importRecords(ctx, store, next, opts)
 }
 
 // importRecords imports the records next returns until io.EOF. A
