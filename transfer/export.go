@@ -123,6 +123,7 @@ func exportPage(ctx context.Context, store source, enc *Encoder, page []*shardco
 		return err
 	}
 	nowMS := opts.Now().UnixMilli()
+	recs := make([]*Counter, 0, len(page))
 	for i, c := range page {
 		if readings[i] == nil || deadlines[i] != 0 && deadlines[i] <= nowMS {
 			continue // deleted since the listing, or expired
@@ -140,16 +141,22 @@ func exportPage(ctx context.Context, store source, enc *Encoder, page []*shardco
 			}
 			st.Buckets += int64(len(rec.Buckets))
 		}
-		if err := enc.Counter(rec); err != nil {
+		recs = append(recs, rec)
+	}
+	p := &pageWriter{enc: enc, recs: recs, opts: opts, st: st}
+	if ms, ok := store.(memberStream); ok {
+		return p.withMembers(ctx, ms)
+	}
+	for len(p.recs) > 0 {
+		rec, err := p.next()
+		if err != nil {
 			return err
 		}
-		st.Counters++
 		if rec.Kind == shardcounter.KindDistinct {
-			if err := exportMembers(ctx, store, enc, c.ID, st); err != nil {
+			if err := exportMembers(ctx, store, enc, rec.ID, st); err != nil {
 				return err
 			}
 		}
-		opts.Progress.Add(1)
 	}
 	return nil
 }
