@@ -153,6 +153,14 @@ type Write struct {
 	// is never cut between two commits (a RESP transaction's writes). The
 	// batch is then one store commit, atomic where the store's Apply is.
 	JoinNext bool `json:"-"`
+	// Expire, when set, makes the write a change of the deadline of the
+	// name Counter (a counter's id or a hash's name) instead of an
+	// increment, made in the same commit as the writes it is batched
+	// with (package expiry). Delta, Member and RequestID are then unset.
+	// WriteResult.Applied says whether the deadline changed: false, with
+	// no error, when the name holds nothing or the condition was not met.
+	// Only a service that keeps deadlines (shardcounter.Expirer) takes it.
+	Expire *ExpireChange `json:"-"`
 }
 
 // AddMember returns the write that adds member to a distinct counter.
@@ -329,6 +337,9 @@ func ValidateSpec(s Spec) error {
 // non-zero Delta and no member; a member write has a Member, Present set
 // and no Delta.
 func ValidateWrite(w Write) error {
+	if w.Expire != nil {
+		return validateExpireWrite(w)
+	}
 	if err := ValidateID("counter id", w.Counter); err != nil {
 		return err
 	}

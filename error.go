@@ -3,6 +3,7 @@ package shardcounter
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Error codes. Each maps to one HTTP status in package http and is the
@@ -91,6 +92,26 @@ var (
 	// A retry with the same request id is safe.
 	ErrOutcomeUnknown = &Error{Code: EOUTCOMEUNKNOWN, Message: "outcome unknown", OutcomeUnknown: true}
 )
+
+// crossSlotPrefix starts the message of CrossSlot's errors: the error
+// code a Redis Cluster gives for keys that one command cannot reach
+// together, which Redis clients recognize.
+const crossSlotPrefix = "CROSSSLOT "
+
+// CrossSlot returns the error of an increment of a transaction
+// (Increment.Txn) that a store refused, with the rest of the transaction,
+// because it cannot apply them in one atomic step: no Redis Cluster master
+// holds a shard of each of its counters. Nothing of the transaction was
+// applied. Its code is EINVALID: sent again unchanged it is refused again.
+func CrossSlot(format string, args ...any) *Error {
+	return &Error{Code: EINVALID, Message: crossSlotPrefix + fmt.Sprintf(format, args...)}
+}
+
+// IsCrossSlot reports whether err is an error made by CrossSlot.
+func IsCrossSlot(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == EINVALID && strings.HasPrefix(e.Message, crossSlotPrefix)
+}
 
 // CounterNotFound returns the ErrNotFound of counter id, the one message
 // every store and service gives for it.

@@ -111,3 +111,56 @@ func ValidateTTL(d time.Duration) error {
 	}
 	return nil
 }
+
+// ExpireChange is a change of a name's deadline carried by a Write
+// (Write.Expire), so that it joins the group commit of the writes around
+// it: Redis's EXPIRE and PERSIST inside and outside MULTI.
+type ExpireChange struct {
+	// At is the new deadline in Unix milliseconds; 0 removes the deadline
+	// (PERSIST). A deadline not after the commit's time deletes the name
+	// once the commit is made, as Redis's EXPIRE with a time in the past
+	// does.
+	At int64
+	// Cond is Redis's condition: "" (always), "nx" (no deadline yet),
+	// "xx" (a deadline already), "gt" (later than the current one; no
+	// deadline counts as infinite) or "lt" (earlier than it).
+	Cond string
+}
+
+// validateExpireWrite checks a write that changes a deadline.
+func validateExpireWrite(w Write) error {
+	if err := ValidateName("name", w.Counter); err != nil {
+		return err
+	}
+	x := w.Expire
+	switch {
+	case w.Delta != 0 || w.Member != "" || w.Present != nil || w.RequestID != "":
+		return Errorf(EINVALID, "a deadline change takes no delta, member or request id")
+	case x.At < 0:
+		return Errorf(EINVALID, "deadline %d is before 1970: give Unix milliseconds, or 0 to remove it", x.At)
+	case x.At == 0 && x.Cond != "" && x.Cond != "xx":
+		return Errorf(EINVALID, "removing a deadline takes no condition but xx")
+	}
+	switch x.Cond {
+	case "", "nx", "xx", "gt", "lt":
+		return nil
+	}
+	return Errorf(EINVALID, "deadline condition %q: give nx, xx, gt, lt or none", x.Cond)
+}
+
+// ExpireConditionMet applies a deadline change's condition as Redis
+// does to a name whose deadline is cur (Unix ms, 0 for none): no deadline
+// is an infinite one, so GT never replaces it and LT always does.
+func ExpireConditionMet(cond string, cur, at int64) bool {
+	switch cond {
+	case "nx":
+		return cur == 0
+	case "xx":
+		return cur != 0
+	case "gt":
+		return cur != 0 && at > cur
+	case "lt":
+		return cur == 0 || at < cur
+	}
+	return true
+}

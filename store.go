@@ -47,6 +47,17 @@ type Increment struct {
 	// Outcome.Total (INCR's reply), so that the engine need not read the
 	// counter again in another round trip.
 	Total bool
+
+	// Txn, when not 0, names the transaction the increment belongs to
+	// (a RESP MULTI/EXEC): the increments of one Apply call with the same
+	// Txn are applied all or none, in one atomic step. A store whose Apply
+	// is atomic as a whole has nothing to do for it. A store that is not
+	// (a Redis Cluster, whose atomic step is one script on one master)
+	// implements TxnApplier; the engine then folds no other write into a
+	// transaction's increments, and the store may refuse a transaction it
+	// cannot apply in one step, every increment of it with CrossSlot's
+	// error, applying none.
+	Txn uint64
 }
 
 // Outcome is a store's result for one Increment. Err nil and Duplicate
@@ -185,6 +196,16 @@ type RequestIDExpirer interface {
 // default (engine.Config.ShardWriteInterval), 0 for none.
 type ShardPacer interface {
 	ShardWriteInterval() time.Duration
+}
+
+// TxnApplier is implemented by a CounterStore whose Apply is atomic only
+// in parts (a Redis Cluster: one script per master), which applies the
+// increments of one Increment.Txn in one atomic step of their own.
+// TxnUnits reports whether it does; the engine then keeps a transaction's
+// increments apart from other writes, rather than folding them together
+// into one increment per counter.
+type TxnApplier interface {
+	TxnUnits() bool
 }
 
 // CommitPipeliner is implemented by a CounterStore whose commits overlap:

@@ -28,6 +28,13 @@ type Stats struct {
 	// PaceWaitNanos is the time flushes waited for a shard to be due
 	// (Config.ShardWriteInterval).
 	PaceWaitNanos atomic.Int64
+	// RankingDeltas counts the counters ranking refreshes moved by the
+	// deltas of their commits, RankingReads those they read from the
+	// store instead (the seeding scans included), and RankingBlocked the
+	// reads that held their counter's commits back (rankcommit.go).
+	RankingDeltas  atomic.Int64
+	RankingReads   atomic.Int64
+	RankingBlocked atomic.Int64
 }
 
 // FlushEvent describes one store.Apply made by the flusher, for
@@ -78,6 +85,9 @@ type Engine struct {
 	// (shardcounter.MemoryReader): reads go to it without gathering or
 	// rollups.
 	direct bool
+	// txns is set for a store that applies a transaction's increments as
+	// a unit of their own (shardcounter.TxnApplier): fold marks them so.
+	txns bool
 	// ranks are the rankings kept from commits (ranking.go).
 	ranks *rankings
 }
@@ -100,8 +110,11 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	if x, ok := store.(shardcounter.RequestIDExpirer); ok {
 		x.SetDedupeWindow(cfg.DedupeWindow)
 	}
-	x := expiry.Wrap(store, expiry.Options{Now: cfg.Now, Refresh: cfg.ExpiryRefresh})
-	e := &Engine{
+	var e *Engine
+	// The rankings hear of every delete, also the wrapper's own purges.
+	notice := deleteNotice{CounterStore: store, ranks: func() *rankings { return e.ranks }}
+	x := expiry.Wrap(notice, expiry.Options{Now: cfg.Now, Refresh: cfg.ExpiryRefresh})
+	e = &Engine{
 		store:   x,
 		expiry:  x,
 		raw:     store,
@@ -111,6 +124,9 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	}
 	if m, ok := store.(shardcounter.MemoryReader); ok && m.ReadsFromMemory() {
 		e.direct = true
+	}
+	if t, ok := store.(shardcounter.TxnApplier); ok && t.TxnUnits() {
+		e.txns = true
 	}
 	e.strong = newStrongReads(cfg.MaxReadsInFlight, cfg.Now, e.fetch, e.cache.put)
 	if !cfg.NoAutoCreate {

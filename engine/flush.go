@@ -7,7 +7,14 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/expiry"
 )
+
+// changeSet is the deadline changes of a batch, with their calls.
+type changeSet struct {
+	calls []*call
+	chs   []expiry.Change
+}
 
 // flush applies a batch and gives every call its result, within one
 // deadline, FlushTimeout, for all the store calls it makes: the writers of
@@ -26,31 +33,42 @@ import (
 // It returns the number of increments its first commit sent: how broad
 // the batch was, after folding.
 func (e *Engine) flush(b *batch) int {
-	groups := increasesFirst(foldSums(fold(b.calls, e.create), b.sums, e.create))
-	items := len(groups)
+	calls, changes, chs := splitChanges(b)
+	groups := increasesFirst(foldSums(fold(calls, e.create, e.txns), b.sums, e.create))
+	var cs *changeSet
+	if len(chs) > 0 {
+		cs = &changeSet{calls: changes, chs: chs}
+	}
+	items := len(groups) + len(chs)
 	if e.pacer == nil {
-		e.commit(groups)
+		e.commit(groups, cs)
 	} else {
-		items = e.commitPaced(groups)
+		items = e.commitPaced(groups, cs)
 	}
 	b.values.note(b.calls)
 	return items
 }
 
 // commitPaced commits groups as the pacer lets them: those whose counter
-// has a shard due now at once, the others when one is (see pacer). It
-// returns the increments of its first commit.
-func (e *Engine) commitPaced(groups []*group) int {
+// has a shard due now at once, the others when one is (see pacer), and
+// the deadline changes cs with the first. It returns the increments of
+// its first commit.
+func (e *Engine) commitPaced(groups []*group, cs *changeSet) int {
 	items := -1
+	if cs != nil && len(groups) == 0 {
+		e.commit(nil, cs)
+		return len(cs.chs)
+	}
 	for len(groups) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.FlushTimeout)
 		due, rest, wait := e.pacer.take(ctx, groups)
 		cancel()
-		if len(due) > 0 {
+		if len(due) > 0 || cs != nil {
 			if items < 0 {
 				items = len(due)
 			}
-			e.commit(due)
+			e.commit(due, cs)
+			cs = nil
 		}
 		groups = rest
 		if len(groups) > 0 && wait > 0 {
@@ -63,12 +81,14 @@ func (e *Engine) commitPaced(groups []*group) int {
 
 // commit applies groups with the store, retrying what a store that does
 // not create on write, or a folded write out of range, needs retried, and
-// gives every call its result, all within one FlushTimeout.
-func (e *Engine) commit(groups []*group) {
+// gives every call its result, all within one FlushTimeout. The deadline
+// changes cs, when not nil, go in its first store call.
+func (e *Engine) commit(groups []*group, cs *changeSet) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.FlushTimeout)
 	defer cancel()
-	for len(groups) > 0 {
-		out := e.apply(ctx, groups)
+	for len(groups) > 0 || cs != nil {
+		out := e.apply(ctx, groups, cs)
+		cs = nil
 		moved := make(map[string]int) // counter → index of its last applied item
 		for i, o := range out {
 			if o.Err == nil && !o.Duplicate {
@@ -91,7 +111,7 @@ func (e *Engine) commit(groups []*group) {
 				}
 				g.created = true
 				retry = append(retry, g)
-			case !g.single && len(g.calls) > 0 && errors.Is(o.Err, shardcounter.ErrOutOfRange) &&
+			case !g.single && g.inc.Txn == 0 && len(g.calls) > 0 && errors.Is(o.Err, shardcounter.ErrOutOfRange) &&
 				(len(g.calls) > 1 || moved[g.inc.Counter] > i):
 				for _, c := range g.calls {
 					singles = append(singles, &group{inc: e.create.increment(c.w), calls: []*call{c}, created: g.created, single: true})
@@ -114,18 +134,30 @@ func (e *Engine) commit(groups []*group) {
 	}
 }
 
-// apply sends groups' increments to the store in one store.Apply and
-// returns one outcome per group: the store's, or the error of the whole
-// call.
-func (e *Engine) apply(ctx context.Context, groups []*group) []shardcounter.Outcome {
+// apply sends groups' increments to the store in one store.Apply, with
+// the deadline changes cs in the same commit when not nil (giving their
+// calls their results), and returns one outcome per group: the store's,
+// or the error of the whole call. The rankings hear of the call before
+// and after it (rankcommit.go), before any of its writers is answered.
+func (e *Engine) apply(ctx context.Context, groups []*group, cs *changeSet) []shardcounter.Outcome {
 	incs := make([]shardcounter.Increment, len(groups))
 	writes := 0
 	for i, g := range groups {
 		incs[i] = g.inc
 		writes += len(g.calls) + int(g.writes)
 	}
+	rc := e.ranks.begin(groups)
 	start := time.Now()
-	out, err := e.store.Apply(ctx, incs)
+	var out []shardcounter.Outcome
+	var err error
+	if cs != nil {
+		var res []expiry.ChangeResult
+		out, res, err = e.expiry.ApplyChanges(ctx, incs, cs.chs)
+		e.finishChanges(cs.calls, res, err)
+		writes += len(cs.calls)
+	} else {
+		out, err = e.store.Apply(ctx, incs)
+	}
 	took := time.Since(start)
 	e.stats.FlushNanos.Add(int64(took))
 	e.stats.Flushes.Add(1)
@@ -142,6 +174,7 @@ func (e *Engine) apply(ctx context.Context, groups []*group) []shardcounter.Outc
 			out[i].Err = err
 		}
 	}
+	e.ranks.end(rc, groups, out)
 	return out
 }
 
@@ -165,9 +198,6 @@ func (e *Engine) createMissing(ctx context.Context, missing []*group) map[string
 // finish gives each of g's calls its result and counts g's writes in
 // Stats. It is called once per group.
 func (e *Engine) finish(g *group, o shardcounter.Outcome, err error) {
-	if err == nil && !o.Duplicate && !o.Unchanged {
-		e.ranks.touch(g.inc.Counter)
-	}
 	for _, c := range g.calls {
 		c.res = shardcounter.WriteResult{Counter: c.w.Counter, Applied: err == nil && !o.Duplicate, Duplicate: err == nil && o.Duplicate}
 		if c.w.Present != nil {

@@ -67,11 +67,18 @@ func (ac *autoCreate) increment(w shardcounter.Write) shardcounter.Increment {
 // overflows only if its writes would have overflowed the shard in any
 // order.
 //
+// When txns (the store is a TxnApplier), a run of calls joined by
+// Write.JoinNext (a RESP transaction; its calls are consecutive,
+// queue.addAll keeps them so) gets a Txn of its own on each of its
+// increments, the run's place in calls plus one, and its calls stay
+// alone, so that the store sees the transaction's increments and only
+// them.
+//
 // It allocates per flush, not per write: groups are carved out of arrays
 // of 4 doubling to 64 (a full array is replaced, never grown, so pointers
 // into it stay valid), and a group of one call shares calls' own backing
 // array.
-func fold(calls []*call, ac *autoCreate) []*group {
+func fold(calls []*call, ac *autoCreate, txns bool) []*group {
 	type key struct {
 		counter string
 		neg     bool
@@ -79,14 +86,21 @@ func fold(calls []*call, ac *autoCreate) []*group {
 	var store []group
 	var groups []*group
 	var folded map[key]*group
-	size := 4 // of the next array: 4, 8, ... 64, so a small flush allocates little
+	size := 4      // of the next array: 4, 8, ... 64, so a small flush allocates little
+	var txn uint64 // of the run calls[i] is in, 0 for none
 	for i, c := range calls {
 		one := calls[i : i+1 : i+1] // a later append copies, leaving calls intact
 		if len(store) == cap(store) {
 			store = make([]group, 0, min(size, len(calls)-i))
 			size = min(2*size, 64)
 		}
-		alone := c.w.RequestID != "" || c.w.Present != nil
+		if i == 0 || !calls[i-1].w.JoinNext {
+			txn = 0
+			if txns && c.w.JoinNext {
+				txn = uint64(i) + 1
+			}
+		}
+		alone := c.w.RequestID != "" || c.w.Present != nil || txn != 0
 		k := key{c.w.Counter, c.w.Delta < 0}
 		if g := folded[k]; g != nil && !alone {
 			if sum, ok := overflow.Add(g.inc.Delta, c.w.Delta); ok {
@@ -98,6 +112,7 @@ func fold(calls []*call, ac *autoCreate) []*group {
 		}
 		store = append(store, group{inc: ac.increment(c.w), calls: one})
 		g := &store[len(store)-1]
+		g.inc.Txn = txn
 		groups = append(groups, g)
 		if !alone {
 			if folded == nil {

@@ -28,7 +28,7 @@ func BenchmarkFold(b *testing.B) {
 				}
 				b.ReportAllocs()
 				for b.Loop() {
-					if gs := fold(calls, nil); len(gs) == 0 {
+					if gs := fold(calls, nil, false); len(gs) == 0 {
 						b.Fatal("no groups")
 					}
 				}

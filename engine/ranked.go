@@ -11,21 +11,25 @@ import (
 	"github.com/shardcounter/shardcounter"
 )
 
-// ranked is one ranking as the engine keeps it: the value of every
-// counter it ranks (vals), the first Size of them in order (top), and the
-// counters changed since the last refresh (dirty).
+// ranked is one ranking as the engine keeps it: the value (or window
+// buckets) of every counter it ranks, the first Size of them in order
+// (top), and the log of what commits changed since the last refresh
+// (pend; see rankcommit.go).
 //
-// A refresh reads the dirty counters again, with one batched strong read
-// per MaxReadBatch of them, and updates the top list from what changed:
-// a counter that rose is merged in, and only one of the top list that
-// fell (or was deleted) while counters outside it exist costs a pass over
-// every value. The first refresh, and every one with
-// Config.RankingRescan, reads every counter with the prefix instead.
+// A refresh moves each changed counter by its logged deltas, reads from
+// the store only the counters the deltas cannot tell (rankcommit.go), in
+// one batched strong read per MaxReadBatch of them, and updates the top
+// list from what changed: a counter that rose is merged in, and only one
+// of the top list that fell (or was deleted) while counters outside it
+// exist costs a pass over every value. The first refresh, and every one
+// with Config.RankingRescan, reads every counter with the prefix instead.
 type ranked struct {
 	def *shardcounter.Ranking
 
-	mu    sync.Mutex // guards dirty
-	dirty map[string]struct{}
+	log *changeLog
+	// Guarded by log.mu.
+	pend    map[string]*pending
+	reading map[string]*readState
 
 	// refreshMu is held by a refresh; it guards the fields below.
 	refreshMu sync.Mutex
@@ -33,7 +37,10 @@ type ranked struct {
 	vals      map[string]int64
 	top       []shardcounter.RankingEntry // never changed in place: views share it
 	inTop     map[string]bool
-	win       *windowed // a windowed ranking's buckets; nil for all time
+	// retry holds the counters whose last read a commit overlapped: the
+	// next refresh reads them again, holding their commits back.
+	retry map[string]bool
+	win   *windowed // a windowed ranking's buckets; nil for all time
 
 	view atomic.Pointer[topView]
 }
@@ -45,8 +52,11 @@ type topView struct {
 	counters int
 }
 
-func newRanked(def *shardcounter.Ranking) *ranked {
-	k := &ranked{def: def, dirty: make(map[string]struct{}), vals: make(map[string]int64), inTop: make(map[string]bool)}
+func newRanked(def *shardcounter.Ranking, log *changeLog) *ranked {
+	k := &ranked{
+		def: def, log: log, pend: make(map[string]*pending), reading: make(map[string]*readState),
+		vals: make(map[string]int64), inTop: make(map[string]bool), retry: make(map[string]bool),
+	}
 	if def.Windowed() {
 		k.win = newWindowed(time.Duration(def.Last))
 	}
@@ -66,28 +76,6 @@ func compareEntries(a, b shardcounter.RankingEntry) int {
 		return 1
 	}
 	return 0
-}
-
-func (k *ranked) mark(id string) {
-	k.mu.Lock()
-	k.dirty[id] = struct{}{}
-	k.mu.Unlock()
-}
-
-// takeDirty returns the counters marked since the last call and clears
-// the set.
-func (k *ranked) takeDirty() []string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if len(k.dirty) == 0 {
-		return nil
-	}
-	ids := make([]string, 0, len(k.dirty))
-	for id := range k.dirty {
-		ids = append(ids, id)
-	}
-	clear(k.dirty)
-	return ids
 }
 
 // due reports whether the ranking's top list is older than d at now.
@@ -127,12 +115,15 @@ func (k *ranked) readTop(ctx context.Context, e *Engine, n int) (*shardcounter.T
 }
 
 // refresh brings the top list up to now; refreshMu is held. Its as_of is
-// the time it started: every write acknowledged before then marked its
-// counter first, and each counter is read after it.
+// the time it started: every write acknowledged before then was logged
+// first, and is counted by its delta or by a read after it.
 func (k *ranked) refresh(ctx context.Context, e *Engine) error {
 	asOf := e.cfg.Now()
 	if !k.seeded || e.cfg.RankingRescan {
-		k.takeDirty() // the scan reads them all, after asOf
+		// The scan reads every counter, after this; those created after
+		// its listing passed them are logged for the next refresh.
+		k.takePending()
+		clear(k.retry)
 		vals, err := k.scan(ctx, e, asOf)
 		if err != nil {
 			return err
@@ -140,22 +131,95 @@ func (k *ranked) refresh(ctx context.Context, e *Engine) error {
 		k.vals, k.seeded = vals, true
 		k.setTop(fullTop(vals, k.def.Size))
 	} else {
-		ids := k.takeDirty()
-		if k.win != nil {
-			ids = append(ids, k.win.aged(asOf)...)
+		got, err := k.update(ctx, e, asOf)
+		if err != nil {
+			return err
 		}
-		if len(ids) > 0 {
-			got, err := k.read(ctx, e, ids, asOf)
-			if err != nil {
-				for _, id := range ids {
-					k.mark(id)
-				}
-				return err
-			}
+		if len(got) > 0 {
 			k.apply(got)
 		}
 	}
 	k.view.Store(&topView{entries: k.top, asOf: asOf, counters: len(k.vals)})
+	return nil
+}
+
+// update returns the new value of every counter changed since the last
+// refresh (nil for one gone or out of the ranking): from the deltas
+// logged where they tell it, from the store otherwise, and, in a windowed
+// ranking, from the buckets kept for those whose window moved.
+func (k *ranked) update(ctx context.Context, e *Engine, asOf time.Time) (map[string]*int64, error) {
+	pend := k.takePending()
+	var reads, blocked []string
+	for id := range k.retry {
+		blocked = append(blocked, id)
+		delete(pend, id)
+	}
+	clear(k.retry)
+	got := make(map[string]*int64, len(pend))
+	for id, p := range pend {
+		switch {
+		case p.read:
+			reads = append(reads, id)
+		case k.win != nil:
+			if !k.win.add(id, p.changes) {
+				reads = append(reads, id)
+			}
+		default:
+			v, known := k.vals[id]
+			if !known {
+				reads = append(reads, id)
+				continue
+			}
+			for _, c := range p.changes {
+				v += c.delta
+			}
+			got[id] = &v
+		}
+	}
+	e.stats.RankingDeltas.Add(int64(len(pend) - len(reads)))
+	if k.win != nil {
+		for _, id := range k.win.moved(asOf) {
+			got[id] = k.win.sum(id, asOf)
+		}
+	}
+	for _, r := range []struct {
+		ids   []string
+		block bool
+	}{{reads, false}, {blocked, true}} {
+		if err := k.readInto(ctx, e, r.ids, r.block, asOf, got); err != nil {
+			return nil, err
+		}
+	}
+	return got, nil
+}
+
+// readInto reads ids from the store, registered (rankcommit.go), into
+// got. A read a commit overlapped is read again next time; on an error
+// every id not read yet is.
+func (k *ranked) readInto(ctx context.Context, e *Engine, ids []string, block bool, asOf time.Time, got map[string]*int64) error {
+	for len(ids) > 0 {
+		n := min(len(ids), shardcounter.MaxReadBatch)
+		batch := ids[:n]
+		k.register(batch, block)
+		e.stats.RankingReads.Add(int64(n))
+		if block {
+			e.stats.RankingBlocked.Add(int64(n))
+		}
+		vals, err := k.read(ctx, e, batch, asOf)
+		for _, id := range k.unregister(batch) {
+			k.retry[id] = true
+		}
+		if err != nil {
+			for _, id := range ids {
+				k.retry[id] = true
+			}
+			return err
+		}
+		for id, v := range vals {
+			got[id] = v
+		}
+		ids = ids[n:]
+	}
 	return nil
 }
 
@@ -181,8 +245,8 @@ func (k *ranked) scan(ctx context.Context, e *Engine, asOf time.Time) (map[strin
 				ids = append(ids, c.ID)
 			}
 		}
-		got, err := k.read(ctx, e, ids, asOf)
-		if err != nil {
+		got := make(map[string]*int64, len(ids))
+		if err := k.readInto(ctx, e, ids, false, asOf, got); err != nil {
 			return nil, err
 		}
 		for id, v := range got {
@@ -201,21 +265,17 @@ func (k *ranked) read(ctx context.Context, e *Engine, ids []string, asOf time.Ti
 		return k.win.read(ctx, e.store, ids, asOf)
 	}
 	out := make(map[string]*int64, len(ids))
-	for len(ids) > 0 {
-		n := min(len(ids), shardcounter.MaxReadBatch)
-		rs, err := e.store.ReadCounters(ctx, ids[:n])
-		if err != nil {
-			return nil, err
+	rs, err := e.store.ReadCounters(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range rs {
+		if r != nil {
+			v := r.Value
+			out[ids[i]] = &v
+		} else {
+			out[ids[i]] = nil
 		}
-		for i, r := range rs {
-			if r != nil {
-				v := r.Value
-				out[ids[i]] = &v
-			} else {
-				out[ids[i]] = nil
-			}
-		}
-		ids = ids[n:]
 	}
 	return out, nil
 }

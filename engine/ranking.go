@@ -13,18 +13,20 @@ import (
 
 // rankings are the engine's rankings: their definitions, loaded from the
 // store (shardcounter.RankingStore) on first use and kept in step with
-// it, and each one's top list (ranked). Commits mark the counters they
-// changed on every ranking whose prefix they match (touch): that is the
-// whole cost of a ranking on the write path, one prefix test per
-// ranking and distinct counter of a commit.
+// it, and each one's top list (ranked). Commits log what they changed on
+// every ranking whose prefix their counters match (begin and end,
+// rankcommit.go): that is the whole cost of a ranking on the write path,
+// one prefix test per ranking and item of a commit, and a delta logged
+// for each item a ranking ranks.
 type rankings struct {
-	e  *Engine
-	rs shardcounter.RankingStore // nil: the store keeps no rankings
+	e   *Engine
+	rs  shardcounter.RankingStore // nil: the store keeps no rankings
+	log *changeLog
 
 	mu     sync.Mutex
 	loaded time.Time // when the definitions were last read; zero: never
 	byName map[string]*ranked
-	// active is byName's values, for touch to read without a lock.
+	// active is byName's values, for commits to read without a lock.
 	active atomic.Pointer[[]*ranked]
 
 	// The refresher: started with the first ranking, stopped by close.
@@ -34,30 +36,14 @@ type rankings struct {
 }
 
 func newRankings(e *Engine) *rankings {
-	r := &rankings{e: e, byName: make(map[string]*ranked), stop: make(chan struct{}), stopped: make(chan struct{})}
+	r := &rankings{e: e, log: newChangeLog(), byName: make(map[string]*ranked), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if rs, ok := e.raw.(shardcounter.RankingStore); ok {
 		r.rs = rs
 	}
 	return r
 }
 
-// touch marks counter id changed on every ranking it belongs to. The
-// flusher calls it for each counter a commit changed, before the commit's
-// writers are answered, so a refresh that starts after a write was
-// acknowledged reads the counter again.
-func (r *rankings) touch(id string) {
-	p := r.active.Load()
-	if p == nil {
-		return
-	}
-	for _, k := range *p {
-		if k.def.Matches(id) {
-			k.mark(id)
-		}
-	}
-}
-
-// publish makes byName's rankings those that touch sees. r.mu is held.
+// publish makes byName's rankings those that commits see. r.mu is held.
 func (r *rankings) publish() {
 	all := make([]*ranked, 0, len(r.byName))
 	for _, k := range r.byName {
@@ -102,7 +88,7 @@ func (r *rankings) load(ctx context.Context) error {
 	for _, d := range defs {
 		seen[d.Name] = true
 		if k := r.byName[d.Name]; k == nil || k.def.CreatedAt != d.CreatedAt || !k.def.SameOptions(d.RankingOptions) {
-			r.byName[d.Name] = newRanked(d)
+			r.byName[d.Name] = newRanked(d, r.log)
 		}
 	}
 	for name := range r.byName {
@@ -208,7 +194,7 @@ func (e *Engine) CreateRanking(ctx context.Context, name string, opts shardcount
 	}
 	e.ranks.mu.Lock()
 	if k := e.ranks.byName[name]; k == nil || k.def.CreatedAt != stored.CreatedAt {
-		e.ranks.byName[name] = newRanked(stored)
+		e.ranks.byName[name] = newRanked(stored, e.ranks.log)
 		e.ranks.publish()
 	}
 	e.ranks.mu.Unlock()

@@ -17,5 +17,6 @@ func (e *Engine) ResetCounter(ctx context.Context, id string, r shardcounter.Res
 		return nil, err
 	}
 	create := shardcounter.Spec{Shards: e.cfg.DefaultShards, Kind: shardcounter.KindSum}
+	defer e.ranks.changed(id) // a reset is no delta a ranking can add
 	return e.expiry.ResetCounter(ctx, id, r, create)
 }

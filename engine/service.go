@@ -42,7 +42,7 @@ func (e *Engine) CreateCounter(ctx context.Context, id string, opts shardcounter
 	}
 	c, err := e.store.CreateCounter(ctx, id, spec)
 	if err == nil {
-		e.ranks.touch(id)
+		e.ranks.changed(id)
 		return c, true, nil
 	}
 	if !errors.Is(err, shardcounter.ErrExists) {
@@ -86,7 +86,7 @@ func (e *Engine) ReshardCounter(ctx context.Context, id string, shards int) (*sh
 	if e.pacer != nil {
 		defer e.pacer.reshard(id)
 	}
-	defer e.ranks.touch(id)
+	defer e.ranks.changed(id)
 	return e.store.ReshardCounter(ctx, id, shards)
 }
 
@@ -97,7 +97,7 @@ func (e *Engine) DeleteCounter(ctx context.Context, id string) error {
 	}
 	defer e.cache.forget(id)
 	defer e.windows.forget(id)
-	defer e.ranks.touch(id)
+	defer e.ranks.changed(id)
 	return e.store.DeleteCounter(ctx, id)
 }
 

@@ -17,7 +17,7 @@ func (e *Engine) WriteCounter(ctx context.Context, w shardcounter.Write) (*shard
 	if err := shardcounter.ValidateWrite(w); err != nil {
 		return nil, err
 	}
-	if e.cfg.Durability == Async && !w.WantValue {
+	if e.cfg.Durability == Async && !w.WantValue && w.Expire == nil {
 		var c *call // nobody waits for the result: let the batch sum it
 		if w.RequestID != "" || w.Present != nil {
 			c = &call{w: w} // its outcome is decided on its own
@@ -82,7 +82,9 @@ func (e *Engine) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]sha
 		}
 	}
 	res := make([]shardcounter.WriteResult, len(ws))
-	wantValue := slices.ContainsFunc(ws, func(w shardcounter.Write) bool { return w.WantValue })
+	// A deadline change's result (whether it was made) is known only
+	// after its commit: a batch with one waits, as one wanting a value.
+	wantValue := slices.ContainsFunc(ws, func(w shardcounter.Write) bool { return w.WantValue || w.Expire != nil })
 	if e.cfg.Durability == Async && !wantValue {
 		// The flusher owns the queued calls now: read only what this
 		// goroutine wrote.

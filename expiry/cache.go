@@ -11,21 +11,21 @@ import (
 type cache struct {
 	refresh time.Duration
 	mu      sync.Mutex
-	cur     map[string]entry
-	old     map[string]entry
+	cur     map[string]cached
+	old     map[string]cached
 	turned  time.Time
 }
 
-type entry struct {
-	deadline int64
-	at       time.Time
+type cached struct {
+	entry
+	at time.Time
 }
 
 func newCache(refresh time.Duration) *cache {
-	return &cache{refresh: refresh, cur: map[string]entry{}, old: map[string]entry{}, turned: time.Now()}
+	return &cache{refresh: refresh, cur: map[string]cached{}, old: map[string]cached{}, turned: time.Now()}
 }
 
-func (c *cache) get(name string) (int64, bool) {
+func (c *cache) get(name string) (entry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.cur[name]
@@ -33,17 +33,40 @@ func (c *cache) get(name string) (int64, bool) {
 		e, ok = c.old[name]
 	}
 	if !ok || time.Since(e.at) >= c.refresh {
-		return 0, false
+		return entry{}, false
 	}
-	return e.deadline, true
+	return e.entry, true
 }
 
-func (c *cache) put(name string, deadline int64) {
+func (c *cache) put(name string, e entry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
 	if now.Sub(c.turned) >= c.refresh {
-		c.old, c.cur, c.turned = c.cur, make(map[string]entry, len(c.cur)), now
+		c.old, c.cur, c.turned = c.cur, make(map[string]cached, len(c.cur)), now
 	}
-	c.cur[name] = entry{deadline, now}
+	c.cur[name] = cached{e, now}
+}
+
+// drop forgets name, for a change whose outcome is unknown.
+func (c *cache) drop(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.cur, name)
+	delete(c.old, name)
+}
+
+// settle records, once a change's commit has landed, the index entry it
+// added to, when the cache still holds that change's member (no change
+// planned since replaced it).
+func (c *cache) settle(name string, e entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.cur[name]; ok && cur.member == e.member {
+		cur.indexed = e.indexed
+		c.cur[name] = cur
+	} else if old, ok := c.old[name]; ok && old.member == e.member {
+		old.indexed = e.indexed
+		c.old[name] = old
+	}
 }

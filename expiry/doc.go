@@ -7,27 +7,33 @@
 // # Records
 //
 // A name's deadline is a record in the store itself, so that every
-// process sharing the store sees it: the counter
+// process sharing the store sees it: the distinct counter
 //
-//	U+001E "t" name    (one shard, value and max the deadline in Unix ms)
+//	U+001E "d" name    (one shard; members %016x(MaxInt64-stamp) %016x(deadline))
 //
-// and an entry of the deadline index, which orders names by deadline
-// because its ids sort so:
+// whose members are the deadlines set, the newest first (the stamp is the
+// setting process's clock in nanoseconds, strictly increasing within a
+// process); the newest member is the deadline, 0 for none (PERSIST).
+// Beside it, an entry of the deadline index, which orders names by
+// deadline because its ids sort so:
 //
-//	U+001E "q" %016x(deadline) name    (one shard, value 1)
+//	U+001E "q" %016x(deadline rounded up to a second) name    (one shard)
 //
-// A deadline is replaced by deleting its record and creating it anew with
-// the new value as its max, in one Apply with the new index entry: of two
-// processes replacing one deadline at once, the second's create finds the
-// first's record, is refused (its value would pass the max) and tries
-// again, so the last one wins and the record never holds a sum of the
-// two. A third record, U+001E "u", marks a store where deadlines were ever
-// set: until it exists, Wrap's store reads no deadline at all.
+// A change (ApplyChanges) adds the new member and removes the one it
+// replaces, with the index entry, as items of the same Apply as the
+// batch's increments: a deadline change joins the engine's group commit
+// and costs no commit of its own. Of two processes changing one deadline
+// at once, each removes the member it knew and adds its own: the record
+// may hold both, the newest counts, and the next read of the record
+// removes the older (tidy). A third record, U+001E "u", marks a store
+// where deadlines were ever set: until it exists, Wrap's store reads no
+// deadline at all.
 //
 // # Costs and staleness
 //
 // Reads and writes look a name's deadline up in a cache of this process,
-// loading misses in one ReadCounters of their records. Changes made
+// loading misses in one ReadCounters of their records and a ListMembers
+// of each record that holds a deadline. Changes made
 // through this process are in the cache at once; those of another process
 // sharing the store are seen within Options.Refresh (a second by
 // default). A store where no deadline was ever set costs one read a

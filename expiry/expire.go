@@ -2,91 +2,19 @@ package expiry
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
 )
 
-// maxReplace bounds the tries of a deadline's replacement that other
-// processes keep replacing at the same moment.
-const maxReplace = 8
-
-// ExpireCounter gives name the deadline at (see shardcounter.Expirer).
+// ExpireCounter gives name the deadline at (see shardcounter.Expirer), in
+// one commit of its own; the engine makes it part of its group commit
+// instead (ApplyChanges).
 func (s *Store) ExpireCounter(ctx context.Context, name string, at time.Time) (bool, error) {
 	if err := shardcounter.ValidateName("name", name); err != nil {
 		return false, err
 	}
-	if _, err := s.live(ctx, []string{name}, true); err != nil {
-		return false, err
-	}
-	mu := s.lock(name)
-	mu.Lock()
-	defer mu.Unlock()
-	ok, err := s.exists(ctx, name)
-	if err != nil || !ok {
-		return false, err
-	}
-	ms := at.UnixMilli()
-	if ms <= s.nowMS() {
-		if err := s.deleteName(ctx, name); err != nil {
-			return false, err
-		}
-		return true, s.dropRecord(ctx, name)
-	}
-	return true, s.setDeadline(ctx, name, ms)
-}
-
-// setDeadline replaces name's deadline record by one holding ms, with its
-// index entry, in one Apply.
-func (s *Store) setDeadline(ctx context.Context, name string, ms int64) error {
-	if err := s.markUsed(ctx); err != nil {
-		return err
-	}
-	max := ms
-	rec := &shardcounter.Spec{Shards: 1, Kind: shardcounter.KindSum, Max: &max}
-	idx := &shardcounter.Spec{Shards: 1, Kind: shardcounter.KindSum}
-	for range maxReplace {
-		if err := s.dropRecord(ctx, name); err != nil {
-			return err
-		}
-		out, err := s.CounterStore.Apply(ctx, []shardcounter.Increment{
-			{Counter: RecordID(name), Delta: ms, Create: rec},
-			{Counter: IndexID(ms, name), Delta: 1, Create: idx},
-		})
-		if err != nil {
-			return err
-		}
-		if errors.Is(out[0].Err, shardcounter.ErrOutOfRange) {
-			continue // another process created the record after our delete
-		}
-		for _, o := range out {
-			if o.Err != nil {
-				return o.Err
-			}
-		}
-		s.cache.put(name, ms)
-		s.dueBy(ms)
-		return nil
-	}
-	return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "the deadline of %q is being replaced by others at the same time: nothing changed, retry", name)
-}
-
-// markUsed records that the store has deadlines, once.
-func (s *Store) markUsed(ctx context.Context) error {
-	if s.inUse.Load() {
-		return nil
-	}
-	spec := &shardcounter.Spec{Shards: 1, Kind: shardcounter.KindSum}
-	out, err := s.CounterStore.Apply(ctx, []shardcounter.Increment{{Counter: inUseID, Delta: 1, Create: spec}})
-	if err == nil {
-		err = out[0].Err
-	}
-	if err != nil {
-		return err
-	}
-	s.inUse.Store(true)
-	return nil
+	return s.change(ctx, Change{Name: name, At: max(at.UnixMilli(), 1)})
 }
 
 // PersistCounter removes name's deadline (see shardcounter.Expirer).
@@ -94,20 +22,18 @@ func (s *Store) PersistCounter(ctx context.Context, name string) (bool, error) {
 	if err := shardcounter.ValidateName("name", name); err != nil {
 		return false, err
 	}
-	if _, err := s.live(ctx, []string{name}, true); err != nil {
-		return false, err
+	return s.change(ctx, Change{Name: name, Cond: "xx"})
+}
+
+// setDeadline gives name, which holds something, the deadline ms in one
+// commit, for a create or a reset that gives one. The caller holds no
+// name lock.
+func (s *Store) setDeadline(ctx context.Context, name string, ms int64) error {
+	_, res, err := s.commitChanges(ctx, nil, []Change{{Name: name, At: max(ms, 1), Known: true}})
+	if err != nil {
+		return err
 	}
-	mu := s.lock(name)
-	mu.Lock()
-	defer mu.Unlock()
-	d, err := s.fresh(ctx, name)
-	if err != nil || d == 0 {
-		return false, err
-	}
-	if ok, err := s.exists(ctx, name); err != nil || !ok {
-		return false, err
-	}
-	return true, s.dropRecord(ctx, name)
+	return res[0].Err
 }
 
 // CounterTTL reports name's state (see shardcounter.Expirer), reading

@@ -47,16 +47,16 @@ func TestIndexOrder(t *testing.T) {
 // TestCache checks that the cache forgets what it read after refresh.
 func TestCache(t *testing.T) {
 	c := newCache(50 * time.Millisecond)
-	c.put("a", 7)
-	if d, ok := c.get("a"); !ok || d != 7 {
-		t.Fatalf("get after put: %d, %v", d, ok)
+	c.put("a", entry{deadline: 7})
+	if d, ok := c.get("a"); !ok || d.deadline != 7 {
+		t.Fatalf("get after put: %d, %v", d.deadline, ok)
 	}
 	time.Sleep(60 * time.Millisecond)
 	if _, ok := c.get("a"); ok {
 		t.Fatal("an entry older than refresh was trusted")
 	}
-	c.put("b", 1) // turns the generations
-	c.put("c", 2)
+	c.put("b", entry{deadline: 1}) // turns the generations
+	c.put("c", entry{deadline: 2})
 	if _, ok := c.get("a"); ok {
 		t.Fatal("an entry of a dropped generation was kept")
 	}

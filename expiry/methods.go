@@ -25,12 +25,8 @@ func (s *Store) CreateCounter(ctx context.Context, id string, spec shardcounter.
 	if err != nil || ttl == 0 {
 		return c, err
 	}
-	name := shardcounter.NameOf(id)
-	mu := s.lock(name)
-	mu.Lock()
-	defer mu.Unlock()
 	at := s.now().Add(ttl)
-	if err := s.setDeadline(ctx, name, at.UnixMilli()); err != nil {
+	if err := s.setDeadline(ctx, shardcounter.NameOf(id), at.UnixMilli()); err != nil {
 		return nil, err
 	}
 	at = time.UnixMilli(at.UnixMilli()).UTC()

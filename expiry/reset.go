@@ -96,9 +96,6 @@ func (s *Store) ResetCounter(ctx context.Context, id string, r shardcounter.Rese
 	switch name := shardcounter.NameOf(id); {
 	case r.KeepTTL:
 	case r.ExpiresAt != nil:
-		mu := s.lock(name)
-		mu.Lock()
-		defer mu.Unlock()
 		return res, s.setDeadline(ctx, name, r.ExpiresAt.UnixMilli())
 	default:
 		return res, s.forgetDeadline(ctx, id)

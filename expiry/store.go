@@ -15,7 +15,7 @@ import (
 
 // Record ids (see the package documentation).
 const (
-	tagDeadline = "t"
+	tagDeadline = "d"
 	tagIndex    = "q"
 	inUseID     = shardcounter.InternalPrefix + "u"
 )
@@ -71,6 +71,8 @@ type Store struct {
 
 	sweeping  atomic.Bool
 	nextSweep atomic.Int64 // Unix ns before which no sweep is due
+
+	lastStamp atomic.Int64 // of the newest member this process made (records.go)
 }
 
 var _ shardcounter.CounterStore = (*Store)(nil)
@@ -89,10 +91,12 @@ func Wrap(store shardcounter.CounterStore, opts Options) *Store {
 // Inner returns the wrapped store.
 func (s *Store) Inner() shardcounter.CounterStore { return s.CounterStore }
 
-func (s *Store) lock(name string) *sync.Mutex {
+func (s *Store) lock(name string) *sync.Mutex { return &s.locks[s.lockIndex(name)] }
+
+func (s *Store) lockIndex(name string) int {
 	h := fnv.New32a()
 	h.Write([]byte(name))
-	return &s.locks[h.Sum32()%uint32(len(s.locks))]
+	return int(h.Sum32() % uint32(len(s.locks)))
 }
 
 // refuse returns ErrInvalid for an internal id, which only this package
@@ -131,41 +135,45 @@ func (s *Store) used(ctx context.Context) (bool, error) {
 // deadlines returns the deadline of each name in Unix ms, 0 for none,
 // from the cache or, for what it misses, from the store.
 func (s *Store) deadlines(ctx context.Context, names []string) ([]int64, error) {
+	es, err := s.states(ctx, names)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]int64, len(names))
+	for i, e := range es {
+		out[i] = e.deadline
+	}
+	return out, nil
+}
+
+// states returns what is known of each name's record, from the cache or,
+// for what it misses, from the store.
+func (s *Store) states(ctx context.Context, names []string) ([]entry, error) {
+	out := make([]entry, len(names))
 	if ok, err := s.used(ctx); !ok || err != nil {
 		return out, err
 	}
-	var miss []int // the first index of each name the cache misses
+	var miss []string // each name the cache misses, once
 	first := make(map[string]int)
 	for i, n := range names {
 		if _, ok := first[n]; ok {
 			continue
 		}
 		first[n] = i
-		d, ok := s.cache.get(n)
-		if ok {
-			out[i] = d
+		if e, ok := s.cache.get(n); ok {
+			out[i] = e
 		} else {
-			miss = append(miss, i)
+			miss = append(miss, n)
 		}
 	}
-	for len(miss) > 0 {
-		k := min(len(miss), shardcounter.MaxReadBatch)
-		ids := make([]string, k)
-		for j, i := range miss[:k] {
-			ids[j] = RecordID(names[i])
-		}
-		rs, err := s.CounterStore.ReadCounters(ctx, ids)
+	if len(miss) > 0 {
+		es, err := s.load(ctx, miss)
 		if err != nil {
 			return nil, err
 		}
-		for j, i := range miss[:k] {
-			if rs[j] != nil {
-				out[i] = rs[j].Value
-			}
-			s.cache.put(names[i], out[i])
+		for j, n := range miss {
+			out[first[n]] = es[j]
 		}
-		miss = miss[k:]
 	}
 	for i, n := range names { // a name given again reads as its first
 		out[i] = out[first[n]]
@@ -173,18 +181,31 @@ func (s *Store) deadlines(ctx context.Context, names []string) ([]int64, error) 
 	return out, nil
 }
 
+// load reads the records of names from the store into the cache, tidying
+// those that hold more than their newest member.
+func (s *Store) load(ctx context.Context, names []string) ([]entry, error) {
+	es, untidy, err := readRecords(ctx, s.CounterStore, names)
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range names {
+		s.cache.put(n, es[i])
+	}
+	for _, i := range untidy {
+		if err := s.tidy(ctx, names[i], es[i].member); err != nil {
+			return nil, err
+		}
+	}
+	return es, nil
+}
+
 // fresh reads name's deadline from the store, past the cache.
 func (s *Store) fresh(ctx context.Context, name string) (int64, error) {
-	rs, err := s.CounterStore.ReadCounters(ctx, []string{RecordID(name)})
+	es, err := s.load(ctx, []string{name})
 	if err != nil {
 		return 0, err
 	}
-	var d int64
-	if rs[0] != nil {
-		d = rs[0].Value
-	}
-	s.cache.put(name, d)
-	return d, nil
+	return es[0].deadline, nil
 }
 
 func (s *Store) nowMS() int64 { return s.now().UnixMilli() }
@@ -288,7 +309,7 @@ func (s *Store) dropRecord(ctx context.Context, name string) error {
 	if err != nil && !errors.Is(err, shardcounter.ErrNotFound) {
 		return err
 	}
-	s.cache.put(name, 0)
+	s.cache.put(name, entry{})
 	return nil
 }
 
@@ -301,14 +322,5 @@ func (s *Store) exists(ctx context.Context, name string) (bool, error) {
 	if !errors.Is(err, shardcounter.ErrNotFound) {
 		return false, err
 	}
-	cs, err := s.CounterStore.ListCounters(ctx, shardcounter.HashFieldPrefix(name), "", 2)
-	if err != nil {
-		return false, err
-	}
-	for _, c := range cs {
-		if _, field, _ := shardcounter.SplitHashID(c.ID); field != "" {
-			return true, nil
-		}
-	}
-	return false, nil
+	return s.hashExists(ctx, name)
 }

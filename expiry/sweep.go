@@ -57,12 +57,15 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 			break
 		}
 		if ok {
+			// The entry is the name's deadline rounded up to a second
+			// (bucket): the deadline now is expired, or later and in an
+			// entry of its own, or gone.
 			cur, err := s.fresh(ctx, name)
 			if err != nil {
 				return n, err
 			}
-			if cur == ms {
-				if err := s.purge(ctx, name, ms); err != nil {
+			if expired(cur, now) {
+				if err := s.purge(ctx, name, cur); err != nil {
 					return n, err
 				}
 				n++

@@ -81,6 +81,42 @@ LEFT JOIN LATERAL (
 	FOR UPDATE
 ) AS a ON true`
 
+// fillSQL inserts the shard rows that lockSQL wants and that do not
+// exist: a counter loaded in bulk (LoadCounters) has rows only for the
+// shards that hold something, and a missing row reads as 0. The
+// arguments are lockSQL's. An attempt that found a wanted row missing
+// (stale) runs it before lockSQL in the next attempt; it is never in the
+// way of a counter whose rows all exist.
+//
+// It locks each counter's row FOR SHARE first, in id order: a reshard
+// or a delete (FOR NO KEY UPDATE) that is under way is waited for, and
+// the shard count then read is the one that holds, so no row is made for
+// a shard that a reshard removed. A row it makes is wide when any row of
+// its counter is (a wide counter has every row: see LoadCounters).
+const fillSQL = `
+WITH i AS MATERIALIZED (
+	SELECT DISTINCT i.counter, i.pick FROM unnest($1::text[], $2::numeric[]) AS i(counter, pick) ORDER BY 1, 2
+), c AS MATERIALIZED (
+	SELECT c.id, c.shards, i.pick, c.id = ANY ($3::text[]) OR c.min IS NOT NULL OR c.max IS NOT NULL AS full
+	FROM i
+	CROSS JOIN LATERAL (
+		SELECT c.id, c.shards, c.min, c.max FROM shardcounter.counters c WHERE c.id = i.counter FOR SHARE
+	) AS c
+)
+INSERT INTO shardcounter.shards (counter, shard, shards, wide)
+SELECT DISTINCT c.id, g.shard, c.shards, w.wide
+FROM c
+CROSS JOIN LATERAL (
+	SELECT mod(c.pick, c.shards)::integer AS shard WHERE NOT c.full
+	UNION ALL
+	SELECT generate_series(0, c.shards - 1) WHERE c.full
+) AS g
+CROSS JOIN LATERAL (
+	SELECT EXISTS (SELECT 1 FROM shardcounter.shards w WHERE w.counter = c.id AND w.wide) AS wide
+) AS w
+ORDER BY 1, 2
+ON CONFLICT (counter, shard) DO NOTHING`
+
 // writeSQL sets the shard rows of sum counters that the batch changed to
 // their new values and wide flags. The batch holds their locks and
 // computed the values from what it locked, so setting is exact; it also
@@ -219,6 +255,9 @@ func lock(ctx context.Context, conn *pgx.Conn, own bool, b *batch, clk clock) (*
 		})
 	}
 	counters, picks := b.locks()
+	if b.fill {
+		q.Queue(fillSQL, counters, picks, b.fullList())
+	}
 	q.Queue(lockSQL, counters, picks, b.fullList()).Query(a.readLocks)
 	if reqs := b.requests(); len(reqs) > 0 {
 		rc, ri := splitRequests(reqs)
@@ -236,7 +275,9 @@ func lock(ctx context.Context, conn *pgx.Conn, own bool, b *batch, clk clock) (*
 	// gone); the attempt is discarded either way.
 	err := conn.SendBatch(ctx, q).Close()
 	if a.stale {
-		err = errRetry
+		// A wanted row may be missing rather than moved: the next
+		// attempt inserts the missing ones first (fillSQL).
+		err, b.fill = errRetry, true
 	}
 	return a, err
 }

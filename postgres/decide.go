@@ -29,6 +29,9 @@ type batch struct {
 	// marker is written in the commit of the batch (markSQL), when the
 	// batch runs in a transaction of its own.
 	marker []byte
+	// fill is set once an attempt found a wanted shard row stale: the
+	// next ones insert missing rows before locking (fillSQL).
+	fill bool
 }
 
 // newBatch validates incs; full lists counters known to need their totals

@@ -11,6 +11,7 @@
 //	                                                one row per counter: its spec
 //	shardcounter.shards   (counter, shard, value, shards, wide, sketch)
 //	                                                one row per shard, created with the counter
+//	                                                (or, loaded in bulk, on its first write)
 //	shardcounter.members  (counter, member, hash)   the members of distinct counters
 //	shardcounter.buckets  (counter, start, shard, value)
 //	                                                window buckets, per shard
@@ -35,6 +36,13 @@
 // statement, and commits. A write is acknowledged once PostgreSQL has
 // committed it; with synchronous_commit on (the default) that means its WAL
 // record was flushed to disk.
+//
+// # Bulk loads
+//
+// LoadCounters (shardcounter.Loader, for imports) creates counters with
+// their values and members in one statement and writes only the shard
+// rows that hold something; a missing row reads as 0. A write that wants
+// a missing row inserts it first (fillSQL) in its next attempt.
 //
 // # Distinct counters
 //

@@ -132,3 +132,28 @@ GROUP BY b.start HAVING sum(b.value) <> 0 ORDER BY b.start`, id, from, to)
 	}
 	return out, nil
 }
+
+// EachMember calls fn with each member of the counters ids (in byte
+// order), by counter and member in byte order, from one query in the
+// snapshot: an export reads a page's members so, instead of a query per
+// counter. The rows stream from the server as fn takes them.
+func (n *Snapshot) EachMember(ctx context.Context, ids []string, fn func(id, member string) error) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := n.tx.Query(ctx, `SELECT m.counter, m.member FROM shardcounter.members m
+WHERE m.counter = ANY ($1::text[]) ORDER BY m.counter, m.member`, ids)
+	if err != nil {
+		return mapError("list members", err, beforeCommit)
+	}
+	var id, member string
+	var fnErr error // fn's own, returned as it is
+	_, err = pgx.ForEachRow(rows, []any{&id, &member}, func() error {
+		fnErr = fn(id, member)
+		return fnErr
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	return mapError("list members", err, beforeCommit)
+}

@@ -32,7 +32,11 @@
 // shard pick mod n carrying the epoch; the shard applies the delta only
 // when its own epoch matches, and records the request id in the same step.
 // A refused write changed nothing: the writer re-reads the metadata and
-// tries again. Apply groups items by slot and pipelines the groups. The
+// tries again. Apply groups items by slot and pipelines the groups; the
+// items of one transaction (Increment.Txn) form a group of their own,
+// placed on one master that holds a shard of each of their counters and
+// applied all or none by one script there, or refused with CROSSSLOT
+// (txn.go). The
 // client runs with retries off: the store retries only what the server
 // provably did not execute, and reports a lost reply as OutcomeUnknown.
 //

@@ -58,11 +58,11 @@ func lostReply(err error) bool {
 	return true
 }
 
-// resolveGroup runs a slot group's addScript again with the same keys,
+// resolveGroup runs a slot group's script (addScript, or txnScript) again with the same keys,
 // marker last, and arguments, until it gets the results or ctx ends (it
 // then returns lost). It returns the results, and the error of the WAIT
 // that followed them (see wait.go).
-func (s *CounterStore) resolveGroup(ctx context.Context, keys []string, args []any, lost error) ([]int64, error, error) {
+func (s *CounterStore) resolveGroup(ctx context.Context, script *goredis.Script, keys []string, args []any, lost error) ([]int64, error, error) {
 	ctx, cancel := context.WithTimeout(ctx, MaxResolve)
 	defer cancel()
 	pause := 10 * time.Millisecond
@@ -76,7 +76,7 @@ func (s *CounterStore) resolveGroup(ctx context.Context, keys []string, args []a
 		}
 		pause = min(2*pause, 200*time.Millisecond)
 		nr := newNodeRuns(s)
-		run, at := nr.add(ctx, keys[0], func(p goredis.Pipeliner) *goredis.Cmd { return addScript.EvalSha(ctx, p, keys, args...) })
+		run, at := nr.add(ctx, keys[0], func(p goredis.Pipeliner) *goredis.Cmd { return script.EvalSha(ctx, p, keys, args...) })
 		if run == nil {
 			continue // no node serves the slot yet (a failover)
 		}

@@ -56,7 +56,7 @@ func (a *attempt) results(ctx context.Context, g *slotGroup) ([]int64, error, er
 	res, err := g.run.cmds[g.at].Int64Slice()
 	waitErr := g.run.waitErr
 	if err != nil && len(a.fresh) == 0 && lostReply(err) {
-		res, waitErr, err = a.s.resolveGroup(ctx, g.keys, g.args, err)
+		res, waitErr, err = a.s.resolveGroup(ctx, g.script, g.keys, g.args, err)
 	}
 	if err == nil && len(res) != len(g.items) {
 		err = outcomeUnknown("apply", fmt.Errorf("the add script returned %d results for %d items", len(res), len(g.items)))
@@ -66,11 +66,12 @@ func (a *attempt) results(ctx context.Context, g *slotGroup) ([]int64, error, er
 
 // failGroup handles a group whose script failed as a whole. A retryable
 // error (a moved slot, NOSCRIPT, a failover) puts its items back to try
-// again, refreshing the cluster's slots once per attempt. Any other fails
+// again, refreshing the cluster's slots once per attempt, and so does a
+// transaction's script that met a key its node does not serve. Any other fails
 // them with the error of a write (storeErr): outcome unknown unless the
 // error proves the script never ran.
 func (a *attempt) failGroup(ctx context.Context, g *slotGroup, err error) {
-	if retryable(err) {
+	if retryable(err) || (g.txn && txnNotRun(err)) {
 		if !goredis.HasErrorPrefix(err, "NOSCRIPT") && !a.redirected {
 			a.redirected = true
 			a.s.refresh(ctx, err) // the slot moved: learn where

@@ -98,14 +98,38 @@ end
 // that wrote it; else the script records its results there, in the same
 // atomic step as the writes.
 var addScript = goredis.NewScript(luaLess + `
-local ttl = tonumber(ARGV[1])
+local K, A, atomic = KEYS, ARGV, false` + addBody)
+
+// txnScript is addScript for the items of one transaction
+// (Increment.Txn), which apply all or none: KEYS[1] is the marker and
+// ARGV[1] and ARGV[2] are addScript's; ARGV[3] is the number of the
+// items' keys, which follow it, and then come the items' arguments. The
+// keys are not declared because on a Redis Cluster they lie in several
+// slots of one master, which a script may touch when its flags allow
+// cross-slot keys (Redis 7) and only then; each is still checked to be
+// served by the node. A first pass (reserve) checks every item's epoch
+// and spends every sum item's room before any item applies: when one is
+// stale or short of room, nothing is applied, that item answers so and
+// every other answers deferred, and the attempt tries them all again.
+var txnScript = goredis.NewScript(`#!lua flags=allow-cross-slot-keys
+` + luaLess + `
+local K, A, atomic = {}, {ARGV[1], ARGV[2]}, true
+local nik = tonumber(ARGV[3])
+for i = 1, nik do K[i] = ARGV[3 + i] end
+for i = 4 + nik, #ARGV do A[#A + 1] = ARGV[i] end
+K[#K + 1] = KEYS[1]` + addBody)
+
+// addBody is the body of addScript and txnScript: K are the keys, A the
+// arguments, atomic true for a transaction's items.
+const addBody = `
+local ttl = tonumber(A[1])
 local now
 local out = {}
 local blocked = {}
-local nk = #KEYS
+local nk = #K
 local mk
 if nk % 5 == 1 then
-  mk = KEYS[nk]
+  mk = K[nk]
   nk = nk - 1
   local seen = redis.call('GET', mk)
   if seen then
@@ -165,17 +189,86 @@ local function cas(sk, ver, blob)
   end
   return xs[sk]
 end
+local function clock()
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+end
 local function record(rk, rid)
   if rid == '' then return end
   redis.call('ZREMRANGEBYSCORE', rk, '-inf', now)
   redis.call('ZADD', rk, string.format('%d', now + ttl), rid)
-  if redis.call('PTTL', rk) < ttl then redis.call('PEXPIRE', rk, ARGV[1]) end
+  if redis.call('PTTL', rk) < ttl then redis.call('PEXPIRE', rk, A[1]) end
+end
+local reserved = {}
+-- reserve is the first pass of a transaction (atomic): it checks every
+-- item's epoch, reading only, so that a key this node does not serve
+-- fails the script before it wrote anything; then it spends the room of
+-- each sum item (marking it reserved) and tries each bounded item's value
+-- change, undone at once. When an item is stale or short of room it undoes
+-- what it spent and returns the results: that item's, every other
+-- deferred. Else it returns nil and the items apply.
+local function reserve(n)
+  local fail, why
+  for j = 1, n do
+    if redis.call('HGET', K[5*j-4], 'e') ~= A[9*j-6] then
+      fail, why = j, 3
+      break
+    end
+    if A[9*j-1] == 'x' and (redis.call('HGET', K[5*j-4], 'w') or '0') ~= A[9*j-4] then
+      fail, why = j, 9
+      break
+    end
+  end
+  local spent, moved = {}, {}
+  for j = 1, fail and 0 or n do
+    local sk, rk, a = K[5*j-4], K[5*j-3], 9*j-6
+    local d, nd, rid, mode = A[a+1], A[a+2], A[a+3], A[a+5]
+    local dup = false
+    if rid ~= '' then
+      clock()
+      local exp = redis.call('ZSCORE', rk, rid)
+      dup = exp and tonumber(exp) > now
+    end
+    if not dup and mode == 's' then
+      if not spend(sk, d, nd) then
+        fail, why = j, 5
+        break
+      end
+      spent[#spent + 1] = j
+      reserved[j] = true
+    elseif not dup and mode == 'b' then
+      local r = redis.pcall('HINCRBY', sk, 'v', d)
+      if type(r) == 'table' and r.err then
+        fail, why = j, 5
+        break
+      end
+      moved[#moved + 1] = j
+    end
+  end
+  for i = #moved, 1, -1 do
+    local j = moved[i]
+    redis.call('HINCRBY', K[5*j-4], 'v', A[9*j-4])
+  end
+  if not fail then return nil end
+  for i = #spent, 1, -1 do
+    local j = spent[i]
+    unspend(K[5*j-4], A[9*j-5], A[9*j-4])
+  end
+  for j = 1, n do out[j] = 6 end
+  out[fail] = why
+  return out
+end
+if atomic then
+  local r = reserve(nk / 5)
+  if r then return r end
 end
 for j = 1, nk / 5 do
-  local sk, rk, ak, wb, wi = KEYS[5*j-4], KEYS[5*j-3], KEYS[5*j-2], KEYS[5*j-1], KEYS[5*j]
+  local sk, rk, ak, wb, wi = K[5*j-4], K[5*j-3], K[5*j-2], K[5*j-1], K[5*j]
   local a = 9*j - 6
-  local ep, d, nd, rid, c = ARGV[a], ARGV[a+1], ARGV[a+2], ARGV[a+3], ARGV[a+4]
-  local mode, member, ws, cut = ARGV[a+5], ARGV[a+6], ARGV[a+7], ARGV[a+8]
+  local ep, d, nd, rid, c = A[a], A[a+1], A[a+2], A[a+3], A[a+4]
+  local mode, member, ws, cut = A[a+5], A[a+6], A[a+7], A[a+8]
   if blocked[c] then
     out[j] = 6
   elseif redis.call('HGET', sk, 'e') ~= ep then
@@ -184,14 +277,12 @@ for j = 1, nk / 5 do
   elseif mode == 'x' and not cas(sk, nd, member) then
     out[j] = 9
   else
-    if rid ~= '' and not now then
-      local t = redis.call('TIME')
-      now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    end
+    if rid ~= '' then clock() end
     local exp = rid ~= '' and redis.call('ZSCORE', rk, rid)
     if exp and tonumber(exp) > now then
       out[j] = 2
-      if ARGV[2] == '1' then redis.call('HINCRBY', sk, 'w', 0) end
+      if reserved[j] then unspend(sk, d, nd) end
+      if A[2] == '1' then redis.call('HINCRBY', sk, 'w', 0) end
     elseif mode == 'm' then
       local changed
       if d == '1' then changed = redis.call('ZADD', ak, 'NX', 0, member) else changed = redis.call('ZREM', ak, member) end
@@ -201,19 +292,19 @@ for j = 1, nk / 5 do
         out[j] = 1
       else
         out[j] = 7
-        if ARGV[2] == '1' then redis.call('HINCRBY', sk, 'w', 0) end
+        if A[2] == '1' then redis.call('HINCRBY', sk, 'w', 0) end
       end
       record(rk, rid)
     elseif mode == 'x' then
       if d == '1' then out[j] = 1 else out[j] = 7 end
-      if d ~= '1' and ARGV[2] == '1' then redis.call('HINCRBY', sk, 'w', 0) end
+      if d ~= '1' and A[2] == '1' then redis.call('HINCRBY', sk, 'w', 0) end
       record(rk, rid)
     else
       local ok, old, why = true, nil, nil
       if mode == 'b' then
         old, why = bound(ak, d)
         ok = old ~= nil
-      elseif not spend(sk, d, nd) then
+      elseif not reserved[j] and not spend(sk, d, nd) then
         ok, why = false, 5
         blocked[c] = true
       end
@@ -248,7 +339,7 @@ for j = 1, nk / 5 do
 end
 if mk then redis.call('SET', mk, table.concat(out, ','), 'PX', ` + markerTTLms + `) end
 return out
-`)
+`
 
 // createScript records a collection's metadata (KEYS[1]) unless it
 // exists. ARGV holds field, value pairs. It returns 1 when created, 0 when
@@ -532,4 +623,4 @@ redis.call('HINCRBY', KEYS[1], 'w', 1)
 return 1
 `)
 
-var allScripts = []*goredis.Script{foldSketchScript, shardsScript, addScript, newShardScript, newBoundsScript, isMemberScript, bucketsScript, resetMembersScript, copyMembersScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, levelScript, markDeleteScript, deleteMetaScript}
+var allScripts = []*goredis.Script{foldSketchScript, shardsScript, addScript, txnScript, newShardScript, newBoundsScript, isMemberScript, bucketsScript, resetMembersScript, copyMembersScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, levelScript, markDeleteScript, deleteMetaScript}

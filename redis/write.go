@@ -205,8 +205,11 @@ func (a *attempt) plan(ctx context.Context) error {
 			a.items = append(a.items, pending{i: i, l: l, shard: shard.Of(pickOf(a.incs[i]), l.n)})
 		}
 	}
-	a.items, err = a.s.seenBefore(ctx, a.incs, a.out, a.items)
-	return err
+	if a.items, err = a.s.seenBefore(ctx, a.incs, a.out, a.items); err != nil {
+		return err
+	}
+	a.placeTxns(ctx)
+	return nil
 }
 
 // layoutFor returns the layout item i writes to, new when the attempt
@@ -319,9 +322,13 @@ func (s *CounterStore) seenBefore(ctx context.Context, incs []shardcounter.Incre
 }
 
 // slotGroup is the items of one slot: one addScript call, atomic on its
-// node, with keys and arguments for each item in batch order.
+// node, with keys and arguments for each item in batch order; or the
+// items of one transaction (txn.go): one txnScript call on the master of
+// slot, where all its shards are.
 type slotGroup struct {
 	slot     int
+	txn      bool
+	script   *goredis.Script // addScript or txnScript
 	items    []pending
 	keys     []string
 	args     []any
@@ -331,9 +338,12 @@ type slotGroup struct {
 }
 
 // group puts the planned items into slot groups, keeping batch order
-// within a group; on one server every item is in slot 0, one group.
+// within a group; on one server every item is in slot 0, one group. The
+// items of a transaction form a group of their own, in the slot of its
+// first item's shard.
 func (a *attempt) group() {
 	bySlot := make(map[int]*slotGroup)
+	byTxn := make(map[uint64]*slotGroup)
 	ttl := strconv.FormatInt(time.Duration(a.s.ttl.Load()).Milliseconds(), 10)
 	syncDup := "0"
 	if a.s.waitReplicas > 0 {
@@ -348,10 +358,19 @@ func (a *attempt) group() {
 		if a.s.cluster != nil {
 			slot = it.l.keys.slot(it.shard)
 		}
+		txn := a.incs[it.i].Txn
 		g := bySlot[slot]
+		if txn != 0 {
+			g = byTxn[txn]
+		}
 		if g == nil {
-			g = &slotGroup{slot: slot, args: []any{ttl, syncDup}, counters: make(map[string]string)}
-			bySlot[slot] = g
+			g = &slotGroup{slot: slot, txn: txn != 0, script: addScript, args: []any{ttl, syncDup}, counters: make(map[string]string)}
+			if g.txn {
+				g.script = txnScript
+				byTxn[txn] = g
+			} else {
+				bySlot[slot] = g
+			}
 			a.groups = append(a.groups, g)
 		}
 		g.add(it, a.incs[it.i], now)
@@ -415,9 +434,12 @@ func (a *attempt) send(ctx context.Context) error {
 	}
 	for _, g := range a.groups {
 		g.keys = append(g.keys, s.markerKey(g.slot))
+		if g.txn {
+			g.keys, g.args = txnCall(g.keys, g.args)
+		}
 	}
 	for _, g := range a.groups {
-		g.run, g.at = a.nr.add(ctx, g.keys[0], func(p goredis.Pipeliner) *goredis.Cmd { return addScript.EvalSha(ctx, p, g.keys, g.args...) })
+		g.run, g.at = a.nr.add(ctx, g.keys[0], func(p goredis.Pipeliner) *goredis.Cmd { return g.script.EvalSha(ctx, p, g.keys, g.args...) })
 		if g.run == nil {
 			err := storeErr("apply", a.nr.err, false)
 			for _, it := range g.items {

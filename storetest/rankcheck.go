@@ -323,6 +323,11 @@ func testRankingWindow(t *testing.T, opts Options) {
 	write(2, 45)
 	write(3, 5)
 	check("10:02:05")
+	clk.Set(at("10:02:40")) // mid-bucket: kept from the commits' deltas
+	write(2, 7)
+	write(4, 2)
+	write(6, 9) // no window
+	check("10:02:50")
 	clk.Set(at("10:03:00"))
 	write(0, -20) // a decrement moves counter 0 down
 	write(4, 1)

@@ -31,8 +31,9 @@ const (
 	// ?replace=true) and answers an ImportResult.
 	ImportPath = "/admin/import"
 	// BackupPath streams an online copy of an embedded store (GET): the
-	// bolt file, or a tar of a Pebble checkpoint. BackupKindHeader says
-	// which.
+	// bolt file, or a tar of a Pebble checkpoint (?rate=BYTES a second,
+	// DefaultBackupRate without it, 0 for no pacing).
+	// BackupKindHeader says which.
 	BackupPath = "/admin/backup"
 	// VerifyPath streams VerifyLines (GET, ?prefix=P): a line per drift,
 	// then the summary.
@@ -137,7 +138,11 @@ func Admin(store shardcounter.CounterStore, log *slog.Logger) http.Handler {
 	})
 	mux.HandleFunc("GET "+BackupPath, func(w http.ResponseWriter, r *http.Request) {
 		noDeadlines(w)
-		if err := backup(r.Context(), store, w); err != nil {
+		rate, err := backupRate(r)
+		if err == nil {
+			err = backup(r.Context(), store, w, rate)
+		}
+		if err != nil {
 			adminError(w, err)
 		}
 	})
@@ -211,12 +216,15 @@ func adminError(w http.ResponseWriter, err error) {
 	json.NewEncoder(w).Encode(shttp.ErrorResponse{Error: shttp.ErrorBody{Code: code, Message: errorText(err)}})
 }
 
-// backup writes the store's online copy to w.
-func backup(ctx context.Context, store shardcounter.CounterStore, w http.ResponseWriter) error {
+// backup writes the store's online copy to w, a Pebble checkpoint at rate
+// bytes a second (0: as fast as it goes).
+func backup(ctx context.Context, store shardcounter.CounterStore, w http.ResponseWriter, rate int64) error {
 	switch s := store.(type) {
 	case *bolt.CounterStore:
 		w.Header().Set(BackupKindHeader, "bolt")
 		w.Header().Set("Content-Type", "application/octet-stream")
+		// Not paced: the copy holds a read transaction, and bolt's writes
+		// wait for read transactions to end when the file grows.
 		_, err := s.Backup(ctx, w, func(n int64) { w.Header().Set("Content-Length", strconv.FormatInt(n, 10)) })
 		return err
 	case *pebble.CounterStore:
@@ -233,7 +241,7 @@ func backup(ctx context.Context, store shardcounter.CounterStore, w http.Respons
 		}
 		w.Header().Set(BackupKindHeader, "pebble")
 		w.Header().Set("Content-Type", "application/x-tar")
-		return writeTar(w, dir)
+		return writeTar(paced(ctx, w, rate), dir)
 	}
 	return shardcounter.Errorf(shardcounter.EINVALID, "this server's store is not embedded: back PostgreSQL up with pg_dump or base backups, Redis with RDB or AOF (docs/OPERATIONS.md, \"Backups\"), or take a store-neutral copy with shardcounter export")
 }

@@ -125,6 +125,7 @@ func exportPage(ctx context.Context, store pageSource, enc *Encoder, page []*sha
 		return err
 	}
 	nowMS := opts.Now().UnixMilli()
+	recs := make([]*Counter, 0, len(page))
 	for i, c := range page {
 		if readings[i] == nil || deadlines[i] != 0 && deadlines[i] <= nowMS {
 			continue // deleted since the listing, or expired
@@ -151,16 +152,22 @@ func exportPage(ctx context.Context, store pageSource, enc *Encoder, page []*sha
 			}
 			st.Buckets += int64(len(rec.Buckets))
 		}
-		if err := enc.Counter(rec); err != nil {
+		recs = append(recs, rec)
+	}
+	p := &pageWriter{enc: enc, recs: recs, opts: opts, st: st}
+	if ms, ok := store.source.(memberStream); ok {
+		return p.withMembers(ctx, ms)
+	}
+	for len(p.recs) > 0 {
+		rec, err := p.next()
+		if err != nil {
 			return err
 		}
-		st.Counters++
 		if rec.Kind == shardcounter.KindDistinct {
-			if err := exportMembers(ctx, store, enc, c.ID, st); err != nil {
+			if err := exportMembers(ctx, store, enc, rec.ID, st); err != nil {
 				return err
 			}
 		}
-		opts.Progress.Add(1)
 	}
 	return nil
 }
@@ -191,24 +198,13 @@ func exportMembers(ctx context.Context, store source, enc *Encoder, id string, s
 const skipInternal = shardcounter.InternalPrefix + "\U0010FFFF"
 
 // readDeadlines returns the deadline, in Unix ms, of each id's name (0
-// for none): the value of its record, expiry.RecordID, in one
-// ReadCounters call.
+// for none), read from the names' records (expiry.ReadDeadlines).
 func readDeadlines(ctx context.Context, store source, ids []string) ([]int64, error) {
-	recs := make([]string, len(ids))
+	names := make([]string, len(ids))
 	for i, id := range ids {
-		recs[i] = expiry.RecordID(shardcounter.NameOf(id))
+		names[i] = shardcounter.NameOf(id)
 	}
-	rs, err := store.ReadCounters(ctx, recs)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int64, len(ids))
-	for i, r := range rs {
-		if r != nil {
-			out[i] = r.Value
-		}
-	}
-	return out, nil
+	return expiry.ReadDeadlines(ctx, store, names)
 }
 
 // exportRankings writes every ranking whose name starts with the prefix,

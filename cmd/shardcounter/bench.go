@@ -59,6 +59,7 @@ type benchCommand struct {
 	counters     int
 	zipf         float64
 	workload     string
+	last         time.Duration
 	readRatio    float64
 	readBatch    int
 	readCons     string
@@ -155,7 +156,8 @@ func (c *benchCommand) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.clients, "clients", bench.DefaultClients, "concurrent clients, one round trip in flight each")
 	fs.IntVar(&c.counters, "counters", bench.DefaultCounters, "counters written; 1 is one hot counter")
 	fs.Float64Var(&c.zipf, "zipf", 0, "with --counters > 1, pick counters with this Zipf exponent `S` > 1, such as 1.1 (default: uniformly)")
-	fs.StringVar(&c.workload, "workload", bench.WorkloadSingle, "`W`: single (each operation writes or reads one counter) or timeline (each operation writes one counter or reads --read-batch counters at once)")
+	fs.StringVar(&c.workload, "workload", bench.WorkloadSingle, "`W`: single (each operation writes or reads one counter), timeline (each operation writes one counter or reads --read-batch counters at once) or ranking (writes with and without a ranking of their counters, top-10 reads, and the Redis sorted-set peer; docs/RANKINGS.md)")
+	fs.DurationVar(&c.last, "last", 0, "--workload ranking: rank by the sum of the trailing `DURATION` (whole minutes, up to 1h) over counters with 1-minute buckets, instead of by value")
 	fs.Float64Var(&c.readRatio, "read-ratio", 0, "the `FRACTION` of operations that read instead of write, from 0 to 1 (default 0; 0.9 for --workload timeline)")
 	fs.IntVar(&c.readBatch, "read-batch", bench.DefaultReadBatch, "--workload timeline: the counters each read asks for at once, 1 to 1000")
 	fs.StringVar(&c.readCons, "read-consistency", "", "the reads' consistency: strong or cached, the engine's rollup; the naive and resp paths and the peers always read strong (default strong; cached for --workload timeline)")
@@ -200,6 +202,9 @@ func checkHostPort(addr string) error {
 }
 
 func (c *benchCommand) run(ctx context.Context, args []string) error {
+	if c.workload == bench.WorkloadRanking {
+		return c.runRanking(ctx, args)
+	}
 	p, err := c.plan(args)
 	if err != nil {
 		return err

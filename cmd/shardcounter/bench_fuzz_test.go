@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/shardcounter/shardcounter/bench"
 )
 
 // FuzzBenchFlags parses bench command lines: every one is either a
@@ -21,6 +23,8 @@ func FuzzBenchFlags(f *testing.F) {
 		"--min 0 --window 1m:1d --decr-ratio 0.5 --shards 1",
 		"--path resp --resp 127.0.0.1:6380 --pipeline 16 --peer redis-incr --peer-redis redis://x:1",
 		"--min 1", "--max -1", "--window 1s:1d", "--read-batch 1001 --workload timeline", "--pipeline 0",
+		"--workload ranking --counters 100000 --last 1h --peer redis-zset --peer-redis redis://h:1",
+		"--workload ranking --shards 1", "--workload ranking --last 90s", "--workload ranking --counters 1",
 		"--zipf NaN", "--max-staleness 10s --cache-size 1000000", "--max-staleness -1s", "--cache-size -5", "--decr-ratio Inf", "--resp :0 --path resp", "--kind distinct --min 0", "--kind sum --kind distinct --peer redis-incr --peer redis-sadd --peer-redis redis://h:1",
 	} {
 		f.Add(seed)
@@ -30,7 +34,15 @@ func FuzzBenchFlags(f *testing.F) {
 		if !ok {
 			return
 		}
-		p, err := m.cmd.(*benchCommand).plan(m.args)
+		c := m.cmd.(*benchCommand)
+		if c.workload == bench.WorkloadRanking {
+			cfg, err := c.rankingConfig(m.args)
+			if isUsage(t, "rankingConfig", line, err) && (cfg.Counters < 2 || cfg.Clients < 1 || cfg.Duration <= 0 || cfg.Last < 0) {
+				t.Fatalf("rankingConfig(%q) passed %+v, which bench.Ranking refuses", line, cfg)
+			}
+			return
+		}
+		p, err := c.plan(m.args)
 		if !isUsage(t, "plan", line, err) {
 			return
 		}

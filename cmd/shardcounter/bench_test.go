@@ -67,6 +67,25 @@ func TestBenchWorkloads(t *testing.T) {
 	}
 }
 
+// TestBenchRanking runs the ranking workload end to end on the default
+// store, by value with the sorted-set peer (a redis-server of its own),
+// and by a trailing window.
+func TestBenchRanking(t *testing.T) {
+	dir := t.TempDir()
+	out := Run(t, dir, nil, "bench", "--workload", "ranking", "--counters", "50", "--clients", "4", "--duration", "200ms",
+		"--peer", "redis-zset").MustOK(t)
+	for _, want := range []string{"50 counters (Zipf 1.1), 4 clients", "ranking by value", "writes, with the ranking (1)",
+		"90% writes, 10% top 10", "writes with the ranking / without, over the 3 rounds:", "redis ZINCRBY/ZREVRANGE", "mix: shardcounter / redis sorted set:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out = Run(t, dir, nil, "bench", "--workload", "ranking", "--counters", "50", "--clients", "4", "--duration", "200ms", "--last", "1h").MustOK(t)
+	if !strings.Contains(out, "ranking by the sum of the last 1h") || strings.Contains(out, "redis") || strings.Contains(out, "errors") {
+		t.Errorf("a windowed run without the peer, without errors, wanted:\n%s", out)
+	}
+}
+
 // TestBenchFlagErrors checks that each new flag refuses what it cannot
 // use with exit 2 and a message that names it and says what to give.
 func TestBenchFlagErrors(t *testing.T) {
@@ -105,6 +124,11 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"--kind", "distinct", "--peer", "redis-incr", "--peer-redis", "redis://127.0.0.1:1"}, "redis-sadd"},
 		{[]string{"--peer", "postgres-insert", "--peer-postgres", "postgres://x"}, "postgres-update"},
 		{[]string{"--zipf", "Inf", "--counters", "10"}, "--zipf"},
+		{[]string{"--workload", "ranking", "--shards", "1"}, "--shards does not go with --workload ranking"},
+		{[]string{"--workload", "ranking", "--peer", "redis-incr"}, "redis-zset"},
+		{[]string{"--workload", "ranking", "--peer-redis", "redis://127.0.0.1:1"}, "--peer-redis goes with --peer redis-zset"},
+		{[]string{"--workload", "ranking", "--last", "90s"}, "--last 1m30s"},
+		{[]string{"--workload", "ranking", "--counters", "1"}, "--counters must be 2 or more"},
 	} {
 		t.Run(strings.Join(c.args, "_"), func(t *testing.T) {
 			msg := Run(t, dir, nil, append([]string{"bench"}, c.args...)...).MustFail(t, 2)

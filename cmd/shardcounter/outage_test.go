@@ -236,11 +236,14 @@ func checkOutageValue(t *testing.T, ctx context.Context, client *shttp.Client, a
 // checkOutageMetrics checks that /metrics tells the story of the run.
 func checkOutageMetrics(t *testing.T, url string, acked int64) {
 	metrics := getBody(t, url+"/metrics")
-	for _, want := range []string{`shardcounter_store_errors_total{kind="unavailable",op="apply"}`, `shardcounter_store_errors_total{kind="unavailable",op="ping"}`} {
-		if v := sampleValue(metrics, want); v <= 0 {
-			t.Errorf("%s = %v after the outage, want > 0", want, v)
-		}
+	ping := `shardcounter_store_errors_total{kind="unavailable",op="ping"}`
+	if v := sampleValue(metrics, ping); v <= 0 {
+		t.Errorf("%s = %v after the outage, want > 0", ping, v)
 	}
+	// No count of failed applies is asked for: which batches a stop cuts,
+	// and whether they fail as unavailable or outcome unknown or wait in
+	// the queue until their writes' deadlines, depends on timing; the
+	// probe of the store fails whatever the timing.
 	if v := sampleValue(metrics, "shardcounter_writes_applied_total"); v < float64(acked) {
 		t.Errorf("writes_applied_total %v, want at least %d", v, acked)
 	}

@@ -242,7 +242,7 @@ func (c *serveCommand) check(args []string) (engine.Config, error) {
 
 // respServer returns the Redis protocol server over eng, as the flags
 // configure it.
-func (c *serveCommand) respServer(eng *engine.Engine, d engine.Durability, tokens []string, guard *authtoken.Guard, slotAtomic bool, log *slog.Logger) *respserver.Server {
+func (c *serveCommand) respServer(eng *engine.Engine, d engine.Durability, tokens []string, guard *authtoken.Guard, log *slog.Logger) *respserver.Server {
 	return respserver.New(eng, respserver.Options{
 		AuthTokens:     tokens,
 		AuthGuard:      guard,
@@ -252,7 +252,6 @@ func (c *serveCommand) respServer(eng *engine.Engine, d engine.Durability, token
 		CommandTimeout: c.reqTimeout,
 		ConnGoroutines: c.respGoroutine,
 		AllowFlush:     c.respFlush,
-		SlotAtomic:     slotAtomic,
 		Engine:         eng.Stats(),
 		Durability:     d,
 		Version:        Version(),

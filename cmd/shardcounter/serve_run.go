@@ -195,8 +195,7 @@ func (c *serveCommand) serveBoth(sv *serving) {
 	if sv.respLn == nil {
 		return
 	}
-	scheme, _ := dsn.Scheme(c.store) // opened: a scheme it knows
-	sv.rs = c.respServer(sv.eng, sv.cfg.Durability, sv.tokens, guard, scheme == "redis+cluster", sv.log)
+	sv.rs = c.respServer(sv.eng, sv.cfg.Durability, sv.tokens, guard, sv.log)
 	go func() {
 		if err := sv.rs.Serve(sv.respLn); !errors.Is(err, respserver.ErrServerClosed) {
 			sv.respServed <- err

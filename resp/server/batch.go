@@ -183,8 +183,12 @@ func (x *executor) checkTypes(ctx context.Context, ws []shardcounter.Write, ps [
 	}
 	claims := make([]claim, 0, len(ws))
 	index := make(map[claim]int)
-	at := make([]int, len(ws)) // the claim of each write
+	at := make([]int, len(ws)) // the claim of each write, -1 for none
 	for i, w := range ws {
+		if w.Expire != nil {
+			at[i] = -1 // a deadline change acts on a name of either type
+			continue
+		}
 		name, t := writeName(w)
 		cl := claim{name, t}
 		j, ok := index[cl]
@@ -202,6 +206,9 @@ func (x *executor) checkTypes(ctx context.Context, ws []shardcounter.Write, ps [
 	}
 	drop := func(lo, hi int, msg *string) {
 		for i := lo; i < hi; i++ {
+			if at[i] < 0 {
+				continue
+			}
 			if r := refused[at[i]]; r != "" && *msg == "" {
 				*msg = r
 			}

@@ -43,8 +43,8 @@ type command struct {
 	// is refused, and EXEC aborts.
 	txControl bool
 	noTx      string
-	// afterCommit marks a command of the EXPIRE family, which a
-	// transaction runs after its writes commit (expire.go).
+	// afterCommit marks PERSIST, TTL and their kin, which a transaction
+	// runs after its writes commit (expire.go).
 	afterCommit bool
 
 	// group and summary are the command's COMMAND DOCS: Redis's group,

@@ -12,9 +12,11 @@ import (
 
 // Expiry: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL, EXPIRETIME,
 // PEXPIRETIME and PERSIST, over the service's shardcounter.Expirer. A
-// deadline is a name's: a counter's, or a hash's with all its fields. In
-// a transaction these commands run after its writes commit, in their
-// turn; so a write queued after one of them on the same key is refused
+// deadline is a name's: a counter's, or a hash's with all its fields.
+// The EXPIRE family are writes of the batch (Write.Expire), in a
+// transaction in their turn among its writes. TTL, PERSIST and their kin
+// run on their own; in a transaction after its writes commit, in their
+// turn, so a write queued after one of them on the same key is refused
 // while queueing (the order could not be kept), and EXEC aborts.
 
 const errNoExpiry = "ERR this server's service keeps no deadlines"
@@ -49,62 +51,68 @@ func expireTime(now time.Time, n int64, ms, abs bool) (time.Time, bool) {
 	return time.UnixMilli(n), true
 }
 
-func cmdExpire(c *conn, args [][]byte)    { expireCommand(c, args, "expire", false, false) }
-func cmdPExpire(c *conn, args [][]byte)   { expireCommand(c, args, "pexpire", true, false) }
-func cmdExpireAt(c *conn, args [][]byte)  { expireCommand(c, args, "expireat", false, true) }
-func cmdPExpireAt(c *conn, args [][]byte) { expireCommand(c, args, "pexpireat", true, true) }
+func writeExpire(c *conn, args [][]byte, ws []shardcounter.Write) ([]shardcounter.Write, string) {
+	return expireWrite(c, args, ws, "expire", false, false)
+}
 
-// expireCommand is EXPIRE key n [NX|XX|GT|LT] and its kin: 1 when the
-// deadline was set (or, for a time not in the future, the key deleted), 0
-// when the key holds nothing or the condition was not met.
-func expireCommand(c *conn, args [][]byte, name string, ms, abs bool) {
+func writePExpire(c *conn, args [][]byte, ws []shardcounter.Write) ([]shardcounter.Write, string) {
+	return expireWrite(c, args, ws, "pexpire", true, false)
+}
+
+func writeExpireAt(c *conn, args [][]byte, ws []shardcounter.Write) ([]shardcounter.Write, string) {
+	return expireWrite(c, args, ws, "expireat", false, true)
+}
+
+func writePExpireAt(c *conn, args [][]byte, ws []shardcounter.Write) ([]shardcounter.Write, string) {
+	return expireWrite(c, args, ws, "pexpireat", true, true)
+}
+
+// expireWrite is EXPIRE key n [NX|XX|GT|LT] and its kin as a write of the
+// batch (shardcounter.Write.Expire): the deadline change joins the group
+// commit of the writes around it, in a transaction those before it, and
+// costs no commit or read of its own where the service knows the key's
+// deadline. replyExpire replies 1 when the deadline was set (or, for a
+// time not in the future, the key deleted), 0 when the key holds nothing
+// or the condition was not met.
+func expireWrite(c *conn, args [][]byte, ws []shardcounter.Write, name string, ms, abs bool) ([]shardcounter.Write, string) {
 	id, msg := counterID(args[1])
 	if msg != "" {
-		c.w.Error(msg)
-		return
+		return ws, msg
 	}
 	n, ok := resp.ParseInt(args[2])
 	if !ok {
-		c.w.Error(errNotInteger)
-		return
+		return ws, errNotInteger
 	}
 	cond, msg := expireCondition(args[3:])
 	if msg != "" {
-		c.w.Error(msg)
-		return
+		return ws, msg
 	}
-	x, ok := c.expirer()
+	if _, ok := c.s.svc.(shardcounter.Expirer); !ok {
+		return ws, errNoExpiry
+	}
+	at, ok := expireTime(time.Now(), n, ms, abs)
 	if !ok {
-		return
+		return ws, "ERR invalid expire time in '" + name + "' command"
 	}
-	now := time.Now()
-	at, ok := expireTime(now, n, ms, abs)
-	if !ok {
-		c.w.Error("ERR invalid expire time in '" + name + "' command")
-		return
-	}
-	ctx, cancel := c.ctx()
-	defer cancel()
-	if cond != "" {
-		ttl, err := x.CounterTTL(ctx, id)
-		if err != nil {
-			c.w.Error(errorReply(err))
-			return
+	x := &shardcounter.ExpireChange{At: max(at.UnixMilli(), 1), Cond: cond}
+	return append(ws, shardcounter.Write{Counter: id, Expire: x}), ""
+}
+
+// replyExpire is the reply of the EXPIRE family: 1 when the deadline
+// changed. A change that deleted the key (a time not in the future)
+// drops the key's type from the server's cache.
+func replyExpire(c *conn, args [][]byte, ws []shardcounter.Write, res []shardcounter.WriteResult) {
+	switch {
+	case len(res) == 0:
+		c.w.Int(0)
+	case res[0].Error != nil:
+		c.w.Error(errorReply(res[0].Error))
+	default:
+		if res[0].Applied && ws[0].Expire.At <= time.Now().UnixMilli() {
+			c.s.types.forget(ws[0].Counter)
 		}
-		if !ttl.Exists || !conditionMet(cond, ttl, at) {
-			c.w.Int(0)
-			return
-		}
+		c.w.Int(b2i(res[0].Applied))
 	}
-	set, err := x.ExpireCounter(ctx, id, at)
-	if err != nil {
-		c.w.Error(errorReply(err))
-		return
-	}
-	if !at.After(now) {
-		c.s.types.forget(id)
-	}
-	c.w.Int(b2i(set))
 }
 
 // expireCondition reads EXPIRE's options: "", "nx", "xx", "gt" or "lt".
@@ -139,23 +147,6 @@ func expireCondition(opts [][]byte) (string, string) {
 		return "xx", ""
 	}
 	return "", ""
-}
-
-// conditionMet applies EXPIRE's condition as Redis does: no deadline is
-// an infinite one, so GT never replaces it and LT always does.
-func conditionMet(cond string, ttl *shardcounter.TTL, at time.Time) bool {
-	has := ttl.ExpiresAt != nil
-	switch cond {
-	case "nx":
-		return !has
-	case "xx":
-		return has
-	case "gt":
-		return has && at.UnixMilli() > ttl.ExpiresAt.UnixMilli()
-	case "lt":
-		return !has || at.UnixMilli() < ttl.ExpiresAt.UnixMilli()
-	}
-	return true
 }
 
 func b2i(b bool) int64 {
@@ -237,6 +228,6 @@ func (tx *txState) expiryOrder(cmd *command, args [][]byte) string {
 	if cmd.write == nil || cmd.firstKey == 0 || len(args) <= cmd.firstKey || !tx.afterCommit[string(args[cmd.firstKey])] {
 		return ""
 	}
-	return "ERR " + strings.ToUpper(cmd.name) + " after EXPIRE, PERSIST or TTL of the same key in one transaction: those run after " +
+	return "ERR " + strings.ToUpper(cmd.name) + " after PERSIST, TTL, PTTL, EXPIRETIME or PEXPIRETIME of the same key in one transaction: those run after " +
 		"the transaction's writes commit, so this write would come first; put them after the writes"
 }

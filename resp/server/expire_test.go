@@ -81,7 +81,8 @@ func TestExpire(t *testing.T) {
 }
 
 // TestExpireInTransaction is the rate-limit pattern: MULTI, INCR, EXPIRE,
-// EXEC; and the refusal of a write queued after an EXPIRE of its key.
+// EXEC; EXPIRE in its turn among a transaction's writes; and the refusal
+// of a write queued after a PERSIST of its key.
 func TestExpireInTransaction(t *testing.T) {
 	eachProto(t, func(t *testing.T, rdb *redis.Client, proto int) {
 		ctx := context.Background()
@@ -100,14 +101,30 @@ func TestExpireInTransaction(t *testing.T) {
 		if v, _ := rdb.TTL(ctx, "rate:u1").Result(); v <= 58*time.Second {
 			t.Fatalf("TTL after the transactions: %v", v)
 		}
+		// EXPIRE is a write of the transaction, in its turn: of a key the
+		// transaction creates after it, it finds nothing (0), as Redis.
+		var exp0, exp1 *redis.BoolCmd
 		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.Expire(ctx, "rate:u2", time.Minute)
+			exp0 = p.Expire(ctx, "rate:u2", time.Minute)
+			p.Incr(ctx, "rate:u2")
+			exp1 = p.ExpireNX(ctx, "rate:u2", time.Hour)
 			p.Incr(ctx, "rate:u2")
 			return nil
 		})
-		wantPrefix(t, "EXPIRE then INCR in one transaction", err, "EXECABORT")
-		if n, _ := rdb.Exists(ctx, "rate:u2").Result(); n != 0 {
-			t.Fatalf("the aborted transaction applied its INCR")
+		if err != nil || exp0.Val() || !exp1.Val() {
+			t.Fatalf("EXPIRE, INCR, EXPIRE NX, INCR: %v, expire %v then %v; want false then true", err, exp0.Val(), exp1.Val())
+		}
+		if v, _ := rdb.TTL(ctx, "rate:u2").Result(); v <= 59*time.Minute {
+			t.Fatalf("TTL after EXPIRE NX in the transaction: %v, want about an hour", v)
+		}
+		_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Persist(ctx, "rate:u2")
+			p.Incr(ctx, "rate:u2")
+			return nil
+		})
+		wantPrefix(t, "PERSIST then INCR in one transaction", err, "EXECABORT")
+		if n, _ := rdb.Get(ctx, "rate:u2").Int(); n != 2 {
+			t.Fatalf("the aborted transaction applied its INCR: %d", n)
 		}
 	})
 }

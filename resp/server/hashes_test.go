@@ -188,7 +188,7 @@ func TestHashesEveryStore(t *testing.T) {
 					eng.WriteCounter(ctx, shardcounter.Write{Counter: fmt.Sprint("warm-up/", i), Delta: 1})
 				}
 			}
-			_, addr := MustServe(t, eng, server.Options{SlotAtomic: name == "redis-cluster"})
+			_, addr := MustServe(t, eng, server.Options{})
 			rdb := MustClient(t, addr, 3, "")
 			hashScenario(t, rdb)
 			keyspaceScenario(t, rdb)

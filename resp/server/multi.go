@@ -17,7 +17,9 @@ import (
 // of the engine's WriteBatch joined by Write.JoinNext: they go to the
 // store in one batch, with the writes of the other connections of the
 // cycle, which the store applies as one commit (docs/RESP.md,
-// "Transactions", says where that commit is atomic). EXEC's reply holds
+// "Transactions", says where that commit is atomic; a Redis Cluster store
+// applies a transaction as one script on one master, or refuses it with
+// CROSSSLOT). EXEC's reply holds
 // every command's reply, in order: a write's from its own result, where
 // the INCRs of one counter reply the values a Redis server would (the
 // commit's total less the transaction's later writes to it); a read of a
@@ -150,7 +152,7 @@ func derivedRead(cmd *command) bool { return cmd.readReply != nil && cmd.valueRe
 // execWrites is EXEC's part of a write batch: it ends the transaction and
 // appends its writes to ws, joined so that they commit together. It
 // returns the run for the reply, or the error reply of an EXEC that
-// applies nothing (no MULTI, EXECABORT, CROSSSLOT).
+// applies nothing (no MULTI, EXECABORT).
 func (c *conn) execWrites(ws []shardcounter.Write) ([]shardcounter.Write, *txRun, string) {
 	tx := c.tx
 	c.tx = nil
@@ -184,14 +186,14 @@ func (c *conn) execWrites(ws []shardcounter.Write) ([]shardcounter.Write, *txRun
 		}
 		p.hi = len(ws)
 		for i := p.lo; i < p.hi; i++ {
+			if ws[i].Expire != nil {
+				continue // a deadline change writes no value
+			}
 			written[ws[i].Counter] = true
 			if read[ws[i].Counter] {
 				ws[i].WantValue = true
 			}
 		}
-	}
-	if msg := c.crossSlot(ws[lo:]); msg != "" {
-		return ws[:lo], nil, msg
 	}
 	for i := lo; i < len(ws)-1; i++ {
 		ws[i].JoinNext = true // one commit (checkTypes keeps the joins when it drops writes)
@@ -217,25 +219,6 @@ func (c *conn) execWrites(ws []shardcounter.Write) ([]shardcounter.Write, *txRun
 	return ws, run, ""
 }
 
-// crossSlot returns the CROSSSLOT error of a transaction whose writes a
-// store that commits atomically only within one Redis Cluster slot
-// (Options.SlotAtomic) could not apply in one step: the engine folds
-// writes of one sign to one counter, without request ids or members, into
-// one increment on one shard, and no other transaction is one slot's.
-func (c *conn) crossSlot(ws []shardcounter.Write) string {
-	if !c.s.opts.SlotAtomic || len(ws) == 0 {
-		return ""
-	}
-	for _, w := range ws {
-		if w.Counter != ws[0].Counter || w.Present != nil || w.RequestID != "" || (w.Delta < 0) != (ws[0].Delta < 0) {
-			return "CROSSSLOT Keys in request don't hash to the same slot: on a Redis Cluster store a transaction " +
-				"is atomic only when its writes are increments of one sign to one counter, without request ids; " +
-				"send these writes without MULTI, or split the transaction"
-		}
-	}
-	return ""
-}
-
 // effect is what write w, with result r, added to its counter's value:
 // its delta, or 1 or -1 for a member added or removed.
 func effect(w shardcounter.Write, r shardcounter.WriteResult) int64 {
@@ -255,7 +238,21 @@ func effect(w shardcounter.Write, r shardcounter.WriteResult) int64 {
 // execReply replies to EXEC: an array of each command's reply. ws and res
 // are the whole batch's writes and results (res is nil when the batch
 // wrote nothing of this transaction).
+//
+// A store that applies a transaction in one step of its own (a Redis
+// Cluster store, shardcounter.TxnApplier) may refuse it whole, every
+// write with a CROSSSLOT error (shardcounter.CrossSlot): EXEC then
+// replies that error alone, as Redis Cluster does, and runs none of the
+// transaction's other commands.
 func (c *conn) execReply(run *txRun, ws []shardcounter.Write, res []shardcounter.WriteResult) {
+	for _, p := range run.parts {
+		for i := p.lo; i < p.hi; i++ {
+			if e := res[i].Error; e != nil && shardcounter.IsCrossSlot(e) {
+				c.w.Error(e.Message)
+				return
+			}
+		}
+	}
 	// final is each counter's value after the commit: the value of its
 	// last write that has one. firstWrite is the command of its first
 	// applied write.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,8 +13,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
 	"github.com/shardcounter/shardcounter/engine"
+	"github.com/shardcounter/shardcounter/internal/redistest"
+	sredis "github.com/shardcounter/shardcounter/redis"
 	"github.com/shardcounter/shardcounter/resp/server"
 )
 
@@ -198,28 +202,96 @@ func TestTransactionAtomic(t *testing.T) {
 	}
 }
 
-// TestTransactionCrossSlot checks EXEC on a store that commits atomically
-// only within a Redis Cluster slot (Options.SlotAtomic): a transaction
-// that folds into one increment runs, any other is refused with CROSSSLOT
-// and applies nothing.
-func TestTransactionCrossSlot(t *testing.T) {
-	eng := MustEngine(t)
-	_, addr := MustServe(t, eng, server.Options{SlotAtomic: true})
-	rdb := MustClient(t, addr, 3, "")
+// TestTransactionCluster checks EXEC on a Redis Cluster store: a
+// transaction over several counters and hash fields is applied as one
+// script on one master (every shard it wrote is on one master), and a
+// transaction whose counters no master holds a shard of each of (counters
+// of one shard on different masters) is refused with CROSSSLOT, applying
+// nothing and running none of its other commands.
+func TestTransactionCluster(t *testing.T) {
 	ctx := context.Background()
+	a := redistest.MustStartCluster(t, 3).Addrs()
+	store, err := sredis.Open(ctx, "redis+cluster://"+a[0]+"?addr="+strings.Join(a[1:], "&addr="), sredis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	eng, err := engine.New(store, engine.Config{DefaultShards: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(ctx) })
+	for i := range 16 { // load the scripts on every master (see TestHashes)
+		eng.WriteCounter(ctx, shardcounter.Write{Counter: fmt.Sprint("warm-up/", i), Delta: 1})
+	}
+	_, addr := MustServe(t, eng, server.Options{})
+	rdb := MustClient(t, addr, 3, "")
 	cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Incr(ctx, "a")
-		p.IncrBy(ctx, "a", 5)
+		p.IncrBy(ctx, "b", 5)
+		p.HIncrBy(ctx, "h", "f", 2)
+		p.Decr(ctx, "c")
+		p.Incr(ctx, "a")
 		p.Get(ctx, "a")
 		return nil
 	})
-	if got := results(cmds); err != nil || !reflect.DeepEqual(got, []any{int64(1), int64(6), "6"}) {
-		t.Errorf("one counter's transaction = %v, %v", got, err)
+	if got, want := results(cmds), []any{int64(1), int64(5), int64(2), int64(-1), int64(2), "2"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("a transaction over four counters = %v, %v; want %v", got, err, want)
+	}
+	nodes := make(map[string]bool) // of the shards written
+	for _, id := range []string{"a", "b", "h\x1ff", "c"} {
+		p, err := store.Placement(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pl := range p.Places {
+			if pl.Value != 0 {
+				nodes[pl.Node] = true
+			}
+		}
+	}
+	if len(nodes) != 1 {
+		t.Errorf("the transaction wrote shards on %v, want one master", nodes)
+	}
+
+	// A write with a request id keeps its shard, and sent again in a
+	// transaction it is a duplicate: counted once.
+	for round, want := range []any{int64(1), int64(0)} {
+		cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Do(ctx, "SC.INCRBY", "r", 3, "REQUEST-ID", "req-1")
+			p.Incr(ctx, "b")
+			return nil
+		})
+		if err != nil || cmds[0].(*redis.Cmd).Val() != want {
+			t.Fatalf("round %d of a transaction with a request id: %v, %v; want %v first", round, results(cmds), err, want)
+		}
+	}
+	if v, _ := rdb.Get(ctx, "r").Int(); v != 3 {
+		t.Errorf("r = %d after a transaction sent twice with one request id, want 3", v)
+	}
+
+	// Counters of one shard, until two are on different masters.
+	var x, y string
+	first := ""
+	for i := 0; y == ""; i++ {
+		id := fmt.Sprint("solo/", i)
+		if _, _, err := eng.CreateCounter(ctx, id, shardcounter.CreateOptions{Shards: 1}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := store.Placement(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch node := p.Places[0].Node; {
+		case first == "":
+			x, first = id, node
+		case node != first:
+			y = id
+		}
 	}
 	for _, tx := range [][][]any{
-		{{"INCR", "a"}, {"INCR", "b"}},
-		{{"INCR", "a"}, {"DECR", "a"}},
-		{{"SADD", "s", "x"}},
+		{{"INCR", x}, {"INCR", y}},
+		{{"INCR", x}, {"EXPIRE", x, "100"}, {"HINCRBY", "fresh", "f", "1"}, {"INCRBY", y, "-4"}},
 	} {
 		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			for _, c := range tx {
@@ -229,11 +301,22 @@ func TestTransactionCrossSlot(t *testing.T) {
 		})
 		wantPrefix(t, fmt.Sprint(tx), err, "CROSSSLOT Keys in request don't hash to the same slot")
 	}
-	if n, _ := rdb.Exists(ctx, "b", "s").Result(); n != 0 {
-		t.Errorf("a refused transaction created %d counters", n)
+	if vx, vy := rdb.Get(ctx, x).Val(), rdb.Get(ctx, y).Val(); vx != "0" || vy != "0" {
+		t.Errorf("%s, %s = %q, %q after refused transactions, want 0, 0", x, y, vx, vy)
 	}
-	if v, _ := rdb.Get(ctx, "a").Int(); v != 6 {
-		t.Errorf("a = %d after refused transactions, want 6", v)
+	if ttl := rdb.TTL(ctx, x).Val(); ttl != -1 {
+		t.Errorf("TTL %s = %v after a refused transaction's EXPIRE, want -1", x, ttl)
+	}
+	if n := rdb.Exists(ctx, "fresh").Val(); n != 0 {
+		t.Errorf("a refused transaction created a hash")
+	}
+	// Pipelined without MULTI, the same writes apply one by one.
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, x)
+		p.Incr(ctx, y)
+		return nil
+	}); err != nil {
+		t.Errorf("the writes without MULTI: %v", err)
 	}
 }
 

@@ -122,11 +122,6 @@ type Options struct {
 	// AllowFlush lets FLUSHDB and FLUSHALL delete every counter (serve
 	// --resp-allow-flush); without it they are refused.
 	AllowFlush bool
-	// SlotAtomic says that the store commits a batch atomically only
-	// within one Redis Cluster hash slot (a redis+cluster:// store): EXEC
-	// refuses with CROSSSLOT a transaction whose writes do not fold into
-	// one increment (multi.go, crossSlot).
-	SlotAtomic bool
 }
 
 // Server serves a CounterService over RESP. It is safe for concurrent use.

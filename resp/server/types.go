@@ -115,6 +115,9 @@ func (tc *typeCache) hold(ws []shardcounter.Write) bool {
 	defer tc.mu.Unlock()
 	last, lastType := "", typeNone
 	for _, w := range ws {
+		if w.Expire != nil {
+			continue // a deadline change claims no type: it acts on either
+		}
 		name, t := writeName(w)
 		if t == lastType && name == last {
 			continue
@@ -213,8 +216,10 @@ func (s *Server) claimTypes(ctx context.Context, cs []claim) []string {
 		}
 	}
 	tc.mu.Unlock()
-	for _, name := range markers {
-		if err := s.createMarker(ctx, name); err != nil {
+	errs := make([]error, len(markers))
+	eachAtOnce(len(markers), func(k int) { errs[k] = s.createMarker(ctx, markers[k]) })
+	for k, name := range markers {
+		if err := errs[k]; err != nil {
 			tc.forget(name)
 			for i, c := range cs {
 				if c.name == name && out[i] == "" {
@@ -224,6 +229,35 @@ func (s *Server) claimTypes(ctx context.Context, cs []claim) []string {
 		}
 	}
 	return out
+}
+
+// claimsAtOnce bounds how many of one batch's claims ask the store at
+// once (eachAtOnce).
+const claimsAtOnce = 16
+
+// eachAtOnce runs f(0) ... f(n-1), up to claimsAtOnce at a time, and
+// returns when all have. The claims of one batch's new names (a marker
+// each to create, a field each to look for) are independent: run one
+// after another they cost a commit or a read each in the serving loop,
+// run together the store shares one commit among them (the engine's
+// group commit does not serve CreateCounter) and overlaps the reads.
+func eachAtOnce(n int, f func(i int)) {
+	if n <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	sem := make(chan struct{}, claimsAtOnce)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			f(i)
+		})
+	}
+	wg.Wait()
 }
 
 // createMarker creates the marker of a hash: a counter of one shard that
@@ -259,6 +293,7 @@ func (s *Server) probeTypes(ctx context.Context, cs []claim) (map[string]nameTyp
 		}
 		return held, failed
 	}
+	var hashes []string // names whose marker exists: do they have a field?
 	for i, c := range cs {
 		switch r := rs[i]; {
 		case errors.Is(r.Err, shardcounter.ErrNotFound):
@@ -267,12 +302,17 @@ func (s *Server) probeTypes(ctx context.Context, cs []claim) (map[string]nameTyp
 		case c.t == typeHash:
 			held[c.name] = typePlain
 		default:
-			t, err := s.hashOrEmpty(ctx, c.name)
-			if err != nil {
-				failed[c.name] = errorReply(err)
-			} else if t != typeNone {
-				held[c.name] = t
-			}
+			hashes = append(hashes, c.name)
+		}
+	}
+	ts := make([]nameType, len(hashes))
+	errs := make([]error, len(hashes))
+	eachAtOnce(len(hashes), func(k int) { ts[k], errs[k] = s.hashOrEmpty(ctx, hashes[k]) })
+	for k, name := range hashes {
+		if errs[k] != nil {
+			failed[name] = errorReply(errs[k])
+		} else if ts[k] != typeNone {
+			held[name] = ts[k]
 		}
 	}
 	return held, failed
