@@ -198,7 +198,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		return 0, err
 	}
 	b.committed(shardWrites)
-	return b.recorded + 1, nil // the marker expires as a request id
+	return b.recorded, nil
 }
 
 // totals gives the items that asked for it their counter's total, where

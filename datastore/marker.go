@@ -100,7 +100,7 @@ func (s *CounterStore) settle(ctx context.Context, m *marker, out []shardcounter
 	copy(out, a.out)
 	a.b.committed(a.sw)
 	s.stats.Resolved.Add(1)
-	return a.recorded + 1, nil // the marker expires as a request id
+	return a.recorded, nil
 }
 
 // unknown is the error of a batch whose unclear commit could not be

@@ -159,7 +159,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		return 0, err
 	}
 	b.committed(results, shardWrites, order)
-	return b.recorded + 1, nil
+	return b.recorded, nil
 }
 
 // targets reads the counters of incs that the store does not know yet,

@@ -129,7 +129,7 @@ func (s *CounterStore) settle(ctx context.Context, m *marker, out []shardcounter
 		}
 	}
 	s.stats.Resolved.Add(1)
-	return a.recorded + 1, nil // the marker expires as a request id
+	return a.recorded, nil
 }
 
 // unknown is the error of a batch whose failed commit could not be
