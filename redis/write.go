@@ -397,7 +397,9 @@ func (a *attempt) send(ctx context.Context) error {
 		s.createShards(ctx, a.nr, l)
 	}
 	for _, g := range a.groups {
-		g.keys = append(g.keys, s.markerKey(g.slot))
+		if !s.noMarkers {
+			g.keys = append(g.keys, s.markerKey(g.slot))
+		}
 	}
 	for _, g := range a.groups {
 		g.run, g.at = a.nr.add(ctx, g.keys[0], func(p goredis.Pipeliner) *goredis.Cmd { return addScript.EvalSha(ctx, p, g.keys, g.args...) })
