@@ -21,7 +21,9 @@ import (
 // first run had applied, the second finds the marker and returns the
 // first one's results without changing anything; if not, it applies. So
 // each group applies exactly once, and the writes are answered from what
-// Redis holds instead of as outcome unknown.
+// Redis holds instead of as outcome unknown. A group whose every item has
+// a request id has no marker: its request ids make the second run apply
+// only what the first did not, and answer the others duplicates.
 //
 // A marker lives markerTTLms, far past any write's deadline: it is read
 // only while its writer waits. (Request ids, which clients send again
