@@ -43,7 +43,16 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 	pause := time.Millisecond
 	m := s.newMarker(incs)
 	for {
-		recorded, err := s.attempt(ctx, incs, out, m)
+		recorded, detached, err := s.attempt(ctx, incs, out, m)
+		if detached {
+			// The attempt goes on without us, with m. Unless it was in its
+			// commit (an unknown outcome), it never commits, nor touches
+			// m.unsure, which an earlier attempt may have set.
+			if !shardcounter.IsOutcomeUnknown(err) && m != nil && m.unsure {
+				return nil, m.unknown(ctx.Err())
+			}
+			return nil, err
+		}
 		if err != nil && m != nil && m.unsure {
 			// A commit of the batch got no clear answer: its marker
 			// says whether it applied; absent, try again with it.
@@ -95,11 +104,13 @@ const txGrace = 5 * time.Second
 // a minute later, and every write of those counters would wait for it.
 // Given the time, it rolls back instead. Abandoned before its commit, the
 // attempt never commits: nothing was applied. Abandoned in its commit, its
-// outcome is unknown.
-func (s *CounterStore) attempt(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, m *marker) (int, error) {
+// outcome is unknown. detached says the attempt was left running (it
+// still uses m).
+func (s *CounterStore) attempt(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, m *marker) (recorded int, detached bool, err error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		return s.applyOnce(ctx, incs, out, m, nil)
+		recorded, err = s.applyOnce(ctx, incs, out, m, nil)
+		return recorded, false, err
 	}
 	txCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(txGrace))
 	const running, committing, abandoned = 0, 1, 2
@@ -118,19 +129,19 @@ func (s *CounterStore) attempt(ctx context.Context, incs []shardcounter.Incremen
 	select {
 	case r := <-done:
 		copy(out, mine)
-		return r.recorded, r.err
+		return r.recorded, false, r.err
 	case <-ctx.Done():
 	}
 	if state.CompareAndSwap(running, abandoned) {
-		return 0, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: the batch did not reach its commit before %v; nothing applied", ctx.Err())
+		return 0, true, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: the batch did not reach its commit before %v; nothing applied", ctx.Err())
 	}
 	select {
 	case r := <-done: // it ended as the deadline came
 		copy(out, mine)
-		return r.recorded, r.err
+		return r.recorded, false, r.err
 	default:
 	}
-	return 0, shardcounter.OutcomeUnknownf("datastore: the commit did not answer before %v", ctx.Err())
+	return 0, true, shardcounter.OutcomeUnknownf("datastore: the commit did not answer before %v", ctx.Err())
 }
 
 // applyOnce makes one attempt in one transaction, its commit marked by m
