@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/datastore"
@@ -40,8 +41,28 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 		return out, nil
 	}
 	pause := time.Millisecond
+	m := s.newMarker(incs)
 	for {
-		recorded, err := s.applyOnce(ctx, incs, out)
+		recorded, detached, err := s.attempt(ctx, incs, out, m)
+		if detached {
+			// The attempt goes on without us, with m. Unless it was in its
+			// commit (an unknown outcome), it never commits, nor touches
+			// m.unsure, which an earlier attempt may have set.
+			if !shardcounter.IsOutcomeUnknown(err) && m != nil && m.unsure {
+				return nil, m.unknown(ctx.Err())
+			}
+			return nil, err
+		}
+		if err != nil && m != nil && m.unsure {
+			// A commit of the batch got no clear answer: its marker
+			// says whether it applied; absent, try again with it.
+			if recorded, err = s.settle(ctx, m, out, err); err != nil && !errors.Is(err, errConflict) {
+				if serr := sleep(ctx, markerWait); serr != nil {
+					return nil, m.unknown(serr)
+				}
+				continue
+			}
+		}
 		if err == nil {
 			s.expire(ctx, recorded)
 			return out, nil
@@ -51,6 +72,9 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 		}
 		s.stats.Conflicts.Add(1)
 		if err := sleep(ctx, rand.N(pause)+pause/2); err != nil {
+			if m != nil && m.unsure {
+				return nil, m.unknown(err)
+			}
 			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: the batch kept meeting other writers until %v; nothing applied", err)
 		}
 		pause = min(2*pause, 200*time.Millisecond)
@@ -68,9 +92,62 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// applyOnce makes one attempt in one transaction; it returns how many
-// request ids it recorded.
-func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome) (int, error) {
+// txGrace is how long a transaction may outlive the deadline of its
+// Apply: the time its rollback has to reach the database.
+const txGrace = 5 * time.Second
+
+// attempt runs one attempt (applyOnce) in a transaction whose context
+// outlives ctx by txGrace, and answers at ctx's end even if the attempt
+// has not. A transaction whose calls were cut off by the caller's
+// deadline would otherwise stay open, holding its locks on the counter's
+// entities (Datastore takes them on reads) until the database expires it,
+// a minute later, and every write of those counters would wait for it.
+// Given the time, it rolls back instead. Abandoned before its commit, the
+// attempt never commits: nothing was applied. Abandoned in its commit, its
+// outcome is unknown. detached says the attempt was left running (it
+// still uses m).
+func (s *CounterStore) attempt(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, m *marker) (recorded int, detached bool, err error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		recorded, err = s.applyOnce(ctx, incs, out, m, nil)
+		return recorded, false, err
+	}
+	txCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(txGrace))
+	const running, committing, abandoned = 0, 1, 2
+	var state atomic.Int32
+	type result struct {
+		recorded int
+		err      error
+	}
+	mine := make([]shardcounter.Outcome, len(out))
+	done := make(chan result, 1)
+	go func() {
+		defer cancel()
+		n, err := s.applyOnce(txCtx, incs, mine, m, func() bool { return state.CompareAndSwap(running, committing) })
+		done <- result{n, err}
+	}()
+	select {
+	case r := <-done:
+		copy(out, mine)
+		return r.recorded, false, r.err
+	case <-ctx.Done():
+	}
+	if state.CompareAndSwap(running, abandoned) {
+		return 0, true, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: the batch did not reach its commit before %v; nothing applied", ctx.Err())
+	}
+	select {
+	case r := <-done: // it ended as the deadline came
+		copy(out, mine)
+		return r.recorded, false, r.err
+	default:
+	}
+	return 0, true, shardcounter.OutcomeUnknownf("datastore: the commit did not answer before %v", ctx.Err())
+}
+
+// applyOnce makes one attempt in one transaction, its commit marked by m
+// (see marker.go); it returns how many request ids it recorded. It
+// commits only if mayCommit (when set) says it still may.
+func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, m *marker, mayCommit func() bool) (int, error) {
 	ids := make([]string, len(incs))
 	for i, inc := range incs {
 		ids[i] = inc.Counter
@@ -110,22 +187,41 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	if len(muts) == 0 {
 		return b.recorded, nil
 	}
+	m.attempt++
+	muts = append(muts, datastore.NewInsert(m.key, m.entity(b.now)))
 	if _, err := tx.Mutate(muts...); err != nil {
 		return 0, txError("write", err)
 	}
+	b.totals(out)
+	if mayCommit != nil && !mayCommit() {
+		return 0, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: the batch did not reach its commit in time; nothing applied")
+	}
+	m.send(b, out, shardWrites)
 	done = true
 	if _, err := tx.Commit(); err != nil {
-		return 0, commitError(err)
+		err = commitError(err)
+		if shardcounter.IsOutcomeUnknown(err) {
+			tx.Rollback() //nolint:errcheck // best effort: frees its locks if the commit never arrived
+			if !m.unsure {
+				m.unsure, m.first = true, err
+			}
+		}
+		return 0, err
 	}
 	b.committed(shardWrites)
-	for i, inc := range incs {
+	return b.recorded, nil
+}
+
+// totals gives the items that asked for it their counter's total, where
+// the batch read it.
+func (b *batch) totals(out []shardcounter.Outcome) {
+	for i, inc := range b.incs {
 		t := b.targets[inc.Counter]
 		if inc.Total && out[i].Err == nil && t != nil && t.full && t.summed {
 			v := t.total
 			out[i].Total = &v
 		}
 	}
-	return b.recorded, nil
 }
 
 // txError maps a failed read or write inside a transaction: nothing was

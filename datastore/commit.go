@@ -2,6 +2,7 @@ package datastore
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/datastore"
@@ -123,7 +124,7 @@ func (b *batch) committed(sw []shardWrite) {
 const expireBatch = 64
 
 // expire deletes up to expireBatch+recorded expired request ids, oldest
-// first, in a transaction of their own after the batch's, which checks
+// first, and the expired batch markers among them, in a transaction of their own after the batch's, which checks
 // that each is still expired. When it finds fewer than it may delete, none
 // is left to expire for a while, and the next batches skip the query.
 func (s *CounterStore) expire(ctx context.Context, recorded int) {
@@ -135,12 +136,25 @@ func (s *CounterStore) expire(ctx context.Context, recorded int) {
 		return
 	}
 	window := time.Duration(s.window.Load())
-	limit := expireBatch + recorded
+	// One more than the ids it may delete: a batch marker, which each
+	// commit writes, is deleted beside them without counting.
+	limit := expireBatch + recorded + 1
 	cut := now.Add(-window)
 	q := datastore.NewQuery(requestKind).Namespace(s.namespace).FilterField("at", "<=", cut).Order("at").KeysOnly().Limit(limit)
-	keys, err := s.client.GetAll(ctx, q, nil)
+	found, err := s.client.GetAll(ctx, q, nil)
 	if err != nil {
 		return // the next batch tries again
+	}
+	var keys []*datastore.Key
+	n := 0 // request ids among keys
+	for _, k := range found {
+		if !strings.HasPrefix(k.Name, markerPrefix) {
+			if n == limit-1 {
+				continue
+			}
+			n++
+		}
+		keys = append(keys, k)
 	}
 	if len(keys) > 0 {
 		var ids []string
@@ -170,7 +184,7 @@ func (s *CounterStore) expire(ctx context.Context, recorded int) {
 			return
 		}
 	}
-	if len(keys) < limit {
+	if len(found) < limit {
 		s.expiryMu.Lock()
 		s.nextExpiry = now.Add(min(window/16, time.Minute))
 		s.expiryMu.Unlock()

@@ -39,6 +39,8 @@ import (
 
 	"cloud.google.com/go/datastore"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -117,6 +119,9 @@ type Stats struct {
 	// Commits counts commits of shard entities: every shard a committed
 	// batch wrote counts once.
 	Commits atomic.Int64
+	// Resolved counts batches whose commit got no clear answer and whose
+	// marker showed them applied (see marker.go).
+	Resolved atomic.Int64
 
 	onCommit atomic.Pointer[func(counter string, shard int)]
 }
@@ -206,7 +211,7 @@ func Open(ctx context.Context, dsn string) (*CounterStore, error) {
 
 // New opens the store on project's database.
 func New(ctx context.Context, project string, opts Options) (*CounterStore, error) {
-	client, err := datastore.NewClient(ctx, project)
+	client, err := datastore.NewClient(ctx, project, option.WithGRPCDialOption(grpc.WithDefaultServiceConfig(serviceConfig)))
 	if err != nil {
 		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: connect to project %s: %v (set DATASTORE_EMULATOR_HOST for the emulator, or Application Default Credentials for Google Cloud)", project, err)
 	}

@@ -135,6 +135,8 @@ func (e *shardEntity) Save() ([]datastore.Property, error) {
 type ownEntity struct {
 	Of time.Time `datastore:"of,noindex"`
 	At time.Time `datastore:"at"`
+	// Attempt is set on batch markers alone: the attempt that wrote it.
+	Attempt int64 `datastore:"attempt,noindex,omitempty"`
 }
 
 // bucketEntity is a window bucket.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -271,7 +272,7 @@ func (s *CounterStore) countMembers(ctx context.Context, ref *firestore.Document
 const expireBatch = 64
 
 // expire deletes up to expireBatch+recorded expired request ids, oldest
-// first, in a commit of their own after the batch's. When it finds fewer
+// first, and the expired batch markers among them, in a commit of their own after the batch's. When it finds fewer
 // than it may delete, none is left to expire for a while, and the next
 // batches skip the query until then.
 func (s *CounterStore) expire(ctx context.Context, recorded int) {
@@ -283,17 +284,27 @@ func (s *CounterStore) expire(ctx context.Context, recorded int) {
 		return
 	}
 	window := time.Duration(s.window.Load())
-	limit := expireBatch + recorded
+	// One more than the ids it may delete: a batch marker, which each
+	// commit writes, is deleted beside them without counting.
+	limit := expireBatch + recorded + 1
 	docs, err := s.client.CollectionGroup(requestsCollection).Where(fieldAt, "<=", now.Add(-window)).
 		OrderBy(fieldAt, firestore.Asc).Limit(limit).Documents(ctx).GetAll()
 	if err != nil {
 		return // the next batch tries again
 	}
-	if len(docs) > 0 {
-		wb := s.client.Batch() //nolint:staticcheck // see CreateCounter
-		for _, d := range docs {
-			wb.Delete(d.Ref, firestore.LastUpdateTime(d.UpdateTime))
+	wb := s.client.Batch() //nolint:staticcheck // see CreateCounter
+	n, ids := 0, 0
+	for _, d := range docs {
+		if !strings.HasPrefix(d.Ref.ID, markerPrefix) {
+			if ids == limit-1 {
+				continue
+			}
+			ids++
 		}
+		wb.Delete(d.Ref, firestore.LastUpdateTime(d.UpdateTime))
+		n++
+	}
+	if n > 0 {
 		if _, err := wb.Commit(ctx); err != nil {
 			return
 		}

@@ -47,8 +47,19 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 		return out, nil
 	}
 	pause := time.Millisecond
+	m := s.newMarker(incs)
 	for {
-		recorded, err := s.applyOnce(ctx, incs, out)
+		recorded, err := s.applyOnce(ctx, incs, out, m)
+		if err != nil && m != nil && m.unsure {
+			// A commit of the batch failed, perhaps after applying: its
+			// marker says; absent, go on with it.
+			if recorded, err = s.settle(ctx, m, out, err); err != nil && !errors.Is(err, errConflict) && !errors.Is(err, errFull) {
+				if serr := sleepCtx(ctx, markerWait); serr != nil {
+					return nil, m.unknown(serr)
+				}
+				continue
+			}
+		}
 		switch {
 		case err == nil:
 			s.expire(ctx, recorded)
@@ -59,14 +70,24 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 			return nil, err
 		}
 		s.stats.Conflicts.Add(1)
-		t := time.NewTimer(rand.N(pause) + pause/2)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: the batch kept meeting other writers until %v; nothing applied", ctx.Err())
-		case <-t.C:
+		if err := sleepCtx(ctx, rand.N(pause)+pause/2); err != nil {
+			if m != nil && m.unsure {
+				return nil, m.unknown(err)
+			}
+			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: the batch kept meeting other writers until %v; nothing applied", err)
 		}
 		pause = min(2*pause, 200*time.Millisecond)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
@@ -101,9 +122,9 @@ type memberDoc struct {
 
 type requestKey struct{ counter, id string }
 
-// applyOnce makes one attempt; it returns how many request ids it
-// recorded.
-func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome) (int, error) {
+// applyOnce makes one attempt, its commit marked by m (see marker.go); it
+// returns how many request ids it recorded, and the marker, on commit.
+func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, m *marker) (int, error) {
 	clear(out)
 	now := s.now()
 	targets, order, err := s.targets(ctx, incs, now)
@@ -133,14 +154,20 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	if len(b.writesList) == 0 {
 		return b.recorded, nil
 	}
+	b.totals(order, out, incs)
+	m.send(wb, b, out, shardWrites, order)
 	results, err := wb.Commit(ctx)
 	if err != nil {
 		for _, id := range order {
 			s.cache.Remove(id)
 		}
-		return 0, commitError(err)
+		err = commitError(err)
+		if errors.Is(err, errConflict) || shardcounter.IsOutcomeUnknown(err) {
+			m.failed(err) // perhaps after a first send applied it
+		}
+		return 0, err
 	}
-	b.committed(results, shardWrites, order, out, incs)
+	b.committed(results, shardWrites, order)
 	return b.recorded, nil
 }
 

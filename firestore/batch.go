@@ -424,10 +424,9 @@ func (b *batchState) writeShards(wb *firestore.WriteBatch, t *target, add func(s
 	return sw
 }
 
-// committed takes in a committed batch: the shard versions it wrote, the
-// counters' totals for the items that asked, and the per-document commit
-// counts.
-func (b *batchState) committed(results []*firestore.WriteResult, sw []shardWrite, order []string, out []shardcounter.Outcome, incs []shardcounter.Increment) {
+// committed takes in a committed batch: the shard versions it wrote and
+// the per-document commit counts.
+func (b *batchState) committed(results []*firestore.WriteResult, sw []shardWrite, order []string) {
 	for _, w := range sw {
 		sh := &w.t.st.shards[w.shard]
 		sh.ut, sh.exists, sh.known, sh.wide = results[w.result].UpdateTime, true, true, w.wide
@@ -444,6 +443,11 @@ func (b *batchState) committed(results []*firestore.WriteResult, sw []shardWrite
 			b.s.cache.Add(id, t.st)
 		}
 	}
+}
+
+// totals gives the items that asked for it their counter's total, where
+// the batch read every shard.
+func (b *batchState) totals(order []string, out []shardcounter.Outcome, incs []shardcounter.Increment) {
 	for i, inc := range incs {
 		t := b.targets[inc.Counter]
 		if !inc.Total || out[i].Err != nil || t == nil || t.st == nil || !t.st.full || !t.touched {

@@ -98,6 +98,9 @@ type Stats struct {
 	// Commits counts commits of shard documents: every shard a committed
 	// batch wrote or checked counts once.
 	Commits atomic.Int64
+	// Resolved counts batches whose commit failed and whose marker
+	// showed them applied (see marker.go).
+	Resolved atomic.Int64
 
 	onCommit atomic.Pointer[func(counter string, shard int)]
 }

@@ -21,7 +21,9 @@ import (
 // first run had applied, the second finds the marker and returns the
 // first one's results without changing anything; if not, it applies. So
 // each group applies exactly once, and the writes are answered from what
-// Redis holds instead of as outcome unknown.
+// Redis holds instead of as outcome unknown. A group whose every item has
+// a request id has no marker: its request ids make the second run apply
+// only what the first did not, and answer the others duplicates.
 //
 // A marker lives markerTTLms, far past any write's deadline: it is read
 // only while its writer waits. (Request ids, which clients send again
@@ -58,11 +60,12 @@ func lostReply(err error) bool {
 	return true
 }
 
-// resolveGroup runs a slot group's script (addScript, or txnScript) again with the same keys,
-// marker last, and arguments, until it gets the results or ctx ends (it
-// then returns lost). It returns the results, and the error of the WAIT
-// that followed them (see wait.go).
-func (s *CounterStore) resolveGroup(ctx context.Context, script *goredis.Script, keys []string, args []any, lost error) ([]int64, error, error) {
+// resolveGroup runs a slot group's script (addScript, or txnScript) again
+// with the same keys, marker last, and arguments, after what prelude
+// queues (the shards of new counters, made unless they exist), until it
+// gets the results or ctx ends (it then returns lost). It returns the
+// results, and the error of the WAIT that followed them (see wait.go).
+func (s *CounterStore) resolveGroup(ctx context.Context, script *goredis.Script, keys []string, args []any, lost error, prelude func(*nodeRuns)) ([]int64, error, error) {
 	ctx, cancel := context.WithTimeout(ctx, MaxResolve)
 	defer cancel()
 	pause := 10 * time.Millisecond
@@ -76,6 +79,7 @@ func (s *CounterStore) resolveGroup(ctx context.Context, script *goredis.Script,
 		}
 		pause = min(2*pause, 200*time.Millisecond)
 		nr := newNodeRuns(s)
+		prelude(nr)
 		run, at := nr.add(ctx, keys[0], func(p goredis.Pipeliner) *goredis.Cmd { return script.EvalSha(ctx, p, keys, args...) })
 		if run == nil {
 			continue // no node serves the slot yet (a failover)
@@ -95,6 +99,56 @@ func (s *CounterStore) resolveGroup(ctx context.Context, script *goredis.Script,
 			s.refresh(ctx, err)
 		default:
 			return nil, nil, err // an answer: the script failed
+		}
+	}
+}
+
+// settleCreate settles a new counter's metadata script (createCounterScript
+// on meta and its index bucket, with args) whose reply was lost: it runs
+// it again until it answers or ctx ends (then it returns lost). Created
+// now, or found created with this attempt's incarnation (by the first
+// run), it returns 1; created by another writer, 0. It returns the WAIT's
+// error beside, as resolveGroup does.
+func (s *CounterStore) settleCreate(ctx context.Context, meta, bucket string, args []any, incarnation string, lost error) (int, error, error) {
+	ctx, cancel := context.WithTimeout(ctx, MaxResolve)
+	defer cancel()
+	pause := 10 * time.Millisecond
+	for {
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, nil, lost
+		case <-t.C:
+		}
+		pause = min(2*pause, 200*time.Millisecond)
+		nr := newNodeRuns(s)
+		run, at := nr.add(ctx, meta, func(p goredis.Pipeliner) *goredis.Cmd {
+			return createCounterScript.EvalSha(ctx, p, []string{meta, bucket}, args...)
+		})
+		if run == nil {
+			continue
+		}
+		s.runOnNodes(ctx, nr.runs)
+		if err := nr.loadScripts(ctx); err != nil {
+			continue
+		}
+		ok, err := run.cmds[at].Int()
+		if err == nil && ok == 0 {
+			var inc string
+			inc, err = s.client.HGet(ctx, meta, fieldIncarnation).Result()
+			if err == nil && inc == incarnation {
+				ok = 1 // the first run created it
+			}
+		}
+		switch {
+		case err == nil:
+			s.stats.resolved.Add(1)
+			return ok, run.waitErr, nil
+		case retryable(err), notExecuted(err), lostReply(err):
+			s.refresh(ctx, err)
+		default:
+			return 0, nil, err
 		}
 	}
 }

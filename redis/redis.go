@@ -94,6 +94,7 @@ type CounterStore struct {
 
 	hook          func(step string) error // tests: fail a protocol after the named step
 	singleCollect bool                    // benchmarks: read a cluster in one collect, as before reads were linearizable
+	noMarkers     bool                    // benchmarks: scripts without batch markers, to measure what markers cost
 }
 
 // New returns a store on a client the caller made: a *goredis.Client for

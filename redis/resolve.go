@@ -49,14 +49,18 @@ func (a *attempt) resolve(ctx context.Context) {
 // results returns a group's results, one per item, and the error of the
 // WAIT that followed them. When the reply was lost after the script was
 // sent, the script may or may not have run: its marker decides (see
-// resolveGroup). That rerun repeats the script alone, not the commands
-// before it in the pipeline that created new counters' shards, so an
-// attempt that creates counters leaves a lost reply unsettled.
+// resolveGroup). The rerun is preceded by the commands that create the
+// attempt's new counters' shards, which change nothing where the first
+// send made them, so that the script finds them whichever way it went.
 func (a *attempt) results(ctx context.Context, g *slotGroup) ([]int64, error, error) {
 	res, err := g.run.cmds[g.at].Int64Slice()
 	waitErr := g.run.waitErr
-	if err != nil && len(a.fresh) == 0 && lostReply(err) {
-		res, waitErr, err = a.s.resolveGroup(ctx, g.script, g.keys, g.args, err)
+	if err != nil && lostReply(err) {
+		res, waitErr, err = a.s.resolveGroup(ctx, g.script, g.keys, g.args, err, func(nr *nodeRuns) {
+			for _, l := range a.fresh {
+				a.s.createShards(ctx, nr, l)
+			}
+		})
 	}
 	if err == nil && len(res) != len(g.items) {
 		err = outcomeUnknown("apply", fmt.Errorf("the add script returned %d results for %d items", len(res), len(g.items)))
@@ -155,9 +159,11 @@ func (s *CounterStore) publish(ctx context.Context, fresh []*layout, items []pen
 	}
 	nr := newNodeRuns(s)
 	type create struct {
-		l   *layout
-		run *nodeRun
-		at  int
+		l            *layout
+		run          *nodeRun
+		at           int
+		meta, bucket string
+		args         []any
 	}
 	var creates []create
 	for _, l := range fresh {
@@ -170,7 +176,7 @@ func (s *CounterStore) publish(ctx context.Context, fresh []*layout, items []pen
 		run, at := nr.add(ctx, meta, func(p goredis.Pipeliner) *goredis.Cmd {
 			return createCounterScript.EvalSha(ctx, p, []string{meta, bucket}, args...)
 		})
-		creates = append(creates, create{l, run, at})
+		creates = append(creates, create{l, run, at, meta, bucket, args})
 	}
 	s.runOnNodes(ctx, nr.runs)
 	_ = nr.loadScripts(ctx)
@@ -186,6 +192,10 @@ func (s *CounterStore) publish(ctx context.Context, fresh []*layout, items []pen
 			continue
 		}
 		ok, err := c.run.cmds[c.at].Int()
+		waitErr := c.run.waitErr
+		if err != nil && lostReply(err) {
+			ok, waitErr, err = s.settleCreate(ctx, c.meta, c.bucket, c.args, c.l.keys.incarnation, err)
+		}
 		switch {
 		case err != nil && retryable(err):
 			retry = append(retry, byCounter[c.l]...) // not run: the writes are unreachable
@@ -200,8 +210,8 @@ func (s *CounterStore) publish(ctx context.Context, fresh []*layout, items []pen
 			for _, i := range byCounter[c.l] {
 				out[i] = shardcounter.Outcome{}
 			}
-		case c.run.waitErr != nil:
-			fail(c.run.waitErr)
+		case waitErr != nil:
+			fail(waitErr)
 		default:
 			s.remember(c.l)
 		}

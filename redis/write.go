@@ -433,7 +433,10 @@ func (a *attempt) send(ctx context.Context) error {
 		s.createShards(ctx, a.nr, l)
 	}
 	for _, g := range a.groups {
-		g.keys = append(g.keys, s.markerKey(g.slot))
+		// A transaction's script takes its marker as its one declared key.
+		if g.txn || (!s.noMarkers && a.needsMarker(g)) {
+			g.keys = append(g.keys, s.markerKey(g.slot))
+		}
 		if g.txn {
 			g.keys, g.args = txnCall(g.keys, g.args)
 		}
@@ -450,6 +453,20 @@ func (a *attempt) send(ctx context.Context) error {
 	a.tot = s.queueTotals(ctx, a.nr, a.incs, a.todo, a.ls)
 	s.runOnNodes(ctx, a.nr.runs)
 	return a.nr.loadScripts(ctx)
+}
+
+// needsMarker reports whether a slot group needs a marker to be run
+// again safely: whether it has an item without a request id. A group
+// whose items all have request ids needs none: run again, the script
+// finds each item it applied among its shard's request ids and answers
+// it a duplicate, and applies the others then (see marker.go).
+func (a *attempt) needsMarker(g *slotGroup) bool {
+	for _, it := range g.items {
+		if a.incs[it.i].RequestID == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // createShards queues on nr what makes the shards of a new counter (and a

@@ -29,6 +29,7 @@ type Proxy struct {
 	blackHole atomic.Bool  // forward nothing, answer nothing
 	refuse    atomic.Bool  // close each new connection at once
 	cutReply  atomic.Int32 // cut this many next replies in their middle
+	cutSkip   atomic.Int32 // pass this many replies before cutting those
 
 	mu    sync.Mutex
 	conns map[*link]struct{}
@@ -96,6 +97,14 @@ func (p *Proxy) CutAll() {
 // their middle: the first half is forwarded, then the connection closed.
 // The server has done what the reply answers; the client never learns it.
 func (p *Proxy) CutReplies(n int) { p.cutReply.Store(int32(n)) }
+
+// CutReplyAfter makes the reply after the next skip replies be cut in its
+// middle (as CutReplies(1), skip replies later): for a test that knows
+// which reply of a conversation answers the commit.
+func (p *Proxy) CutReplyAfter(skip int) {
+	p.cutSkip.Store(int32(skip))
+	p.cutReply.Store(1)
+}
 
 // SetDelay delays every chunk, both ways, by d (0: none).
 func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
@@ -187,6 +196,12 @@ func (p *Proxy) takeCut() bool {
 		n := p.cutReply.Load()
 		if n <= 0 {
 			return false
+		}
+		if k := p.cutSkip.Load(); k > 0 {
+			if p.cutSkip.CompareAndSwap(k, k-1) {
+				return false
+			}
+			continue
 		}
 		if p.cutReply.CompareAndSwap(n, n-1) {
 			return true
