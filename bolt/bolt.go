@@ -3,10 +3,11 @@
 //
 // # Layout
 //
-// Six buckets, keyed so that one counter's records are contiguous:
+// Seven buckets, keyed so that one counter's records are contiguous:
 //
 //	counters          id                               → counter record (see meta.go)
 //	shards            id 0x00 shard (uint16)           → value (int64)
+//	sketches          id 0x00 shard (uint16)           → an approx counter's shard sketch (sketch.go)
 //	members           id 0x00 member                   → empty
 //	window_buckets    id 0x00 start (int64, sign flipped) → value (int64)
 //	requests          id 0x00 request id               → recorded at (unix ns, int64)
@@ -95,6 +96,7 @@ var (
 	bucketWindow   = []byte("window_buckets")
 	bucketRequests = []byte("requests")
 	bucketByTime   = []byte("requests_by_time")
+	bucketSketches = []byte("sketches")
 )
 
 // expireBatch is how many expired request ids an Apply deletes beyond the
@@ -155,7 +157,7 @@ func Open(ctx context.Context, path string, opts Options) (*CounterStore, error)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		indexed := tx.Bucket(bucketByTime) != nil
-		for _, b := range [][]byte{bucketCounters, bucketShards, bucketMembers, bucketWindow, bucketRequests, bucketByTime} {
+		for _, b := range [][]byte{bucketCounters, bucketShards, bucketMembers, bucketWindow, bucketRequests, bucketByTime, bucketSketches} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
