@@ -32,6 +32,12 @@
 // cursor walk in byte order, and resharding recounts the members into the
 // new shards (work proportional to the members) without moving a key.
 //
+// An approx counter keeps each shard's HyperLogLog sketch as one key of
+// the sketches bucket, changed once per shard and batch (sketch.go); its
+// value is the estimate of the union of its shards' sketches, read in one
+// transaction. Resharding merges a removed shard's sketch into shard
+// i mod n.
+//
 // Bounds (Spec.Min, Spec.Max) are checked against the counter's total,
 // which every batch reads once per counter: writes are serial in bbolt, so
 // the check and the write cannot interleave with another writer.
