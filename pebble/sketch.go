@@ -15,8 +15,9 @@ import (
 )
 
 // An approx counter keeps one HyperLogLog sketch per shard under 's' id
-// 0x00 shard (uint16), set whole (no merge operand: a sketch changes by
-// sketch.Apply, which needs the old one). The store keeps the shards'
+// 0x00 shard (uint16): set whole, or, once dense, changed by merge
+// operands of the registers a batch raised (sketchrec.go), so a batch
+// writes a few bytes a member rather than 16 KiB a shard. The store keeps the shards'
 // sketches in memory too, as it keeps sums' totals: a batch changes each
 // shard it touches once, from the sketch in memory as the batches handed
 // to Pebble leave it (apxState.pending, under s.mu, so no two batches
@@ -154,7 +155,13 @@ func (b *batch) flushSketches() error {
 			if !changed {
 				continue
 			}
-			if err := b.pb.Set(sketchKey(at.id, i), out, nil); err != nil {
+			v, merge := sketchValue(t.sk[i], out)
+			if merge {
+				err = b.pb.Merge(sketchKey(at.id, i), v, nil)
+			} else {
+				err = b.pb.Set(sketchKey(at.id, i), v, nil)
+			}
+			if err != nil {
 				return err
 			}
 			t.sk[i], t.changed = out, true
@@ -183,7 +190,9 @@ func readSketches(r pdb.Reader, id string, n int) ([][]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			out[i] = slices.Clone(v)
+			if out[i], err = decodeSketchRecord(v); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, it.Error()
@@ -244,7 +253,7 @@ func reshardSketches(b *pdb.Batch, id string, old [][]byte, shards int) ([][]byt
 				return nil, fmt.Errorf("sketch of counter %q shard %d: %w", id, i, err)
 			}
 			sk[j] = out
-			if err := b.Set(sketchKey(id, j), out, nil); err != nil {
+			if err := b.Set(sketchKey(id, j), append([]byte{tagSketch}, out...), nil); err != nil {
 				return nil, err
 			}
 		}
@@ -283,7 +292,10 @@ func (s *CounterStore) loadSketches() error {
 		if err != nil {
 			return err
 		}
-		b := slices.Clone(v)
+		b, err := decodeSketchRecord(v)
+		if err != nil {
+			return fmt.Errorf("counter %q shard %d: %w", k[1:z], i, err)
+		}
 		st.pending[i], st.published[i] = b, b
 	}
 	return it.Error()

@@ -34,6 +34,12 @@ func TestApproxReopen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Dense sketches change by merge operands of raised registers.
+	storetest.MustCreateApprox(t, s, "dense", 1)
+	for i := 0; i < 60000; i += 3000 {
+		add("dense", i, i+3000)
+	}
+	dense := storetest.CheckApprox(t, s, "dense", 60000)
 	add("uv", 0, 3000)
 	first := storetest.CheckApprox(t, s, "uv", 3000)
 	add("uv", 3000, 6000) // the estimate kept since the last read is stale now
@@ -59,6 +65,9 @@ func TestApproxReopen(t *testing.T) {
 	defer s.Close()
 	if v := storetest.CheckApprox(t, s, "uv", 6000); v != want {
 		t.Fatalf("after reopening, %d; before, %d", v, want)
+	}
+	if v := storetest.CheckApprox(t, s, "dense", 60000); v != dense {
+		t.Fatalf("after reopening, the dense counter reads %d; before, %d", v, dense)
 	}
 	if n := len(storetest.MustSketches(t, s, "uv")); n != 3 {
 		t.Fatalf("after reopening, %d shard sketches, want 3", n)

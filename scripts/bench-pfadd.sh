@@ -38,7 +38,7 @@ printf 'port %s\nbind 127.0.0.1\ndir %s\nsave ""\nappendonly yes\nappendfsync al
 redis-server "$DIR/redis/redis.conf" >"$DIR/redis/log" 2>&1 &
 PIDS+=($!)
 wait_port "$BASE" "$DIR/redis/log"
-"$DIR/shardcounter" serve --listen 127.0.0.1:0 --resp-listen "127.0.0.1:$((BASE + 1))" --store "pebble:$DIR/sc/pebble" >"$DIR/sc/log" 2>&1 &
+"$DIR/shardcounter" serve --listen 127.0.0.1:0 --resp-listen "127.0.0.1:$((BASE + 1))" --store "pebble:$DIR/sc/pebble" ${SERVE_FLAGS:-} >"$DIR/sc/log" 2>&1 &
 PIDS+=($!)
 wait_port $((BASE + 1)) "$DIR/sc/log"
 
