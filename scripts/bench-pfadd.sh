@@ -7,13 +7,13 @@
 # target's rate, the estimate against the truth (N), and shardcounter's
 # ratio to Redis; docs/RESP.md quotes the figures.
 #
-#   scripts/bench-pfadd.sh      # N (1000000), CLIENTS (64), BASE port (7600)
+#   scripts/bench-pfadd.sh      # N (1000000), CLIENTS (64), BASE port (free, from 17600)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 N=${N:-1000000}
 CLIENTS=${CLIENTS:-64}
-BASE=${BASE:-7600}
+BASE=${BASE:-$((17600 + RANDOM % 2000))}
 DIR=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -33,6 +33,9 @@ wait_port() { # port, log
 	exit 1
 }
 
+# Other runs on the machine may hold ports: take two free ones.
+busy() { redis-cli -p "$1" ping >/dev/null 2>&1 || (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+while busy "$BASE" || busy $((BASE + 1)); do BASE=$((BASE + 2)); done
 mkdir -p "$DIR/redis" "$DIR/sc"
 printf 'port %s\nbind 127.0.0.1\ndir %s\nsave ""\nappendonly yes\nappendfsync always\n' "$BASE" "$DIR/redis" >"$DIR/redis/redis.conf"
 redis-server "$DIR/redis/redis.conf" >"$DIR/redis/log" 2>&1 &
@@ -43,6 +46,7 @@ PIDS+=($!)
 wait_port $((BASE + 1)) "$DIR/sc/log"
 
 echo "machine: $(nproc) cores, $(uname -sr); N=$N CLIENTS=$CLIENTS; files in $DIR"
+kill -0 "${PIDS[0]}" && kill -0 "${PIDS[1]}" # both still running: the ports are theirs
 sc=$("$DIR/pfadd" -addr "127.0.0.1:$((BASE + 1))" -n "$N" -c "$CLIENTS" -key hll)
 echo "shardcounter pebble: $sc"
 rd=$("$DIR/pfadd" -addr "127.0.0.1:$BASE" -n "$N" -c "$CLIENTS" -key hll)
