@@ -112,9 +112,15 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	if m, ok := store.(shardcounter.MemoryReader); ok && m.ReadsFromMemory() {
 		e.direct = true
 	}
+	if e.cfg.ApproxShards == 0 {
+		e.cfg.ApproxShards = e.cfg.DefaultShards
+		if e.direct {
+			e.cfg.ApproxShards = 1
+		}
+	}
 	e.strong = newStrongReads(cfg.MaxReadsInFlight, cfg.Now, e.fetch, e.cache.put)
 	if !cfg.NoAutoCreate {
-		e.create = newAutoCreate(cfg.DefaultShards)
+		e.create = newAutoCreate(cfg.DefaultShards, e.cfg.ApproxShards)
 	}
 	if cfg.ShardWriteInterval > 0 {
 		e.pacer = newPacer(cfg.ShardWriteInterval, store, cfg.CacheSize)

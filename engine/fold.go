@@ -28,11 +28,11 @@ type autoCreate struct {
 	sum, distinct, approx *shardcounter.Spec
 }
 
-func newAutoCreate(shards int) *autoCreate {
+func newAutoCreate(shards, approxShards int) *autoCreate {
 	return &autoCreate{
 		sum:      &shardcounter.Spec{Shards: shards, Kind: shardcounter.KindSum},
 		distinct: &shardcounter.Spec{Shards: shards, Kind: shardcounter.KindDistinct},
-		approx:   &shardcounter.Spec{Shards: shards, Kind: shardcounter.KindApprox},
+		approx:   &shardcounter.Spec{Shards: approxShards, Kind: shardcounter.KindApprox},
 	}
 }
 

@@ -66,7 +66,7 @@ func (e *Engine) CountUnion(ctx context.Context, ids []string) (int64, error) {
 // (PFMERGE): each source shard's sketch is merged into dest's shard of the
 // same index mod dest's count, with Sketch increments, so dest counts the
 // union of what it and the sources saw. A missing dest is created with the
-// shard count of the first source that exists (or the default), so that
+// shard count of the first source that exists (or Config.ApproxShards), so that
 // merging keeps the sources' layout; a missing source is empty. Each
 // source is read in one snapshot; the merges are committed in chunks of
 // mergeChunk, each atomic where the store's Apply is, so a failure may
@@ -75,7 +75,7 @@ func (e *Engine) MergeSketches(ctx context.Context, dest string, srcs []string) 
 	if err := shardcounter.ValidateID("counter id", dest); err != nil {
 		return nil, err
 	}
-	spec := shardcounter.Spec{Shards: e.cfg.DefaultShards, Kind: shardcounter.KindApprox}
+	spec := shardcounter.Spec{Shards: e.cfg.ApproxShards, Kind: shardcounter.KindApprox}
 	var incs []shardcounter.Increment
 	found := false
 	for _, src := range srcs {

@@ -51,7 +51,7 @@ func within(v, want int64) bool {
 // estimate strong, cached and in a batch.
 func TestApprox(t *testing.T) {
 	eachEmbedded(t, func(t *testing.T, store shardcounter.CounterStore) {
-		e := MustNew(t, store, engine.Config{DefaultShards: 4})
+		e := MustNew(t, store, engine.Config{DefaultShards: 8, ApproxShards: 4})
 		ctx := context.Background()
 		const writers, each, distinct = 16, 200, 1500
 		var wg sync.WaitGroup
@@ -189,6 +189,21 @@ func TestApproxMerge(t *testing.T) {
 		}
 		if _, err := e.MergeSketches(ctx, "empty", nil); err != nil || read(t, e, "empty") != 0 {
 			t.Fatalf("PFMERGE of no source: %v", err)
+		}
+		// Made with no shard count: one shard on Pebble (one writer, where
+		// a shard buys nothing and costs a sketch per commit), the
+		// default elsewhere.
+		want := 2
+		if m, ok := store.(shardcounter.MemoryReader); ok && m.ReadsFromMemory() {
+			want = 1
+		}
+		if _, err := e.WriteCounter(ctx, addApprox("new", "x")); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"empty", "new"} {
+			if c, err := e.GetCounter(ctx, id); err != nil || c.Shards != want {
+				t.Fatalf("%s made with %+v, %v; want %d shards", id, c, err, want)
+			}
 		}
 	})
 }

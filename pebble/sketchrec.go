@@ -46,10 +46,15 @@ func sketchValue(old, out []byte) (v []byte, merge bool) {
 		return append([]byte{tagSketch}, out...), false
 	}
 	v = []byte{tagUpdates}
-	for i := range rn {
-		if rn[i] != ro[i] {
-			v = binary.BigEndian.AppendUint16(v, uint16(i))
-			v = append(v, rn[i])
+	for w := 0; w < len(rn); w += 8 { // a word at a time: few registers change
+		if binary.LittleEndian.Uint64(rn[w:]) == binary.LittleEndian.Uint64(ro[w:]) {
+			continue
+		}
+		for i := w; i < w+8; i++ {
+			if rn[i] != ro[i] {
+				v = binary.BigEndian.AppendUint16(v, uint16(i))
+				v = append(v, rn[i])
+			}
 		}
 	}
 	return v, true
