@@ -94,3 +94,30 @@ func TestSketchMerger(t *testing.T) {
 		t.Fatal("a sketch set after updates did not replace them")
 	}
 }
+
+// FuzzSketchRecord folds what a shard sketch's key might hold after a bug
+// or a torn file: the merger returns an error or a value, never panics,
+// and a folded whole sketch decodes or is refused.
+func FuzzSketchRecord(f *testing.F) {
+	s, _, _ := sketch.Apply(nil, []string{"a", "b"}, nil)
+	f.Add(append([]byte{tagSketch}, s...), []byte{tagUpdates, 0, 1, 3})
+	f.Add([]byte{tagUpdates, 0xff, 0xff, 9}, []byte{tagSketch})
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		m, err := merger.Merge(sketchKey("c", 0), b)
+		if err != nil {
+			return
+		}
+		if err := m.MergeOlder(a); err != nil {
+			return
+		}
+		v, _, err := m.Finish(true)
+		if err != nil {
+			return
+		}
+		if len(v) > 0 && v[0] == tagSketch {
+			if sk, err := decodeSketchRecord(v); err == nil {
+				sketch.Decode(sk) //nolint:errcheck // refusing is fine; panicking is not
+			}
+		}
+	})
+}
