@@ -143,6 +143,13 @@ type Write struct {
 	RequestID string `json:"request_id,omitempty"`
 	Member    string `json:"member,omitempty"`
 	Present   *bool  `json:"present,omitempty"`
+	// Kind, when set, is the kind of counter the write is meant for: on a
+	// counter of another kind it fails (ErrInvalid: RESP's WRONGTYPE, so
+	// that PFADD never adds to a set, nor SADD to a HyperLogLog), and a
+	// counter it creates on write is of this kind. Unset, a delta write
+	// creates a sum counter and a member write a distinct one. An approx
+	// counter takes member adds only (present true).
+	Kind Kind `json:"kind,omitempty"`
 	// WantValue asks for the counter's value read after the write
 	// committed, in WriteResult.Value (the RESP front end's INCR). Writes
 	// that share one commit may share the value: it is never a unique
@@ -359,6 +366,15 @@ func ValidateWrite(w Write) error {
 		}
 	case w.Delta == 0:
 		return Errorf(EINVALID, "delta is 0: give a non-zero amount")
+	}
+	switch w.Kind {
+	case "", KindSum, KindDistinct:
+	case KindApprox:
+		if w.Present == nil || !*w.Present {
+			return Errorf(EINVALID, "an approx counter takes member adds (present true): its members cannot be removed, and it takes no deltas")
+		}
+	default:
+		return Errorf(EINVALID, "kind %q is unknown: use sum, distinct or approx", w.Kind)
 	}
 	if w.RequestID != "" {
 		if err := ValidateID("request id", w.RequestID); err != nil {

@@ -37,6 +37,12 @@ type Increment struct {
 	RequestID string // optional; recorded atomically with the delta
 	Member    string // distinct and approx counters: the member added or removed
 	Sketch    []byte // approx counters: a sketch merged into shard Pick mod n
+	// Kind, when set, is the kind of counter the item is meant for: on a
+	// counter of another kind it fails with ErrInvalid
+	// (ValidateIncrementKind, which every store calls, checks it), so a
+	// member add meant for an approx counter never lands in a distinct
+	// one, nor the reverse (RESP's WRONGTYPE).
+	Kind Kind
 
 	// Create, when set, creates the counter with this spec if it does not
 	// exist, in the same commit as the increment: a first write costs no
@@ -247,6 +253,12 @@ const DefaultDedupeWindow = 24 * time.Hour
 // of kind: a member written to a sum counter, or a delta to a distinct
 // one. Every store refuses such an item on its own.
 func ValidateIncrementKind(inc Increment, kind Kind) error {
+	if kind == "" {
+		kind = KindSum
+	}
+	if inc.Kind != "" && inc.Kind != kind {
+		return Errorf(EINVALID, "counter %q is a %s counter, not %s", inc.Counter, kind, inc.Kind)
+	}
 	switch kind {
 	case KindDistinct:
 		if inc.Member == "" {

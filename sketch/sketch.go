@@ -71,11 +71,25 @@ func (s *Sketch) Merge(o *Sketch) error { return s.hll.Merge(o.hll) }
 // millisecond): callers compute it on read, not on every write.
 func (s *Sketch) Estimate() int64 { return int64(s.hll.Estimate()) }
 
-// Encode returns the sketch's bytes, at most MaxEncoded of them.
+// Encode returns the sketch's bytes, at most MaxEncoded of them. A sparse
+// sketch close to the library's switch to dense registers can encode
+// longer than the dense registers would (its list and its buffer of
+// recent hashes); Encode makes such a sketch dense first, so that a
+// shard's sketch never takes more than MaxEncoded.
 func (s *Sketch) Encode() []byte {
 	b, err := s.hll.MarshalBinary()
 	if err != nil { // only a sketch of no precision, which New never makes
 		panic(err)
+	}
+	if len(b) > MaxEncoded {
+		d := hyperloglog.NewNoSparse()
+		if err := d.Merge(s.hll); err != nil { // same precision: cannot fail
+			panic(err)
+		}
+		s.hll = d
+		if b, err = d.MarshalBinary(); err != nil {
+			panic(err)
+		}
 	}
 	return b
 }

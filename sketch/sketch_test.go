@@ -52,6 +52,30 @@ func TestApplyChanged(t *testing.T) {
 	}
 }
 
+// TestEncodedSize grows a sketch in small batches through the sizes where
+// the sparse encoding is longest, just before the switch to dense: no
+// encoding exceeds MaxEncoded, and Decode takes every one back.
+func TestEncodedSize(t *testing.T) {
+	var b []byte
+	for i := 0; i < 20000; i += 13 {
+		var ms []string
+		for j := range 13 {
+			ms = append(ms, "s"+strconv.Itoa(i+j))
+		}
+		out, _, err := sketch.Apply(b, ms, nil)
+		if err != nil {
+			t.Fatalf("after %d members: %v", i, err)
+		}
+		if len(out) > sketch.MaxEncoded {
+			t.Fatalf("after %d members the sketch encodes to %d bytes, more than MaxEncoded %d", i+13, len(out), sketch.MaxEncoded)
+		}
+		b = out
+	}
+	if n, _ := sketch.Count([][]byte{b}); math.Abs(float64(n-20007)) > 3*sketch.StdError*20007 {
+		t.Fatalf("estimate %d of 20,007", n)
+	}
+}
+
 func TestMergeIsUnion(t *testing.T) {
 	a, _, _ := sketch.Apply(nil, []string{"x", "y"}, nil)
 	b, _, _ := sketch.Apply(nil, []string{"y", "z"}, nil)

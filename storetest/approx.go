@@ -146,10 +146,12 @@ func testApproxRefused(t *testing.T, s shardcounter.CounterStore, id string) {
 	MustCreate(t, s, sum, 2)
 	before := MustRead(t, s, id)
 	bad := []shardcounter.Increment{
-		{Counter: id, Member: "v1", Delta: -1},            // a removal
-		{Counter: id, Delta: 5},                           // a delta
-		{Counter: id, Sketch: []byte{1, 2, 3}},            // a broken sketch
-		{Counter: sum, Sketch: MustSketches(t, s, id)[0]}, // a sketch on a sum counter
+		{Counter: id, Member: "v1", Delta: -1},                                 // a removal
+		{Counter: id, Delta: 5},                                                // a delta
+		{Counter: id, Sketch: []byte{1, 2, 3}},                                 // a broken sketch
+		{Counter: sum, Sketch: MustSketches(t, s, id)[0]},                      // a sketch on a sum counter
+		{Counter: id, Member: "v1", Delta: 1, Kind: shardcounter.KindDistinct}, // an add meant for a set (SADD)
+		{Counter: sum, Delta: 1, Kind: shardcounter.KindApprox},                // an item meant for an approx counter
 	}
 	for _, inc := range bad {
 		out, err := s.Apply(ctx, []shardcounter.Increment{inc, {Counter: sum, Delta: 1}})
