@@ -293,3 +293,13 @@ func (d deleteNotice) DeleteCounter(ctx context.Context, id string) error {
 	}
 	return err
 }
+
+// ReadSketches passes the store's sketches through, for the expiry
+// wrapper above (every store keeps them; see shardcounter.SketchStore).
+func (d deleteNotice) ReadSketches(ctx context.Context, id string) (*shardcounter.Counter, [][]byte, error) {
+	ss, ok := d.CounterStore.(shardcounter.SketchStore)
+	if !ok {
+		return nil, nil, shardcounter.Errorf(shardcounter.EINTERNAL, "%T keeps no sketches", d.CounterStore)
+	}
+	return ss.ReadSketches(ctx, id)
+}
