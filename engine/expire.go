@@ -57,11 +57,20 @@ func splitChanges(b *batch) ([]*call, []*call, []expiry.Change) {
 	for k := range b.sums {
 		written[shardcounter.NameOf(k.counter)] = true
 	}
+	var last *call // the last increment kept
 	for _, c := range b.calls {
 		if c.w.Expire == nil {
 			calls = append(calls, c)
+			last = c
 			written[shardcounter.NameOf(c.w.Counter)] = true
 			continue
+		}
+		// A transaction that ends with a change ends, among the
+		// increments, at its last one: fold reads a transaction's
+		// extent from JoinNext, and must not run it on into the next
+		// writer's increments.
+		if !c.w.JoinNext && last != nil && last.w.JoinNext {
+			last.w.JoinNext = false
 		}
 		changes = append(changes, c)
 		chs = append(chs, expiry.Change{Name: c.w.Counter, At: c.w.Expire.At, Cond: c.w.Expire.Cond, Known: written[c.w.Counter]})
@@ -86,5 +95,93 @@ func (e *Engine) finishChanges(changes []*call, res []expiry.ChangeResult, err e
 		} else {
 			e.stats.Writes.Add(1)
 		}
+	}
+}
+
+// deferredChange is a deadline change of a transaction that also writes
+// increments, on a store that applies a transaction in one step of its own
+// (shardcounter.TxnApplier: a Redis Cluster store). The change's records
+// live in other slots than the transaction's counters, so they cannot
+// join its one script; they are committed after it, and only if every
+// increment of the transaction applied.
+type deferredChange struct {
+	c     *call
+	ch    expiry.Change
+	chain []*call // the transaction's increments
+}
+
+// txnIncrements maps each deadline change of a transaction that also
+// writes increments to those increments, when the store applies a
+// transaction in one step of its own; nil otherwise.
+func (e *Engine) txnIncrements(all []*call) map[*call][]*call {
+	if !e.txns {
+		return nil
+	}
+	var incsOf map[*call][]*call
+	var chain []*call
+	for i, c := range all {
+		chain = append(chain, c)
+		if c.w.JoinNext && i < len(all)-1 {
+			continue
+		}
+		var incs []*call
+		for _, m := range chain {
+			if m.w.Expire == nil {
+				incs = append(incs, m)
+			}
+		}
+		for _, m := range chain {
+			if m.w.Expire != nil && len(incs) > 0 {
+				if incsOf == nil {
+					incsOf = make(map[*call][]*call)
+				}
+				incsOf[m] = incs
+			}
+		}
+		chain = nil
+	}
+	return incsOf
+}
+
+// deferTxnChanges takes out of changes (and chs) those incsOf names, to
+// commit after their transactions; the others stay for the first commit.
+func deferTxnChanges(incsOf map[*call][]*call, changes []*call, chs []expiry.Change) ([]*call, []expiry.Change, []deferredChange) {
+	if len(incsOf) == 0 {
+		return changes, chs, nil
+	}
+	var keep []*call
+	var keepChs []expiry.Change
+	var later []deferredChange
+	for i, c := range changes {
+		if incs, ok := incsOf[c]; ok {
+			later = append(later, deferredChange{c: c, ch: chs[i], chain: incs})
+			continue
+		}
+		keep, keepChs = append(keep, c), append(keepChs, chs[i])
+	}
+	return keep, keepChs, later
+}
+
+// commitDeferred commits the deferred changes whose transaction applied
+// whole, and gives the others the error of the transaction's first
+// refused increment (a CROSSSLOT refusal, say): nothing of it applied.
+func (e *Engine) commitDeferred(later []deferredChange) {
+	cs := &changeSet{}
+	for _, d := range later {
+		var err error
+		for _, m := range d.chain {
+			if m.err != nil {
+				err = m.err
+				break
+			}
+		}
+		if err != nil {
+			d.c.res, d.c.err = shardcounter.WriteResult{Counter: d.c.w.Counter}, err
+			continue
+		}
+		cs.calls, cs.chs = append(cs.calls, d.c), append(cs.chs, d.ch)
+	}
+	if len(cs.calls) > 0 {
+		e.commit(nil, cs)
 	}
 }

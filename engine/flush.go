@@ -33,7 +33,9 @@ type changeSet struct {
 // It returns the number of increments its first commit sent: how broad
 // the batch was, after folding.
 func (e *Engine) flush(b *batch) int {
+	incsOf := e.txnIncrements(b.calls)
 	calls, changes, chs := splitChanges(b)
+	changes, chs, later := deferTxnChanges(incsOf, changes, chs)
 	groups := increasesFirst(foldSums(fold(calls, e.create, e.txns), b.sums, e.create))
 	var cs *changeSet
 	if len(chs) > 0 {
@@ -44,6 +46,9 @@ func (e *Engine) flush(b *batch) int {
 		e.commit(groups, cs)
 	} else {
 		items = e.commitPaced(groups, cs)
+	}
+	if later != nil {
+		e.commitDeferred(later)
 	}
 	b.values.note(b.calls)
 	return items
