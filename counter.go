@@ -46,6 +46,15 @@ const (
 	// membership check. Members are sharded by a hash of the member, so
 	// one member's presence is decided on one shard.
 	KindDistinct Kind = "distinct"
+	// KindApprox counters count distinct members approximately, in fixed
+	// memory: unique visitors, where keeping every member would cost more
+	// than the count is worth. Each shard keeps a HyperLogLog sketch
+	// (package sketch) of the members that hash to it (shard.ForMember, as
+	// for distinct counters), and the value is the estimate of the union
+	// of the shards' sketches, within sketch.StdError (0.81 %) of the
+	// truth. Members can be added, not removed, and are not kept: an
+	// approx counter cannot say whether it saw one.
+	KindApprox Kind = "approx"
 )
 
 // Spec is what a counter is created with and keeps for its life (only
@@ -53,7 +62,8 @@ const (
 type Spec struct {
 	// Shards is the number of shards, 1 to MaxShards.
 	Shards int `json:"shards"`
-	// Kind is KindSum or KindDistinct; stores record "" as KindSum.
+	// Kind is KindSum, KindDistinct or KindApprox; stores record "" as
+	// KindSum.
 	Kind Kind `json:"kind"`
 	// Min and Max, when set, bound the counter's total: a write that
 	// would take it outside is refused with ErrOutOfRange and changes
@@ -133,6 +143,13 @@ type Write struct {
 	RequestID string `json:"request_id,omitempty"`
 	Member    string `json:"member,omitempty"`
 	Present   *bool  `json:"present,omitempty"`
+	// Kind, when set, is the kind of counter the write is meant for: on a
+	// counter of another kind it fails (ErrInvalid: RESP's WRONGTYPE, so
+	// that PFADD never adds to a set, nor SADD to a HyperLogLog), and a
+	// counter it creates on write is of this kind. Unset, a delta write
+	// creates a sum counter and a member write a distinct one. An approx
+	// counter takes member adds only (present true).
+	Kind Kind `json:"kind,omitempty"`
 	// WantValue asks for the counter's value read after the write
 	// committed, in WriteResult.Value (the RESP front end's INCR). Writes
 	// that share one commit may share the value: it is never a unique
@@ -299,8 +316,12 @@ func ValidateSpec(s Spec) error {
 		if s.Bounded() || s.Window != nil {
 			return Errorf(EINVALID, "a distinct counter takes no min, max or window: its value is its member count")
 		}
+	case KindApprox:
+		if s.Bounded() || s.Window != nil {
+			return Errorf(EINVALID, "an approx counter takes no min, max or window: its value is an estimate of its member count")
+		}
 	default:
-		return Errorf(EINVALID, "kind %q is unknown: use sum or distinct", s.Kind)
+		return Errorf(EINVALID, "kind %q is unknown: use sum, distinct or approx", s.Kind)
 	}
 	if s.Min != nil && *s.Min > 0 {
 		return Errorf(EINVALID, "min %d is above 0, where a new counter starts: give min ≤ 0", *s.Min)
@@ -345,6 +366,15 @@ func ValidateWrite(w Write) error {
 		}
 	case w.Delta == 0:
 		return Errorf(EINVALID, "delta is 0: give a non-zero amount")
+	}
+	switch w.Kind {
+	case "", KindSum, KindDistinct:
+	case KindApprox:
+		if w.Present == nil || !*w.Present {
+			return Errorf(EINVALID, "an approx counter takes member adds (present true): its members cannot be removed, and it takes no deltas")
+		}
+	default:
+		return Errorf(EINVALID, "kind %q is unknown: use sum, distinct or approx", w.Kind)
 	}
 	if w.RequestID != "" {
 		if err := ValidateID("request id", w.RequestID); err != nil {

@@ -3,6 +3,8 @@ package shardcounter
 import (
 	"context"
 	"time"
+
+	"github.com/shardcounter/shardcounter/sketch"
 )
 
 // Increment is one item of a batch as a store applies it.
@@ -20,12 +22,27 @@ import (
 // −1 (remove it); the store ignores Pick and uses shard
 // shard.ForMember(Member) mod n, so a member is always on one shard and its
 // presence and the shard's count change in one atomic step.
+//
+// On an approx counter Member is set and Delta is +1: the store adds the
+// member to the sketch of shard shard.ForMember(Member) mod n. Or Sketch
+// is set (an encoded sketch, package sketch), Member is empty and Delta 0:
+// the store merges it into the sketch of shard Pick mod n (PFMERGE, and
+// import, which puts each shard's sketch back on its shard). Either way
+// the shard's new sketch is sketch.Apply's, and Outcome.Unchanged says
+// that the commit left the shard's sketch as it was.
 type Increment struct {
 	Counter   string
 	Delta     int64
 	Pick      uint64
 	RequestID string // optional; recorded atomically with the delta
-	Member    string // distinct counters: the member added or removed
+	Member    string // distinct and approx counters: the member added or removed
+	Sketch    []byte // approx counters: a sketch merged into shard Pick mod n
+	// Kind, when set, is the kind of counter the item is meant for: on a
+	// counter of another kind it fails with ErrInvalid
+	// (ValidateIncrementKind, which every store calls, checks it), so a
+	// member add meant for an approx counter never lands in a distinct
+	// one, nor the reverse (RESP's WRONGTYPE).
+	Kind Kind
 
 	// Create, when set, creates the counter with this spec if it does not
 	// exist, in the same commit as the increment: a first write costs no
@@ -94,7 +111,9 @@ type CounterStore interface {
 	// ReadCounter returns the exact sum of the counter's shards as a
 	// Strong reading: linearizable, a value the counter held at some
 	// moment during the call. When the sum does not fit in int64 it
-	// returns ErrOutOfRange, never a wrapped value.
+	// returns ErrOutOfRange, never a wrapped value. An approx counter's
+	// value is the estimate of the union of its shards' sketches read in
+	// one snapshot (sketch.Count), not a sum.
 	ReadCounter(ctx context.Context, id string) (*Reading, error)
 	// ReadCounters reads many counters as ReadCounter does, one Reading
 	// per id in order, nil for a counter that does not exist; from one
@@ -103,7 +122,8 @@ type CounterStore interface {
 	// (CheckReadBatch).
 	ReadCounters(ctx context.Context, ids []string) ([]*Reading, error)
 	// ReadShards returns the counter and each shard's value, in shard
-	// order, from one consistent snapshot (for tests, debugging and admin).
+	// order, from one consistent snapshot (for tests, debugging and admin);
+	// an approx counter's shard value is the estimate of its own sketch.
 	ReadShards(ctx context.Context, id string) (*Counter, []int64, error)
 	// Placement returns each shard's value and the node holding it.
 	Placement(ctx context.Context, id string) (*Placement, error)
@@ -155,6 +175,8 @@ type CounterStore interface {
 	// its value (and its members, and its buckets' sums) exactly while
 	// writes go on. Shrinking folds each removed shard i into shard
 	// i mod shards in one atomic step; growing adds zero-valued shards.
+	// An approx counter's removed shard i is merged into the sketch of
+	// shard i mod shards (its value is the union's estimate either way).
 	ReshardCounter(ctx context.Context, id string, shards int) (*Counter, error)
 
 	// Ping checks that the store answers.
@@ -212,6 +234,16 @@ type MemoryReader interface {
 	ReadsFromMemory() bool
 }
 
+// SketchStore is implemented by every CounterStore (each has a
+// compile-time check): ReadSketches returns an approx counter and its
+// shards' encoded sketches in shard order (nil for a shard that has none
+// yet), from one consistent snapshot where the store has one. PFMERGE and
+// PFCOUNT of several counters merge them (sketch.Union), and export
+// writes them. A counter of another kind is ErrInvalid.
+type SketchStore interface {
+	ReadSketches(ctx context.Context, id string) (*Counter, [][]byte, error)
+}
+
 // DefaultDedupeWindow is how long a request id is remembered when nobody
 // says otherwise: the engine's Config.DedupeWindow and each store's own
 // default until SetDedupeWindow. A day outlasts any client's retries.
@@ -221,11 +253,31 @@ const DefaultDedupeWindow = 24 * time.Hour
 // of kind: a member written to a sum counter, or a delta to a distinct
 // one. Every store refuses such an item on its own.
 func ValidateIncrementKind(inc Increment, kind Kind) error {
-	switch distinct := kind == KindDistinct; {
-	case inc.Member != "" && !distinct:
-		return Errorf(EINVALID, "counter %q is a sum counter: write a delta to it, or add members to a distinct counter", inc.Counter)
-	case inc.Member == "" && distinct:
-		return Errorf(EINVALID, "counter %q is a distinct counter: add or remove members, it takes no deltas", inc.Counter)
+	if kind == "" {
+		kind = KindSum
+	}
+	if inc.Kind != "" && inc.Kind != kind {
+		return Errorf(EINVALID, "counter %q is a %s counter, not %s", inc.Counter, kind, inc.Kind)
+	}
+	switch kind {
+	case KindDistinct:
+		if inc.Member == "" {
+			return Errorf(EINVALID, "counter %q is a distinct counter: add or remove members, it takes no deltas", inc.Counter)
+		}
+	case KindApprox:
+		switch {
+		case inc.Member == "" && inc.Sketch == nil:
+			return Errorf(EINVALID, "counter %q is an approx counter: add members to it, it takes no deltas", inc.Counter)
+		case inc.Member != "" && inc.Delta != 1:
+			return Errorf(EINVALID, "counter %q is an approx counter: members can be added to it, not removed", inc.Counter)
+		}
+	default:
+		switch {
+		case inc.Member != "":
+			return Errorf(EINVALID, "counter %q is a sum counter: write a delta to it, or add members to a distinct counter", inc.Counter)
+		case inc.Sketch != nil:
+			return Errorf(EINVALID, "counter %q is a sum counter: only an approx counter takes a sketch", inc.Counter)
+		}
 	}
 	return nil
 }
@@ -233,7 +285,14 @@ func ValidateIncrementKind(inc Increment, kind Kind) error {
 // ValidateIncrement checks an increment as a store receives it; every
 // store refuses, as an item of its own, what this refuses.
 func ValidateIncrement(inc Increment) error {
-	if inc.Member != "" {
+	if inc.Sketch != nil {
+		if inc.Member != "" || inc.Delta != 0 {
+			return Errorf(EINVALID, "a sketch increment has no member and delta 0")
+		}
+		if _, err := sketch.Decode(inc.Sketch); err != nil {
+			return Errorf(EINVALID, "%v: give a sketch as package sketch encodes it", err)
+		}
+	} else if inc.Member != "" {
 		if inc.Delta != 1 && inc.Delta != -1 {
 			return Errorf(EINVALID, "a member increment has delta 1 (add) or -1 (remove), not %d", inc.Delta)
 		}

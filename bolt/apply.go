@@ -57,6 +57,9 @@ func (s *CounterStore) apply(ctx context.Context, incs []shardcounter.Increment,
 				return err
 			}
 		}
+		if err := b.flushSketches(); err != nil {
+			return err
+		}
 		b.totals(incs, out)
 		return expire(b.requests, b.byTime, b.cutoff, expireBatch+b.recorded)
 	})
@@ -70,7 +73,8 @@ type batch struct {
 	now                                       time.Time // the commit time
 	cutoff                                    int64     // request ids recorded at or before it (unix ns) have expired
 	counters                                  map[string]*target
-	recorded                                  int // request ids recorded
+	recorded                                  int                       // request ids recorded
+	sketches                                  map[string]*pendingSketch // by shard key
 }
 
 // target is one counter as the items of the batch so far have left it.
@@ -93,7 +97,9 @@ func (b *batch) target(inc shardcounter.Increment) *target {
 		var err error
 		if t.m, err = getMeta(b.tx, inc.Counter); err == nil {
 			t.exists = true
-			t.total, t.err = total(b.tx, inc.Counter, t.m)
+			if t.m.spec.Kind != shardcounter.KindApprox { // its value is read on demand
+				t.total, t.err = total(b.tx, inc.Counter, t.m)
+			}
 		} else if shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
 			t.err = err
 		}
@@ -134,6 +140,9 @@ func (b *batch) apply(inc shardcounter.Increment, o *shardcounter.Outcome) error
 		}
 	}
 
+	if t.m.spec.Kind == shardcounter.KindApprox {
+		return b.approx(t, inc, o, rkey, old)
+	}
 	var mkey []byte
 	pick := inc.Pick
 	if inc.Member != "" {
@@ -226,7 +235,7 @@ func (b *batch) totals(incs []shardcounter.Increment, out []shardcounter.Outcome
 		if !inc.Total || out[i].Err != nil {
 			continue
 		}
-		if t := b.counters[inc.Counter]; t != nil && t.exists {
+		if t := b.counters[inc.Counter]; t != nil && t.exists && t.m.spec.Kind != shardcounter.KindApprox {
 			v := t.total
 			out[i].Total = &v
 		}

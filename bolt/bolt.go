@@ -3,10 +3,11 @@
 //
 // # Layout
 //
-// Six buckets, keyed so that one counter's records are contiguous:
+// Seven buckets, keyed so that one counter's records are contiguous:
 //
 //	counters          id                               → counter record (see meta.go)
 //	shards            id 0x00 shard (uint16)           → value (int64)
+//	sketches          id 0x00 shard (uint16)           → an approx counter's shard sketch (sketch.go)
 //	members           id 0x00 member                   → empty
 //	window_buckets    id 0x00 start (int64, sign flipped) → value (int64)
 //	requests          id 0x00 request id               → recorded at (unix ns, int64)
@@ -30,6 +31,12 @@
 // by counter, not by shard, so membership is one lookup, listing is one
 // cursor walk in byte order, and resharding recounts the members into the
 // new shards (work proportional to the members) without moving a key.
+//
+// An approx counter keeps each shard's HyperLogLog sketch as one key of
+// the sketches bucket, changed once per shard and batch (sketch.go); its
+// value is the estimate of the union of its shards' sketches, read in one
+// transaction. Resharding merges a removed shard's sketch into shard
+// i mod n.
 //
 // Bounds (Spec.Min, Spec.Max) are checked against the counter's total,
 // which every batch reads once per counter: writes are serial in bbolt, so
@@ -95,6 +102,7 @@ var (
 	bucketWindow   = []byte("window_buckets")
 	bucketRequests = []byte("requests")
 	bucketByTime   = []byte("requests_by_time")
+	bucketSketches = []byte("sketches")
 )
 
 // expireBatch is how many expired request ids an Apply deletes beyond the
@@ -155,7 +163,7 @@ func Open(ctx context.Context, path string, opts Options) (*CounterStore, error)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
 		indexed := tx.Bucket(bucketByTime) != nil
-		for _, b := range [][]byte{bucketCounters, bucketShards, bucketMembers, bucketWindow, bucketRequests, bucketByTime} {
+		for _, b := range [][]byte{bucketCounters, bucketShards, bucketMembers, bucketWindow, bucketRequests, bucketByTime, bucketSketches} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -81,7 +81,7 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 			return err
 		}
 		p := prefixKey(id)
-		for _, b := range [][]byte{bucketShards, bucketMembers, bucketWindow} {
+		for _, b := range [][]byte{bucketShards, bucketMembers, bucketWindow, bucketSketches} {
 			if err := deletePrefix(tx.Bucket(b), p); err != nil {
 				return err
 			}
@@ -113,6 +113,12 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 			return err
 		}
 		switch {
+		case m.spec.Kind == shardcounter.KindApprox:
+			if shards < m.spec.Shards {
+				if err := foldSketches(tx, id, m.spec.Shards, shards); err != nil {
+					return err
+				}
+			}
 		case m.distinct():
 			if err := recountMembers(tx, id, m.spec.Shards, shards); err != nil {
 				return err

@@ -26,7 +26,10 @@ func has(b *bbolt.Bucket, key []byte) bool {
 // missing, ErrInvalid when it is a sum counter.
 func distinctMeta(tx *bbolt.Tx, id string) (meta, error) {
 	m, err := getMeta(tx, id)
-	if err == nil && !m.distinct() {
+	switch {
+	case err == nil && m.spec.Kind == shardcounter.KindApprox:
+		err = approxHasNoMembers(id)
+	case err == nil && !m.distinct():
 		err = shardcounter.CounterHasNoMembers(id)
 	}
 	return m, err

@@ -13,7 +13,7 @@ import (
 // meta is a counter's record in the counters bucket: its spec and when it
 // was created.
 type meta struct {
-	spec      shardcounter.Spec // Kind is never "": KindSum or KindDistinct
+	spec      shardcounter.Spec // Kind is never "": KindSum, KindDistinct or KindApprox
 	createdAt int64             // unix ns
 }
 

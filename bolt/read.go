@@ -65,8 +65,9 @@ func (s *CounterStore) ReadShards(ctx context.Context, id string) (*shardcounter
 		if err != nil {
 			return err
 		}
-		c, vals = m.counter(id), readShards(tx, id, m.spec.Shards)
-		return nil
+		c = m.counter(id)
+		vals, err = shardValues(tx, id, m)
+		return err
 	})
 	return c, vals, err
 }
@@ -80,7 +81,11 @@ func (s *CounterStore) Placement(ctx context.Context, id string) (*shardcounter.
 			return err
 		}
 		p = &shardcounter.Placement{ID: id, Shards: m.spec.Shards, AsOf: s.now().UTC()}
-		for i, v := range readShards(tx, id, m.spec.Shards) {
+		vals, err := shardValues(tx, id, m)
+		if err != nil {
+			return err
+		}
+		for i, v := range vals {
 			p.Places = append(p.Places, shardcounter.ShardPlacement{Shard: i, Value: v, Node: s.Path()})
 		}
 		return nil
@@ -104,10 +109,24 @@ func readShards(tx *bbolt.Tx, id string, n int) []int64 {
 	return vals
 }
 
+// shardValues returns the counter's shard values: an approx counter's
+// are each shard's own estimate.
+func shardValues(tx *bbolt.Tx, id string, m meta) ([]int64, error) {
+	if m.spec.Kind == shardcounter.KindApprox {
+		_, vals, err := approxValues(tx, id, m.spec.Shards)
+		return vals, err
+	}
+	return readShards(tx, id, m.spec.Shards), nil
+}
+
 // total returns the sum of the counter's shards, or ErrOutOfRange when it
 // does not fit in int64 (which this store's writes never allow, but a file
 // written before they checked the total might hold).
 func total(tx *bbolt.Tx, id string, m meta) (int64, error) {
+	if m.spec.Kind == shardcounter.KindApprox {
+		v, _, err := approxValues(tx, id, m.spec.Shards)
+		return v, err
+	}
 	sum, ok := overflow.Sum(readShards(tx, id, m.spec.Shards))
 	if !ok {
 		return 0, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: the sum of its shards is outside the int64 range", id)

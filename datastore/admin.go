@@ -171,7 +171,8 @@ func (s *CounterStore) deleteChildren(ctx context.Context, id, kind string) erro
 // ReshardCounter rewrites the counter in one transaction: its shard count,
 // every shard that stays (shard i of the new count gets the old shards j
 // with j mod n = i; a distinct counter's shards are its members counted
-// again), new shards at 0 and the removed ones deleted.
+// again; an approx counter's shard i merges the sketches of those
+// removed), new shards at 0 and the removed ones deleted.
 func (s *CounterStore) ReshardCounter(ctx context.Context, id string, n int) (*shardcounter.Counter, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
@@ -209,6 +210,11 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, n int) (*s
 		}
 		if shardcounter.Kind(e.Kind) == shardcounter.KindDistinct {
 			if vals, err = s.countMembers(ctx, tx, id, e, n); err != nil {
+				return err
+			}
+		}
+		if isApprox(e.Kind) {
+			if err := reshardSketches(id, ses, old, n); err != nil {
 				return err
 			}
 		}

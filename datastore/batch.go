@@ -56,6 +56,10 @@ type target struct {
 	summed  bool
 	present map[string]bool // member → present, as the pass leaves it
 	bdelta  int64
+	// approx counters: what the pass adds to each shard, and the
+	// sketches the commit writes.
+	approx    map[int]*approxShard
+	newSketch map[int][]byte
 }
 
 func (s *CounterStore) newBatch(tx *datastore.Transaction, incs []shardcounter.Increment, now time.Time) *batch {
@@ -169,7 +173,7 @@ func (b *batch) readFirst(ctx context.Context) error {
 				})
 			}
 		}
-		if inc.Member != "" && shardcounter.ValidateID("member", inc.Member) == nil {
+		if inc.Member != "" && b.wantsMember(t, inc) && shardcounter.ValidateID("member", inc.Member) == nil {
 			k := requestKey{inc.Counter, inc.Member}
 			if _, ok := b.members[k]; !ok {
 				b.members[k] = nil
@@ -264,6 +268,7 @@ func (b *batch) decide(incs []shardcounter.Increment, out []shardcounter.Outcome
 	b.seen, b.recorded, b.records = map[requestKey]bool{}, 0, nil
 	for _, t := range b.targets {
 		t.st, t.create, t.touched, t.vals, t.dirty, t.wide, t.summed, t.present, t.bdelta = nil, false, false, nil, map[int]bool{}, false, false, map[string]bool{}, 0
+		t.approx, t.newSketch = nil, map[int][]byte{}
 		if t.ent != nil {
 			t.st = t.ent
 			t.vals = make([]int64, t.ent.NumShards)
@@ -280,7 +285,7 @@ func (b *batch) decide(incs []shardcounter.Increment, out []shardcounter.Outcome
 			return true, nil
 		}
 	}
-	return false, nil
+	return false, b.decideSketches()
 }
 
 // apply decides one item, or sets why it fails in o. It returns the target
@@ -325,17 +330,16 @@ func (b *batch) apply(inc shardcounter.Increment, o *shardcounter.Outcome) *targ
 	pick := inc.Pick
 	if inc.Member != "" {
 		pick = shard.ForMember(inc.Member)
-		present, ok := t.present[inc.Member]
-		if !ok {
-			me := b.members[requestKey{inc.Counter, inc.Member}]
-			present = me != nil && me.Of.Equal(t.st.CreatedAt)
-		}
-		if present == (inc.Delta > 0) {
-			o.Unchanged = true
-			t.touched = true
-			b.record(rk)
-			return nil
-		}
+	}
+	if isApprox(t.st.Kind) {
+		b.takeApprox(t, shard.Of(pick, n), inc, rk, o)
+		return nil
+	}
+	if inc.Member != "" && b.memberUnchanged(t, inc) {
+		o.Unchanged = true
+		t.touched = true
+		b.record(rk)
+		return nil
 	}
 	k := shard.Of(pick, n)
 	v, ok := overflow.Add(t.vals[k], inc.Delta)
@@ -383,6 +387,18 @@ func (b *batch) apply(inc shardcounter.Increment, o *shardcounter.Outcome) *targ
 	t.bdelta += inc.Delta
 	b.record(rk)
 	return nil
+}
+
+// memberUnchanged reports whether a member item leaves its member as it
+// is: an add of one present, a removal of one absent, as the pass has
+// left it so far.
+func (b *batch) memberUnchanged(t *target, inc shardcounter.Increment) bool {
+	present, ok := t.present[inc.Member]
+	if !ok {
+		me := b.members[requestKey{inc.Counter, inc.Member}]
+		present = me != nil && me.Of.Equal(t.st.CreatedAt)
+	}
+	return present == (inc.Delta > 0)
 }
 
 func roomFor(vals []int64, delta int64) int {

@@ -67,6 +67,9 @@ func (b *batch) mutations() ([]*datastore.Mutation, []shardWrite) {
 			}
 			e := *se
 			e.Target, e.Count = t.id, t.vals[i]
+			if sk, ok := t.newSketch[i]; ok {
+				e.Sketch = sk
+			}
 			muts = append(muts, datastore.NewUpsert(b.s.ShardKey(t.id, i), &e))
 			sw = append(sw, shardWrite{t: t, shard: i})
 		}

@@ -42,7 +42,7 @@ func (s *CounterStore) IsMember(ctx context.Context, id, member string) (bool, e
 		return false, err
 	}
 	if shardcounter.Kind(e.Kind) != shardcounter.KindDistinct {
-		return false, shardcounter.CounterHasNoMembers(id)
+		return false, hasNoMembers(id, e.Kind)
 	}
 	return (me == nil || me[1] == nil) && m.Of.Equal(e.CreatedAt), nil
 }
@@ -54,7 +54,7 @@ func (s *CounterStore) ListMembers(ctx context.Context, id, after string, limit 
 		return nil, err
 	}
 	if shardcounter.Kind(e.Kind) != shardcounter.KindDistinct {
-		return nil, shardcounter.CounterHasNoMembers(id)
+		return nil, hasNoMembers(id, e.Kind)
 	}
 	if limit <= 0 {
 		limit = shardcounter.DefaultListLimit

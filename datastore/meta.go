@@ -99,6 +99,7 @@ func kindOf(s shardcounter.Spec) shardcounter.Kind {
 type shardEntity struct {
 	Target string
 	Count  int64
+	Sketch []byte // an approx counter's (propSketch); nil for none
 	other  []datastore.Property
 	exists bool
 }
@@ -111,6 +112,8 @@ func (e *shardEntity) Load(ps []datastore.Property) error {
 			e.Target, _ = p.Value.(string)
 		case "count":
 			e.Count, _ = p.Value.(int64)
+		case propSketch:
+			e.Sketch, _ = p.Value.([]byte)
 		default:
 			e.other = append(e.other, p)
 		}
@@ -120,6 +123,9 @@ func (e *shardEntity) Load(ps []datastore.Property) error {
 
 func (e *shardEntity) Save() ([]datastore.Property, error) {
 	ps := []datastore.Property{{Name: "target", Value: e.Target}, {Name: "count", Value: e.Count, NoIndex: true}}
+	if len(e.Sketch) > 0 {
+		ps = append(ps, datastore.Property{Name: propSketch, Value: e.Sketch, NoIndex: true})
+	}
 	return append(ps, e.other...), nil
 }
 

@@ -45,7 +45,10 @@ func (s *CounterStore) getEntity(ctx context.Context, id string) (*counterEntity
 type snapshot struct {
 	ents   map[string]*counterEntity
 	values map[string][]int64
-	at     time.Time
+	// sketches are an approx counter's shards' sketches; its values are
+	// each shard's own estimate.
+	sketches map[string][][]byte
+	at       time.Time
 }
 
 // read reads the counters and all their shards in a read-only
@@ -66,7 +69,7 @@ func (s *CounterStore) read(ctx context.Context, ids []string) (*snapshot, error
 
 // readIn reads the counters in tx.
 func (s *CounterStore) readIn(ctx context.Context, tx *datastore.Transaction, ids []string) (sn *snapshot, ok bool, err error) {
-	sn = &snapshot{ents: map[string]*counterEntity{}, values: map[string][]int64{}, at: s.now()}
+	sn = &snapshot{ents: map[string]*counterEntity{}, values: map[string][]int64{}, sketches: map[string][][]byte{}, at: s.now()}
 	ents := make(map[string]*counterEntity, len(ids))
 	shards := make(map[string]map[int]*shardEntity, len(ids))
 	var l loads
@@ -135,6 +138,13 @@ func (s *CounterStore) readIn(ctx context.Context, tx *datastore.Transaction, id
 		for i := range vals {
 			vals[i] = shards[id][i].Count
 		}
+		if isApprox(e.Kind) {
+			sks := make([][]byte, e.NumShards)
+			for i := range sks {
+				sks[i] = shards[id][i].Sketch
+			}
+			sn.sketches[id] = sks
+		}
 		sn.ents[id], sn.values[id] = e, vals
 	}
 	return sn, true, nil
@@ -186,6 +196,11 @@ func (s *CounterStore) ReadCounters(ctx context.Context, ids []string) ([]*shard
 		if !ok {
 			return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: its shards sum to more than int64 holds", id)
 		}
+		if isApprox(e.Kind) {
+			if v, err = approxValue(id, sn.sketches[id]); err != nil {
+				return nil, err
+			}
+		}
 		out[i] = &shardcounter.Reading{ID: id, Value: v, Shards: int(e.NumShards), Consistency: shardcounter.Strong, AsOf: sn.at}
 	}
 	return out, nil
@@ -204,7 +219,16 @@ func (s *CounterStore) ReadShards(ctx context.Context, id string) (*shardcounter
 	if !ok {
 		return nil, nil, shardcounter.CounterNotFound(id)
 	}
-	return e.counter(id), sn.values[id], nil
+	vals := sn.values[id]
+	if isApprox(e.Kind) { // each shard's own estimate
+		vals = make([]int64, e.NumShards)
+		for i, b := range sn.sketches[id] {
+			if vals[i], err = approxValue(id, [][]byte{b}); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return e.counter(id), vals, nil
 }
 
 // Placement names each shard's entity as its node: the database spreads

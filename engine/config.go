@@ -71,6 +71,13 @@ type Config struct {
 	// DefaultShards is the shard count of counters created without one,
 	// and of counters created by a write (auto-create). Default 16.
 	DefaultShards int
+	// ApproxShards is the shard count of approx counters created by a
+	// write (PFADD) or a merge into a missing counter with no source.
+	// Default: 1 on a store that holds its counters in one process's
+	// memory (shardcounter.MemoryReader: Pebble), whose writes are serial
+	// anyway, so that a shard buys no concurrency and costs a sketch
+	// changed per commit; DefaultShards elsewhere.
+	ApproxShards int
 	// NoAutoCreate makes a write to an unknown counter fail with
 	// ErrNotFound instead of creating it.
 	NoAutoCreate bool
@@ -185,6 +192,8 @@ func (c Config) withDefaults() (Config, error) {
 		return Config{}, shardcounter.Errorf(shardcounter.EINVALID, "engine: Config.%s is %v: %s", field, v, want)
 	}
 	switch {
+	case c.ApproxShards != 0 && shardcounter.ValidateShards(c.ApproxShards) != nil:
+		return bad("ApproxShards", c.ApproxShards, fmt.Sprintf("give %d to %d, or 0 for the default", shardcounter.MinShards, shardcounter.MaxShards))
 	case c.DefaultShards != 0 && shardcounter.ValidateShards(c.DefaultShards) != nil:
 		return bad("DefaultShards", c.DefaultShards, fmt.Sprintf("give %d to %d, or 0 for %d", shardcounter.MinShards, shardcounter.MaxShards, DefaultShards))
 	case c.MaxBatch < 0:

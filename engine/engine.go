@@ -128,9 +128,15 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	if t, ok := store.(shardcounter.TxnApplier); ok && t.TxnUnits() {
 		e.txns = true
 	}
+	if e.cfg.ApproxShards == 0 {
+		e.cfg.ApproxShards = e.cfg.DefaultShards
+		if e.direct {
+			e.cfg.ApproxShards = 1
+		}
+	}
 	e.strong = newStrongReads(cfg.MaxReadsInFlight, cfg.Now, e.fetch, e.cache.put)
 	if !cfg.NoAutoCreate {
-		e.create = newAutoCreate(cfg.DefaultShards)
+		e.create = newAutoCreate(cfg.DefaultShards, e.cfg.ApproxShards)
 	}
 	if cfg.ShardWriteInterval > 0 {
 		e.pacer = newPacer(cfg.ShardWriteInterval, store, cfg.CacheSize)

@@ -21,16 +21,18 @@ type group struct {
 }
 
 // autoCreate holds the specs of the counters a write creates: a sum
-// counter for a delta write, a distinct counter for a member write. A nil
-// *autoCreate creates nothing.
+// counter for a delta write, a distinct counter for a member write, or
+// the kind the write names (Write.Kind). A nil *autoCreate creates
+// nothing.
 type autoCreate struct {
-	sum, distinct *shardcounter.Spec
+	sum, distinct, approx *shardcounter.Spec
 }
 
-func newAutoCreate(shards int) *autoCreate {
+func newAutoCreate(shards, approxShards int) *autoCreate {
 	return &autoCreate{
 		sum:      &shardcounter.Spec{Shards: shards, Kind: shardcounter.KindSum},
 		distinct: &shardcounter.Spec{Shards: shards, Kind: shardcounter.KindDistinct},
+		approx:   &shardcounter.Spec{Shards: approxShards, Kind: shardcounter.KindApprox},
 	}
 }
 
@@ -38,7 +40,7 @@ func newAutoCreate(shards int) *autoCreate {
 // request id on the shard every retry of it picks (shard.PickFor); a
 // member write is +1 (add) or −1 (remove).
 func (ac *autoCreate) increment(w shardcounter.Write) shardcounter.Increment {
-	inc := shardcounter.Increment{Counter: w.Counter, Delta: w.Delta, RequestID: w.RequestID, Total: w.WantValue}
+	inc := shardcounter.Increment{Counter: w.Counter, Delta: w.Delta, RequestID: w.RequestID, Total: w.WantValue, Kind: w.Kind}
 	if w.RequestID != "" {
 		inc.Pick = shard.PickFor(w.Counter, w.RequestID)
 	} else {
@@ -51,9 +53,13 @@ func (ac *autoCreate) increment(w shardcounter.Write) shardcounter.Increment {
 		}
 	}
 	if ac != nil {
-		inc.Create = ac.sum
-		if w.Present != nil {
+		switch {
+		case w.Kind == shardcounter.KindApprox:
+			inc.Create = ac.approx
+		case w.Kind == shardcounter.KindDistinct, w.Kind == "" && w.Present != nil:
 			inc.Create = ac.distinct
+		default:
+			inc.Create = ac.sum
 		}
 	}
 	return inc
@@ -82,6 +88,7 @@ func fold(calls []*call, ac *autoCreate, txns bool) []*group {
 	type key struct {
 		counter string
 		neg     bool
+		kind    shardcounter.Kind // a write meant for another kind fails alone
 	}
 	var store []group
 	var groups []*group
@@ -101,7 +108,7 @@ func fold(calls []*call, ac *autoCreate, txns bool) []*group {
 			}
 		}
 		alone := c.w.RequestID != "" || c.w.Present != nil || txn != 0
-		k := key{c.w.Counter, c.w.Delta < 0}
+		k := key{c.w.Counter, c.w.Delta < 0, c.w.Kind}
 		if g := folded[k]; g != nil && !alone {
 			if sum, ok := overflow.Add(g.inc.Delta, c.w.Delta); ok {
 				g.inc.Delta = sum

@@ -165,6 +165,8 @@ func (r *rankings) end(rc *rankCommit, groups []*group, out []shardcounter.Outco
 					pt.k.pendingOf(id).read = true
 				}
 			case o.Duplicate, o.Unchanged:
+			case !exactDelta(g.inc):
+				pt.k.pendingOf(id).read = true
 			default:
 				p := pt.k.pendingOf(id)
 				if !p.read {
@@ -174,6 +176,20 @@ func (r *rankings) end(rc *rankCommit, groups []*group, out []shardcounter.Outco
 		}
 	}
 	l.cond.Broadcast() // a blocking read may wait for these to end
+}
+
+// exactDelta reports whether an applied item moved its counter's value by
+// exactly its Delta: a sum delta, or a member of a distinct counter. An add
+// to an approx counter moves its estimate by what no item says, and a
+// member item of no stated kind may be one.
+func exactDelta(inc shardcounter.Increment) bool {
+	switch {
+	case inc.Sketch != nil:
+		return false
+	case inc.Member != "":
+		return inc.Kind == shardcounter.KindDistinct
+	}
+	return true
 }
 
 // changed marks id, on every ranking it belongs to, to be read from the
@@ -276,4 +292,14 @@ func (d deleteNotice) DeleteCounter(ctx context.Context, id string) error {
 		r.changed(id)
 	}
 	return err
+}
+
+// ReadSketches passes the store's sketches through, for the expiry
+// wrapper above (every store keeps them; see shardcounter.SketchStore).
+func (d deleteNotice) ReadSketches(ctx context.Context, id string) (*shardcounter.Counter, [][]byte, error) {
+	ss, ok := d.CounterStore.(shardcounter.SketchStore)
+	if !ok {
+		return nil, nil, shardcounter.Errorf(shardcounter.EINTERNAL, "%T keeps no sketches", d.CounterStore)
+	}
+	return ss.ReadSketches(ctx, id)
 }

@@ -244,3 +244,16 @@ func (s *Store) Apply(ctx context.Context, incs []shardcounter.Increment) ([]sha
 	s.afterWrite()
 	return out, err
 }
+
+// ReadSketches reads the shard sketches of an approx counter that has not
+// expired (shardcounter.SketchStore), from a store that keeps them.
+func (s *Store) ReadSketches(ctx context.Context, id string) (*shardcounter.Counter, [][]byte, error) {
+	ss, ok := s.CounterStore.(shardcounter.SketchStore)
+	if !ok {
+		return nil, nil, shardcounter.Errorf(shardcounter.EINTERNAL, "%T keeps no sketches", s.CounterStore)
+	}
+	if err := s.alive(ctx, id, false); err != nil {
+		return nil, nil, err
+	}
+	return ss.ReadSketches(ctx, id)
+}

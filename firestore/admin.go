@@ -1,6 +1,7 @@
 package firestore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -129,7 +130,8 @@ func (s *CounterStore) lockAll(id string, n int) func() {
 
 // ReshardCounter rewrites the counter in one commit: its num_shards, every
 // shard that stays (shard i of the new count gets the old shards j with
-// j mod n = i; a distinct counter's shards are its members counted again),
+// j mod n = i; a distinct counter's shards are its members counted again;
+// an approx counter's shard i merges the sketches of those removed),
 // new shards at 0 and the removed ones deleted. Every shard document it
 // keeps is rewritten with the new count, so a writer that decided on the
 // old one fails its precondition and decides again.
@@ -191,6 +193,21 @@ func (s *CounterStore) reshardOnce(ctx context.Context, id string, ref *firestor
 			return nil, err
 		}
 	}
+	var sks [][]byte // the approx shards' sketches that change
+	if isApprox(m.spec) {
+		prev := make([][]byte, old)
+		for i := range prev {
+			prev[i] = sketchOf(snaps[1+i])
+		}
+		if sks, err = reshardSketches(id, prev, n); err != nil {
+			return nil, err
+		}
+		for i := range min(old, n) {
+			if bytes.Equal(sks[i], prev[i]) {
+				sks[i] = nil
+			}
+		}
+	}
 	wide := false
 	for _, v := range vals {
 		wide = wide || v > zone(n) || v < -zone(n)
@@ -205,9 +222,20 @@ func (s *CounterStore) reshardOnce(ctx context.Context, id string, ref *firestor
 		case i >= n:
 			wb.Delete(sr)
 		case snaps[1+i].Exists():
-			wb.Update(sr, []firestore.Update{{Path: s.field, Value: vals[i]}, {Path: fieldNumShards, Value: int64(n)}, {Path: fieldWide, Value: wide}}, firestore.LastUpdateTime(snaps[1+i].UpdateTime))
+			ups := []firestore.Update{{Path: s.field, Value: vals[i]}, {Path: fieldNumShards, Value: int64(n)}, {Path: fieldWide, Value: wide}}
+			switch {
+			case sks != nil && sks[i] != nil:
+				ups = append(ups, firestore.Update{Path: fieldSketch, Value: sks[i]})
+			case sks != nil && i >= old && sketchOf(snaps[1+i]) != nil: // a document left by another program: a new shard starts empty
+				ups = append(ups, firestore.Update{Path: fieldSketch, Value: firestore.Delete})
+			}
+			wb.Update(sr, ups, firestore.LastUpdateTime(snaps[1+i].UpdateTime))
 		default:
-			wb.Create(sr, map[string]any{s.field: vals[i], fieldNumShards: int64(n), fieldWide: wide})
+			fields := map[string]any{s.field: vals[i], fieldNumShards: int64(n), fieldWide: wide}
+			if sks != nil && sks[i] != nil {
+				fields[fieldSketch] = sks[i]
+			}
+			wb.Create(sr, fields)
 		}
 	}
 	_, err = wb.Commit(ctx)

@@ -106,6 +106,12 @@ type target struct {
 	touched bool          // an item on it applied: the commit writes it
 	members map[string]*memberDoc
 	buckets map[int64]int64 // bucket start (unix s) → delta
+
+	// approx counters: the sketches of the shards read, what the batch
+	// adds to each shard, and the sketches the commit writes.
+	sketches  map[int][]byte
+	approx    map[int]*approxShard
+	newSketch map[int][]byte
 }
 
 type memberDoc struct {
@@ -136,6 +142,9 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		if err := b.apply(inc, &out[i]); err != nil {
 			return 0, err
 		}
+	}
+	if err := b.decideSketches(order); err != nil {
+		return 0, err
 	}
 	if err := s.sweepBuckets(ctx, b, order); err != nil {
 		return 0, err
@@ -260,7 +269,8 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 			continue
 		}
 		for i := range t.shards {
-			if !t.st.shards[i].known {
+			// An approx shard is read for its sketch, which is not cached.
+			if !t.st.shards[i].known || isApprox(t.st.meta.spec) {
 				refs = append(refs, shardRef(t.ref, i))
 				slots = append(slots, slot{t: t, shard: i})
 			}
@@ -281,7 +291,7 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 				slots = append(slots, slot{req: &k})
 			}
 		}
-		if inc.Member != "" && shardcounter.ValidateID("member", inc.Member) == nil {
+		if inc.Member != "" && !approxTarget(t, inc) && shardcounter.ValidateID("member", inc.Member) == nil {
 			k := requestKey{inc.Counter, inc.Member}
 			if !seenMem[k] {
 				seenMem[k] = true
@@ -319,6 +329,12 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 				return nil, errConflict
 			}
 			sl.t.st.shards[sl.shard] = sh
+			if isApprox(sl.t.st.meta.spec) {
+				if sl.t.sketches == nil {
+					sl.t.sketches = make(map[int][]byte)
+				}
+				sl.t.sketches[sl.shard] = sketchOf(snap)
+			}
 			if sl.t.st.shards[sl.shard].wide {
 				sl.t.st.full = true
 			}
@@ -331,6 +347,15 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 		}
 	}
 	return reqs, nil
+}
+
+// approxTarget reports whether inc's counter is an approx one, as far
+// as the batch knows it: its members are not documents.
+func approxTarget(t *target, inc shardcounter.Increment) bool {
+	if t.st != nil {
+		return isApprox(t.st.meta.spec)
+	}
+	return inc.Create != nil && isApprox(*inc.Create)
 }
 
 func (t *target) allKnown() bool {

@@ -43,6 +43,10 @@ func (b *batchState) apply(inc shardcounter.Increment, o *shardcounter.Outcome) 
 	if !ok {
 		return nil
 	}
+	if isApprox(it.st.meta.spec) {
+		b.takeApprox(&it, inc, o)
+		return nil
+	}
 	if it.md != nil && it.md.present == (inc.Delta > 0) {
 		o.Unchanged = true
 		b.adopt(it.t, it.st, it.creating)
@@ -318,49 +322,15 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 			wb.Create(t.ref, metaFields(id, st.meta))
 			add("counter")
 			for i := range n {
-				wb.Create(shardRef(t.ref, i), map[string]any{b.s.field: t.deltas[i], fieldNumShards: int64(n)})
+				fields := map[string]any{b.s.field: t.deltas[i], fieldNumShards: int64(n)}
+				if sk, ok := t.newSketch[i]; ok {
+					fields[fieldSketch] = sk
+				}
+				wb.Create(shardRef(t.ref, i), fields)
 				sw = append(sw, shardWrite{t: t, shard: i, delta: t.deltas[i], result: add("shard")})
 			}
 		} else {
-			// A shard document that is missing (a counter made by another
-			// program, or a shard count read before a reshard) is created
-			// only if the counter document still says it exists.
-			checkCounter := false
-			wide := false
-			if st.full {
-				for _, sh := range st.shards {
-					if sh.value > zone(n) || sh.value < -zone(n) {
-						wide = true
-					}
-				}
-			}
-			for i := range n {
-				_, written := t.deltas[i]
-				if !written && !t.verify[i] && !st.full {
-					continue
-				}
-				sh := st.shards[i]
-				ref := shardRef(t.ref, i)
-				ups := []firestore.Update{{Path: b.s.field, Value: firestore.Increment(t.deltas[i])}}
-				if st.full && sh.wide != wide {
-					ups = append(ups, firestore.Update{Path: fieldWide, Value: wide})
-				}
-				if sh.exists {
-					wb.Update(ref, ups, firestore.LastUpdateTime(sh.ut))
-				} else {
-					checkCounter = true
-					fields := map[string]any{b.s.field: t.deltas[i]}
-					if wide {
-						fields[fieldWide] = true
-					}
-					wb.Create(ref, fields)
-				}
-				sw = append(sw, shardWrite{t: t, shard: i, delta: t.deltas[i], result: add("shard"), wide: st.full && wide})
-			}
-			if checkCounter {
-				wb.Update(t.ref, []firestore.Update{{Path: fieldNumShards, Value: int64(n)}}, firestore.LastUpdateTime(st.meta.ut))
-				add("counter")
-			}
+			sw = append(sw, b.writeShards(wb, t, add)...)
 		}
 		for m, md := range t.members {
 			if md.present == md.was {
@@ -395,6 +365,61 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 	for _, ref := range b.sweeps {
 		wb.Delete(ref)
 		add("sweep")
+	}
+	return sw
+}
+
+// writeShards adds to wb the writes of an existing counter's shards the
+// batch changes or checks, and returns them.
+func (b *batchState) writeShards(wb *firestore.WriteBatch, t *target, add func(string) int) []shardWrite { //nolint:staticcheck // see applyOnce
+	var sw []shardWrite
+	st := t.st
+	n := st.meta.spec.Shards
+	// A shard document that is missing (a counter made by another
+	// program, or a shard count read before a reshard) is created
+	// only if the counter document still says it exists.
+	checkCounter := false
+	wide := false
+	if st.full {
+		for _, sh := range st.shards {
+			if sh.value > zone(n) || sh.value < -zone(n) {
+				wide = true
+			}
+		}
+	}
+	for i := range n {
+		_, written := t.deltas[i]
+		if !written && !t.verify[i] && !st.full {
+			continue
+		}
+		sh := st.shards[i]
+		ref := shardRef(t.ref, i)
+		ups := []firestore.Update{{Path: b.s.field, Value: firestore.Increment(t.deltas[i])}}
+		if st.full && sh.wide != wide {
+			ups = append(ups, firestore.Update{Path: fieldWide, Value: wide})
+		}
+		sk, newSketch := t.newSketch[i]
+		if newSketch {
+			ups = append(ups, firestore.Update{Path: fieldSketch, Value: sk})
+		}
+		if sh.exists {
+			wb.Update(ref, ups, firestore.LastUpdateTime(sh.ut))
+		} else {
+			checkCounter = true
+			fields := map[string]any{b.s.field: t.deltas[i]}
+			if wide {
+				fields[fieldWide] = true
+			}
+			if newSketch {
+				fields[fieldSketch] = sk
+			}
+			wb.Create(ref, fields)
+		}
+		sw = append(sw, shardWrite{t: t, shard: i, delta: t.deltas[i], result: add("shard"), wide: st.full && wide})
+	}
+	if checkCounter {
+		wb.Update(t.ref, []firestore.Update{{Path: fieldNumShards, Value: int64(n)}}, firestore.LastUpdateTime(st.meta.ut))
+		add("counter")
 	}
 	return sw
 }

@@ -44,7 +44,10 @@ func (s *CounterStore) getMeta(ctx context.Context, id string) (meta, error) {
 type snapshot struct {
 	metas  map[string]meta
 	values map[string][]int64
-	at     time.Time
+	// sketches are an approx counter's shards' sketches (its values are
+	// 0: shardValues turns them into estimates).
+	sketches map[string][][]byte
+	at       time.Time
 }
 
 // read reads the counters and all their shards in one BatchGetDocuments,
@@ -73,7 +76,7 @@ func (s *CounterStore) read(ctx context.Context, ids []string) (*snapshot, error
 		if err != nil {
 			return nil, readError("read counters", err)
 		}
-		sn := &snapshot{metas: make(map[string]meta), values: make(map[string][]int64)}
+		sn := &snapshot{metas: make(map[string]meta), values: make(map[string][]int64), sketches: make(map[string][][]byte)}
 		again := false
 		k := 0
 		for _, id := range ids {
@@ -97,8 +100,16 @@ func (s *CounterStore) read(ctx context.Context, ids []string) (*snapshot, error
 				continue
 			}
 			vals := make([]int64, guess[id])
+			var sks [][]byte
+			if isApprox(m.spec) {
+				sks = make([][]byte, guess[id])
+				sn.sketches[id] = sks
+			}
 			for i := range vals {
 				vals[i] = s.shardFromSnap(snaps[k]).value
+				if sks != nil {
+					sks[i] = sketchOf(snaps[k])
+				}
 				k++
 			}
 			sn.metas[id], sn.values[id] = m, vals
@@ -156,6 +167,11 @@ func (s *CounterStore) ReadCounters(ctx context.Context, ids []string) ([]*shard
 		if !ok {
 			return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: its shards sum to more than int64 holds", id)
 		}
+		if isApprox(m.spec) {
+			if v, err = approxValue(id, sn.sketches[id]); err != nil {
+				return nil, err
+			}
+		}
 		out[i] = &shardcounter.Reading{ID: id, Value: v, Shards: m.spec.Shards, Consistency: shardcounter.Strong, AsOf: sn.at}
 	}
 	return out, nil
@@ -174,7 +190,20 @@ func (s *CounterStore) ReadShards(ctx context.Context, id string) (*shardcounter
 	if !ok {
 		return nil, nil, shardcounter.CounterNotFound(id)
 	}
-	return m.counter(id), sn.values[id], nil
+	vals, err := sn.shardValues(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m.counter(id), vals, nil
+}
+
+// shardValues returns a counter's shard values: an approx counter's are
+// each shard's own estimate.
+func (sn *snapshot) shardValues(id string) ([]int64, error) {
+	if sks, ok := sn.sketches[id]; ok {
+		return shardEstimates(id, sks)
+	}
+	return sn.values[id], nil
 }
 
 // Placement names each shard's document as its node: Firestore spreads
@@ -192,7 +221,11 @@ func (s *CounterStore) Placement(ctx context.Context, id string) (*shardcounter.
 		return nil, shardcounter.CounterNotFound(id)
 	}
 	p := &shardcounter.Placement{ID: id, Shards: m.spec.Shards, AsOf: sn.at}
-	for i, v := range sn.values[id] {
+	vals, err := sn.shardValues(id)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range vals {
 		p.Places = append(p.Places, shardcounter.ShardPlacement{Shard: i, Value: v, Node: s.node(id) + "/shards/" + strconv.Itoa(i)})
 	}
 	return p, nil
@@ -260,7 +293,7 @@ func (s *CounterStore) IsMember(ctx context.Context, id, member string) (bool, e
 		return false, err
 	}
 	if kindOf(m.spec) != shardcounter.KindDistinct {
-		return false, shardcounter.CounterHasNoMembers(id)
+		return false, hasNoMembers(id, m.spec)
 	}
 	return snaps[1].Exists() && sameTime(snaps[1].Data()[fieldOf], m.created), nil
 }
@@ -273,7 +306,7 @@ func (s *CounterStore) ListMembers(ctx context.Context, id, after string, limit 
 		return nil, err
 	}
 	if kindOf(m.spec) != shardcounter.KindDistinct {
-		return nil, shardcounter.CounterHasNoMembers(id)
+		return nil, hasNoMembers(id, m.spec)
 	}
 	if limit <= 0 {
 		limit = shardcounter.DefaultListLimit

@@ -43,7 +43,7 @@ type WritesResponse struct {
 // Field lists quoted in "unknown field" messages.
 const (
 	writeFields  = `"by" and "request_id"`
-	writesFields = `"writes", whose items have "counter", "delta" (or "member" and "present") and "request_id"`
+	writesFields = `"writes", whose items have "counter", "delta" (or "member" and "present"), "kind" and "request_id"`
 )
 
 // POST /v1/counters/{id}/increment and .../decrement
@@ -161,12 +161,12 @@ func (c *Client) WriteCounter(ctx context.Context, w shardcounter.Write) (*shard
 	if err := shardcounter.ValidateWrite(w); err != nil {
 		return nil, err
 	}
-	if w.Member != "" && w.RequestID == "" {
+	if w.Member != "" && w.RequestID == "" && w.Kind == "" {
 		return c.writeMember(ctx, w)
 	}
-	if w.Member != "" || w.Delta == math.MinInt64 {
-		// The member route takes no request id, and -MinInt64 does not
-		// fit in "by": the batch route takes both as they are.
+	if w.Member != "" || w.Delta == math.MinInt64 || w.Kind != "" {
+		// The member route takes no request id or kind, and -MinInt64
+		// does not fit in "by": the batch route takes them as they are.
 		results, err := c.WriteBatch(ctx, []shardcounter.Write{w})
 		if err != nil {
 			return nil, err

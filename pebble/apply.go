@@ -62,6 +62,11 @@ func (s *CounterStore) apply(ctx context.Context, incs []shardcounter.Increment,
 			return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "pebble: write failed, nothing applied: %v", err)
 		}
 	}
+	if err := b.flushSketches(); err != nil {
+		s.mu.Unlock()
+		b.pb.Close()
+		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "pebble: write failed, nothing applied: %v", err)
+	}
 	oldest, err := b.expire(expireBatch + b.recorded)
 	if err != nil {
 		s.mu.Unlock()
@@ -88,7 +93,7 @@ func (s *CounterStore) apply(ctx context.Context, incs []shardcounter.Increment,
 	}
 	for i, inc := range incs {
 		if inc.Total && out[i].Err == nil {
-			if t := b.targets[inc.Counter]; t != nil && t.spec != nil {
+			if t := b.targets[inc.Counter]; t != nil && t.spec != nil && t.apx == nil {
 				v := t.total
 				out[i].Total = &v
 			}
@@ -110,6 +115,8 @@ type batch struct {
 	members  map[string]bool  // member keys the batch wrote: present or not
 	buckets  map[string]int64 // bucket keys the batch wrote: their values
 	recorded int              // request ids recorded
+
+	approxTargets []approxTarget // the approx counters it touches
 }
 
 // target is one counter as the items of the batch so far leave it. The
@@ -123,6 +130,13 @@ type target struct {
 	total   int64
 	changed bool
 	swept   bool // its window buckets past retention are deleted
+
+	// An approx counter's: its sketches in memory, the batch's new list
+	// of them (nil until the batch changes one), and what the batch adds
+	// to each shard (sketch.go).
+	apx     *apxState
+	sk      [][]byte
+	touched map[int]*pendingSketch
 }
 
 // target returns the counter an increment writes.
@@ -132,6 +146,9 @@ func (b *batch) target(inc shardcounter.Increment) *target {
 		t = new(target)
 		if c := b.s.counters[inc.Counter]; c != nil {
 			t.c, t.spec, t.specIx, t.total = c, b.s.specOf(c), c.spec, c.pending
+			if t.spec != nil && t.spec.Kind == shardcounter.KindApprox {
+				t.apx = b.s.apxOf(inc.Counter)
+			}
 		} else {
 			t.c, t.fresh = b.s.newCtr(), true
 		}
@@ -185,6 +202,9 @@ func (b *batch) apply(inc shardcounter.Increment, o *shardcounter.Outcome) error
 		return err
 	}
 
+	if spec.Kind == shardcounter.KindApprox {
+		return b.approx(t, inc, o, rkey, old)
+	}
 	var mkey []byte
 	pick := inc.Pick
 	if inc.Member != "" {
@@ -315,6 +335,9 @@ func (b *batch) record(t *target, inc shardcounter.Increment, rkey []byte, old i
 		}
 		t.specIx = b.s.intern(*t.want)
 		t.spec, t.total, t.changed = b.s.specs[t.specIx], 0, true
+		if t.spec.Kind == shardcounter.KindApprox {
+			t.apx, t.sk = b.s.apxOf(inc.Counter), make([][]byte, t.spec.Shards)
+		}
 	}
 	if rkey == nil {
 		return nil
@@ -351,7 +374,12 @@ func (b *batch) publish() []update {
 			b.s.pub.Unlock()
 		}
 		t.c.spec, t.c.pending = t.specIx, t.total
-		updates = append(updates, update{c: t.c, total: t.total, shards: uint16(t.spec.Shards)})
+		u := update{c: t.c, total: t.total, shards: uint16(t.spec.Shards)}
+		if t.sk != nil {
+			t.apx.pending = t.sk
+			u.apx, u.sketches = t.apx, t.sk
+		}
+		updates = append(updates, u)
 	}
 	return updates
 }

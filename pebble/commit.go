@@ -35,6 +35,9 @@ type update struct {
 	c      *ctr
 	total  int64
 	shards uint16 // 0: the batch deleted the counter
+
+	apx      *apxState // an approx counter's sketches to publish, when set
+	sketches [][]byte  // nil: it is no longer an approx counter
 }
 
 // inflight is a batch between its hand-over to Pebble and its publication.
@@ -110,6 +113,10 @@ func (s *CounterStore) settle(f *inflight, err error) error {
 		if s.failed == nil {
 			for _, u := range h.updates {
 				u.c.total, u.c.shards = u.total, u.shards
+				if u.apx != nil {
+					u.apx.published = u.sketches
+					u.apx.gen++
+				}
 			}
 			s.durable = h.ticket
 		}

@@ -63,7 +63,13 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		s.pub.Unlock()
 	}
 	c.spec, c.pending = s.intern(r.meta.spec), 0
-	if err := s.commit(b, []update{{c: c, shards: uint16(spec.Shards)}}); err != nil {
+	u := update{c: c, shards: uint16(spec.Shards)}
+	if spec.Kind == shardcounter.KindApprox {
+		st := s.apxOf(id)
+		st.pending = make([][]byte, spec.Shards)
+		u.apx, u.sketches = st, st.pending
+	}
+	if err := s.commit(b, []update{u}); err != nil {
 		return nil, err
 	}
 	return r.meta.counter(id), nil
@@ -135,7 +141,11 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "pebble: delete failed, nothing applied: %v", err)
 	}
 	c.spec, c.pending = 0, 0
-	if err := s.commit(b, []update{{c: c}}); err != nil {
+	u := update{c: c}
+	if st := s.approx[id]; st != nil {
+		st.pending, u.apx = nil, st
+	}
+	if err := s.commit(b, []update{u}); err != nil {
 		return err
 	}
 	// Forget the counter unless a write made it again meanwhile.
@@ -144,6 +154,9 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 		s.pub.Lock()
 		if c.shards == 0 && s.counters[id] == c {
 			s.removeCounter(id, c)
+			if st := s.approx[id]; st != nil && st.pending == nil {
+				delete(s.approx, id)
+			}
 		}
 		s.pub.Unlock()
 	}
@@ -156,7 +169,7 @@ func deleteCounter(r pdb.Reader, b *pdb.Batch, id string) error {
 	if err := b.Delete(counterKey(id), nil); err != nil {
 		return err
 	}
-	for _, kind := range []byte{prefixMember, prefixWindow} {
+	for _, kind := range []byte{prefixMember, prefixWindow, prefixSketch} {
 		p := prefixKey(kind, id)
 		if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
 			return err
@@ -223,8 +236,18 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 		b.Close()
 		return fail(err)
 	}
+	u := update{c: c, total: c.pending, shards: uint16(shards)}
+	if rec.meta.spec.Kind == shardcounter.KindApprox {
+		st := s.apxOf(id)
+		sk, err := reshardSketches(b, id, st.pending, shards)
+		if err != nil {
+			b.Close()
+			return fail(err)
+		}
+		st.pending, u.apx, u.sketches = sk, st, sk
+	}
 	c.spec = s.intern(rec.meta.spec)
-	if err := s.commit(b, []update{{c: c, total: c.pending, shards: uint16(shards)}}); err != nil {
+	if err := s.commit(b, []update{u}); err != nil {
 		return nil, err
 	}
 	return rec.meta.counter(id), nil

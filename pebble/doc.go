@@ -27,6 +27,11 @@
 // before it began. Out of range is judged on a counter's total: int64,
 // and the counter's Min and Max.
 //
+// An approx counter's value is no sum: its shards' HyperLogLog sketches
+// are held in memory as well and published with the batch that changed
+// them, and a strong read is the estimate of their union, computed on the
+// first read after a change and kept until the next (sketch.go).
+//
 // # Shards
 //
 // A counter is one record holding its shards' values, and a write adds to

@@ -15,6 +15,7 @@ import (
 //	'w' id 0x00 start               → a window bucket's sum (int64)
 //	'r' id 0x00 request id          → when it was recorded (unix ns)
 //	't' recorded at, id 0x00 request id → empty: the request ids by age
+//	's' id 0x00 shard (uint16)      → an approx counter's shard sketch (sketch.go)
 //	'n'                             → how many counters there were at the last Close (uint64)
 //	'C' name                        → a collection's record (collection.go)
 //	'D' name 0x00 id                → a document

@@ -13,7 +13,10 @@ import (
 // is missing, ErrInvalid when it is a sum counter.
 func distinctRecord(r pdb.Reader, id string) (*record, error) {
 	rec, err := getRecord(r, id)
-	if err == nil && !rec.meta.distinct() {
+	switch {
+	case err == nil && rec.meta.spec.Kind == shardcounter.KindApprox:
+		err = shardcounter.Errorf(shardcounter.EINVALID, "counter %q is an approx counter: it keeps a sketch of its members, not the members, so it cannot list them or say whether it holds one", id)
+	case err == nil && !rec.meta.distinct():
 		err = shardcounter.CounterHasNoMembers(id)
 	}
 	return rec, err

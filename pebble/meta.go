@@ -11,7 +11,7 @@ import (
 // meta is the metadata part of a counter's record: its spec and when it
 // was created.
 type meta struct {
-	spec      shardcounter.Spec // Kind is never "": KindSum or KindDistinct
+	spec      shardcounter.Spec // Kind is never "": KindSum, KindDistinct or KindApprox
 	createdAt int64             // unix ns
 }
 

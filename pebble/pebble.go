@@ -73,8 +73,9 @@ type CounterStore struct {
 	mu       sync.Mutex
 	closed   bool
 	counters map[string]*ctr
-	oldestID int64          // no request id was recorded before (unix ns)
-	reads    sync.WaitGroup // reads on a snapshot, which Close waits for
+	approx   map[string]*apxState // approx counters' sketches (sketch.go); changes under mu and pub
+	oldestID int64                // no request id was recorded before (unix ns)
+	reads    sync.WaitGroup       // reads on a snapshot, which Close waits for
 	// The allocators of the counters in memory (table.go).
 	slab     []ctr
 	freeCtrs []*ctr
@@ -200,9 +201,18 @@ func (s *CounterStore) load() error {
 		c := s.newCtr()
 		*c = ctr{spec: spec, pending: total, total: total, shards: uint16(shards)}
 		s.addCounter(it.Key()[1:], c)
+		if s.specs[spec].Kind == shardcounter.KindApprox {
+			if s.approx == nil {
+				s.approx = make(map[string]*apxState)
+			}
+			s.approx[string(it.Key()[1:])] = new(apxState)
+		}
 	}
 	if err := it.Close(); err != nil {
 		return fmt.Errorf("pebble: load counters: %w", err)
+	}
+	if err := s.loadSketches(); err != nil {
+		return fmt.Errorf("pebble: load sketches: %w", err)
 	}
 	s.oldestID = 1<<63 - 1
 	it, err = s.db.NewIter(&pdb.IterOptions{LowerBound: []byte{prefixByTime}, UpperBound: []byte{prefixByTime + 1}})

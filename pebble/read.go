@@ -40,6 +40,13 @@ func (s *CounterStore) ReadCounters(ctx context.Context, ids []string) ([]*shard
 	out := make([]*shardcounter.Reading, len(ids))
 	readings := make([]shardcounter.Reading, len(ids))
 	asOf := s.now().UTC()
+	type approxRead struct {
+		i   int
+		st  *apxState
+		sk  [][]byte
+		gen uint64
+	}
+	var approx []approxRead
 	s.pub.RLock()
 	if s.counters == nil {
 		s.pub.RUnlock()
@@ -49,9 +56,21 @@ func (s *CounterStore) ReadCounters(ctx context.Context, ids []string) ([]*shard
 		if c := s.counters[id]; c != nil && c.shards != 0 {
 			readings[i] = shardcounter.Reading{ID: id, Value: c.total, Shards: int(c.shards), Consistency: shardcounter.Strong, AsOf: asOf}
 			out[i] = &readings[i]
+			if st := s.approx[id]; st != nil && st.published != nil {
+				approx = append(approx, approxRead{i, st, st.published, st.gen})
+			}
 		}
 	}
 	s.pub.RUnlock()
+	// Estimates are computed outside the lock, on the sketches published
+	// when the lock was held: the same snapshot as the totals.
+	for _, a := range approx {
+		v, err := a.st.estimate(a.sk, a.gen)
+		if err != nil {
+			return nil, shardcounter.Errorf(shardcounter.EINTERNAL, "pebble: counter %q: %v", ids[a.i], err)
+		}
+		readings[a.i].Value = v
+	}
 	return out, nil
 }
 
@@ -73,13 +92,21 @@ func getRecord(r pdb.Reader, id string) (*record, error) {
 // holds them.
 func (s *CounterStore) ReadShards(ctx context.Context, id string) (*shardcounter.Counter, []int64, error) {
 	var rec *record
+	var sk [][]byte
 	err := s.durableRead(ctx, func(r pdb.Reader) error {
 		var err error
-		rec, err = getRecord(r, id)
+		if rec, err = getRecord(r, id); err != nil || rec.meta.spec.Kind != shardcounter.KindApprox {
+			return err
+		}
+		sk, err = readSketches(r, id, rec.meta.spec.Shards)
 		return err
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	if sk != nil {
+		vals, err := shardEstimates(id, sk)
+		return rec.meta.counter(id), vals, err
 	}
 	return rec.meta.counter(id), rec.shards, nil
 }

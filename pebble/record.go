@@ -132,6 +132,10 @@ func decodeDeltas(ds []delta, b []byte) ([]delta, error) {
 var merger = &pdb.Merger{
 	Name: "shardcounter.counter.v1",
 	Merge: func(key, value []byte) (pdb.ValueMerger, error) {
+		if len(key) > 0 && key[0] == prefixSketch {
+			m := new(sketchMerger) // sketchrec.go
+			return m, m.add(value, false)
+		}
 		m := new(valueMerger)
 		return m, m.add(value, false)
 	},

@@ -41,7 +41,8 @@ const dropSQL = `DELETE FROM shardcounter.counters WHERE id = ANY ($1::text[])`
 
 // lockSQL locks the shard rows a batch needs, in (counter, shard) order so
 // that concurrent batches cannot deadlock, and returns each counter's spec
-// with the rows: their values and wide flags. $1 lists each item's counter
+// with the rows: their values, wide flags and sketches (of approx
+// counters). $1 lists each item's counter
 // and $2 its pick. A "full" counter, whose total the batch must check (a
 // bounded one, or one listed in $3), has every shard row locked; another
 // has the rows its items pick. A wanted row that a reshard rewrote or
@@ -65,15 +66,16 @@ WITH w AS MATERIALIZED (
 	CROSS JOIN LATERAL (SELECT c.id = ANY ($3::text[]) OR c.min IS NOT NULL OR c.max IS NOT NULL AS full) AS f
 	ORDER BY c.id, 2
 )
-SELECT w.counter, coalesce(w.shard, a.shard), w.full, ` + specColumns("w") + `, coalesce(o.value, a.value), coalesce(o.wide, a.wide)
+SELECT w.counter, coalesce(w.shard, a.shard), w.full, ` + specColumns("w") + `, coalesce(o.value, a.value), coalesce(o.wide, a.wide),
+	coalesce(o.sketch, a.sketch)
 FROM w
 LEFT JOIN LATERAL (
-	SELECT s.value, s.wide FROM shardcounter.shards s
+	SELECT s.value, s.wide, s.sketch FROM shardcounter.shards s
 	WHERE NOT w.full AND s.counter = w.counter AND s.shard = w.shard AND s.shards = w.shards
 	FOR UPDATE
 ) AS o ON true
 LEFT JOIN LATERAL (
-	SELECT s.shard, s.value, s.wide FROM shardcounter.shards s
+	SELECT s.shard, s.value, s.wide, s.sketch FROM shardcounter.shards s
 	WHERE w.full AND s.counter = w.counter AND s.shards = w.shards
 	ORDER BY s.shard
 	FOR UPDATE
@@ -304,6 +306,9 @@ func (s *CounterStore) write(ctx context.Context, conn *pgx.Conn, own bool, b *b
 	if len(p.rows.counters) > 0 {
 		q.Queue(writeSQL, p.rows.counters, p.rows.shards, p.rows.values, p.rows.wide)
 	}
+	if len(p.sketches.counters) > 0 {
+		q.Queue(sketchSQL, p.sketches.counters, p.sketches.shards, p.sketches.sketches)
+	}
 	if len(p.members.items) > 0 {
 		m := p.members
 		q.Queue(membersSQL, m.ords, m.counters, m.members, m.adds, m.hashes, m.shards).Query(func(rows pgx.Rows) error {
@@ -433,8 +438,9 @@ func (a *attempt) readLocks(rows pgx.Rows) error {
 		spec  specRow
 		v     *int64
 		wide  *bool
+		sk    []byte
 	)
-	_, err := pgx.ForEachRow(rows, append(append([]any{&id, &shard, &full}, spec.dest()...), &v, &wide), func() error {
+	_, err := pgx.ForEachRow(rows, append(append([]any{&id, &shard, &full}, spec.dest()...), &v, &wide, &sk), func() error {
 		c := a.counters[id]
 		if c == nil {
 			c = &counter{spec: spec.spec(), full: full, values: make(map[int]int64)}
@@ -445,6 +451,12 @@ func (a *attempt) readLocks(rows pgx.Rows) error {
 			return nil
 		}
 		c.values[*shard] = *v
+		if sk != nil {
+			if c.sketches == nil {
+				c.sketches = make(map[int][]byte)
+			}
+			c.sketches[*shard] = sk
+		}
 		if *wide {
 			c.wides++
 		}

@@ -156,25 +156,30 @@ type counter struct {
 	// counter this attempt created; before, the counter does not exist for
 	// the items.
 	born bool
+	// sketches are the locked shards' sketches of an approx counter (a
+	// shard without one is missing).
+	sketches map[int][]byte
 }
 
 // plan is what the second round trip writes.
 type plan struct {
-	rows    writes       // shard rows of sum counters
-	members memberWrites // member items, for membersSQL
-	buckets bucketWrites // deltas of windowed counters, for bucketsSQL
-	drop    []string     // counters created by the attempt and not kept
-	refused []requestKey // recorded request ids of items not applied
+	rows     writes       // shard rows of sum counters
+	members  memberWrites // member items, for membersSQL
+	sketches sketchWrites // approx counters' new shard sketches, for sketchSQL
+	buckets  bucketWrites // deltas of windowed counters, for bucketsSQL
+	drop     []string     // counters created by the attempt and not kept
+	refused  []requestKey // recorded request ids of items not applied
 }
 
 // decide decides each item in batch order, as bolt applies them one at a
 // time: on a missing counter (one created by this attempt is missing
 // until an item that would create it applies), ErrNotFound; on a counter
-// of the other kind, ErrInvalid; a request id recorded before or by an
+// of another kind, ErrInvalid; a request id recorded before or by an
 // earlier item, Duplicate; a delta that would take its shard or the
 // counter's total out of int64, or the total out of [min, max],
 // ErrOutOfRange. Member items are decided in the second round trip
-// (membersSQL). It returns a *restart when the attempt locked too little or
+// (membersSQL); approx items once all are decided, one sketch.Apply per
+// shard (planSketches). It returns a *restart when the attempt locked too little or
 // created a counter with another spec than the first item to apply would.
 func (a *attempt) decide(b *batch, out []shardcounter.Outcome) (*plan, error) {
 	a.sumFull()
@@ -185,7 +190,9 @@ func (a *attempt) decide(b *batch, out []shardcounter.Outcome) (*plan, error) {
 	if r := a.checkZone(d); r != nil {
 		return nil, r
 	}
-	return a.planWrites(d), nil
+	p := a.planWrites(d)
+	a.planSketches(d, p, out)
+	return p, nil
 }
 
 // decision is what deciding the items gathers for the plan: the shards
@@ -193,6 +200,7 @@ func (a *attempt) decide(b *batch, out []shardcounter.Outcome) (*plan, error) {
 // and the reasons, if any, for the attempt to start again.
 type decision struct {
 	members  memberWrites
+	approx   map[shardKey]*shardAdds // approx items per shard, in batch order
 	dirty    map[shardKey]bool
 	windowed map[shardKey]int64 // the deltas of windowed counters' shards
 	used     map[requestKey]bool
@@ -245,12 +253,7 @@ func (d *decision) item(a *attempt, b *batch, i int, out []shardcounter.Outcome)
 		return
 	}
 	distinct := c.spec.Kind == shardcounter.KindDistinct
-	switch {
-	case inc.Member != "" && !distinct:
-		out[i].Err = shardcounter.Errorf(shardcounter.EINVALID, "counter %q counts sums, not members: write a delta to it", inc.Counter)
-		return
-	case inc.Member == "" && distinct:
-		out[i].Err = shardcounter.Errorf(shardcounter.EINVALID, "counter %q is distinct: add or remove members, not deltas", inc.Counter)
+	if out[i].Err = shardcounter.ValidateIncrementKind(inc, c.spec.Kind); out[i].Err != nil {
 		return
 	}
 	rk := requestKey{inc.Counter, inc.RequestID}
@@ -259,7 +262,9 @@ func (d *decision) item(a *attempt, b *batch, i int, out []shardcounter.Outcome)
 		return
 	}
 	k := shardKey{inc.Counter, shard.Of(b.picks[i], c.spec.Shards)}
-	if distinct {
+	if c.spec.Kind == shardcounter.KindApprox {
+		d.addApprox(k, i, inc)
+	} else if distinct {
 		d.members.add(i, inc, b.picks[i], k.shard)
 	} else if k, out[i].Err = c.decideDelta(k, inc.Delta, &d.r); out[i].Err != nil || k.counter == "" {
 		return // refused, or the attempt starts again with every shard locked
@@ -303,7 +308,7 @@ func (a *attempt) planWrites(d *decision) *plan {
 		}
 	}
 	for id, c := range a.counters {
-		if c.full && c.spec.Kind != shardcounter.KindDistinct {
+		if c.full && c.spec.Kind == shardcounter.KindSum {
 			p.rows.addFull(id, c, d.dirty)
 		}
 		if a.created[id] && !c.born {

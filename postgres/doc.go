@@ -9,7 +9,7 @@
 //
 //	shardcounter.counters (id, shards, kind, min, max, bucket, retention, created_at)
 //	                                                one row per counter: its spec
-//	shardcounter.shards   (counter, shard, value, shards, wide)
+//	shardcounter.shards   (counter, shard, value, shards, wide, sketch)
 //	                                                one row per shard, created with the counter
 //	                                                (or, loaded in bulk, on its first write)
 //	shardcounter.members  (counter, member, hash)   the members of distinct counters
@@ -51,6 +51,17 @@
 // locks the shard row of each member it writes before the statement that
 // reads and changes membership, so membership and the shard's count change
 // together and two batches never decide one member at once.
+//
+// # Approx counters
+//
+// A shard's HyperLogLog sketch is its row's sketch column. A batch reads
+// it with the row lock it takes anyway (lockSQL), runs sketch.Apply once
+// per shard in Go for all of its items there, and writes the sketches
+// that changed in its second round trip: the read-modify-write is under
+// the row lock, so concurrent batches wait for each other, never lose
+// each other's registers and never retry. Reads estimate the union of
+// the sketches read in the statement that reads the counter; a reshard
+// merges removed shards' sketches into shard i mod n.
 //
 // # Windows
 //

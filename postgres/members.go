@@ -104,7 +104,7 @@ FROM shardcounter.counters c WHERE c.id = $1`, id, member).Scan(&kind, &present)
 		return false, mapError("is member", err, beforeCommit)
 	}
 	if kind != string(shardcounter.KindDistinct) {
-		return false, notDistinct(id)
+		return false, notDistinct(id, kind)
 	}
 	return present, nil
 }
@@ -134,7 +134,7 @@ FROM shardcounter.counters c WHERE c.id = $1`, id, after, max(limit, 0)).Scan(&k
 		return nil, mapError("list members", err, beforeCommit)
 	}
 	if kind != string(shardcounter.KindDistinct) {
-		return nil, notDistinct(id)
+		return nil, notDistinct(id, kind)
 	}
 	if members == nil {
 		members = []string{}
@@ -142,6 +142,12 @@ FROM shardcounter.counters c WHERE c.id = $1`, id, after, max(limit, 0)).Scan(&k
 	return members, nil
 }
 
-func notDistinct(id string) error {
+// notDistinct is the error of a member read on a counter that keeps no
+// members: a sum counter, or an approx one, whose sketches cannot say
+// whether they saw a member.
+func notDistinct(id, kind string) error {
+	if kind == string(shardcounter.KindApprox) {
+		return shardcounter.Errorf(shardcounter.EINVALID, "counter %q is an approx counter: it keeps a sketch, not its members", id)
+	}
 	return shardcounter.Errorf(shardcounter.EINVALID, "counter %q counts sums, not members: it has none", id)
 }

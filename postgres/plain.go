@@ -62,7 +62,7 @@ func (s *CounterStore) applyPlain(ctx context.Context, conn *pgx.Conn, b *batch,
 	counters := make([]string, len(b.incs))
 	deltas := make([]int64, len(b.incs))
 	for i, inc := range b.incs {
-		if b.errs[i] != nil || inc.RequestID != "" || inc.Member != "" || s.general.has(inc.Counter) {
+		if b.errs[i] != nil || inc.RequestID != "" || inc.Member != "" || inc.Sketch != nil || (inc.Kind != "" && inc.Kind != shardcounter.KindSum) || s.general.has(inc.Counter) {
 			return false, nil
 		}
 		counters[i], deltas[i] = inc.Counter, inc.Delta

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/sketch"
 )
 
 // readSQL sums the shards of each counter in $1, in one statement, so from
@@ -17,11 +18,14 @@ import (
 // database's clock). PostgreSQL sums bigints as numeric, so a sum that
 // leaves int64 is seen (fits false), not wrapped. The lookups are lateral
 // subqueries, so a thousand ids are a thousand index probes whatever the
-// table's statistics say.
+// table's statistics say. An approx counter's row carries its shards'
+// sketches instead (NULL for other kinds), from the same snapshot, and
+// its value is their union's estimate (sketch.Count).
 const readSQL = `
 SELECT coalesce($2, statement_timestamp()), c.shards,
 	CASE WHEN t.total BETWEEN -9223372036854775808 AND 9223372036854775807 THEN t.total::bigint END,
-	t.total BETWEEN -9223372036854775808 AND 9223372036854775807
+	t.total BETWEEN -9223372036854775808 AND 9223372036854775807,
+	CASE WHEN c.kind = 'approx' THEN array(SELECT s.sketch FROM shardcounter.shards s WHERE s.counter = c.id) END
 FROM unnest($1::text[]) WITH ORDINALITY AS i(id, ord)
 LEFT JOIN LATERAL (SELECT * FROM shardcounter.counters c WHERE c.id = i.id LIMIT 1) AS c ON true
 LEFT JOIN LATERAL (
@@ -84,10 +88,17 @@ func scanReadings(rows pgx.Rows, ids []string, out []*shardcounter.Reading) erro
 	var shards *int
 	var total *int64
 	var fits bool
+	var sketches [][]byte
 	i := 0
-	_, err := pgx.ForEachRow(rows, []any{&asOf, &shards, &total, &fits}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&asOf, &shards, &total, &fits, &sketches}, func() error {
 		switch {
 		case shards == nil:
+		case sketches != nil:
+			n, err := sketch.Count(sketches)
+			if err != nil {
+				return shardcounter.Errorf(shardcounter.EINTERNAL, "counter %q: %v", ids[i], err)
+			}
+			out[i] = &shardcounter.Reading{ID: ids[i], Value: n, Shards: *shards, Consistency: shardcounter.Strong, AsOf: asOf.UTC()}
 		case !fits:
 			return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: the sum of its shards does not fit in int64", ids[i])
 		default:
@@ -128,6 +139,7 @@ func (s *CounterStore) readShards(ctx context.Context, id string) (*shardcounter
 	}
 	c, dest, done := scanCounter()
 	var values []int64
+	var sketches [][]byte
 	var asOf time.Time
 	err := s.pool.QueryRow(ctx, `
 SELECT c.id, `+specColumns("c")+`, c.created_at, array(
@@ -135,9 +147,14 @@ SELECT c.id, `+specColumns("c")+`, c.created_at, array(
 	FROM generate_series(0, c.shards - 1) AS g
 	LEFT JOIN shardcounter.shards s ON s.counter = c.id AND s.shard = g
 	ORDER BY g
-), coalesce($2, statement_timestamp())
+), CASE WHEN c.kind = 'approx' THEN array(
+	SELECT s.sketch
+	FROM generate_series(0, c.shards - 1) AS g
+	LEFT JOIN shardcounter.shards s ON s.counter = c.id AND s.shard = g
+	ORDER BY g
+) END, coalesce($2, statement_timestamp())
 FROM shardcounter.counters c
-WHERE c.id = $1`, id, s.nowArg()).Scan(append(dest, &values, &asOf)...)
+WHERE c.id = $1`, id, s.nowArg()).Scan(append(dest, &values, &sketches, &asOf)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, time.Time{}, notFound(id)
 	}
@@ -145,5 +162,10 @@ WHERE c.id = $1`, id, s.nowArg()).Scan(append(dest, &values, &asOf)...)
 		return nil, nil, time.Time{}, mapError("read shards", err, beforeCommit)
 	}
 	done()
+	if c.Kind == shardcounter.KindApprox {
+		if values, err = shardEstimates(id, sketches); err != nil {
+			return nil, nil, time.Time{}, err
+		}
+	}
 	return c, values, asOf.UTC(), nil
 }

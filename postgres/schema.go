@@ -167,10 +167,23 @@ ALTER TABLE shardcounter.shards SET (fillfactor = 90);
 	`
 CREATE TABLE shardcounter.batches (id bytea PRIMARY KEY);
 `,
+	// 8: approx counters. A shard of one keeps its HyperLogLog sketch
+	// (package sketch's encoding, at most sketch.MaxEncoded bytes) in
+	// shards.sketch, on the row a batch already locks to write the shard,
+	// so the sketch's read-modify-write is under that row lock; the row's
+	// value stays 0. The column is NULL on every other row and on a shard
+	// that has no member yet. STORAGE EXTERNAL: a dense sketch is 16 KiB,
+	// stored out of line, and not compressed on every write.
+	`
+ALTER TABLE shardcounter.counters DROP CONSTRAINT counters_kind_check,
+	ADD CONSTRAINT counters_kind_check CHECK (kind IN ('sum', 'distinct', 'approx'));
+ALTER TABLE shardcounter.shards ADD COLUMN sketch bytea CHECK (octet_length(sketch) <= 16392);
+ALTER TABLE shardcounter.shards ALTER COLUMN sketch SET STORAGE EXTERNAL;
+`,
 }
 
 // SchemaVersion is the schema version this package creates and expects.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // migrate brings the database's schema to SchemaVersion. It runs in one
 // transaction under an advisory lock: concurrent callers wait for each

@@ -121,7 +121,8 @@ func (s *CounterStore) addSlow(ctx context.Context, tx pgx.Tx, id string, delta 
 // kept row with the new count, which sends writers that read the old count
 // back to read the new one. A distinct counter's shards are counted again
 // from its members, each on shard ForMember(member) mod shards; a windowed
-// counter's buckets fold as its shards do. It returns ErrOutOfRange,
+// counter's buckets fold as its shards do; an approx counter's removed
+// shard i is merged into the sketch of shard i mod shards. It returns ErrOutOfRange,
 // changing nothing, when folding would take a shard out of int64.
 func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int) (*shardcounter.Counter, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
@@ -149,26 +150,17 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 			return nil
 		}
 		c.Shards = shards
-		rows, err := tx.Query(ctx, "SELECT shard, value FROM shardcounter.shards WHERE counter = $1 ORDER BY shard FOR UPDATE", id)
+		values, sketches, err := lockShardRows(ctx, tx, id, old, shards)
 		if err != nil {
 			return err
 		}
-		values := make([]int64, max(old, shards))
-		var shard int
-		var value int64
-		_, err = pgx.ForEachRow(rows, []any{&shard, &value}, func() error {
-			if shard >= len(values) {
-				return shardcounter.Errorf(shardcounter.EINTERNAL, "counter %q has a row for shard %d but %d shards", id, shard, old)
-			}
-			values[shard] = value
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if c.Kind == shardcounter.KindDistinct {
+		switch c.Kind {
+		case shardcounter.KindDistinct:
 			values, err = countMembers(ctx, tx, id, shards)
-		} else {
+		case shardcounter.KindApprox:
+			sketches, err = foldSketches(id, sketches, shards)
+			values = make([]int64, shards)
+		default:
 			values, err = fold(id, values, shards)
 		}
 		if err != nil {
@@ -189,17 +181,48 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 WITH removed AS (
 	DELETE FROM shardcounter.shards WHERE counter = $1 AND shard >= $2
 ), kept AS (
-	INSERT INTO shardcounter.shards (counter, shard, value, shards, wide)
-	SELECT $1, v.ord - 1, v.value, $2, $4 FROM unnest($3::bigint[]) WITH ORDINALITY AS v(value, ord)
-	ON CONFLICT (counter, shard) DO UPDATE SET value = excluded.value, shards = excluded.shards, wide = excluded.wide
+	INSERT INTO shardcounter.shards (counter, shard, value, shards, wide, sketch)
+	SELECT $1, v.ord - 1, v.value, $2, $4, v.sketch FROM unnest($3::bigint[], $5::bytea[]) WITH ORDINALITY AS v(value, sketch, ord)
+	ON CONFLICT (counter, shard) DO UPDATE SET value = excluded.value, shards = excluded.shards, wide = excluded.wide, sketch = excluded.sketch
 )
-UPDATE shardcounter.counters SET shards = $2 WHERE id = $1`, id, shards, values, wide)
+UPDATE shardcounter.counters SET shards = $2 WHERE id = $1`, id, shards, values, wide, padSketches(sketches, shards))
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// lockShardRows locks a counter's shard rows in shard order and returns
+// their values and sketches, room made for max(old, shards) shards.
+func lockShardRows(ctx context.Context, tx pgx.Tx, id string, old, shards int) ([]int64, [][]byte, error) {
+	rows, err := tx.Query(ctx, "SELECT shard, value, sketch FROM shardcounter.shards WHERE counter = $1 ORDER BY shard FOR UPDATE", id)
+	if err != nil {
+		return nil, nil, err
+	}
+	values := make([]int64, max(old, shards))
+	sketches := make([][]byte, max(old, shards))
+	var shard int
+	var value int64
+	var sk []byte
+	_, err = pgx.ForEachRow(rows, []any{&shard, &value, &sk}, func() error {
+		if shard >= len(values) {
+			return shardcounter.Errorf(shardcounter.EINTERNAL, "counter %q has a row for shard %d but %d shards", id, shard, old)
+		}
+		values[shard], sketches[shard] = value, sk
+		return nil
+	})
+	return values, sketches, err
+}
+
+// padSketches returns sketches cut or padded with nils to shards, the
+// sketch column of the rows a reshard keeps (NULL but on approx
+// counters' shards that have one).
+func padSketches(sketches [][]byte, shards int) [][]byte {
+	out := make([][]byte, shards)
+	copy(out, sketches)
+	return out
 }
 
 // fold returns the values of shards shards that hold values: shard j

@@ -11,7 +11,8 @@
 //	                                    reshard target to, history h, mx, nk, nd)
 //	shardcounter:{B}ids                 sorted set: index bucket B of counter ids
 //	shardcounter:{TAG}INCARNATION:K     hash: shard K (value v, epoch e, version w,
-//	                                    allowance up/dn/ae, fence version fw, f:*)
+//	                                    allowance up/dn/ae, fence version fw, f:*,
+//	                                    an approx counter's sketch x)
 //	shardcounter:{TAG}INCARNATION:K:ids sorted set: request ids recorded on shard K
 //
 // The index of counter ids is spread over 16 buckets in 16 slots, and a
@@ -38,6 +39,14 @@
 // (txn.go). The
 // client runs with retries off: the store retries only what the server
 // provably did not execute, and reports a lost reply as OutcomeUnknown.
+//
+// # Approx counters
+//
+// A shard's HyperLogLog sketch is field x of its hash. A write reads the
+// shards' sketches and versions (or takes them from the store's cache),
+// computes sketch.Apply in Go, and the add script sets each sketch only
+// if the shard's version is unchanged (compare-and-set), with the request
+// ids and the marker; a conflict is retried. See approx.go.
 //
 // # Strong reads
 //

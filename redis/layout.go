@@ -75,8 +75,10 @@ type layout struct {
 	memberGen int64             // distinct counters: names the member sets (see keys.members)
 
 	// frozen holds, after finishReshard's fence step, the old shards'
-	// values while they were frozen (see fence), or nil.
-	frozen []int64
+	// values while they were frozen (see fence), or nil; frozenX their
+	// sketches (field x), for an approx counter's strong read.
+	frozen  []int64
+	frozenX [][]byte
 }
 
 func (l *layout) ep() string { return strconv.FormatInt(l.epoch, 10) }
@@ -92,10 +94,14 @@ func (l *layout) counter() *shardcounter.Counter {
 
 func (l *layout) distinct() bool { return l.spec.Kind == shardcounter.KindDistinct }
 
+// approx reports whether the counter keeps a sketch per shard (field x).
+func (l *layout) approx() bool { return l.spec.Kind == shardcounter.KindApprox }
+
 // rooms reports whether the counter's shards keep allowances (see
 // allowance.go): unbounded sum counters. A bounded counter's total is
-// checked exactly in its bounds key; a distinct counter's is its members.
-func (l *layout) rooms() bool { return !l.distinct() && !l.spec.Bounded() }
+// checked exactly in its bounds key; a distinct counter's is its members;
+// an approx counter's shards keep sketches, not values.
+func (l *layout) rooms() bool { return !l.distinct() && !l.approx() && !l.spec.Bounded() }
 
 // parseLayout reads metadata fields; an empty map is a missing counter.
 func (s *CounterStore) parseLayout(id string, m map[string]string) (*layout, error) {
@@ -165,7 +171,7 @@ func parseSpec(m map[string]string) (shardcounter.Spec, error) {
 	var spec shardcounter.Spec
 	switch k := shardcounter.Kind(m[fieldKind]); k {
 	case "", shardcounter.KindSum:
-	case shardcounter.KindDistinct:
+	case shardcounter.KindDistinct, shardcounter.KindApprox:
 		spec.Kind = k
 	default:
 		return spec, fmt.Errorf("kind %q", k)
@@ -193,7 +199,7 @@ func parseSpec(m map[string]string) (shardcounter.Spec, error) {
 // specFields returns the metadata fields and values of a spec.
 func specFields(spec shardcounter.Spec) []any {
 	var f []any
-	if spec.Kind == shardcounter.KindDistinct {
+	if spec.Kind == shardcounter.KindDistinct || spec.Kind == shardcounter.KindApprox {
 		f = append(f, fieldKind, string(spec.Kind))
 	}
 	if spec.Min != nil {

@@ -34,7 +34,7 @@ func (s *CounterStore) IsMember(ctx context.Context, id, member string) (bool, e
 			return false, err
 		}
 		if !l.distinct() {
-			return false, notDistinct(id)
+			return false, notDistinct(l)
 		}
 		k := shard.Of(shard.ForMember(member), l.n)
 		r, err := s.runScript(ctx, isMemberScript, []string{l.keys.shard(k), l.keys.members(k, l.memberGen)}, l.ep(), member).Int()
@@ -66,7 +66,7 @@ func (s *CounterStore) ListMembers(ctx context.Context, id, after string, limit 
 			return nil, err
 		}
 		if !l.distinct() {
-			return nil, notDistinct(id)
+			return nil, notDistinct(l)
 		}
 		if limit <= 0 {
 			return nil, nil
@@ -96,6 +96,12 @@ func (s *CounterStore) ListMembers(ctx context.Context, id, after string, limit 
 	return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q keeps changing: try again", id)
 }
 
-func notDistinct(id string) error {
-	return shardcounter.Errorf(shardcounter.EINVALID, "counter %q is a sum counter: it has no members", id)
+// notDistinct is the error of a member read on a counter that keeps no
+// members: a sum counter, or an approx one, whose sketches cannot say
+// whether they saw a member.
+func notDistinct(l *layout) error {
+	if l.approx() {
+		return shardcounter.Errorf(shardcounter.EINVALID, "counter %q is an approx counter: it keeps a sketch, not its members", l.id)
+	}
+	return shardcounter.Errorf(shardcounter.EINVALID, "counter %q is a sum counter: it has no members", l.id)
 }

@@ -25,13 +25,17 @@ func (s *CounterStore) Placement(ctx context.Context, id string) (*shardcounter.
 	if sh.l == nil {
 		return nil, notFound(id)
 	}
+	vals, err := shardValues(sh)
+	if err != nil {
+		return nil, err
+	}
 	owner, err := s.slotOwners(ctx)
 	if err != nil {
 		return nil, err
 	}
 	p := &shardcounter.Placement{ID: id, Shards: sh.l.n, AsOf: s.now().UTC(), Places: make([]shardcounter.ShardPlacement, sh.l.n)}
 	for i := range p.Places {
-		p.Places[i] = shardcounter.ShardPlacement{Shard: i, Value: sh.vals[i], Node: s.addr}
+		p.Places[i] = shardcounter.ShardPlacement{Shard: i, Value: vals[i], Node: s.addr}
 		if owner != nil {
 			slot := sh.l.keys.slot(i)
 			p.Places[i].Node, p.Places[i].Slot = owner[slot], &slot

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/overflow"
+	"github.com/shardcounter/shardcounter/sketch"
 )
 
 // Strong reads.
@@ -41,6 +42,7 @@ type shot struct {
 	id   string
 	l    *layout // nil when the counter does not exist
 	vals []int64
+	xs   [][]byte // an approx counter's shard sketches, from the same collect
 	vers []string // each shard's version, from the last collect
 	done bool
 }
@@ -105,10 +107,23 @@ func (s *CounterStore) ReadShards(ctx context.Context, id string) (*shardcounter
 	if shots[0].l == nil {
 		return nil, nil, notFound(id)
 	}
-	return shots[0].l.counter(), shots[0].vals, nil
+	vals, err := shardValues(shots[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	return shots[0].l.counter(), vals, nil
 }
 
+// reading is a shot's value: the sum of its shards, or an approx
+// counter's estimate of the union of its shards' sketches.
 func (s *CounterStore) reading(sh *shot) (*shardcounter.Reading, error) {
+	if sh.l.approx() {
+		n, err := sketch.Count(sh.xs)
+		if err != nil {
+			return nil, shardcounter.Errorf(shardcounter.EINTERNAL, "redis: counter %q: %v", sh.id, err)
+		}
+		return &shardcounter.Reading{ID: sh.id, Value: n, Shards: sh.l.n, Consistency: shardcounter.Strong, AsOf: s.now().UTC()}, nil
+	}
 	sum, ok := overflow.Sum(sh.vals)
 	if !ok {
 		return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: the sum of its shards leaves the int64 range", sh.id)
@@ -237,7 +252,7 @@ func (s *CounterStore) snapshotOnce(ctx context.Context, todo []*shot) (backoff 
 	// Written faster than we can read twice: freeze each and read it.
 	for _, sh := range live {
 		s.stats.freezes.Add(1)
-		vals, err := s.freeze(ctx, sh.l, nil)
+		vals, xs, err := s.freeze(ctx, sh.l, nil)
 		s.forget(sh.id)
 		if shardcounter.ErrorCode(err) == shardcounter.ENOTFOUND {
 			sh.l, sh.done = nil, true
@@ -247,7 +262,7 @@ func (s *CounterStore) snapshotOnce(ctx context.Context, todo []*shot) (backoff 
 			return false, err
 		}
 		if vals != nil {
-			sh.vals, sh.done = vals, true
+			sh.vals, sh.xs, sh.done = vals, xs, true
 		}
 	}
 	return backoff, nil
@@ -279,8 +294,12 @@ func (s *CounterStore) collect(ctx context.Context, shots []*shot) (ok []*shot, 
 	fill := func(p goredis.Pipeliner) error {
 		for i, sh := range shots {
 			cmds[i] = make([]*goredis.SliceCmd, sh.l.n)
+			fields := []string{"v", "e", "w"}
+			if sh.l.approx() {
+				fields = append(fields, "x")
+			}
 			for k := range sh.l.n {
-				cmds[i][k] = p.HMGet(ctx, sh.l.keys.shard(k), "v", "e", "w")
+				cmds[i][k] = p.HMGet(ctx, sh.l.keys.shard(k), fields...)
 			}
 		}
 		return nil
@@ -307,7 +326,15 @@ func (s *CounterStore) collect(ctx context.Context, shots []*shot) (ok []*shot, 
 		if err != nil {
 			return nil, false, storeErr("read counter", err, false)
 		}
-		sh.vals, sh.vers = vals, vers
+		sh.vals, sh.vers, sh.xs = vals, vers, nil
+		if sh.l.approx() {
+			sh.xs = make([][]byte, len(cmds[i]))
+			for k, c := range cmds[i] {
+				if x, _ := c.Val()[3].(string); x != "" {
+					sh.xs[k] = []byte(x)
+				}
+			}
+		}
 		ok = append(ok, sh)
 	}
 	return ok, redirected, nil

@@ -97,51 +97,52 @@ func (s *CounterStore) level(ctx context.Context, l *layout, newEp string) error
 // freeze runs a reshard to the counter's own shard count: it freezes the
 // shards, takes their values while they are frozen (see fence), gives them
 // their allowances again, w's first, when w is set (a rebalance, see
-// allowance.go), and commits. It returns the values, which the counter
-// held at a moment during the call, or nil when another client's reshard
-// got there first or writers came back before the values were taken (the
-// caller reloads the layout, which finishes any reshard, and tries again).
-func (s *CounterStore) freeze(ctx context.Context, l *layout, w *need) ([]int64, error) {
+// allowance.go), and commits. It returns the values, and an approx
+// counter's sketches, which the counter held at a moment during the call,
+// or nil when another client's reshard got there first or writers came
+// back before the values were taken (the caller reloads the layout, which
+// finishes any reshard, and tries again).
+func (s *CounterStore) freeze(ctx context.Context, l *layout, w *need) ([]int64, [][]byte, error) {
 	k, d := "", ""
 	if w != nil {
 		k, d = strconv.Itoa(w.shard), strconv.FormatInt(w.delta, 10)
 	}
 	ok, err := s.runScript(ctx, intentScript, []string{metaKey(s.prefix, l.id)}, l.ep(), l.n, k, d).Int()
 	if err != nil {
-		return nil, storeErr("freeze counter", err, true)
+		return nil, nil, storeErr("freeze counter", err, true)
 	}
 	switch ok {
 	case -1:
-		return nil, notFound(l.id)
+		return nil, nil, notFound(l.id)
 	case 0:
 		return s.joinFreeze(ctx, l)
 	}
 	r := *l // l may be shared through the cache
-	r.state, r.to, r.need, r.frozen = stateReshard, l.n, w, nil
+	r.state, r.to, r.need, r.frozen, r.frozenX = stateReshard, l.n, w, nil, nil
 	if err := s.finishReshard(ctx, &r); err != nil && err != errMoved {
-		return nil, err
+		return nil, nil, err
 	}
-	return r.frozen, nil
+	return r.frozen, r.frozenX, nil
 }
 
 // joinFreeze helps finish the freeze that another client recorded on the
 // layout l, when that is what is recorded, and returns the values its
 // fence step found frozen (see fence: whoever fences, they are the
 // counter's value at a moment during this call), or nil.
-func (s *CounterStore) joinFreeze(ctx context.Context, l *layout) ([]int64, error) {
+func (s *CounterStore) joinFreeze(ctx context.Context, l *layout) ([]int64, [][]byte, error) {
 	m, err := s.client.HGetAll(ctx, metaKey(s.prefix, l.id)).Result()
 	if err != nil {
-		return nil, storeErr("read counter metadata", err, false)
+		return nil, nil, storeErr("read counter metadata", err, false)
 	}
 	cur, err := s.parseLayout(l.id, m)
 	if err != nil || cur == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cur.state != stateReshard || cur.epoch != l.epoch || cur.to != cur.n || cur.keys != l.keys {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err := s.finishReshard(ctx, cur); err != nil && err != errMoved {
-		return nil, err
+		return nil, nil, err
 	}
-	return cur.frozen, nil
+	return cur.frozen, cur.frozenX, nil
 }

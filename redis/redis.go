@@ -90,6 +90,8 @@ type CounterStore struct {
 	markerSeed string        // random, per store: the unique part of its markers (marker.go)
 	markerSeq  atomic.Uint64 // the sequence part
 
+	sketches sketchCache // approx counters' shard sketches: see approx.go
+
 	hook          func(step string) error // tests: fail a protocol after the named step
 	singleCollect bool                    // benchmarks: read a cluster in one collect, as before reads were linearizable
 	noMarkers     bool                    // benchmarks: scripts without batch markers, to measure what markers cost

@@ -209,6 +209,7 @@ func (s *CounterStore) finishReshard(ctx context.Context, l *layout) error {
 // nil (a writer already wrote at the new epoch: the reshard is over).
 func (s *CounterStore) fence(ctx context.Context, l *layout, oldEp, newEp string) error {
 	vals := make([]int64, l.n)
+	xs := make([][]byte, l.n)
 	frozen := true
 	j := 0
 	err := s.eachOf(ctx, seq(0, l.n), func(p goredis.Pipeliner, i int) *goredis.Cmd {
@@ -220,9 +221,12 @@ func (s *CounterStore) fence(ctx context.Context, l *layout, oldEp, newEp string
 		if err != nil {
 			return err
 		}
-		if len(r) != 4 {
+		if len(r) != 5 {
 			frozen = false
 			return nil
+		}
+		if x, _ := r[4].(string); x != "" {
+			xs[k] = []byte(x)
 		}
 		v, _ := r[1].(string)
 		w, _ := r[2].(string)
@@ -238,9 +242,9 @@ func (s *CounterStore) fence(ctx context.Context, l *layout, oldEp, newEp string
 	if err != nil {
 		return storeErr("reshard: fence shards", err, true)
 	}
-	l.frozen = nil
+	l.frozen, l.frozenX = nil, nil
 	if frozen {
-		l.frozen = vals
+		l.frozen, l.frozenX = vals, xs
 	}
 	return nil
 }
@@ -361,7 +365,9 @@ func (s *CounterStore) moveMembers(ctx context.Context, l *layout, newEp string)
 	return s.step("move")
 }
 
-// fold runs step 3 of finishReshard.
+// fold runs step 3 of finishReshard. An approx counter's folds set each
+// target's sketch to the union of its own and its removed shards'
+// (foldSketchScript), computed here from their frozen hashes.
 func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error {
 	n, m := l.n, l.to
 	cmds := make([]*goredis.MapStringStringCmd, n)
@@ -418,13 +424,20 @@ func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error 
 			}
 		}
 	}
-	args := func(k int) []any { return append([]any{newEp, k, vals[k]}, buckets[k]...) }
+	script, args := foldScript, func(k int) []any { return append([]any{newEp, k, vals[k]}, buckets[k]...) }
+	if l.approx() {
+		unions, err := foldSketches(l, cmds, m)
+		if err != nil {
+			return err
+		}
+		script, args = foldSketchScript, func(k int) []any { return []any{newEp, k, unions[k%m]} }
+	}
 	foldKeys := func(k int) []string {
 		t := k % m
 		return []string{l.keys.shard(t), l.keys.buckets(t), l.keys.bucketIndex(t)}
 	}
 	run := func(p goredis.Pipeliner, k int) *goredis.Cmd {
-		return foldScript.EvalSha(ctx, p, foldKeys(k), args(k)...)
+		return script.EvalSha(ctx, p, foldKeys(k), args(k)...)
 	}
 	check := func(c *goredis.Cmd) error {
 		switch r, err := c.Int(); {
@@ -439,7 +452,7 @@ func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error 
 	}
 	if s.hook != nil { // one at a time, so a test can stop between two folds
 		for _, k := range todo {
-			if err := check(s.runScript(ctx, foldScript, foldKeys(k), args(k)...)); err != nil {
+			if err := check(s.runScript(ctx, script, foldKeys(k), args(k)...)); err != nil {
 				return err
 			}
 			if err := s.step("fold"); err != nil {

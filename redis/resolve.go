@@ -95,7 +95,8 @@ func (a *attempt) failGroup(ctx context.Context, g *slotGroup, err error) {
 // decide records the script's result r for one item. An item applied (or
 // unchanged, or a duplicate) on a master whose WAIT fell short gets the
 // WAIT's error: it is on the master, perhaps not on its replicas. A stale
-// epoch (a reshard) or a deferred item is tried again; an item whose
+// epoch (a reshard), a deferred item, or an approx item whose shard's
+// sketch changed since it was read (approx.go) is tried again; an item whose
 // shard had no room waits for makeRoom.
 func (a *attempt) decide(it pending, r int64, waitErr error) {
 	out, delta := &a.out[it.i], a.incs[it.i].Delta
@@ -110,7 +111,7 @@ func (a *attempt) decide(it pending, r int64, waitErr error) {
 	case resStale:
 		a.s.forget(it.l.id)
 		a.retry = append(a.retry, it.i)
-	case resDeferred:
+	case resDeferred, resConflict:
 		a.retry = append(a.retry, it.i)
 	case resNoRoom:
 		if a.cramped[it.l.id] == nil {
@@ -225,7 +226,7 @@ func (s *CounterStore) publish(ctx context.Context, fresh []*layout, items []pen
 func (a *attempt) makeRoom(ctx context.Context, id string, its []pending) {
 	first := its[0]
 	a.s.stats.rebalances.Add(1)
-	vals, err := a.s.freeze(ctx, first.l, &need{shard: first.shard, delta: a.incs[first.i].Delta})
+	vals, _, err := a.s.freeze(ctx, first.l, &need{shard: first.shard, delta: a.incs[first.i].Delta})
 	a.s.forget(id)
 	for _, it := range its {
 		d := a.incs[it.i].Delta

@@ -17,6 +17,7 @@ const (
 	resDeferred  = 6 // an earlier item of the same counter was stale or had no room: try after it
 	resUnchanged = 7 // a member item that changed nothing (applied; its request id recorded)
 	resBounds    = 8 // a bounded counter's total would leave [min, max]
+	resConflict  = 9 // an approx item's shard sketch changed since it was read: read it again
 )
 
 // Item modes of addScript.
@@ -24,6 +25,7 @@ const (
 	modeSum      = "s" // a delta on an unbounded sum counter: allowances in the shard
 	modeBounded  = "b" // a delta on a bounded counter: its exact total in the bounds key
 	modeDistinct = "m" // a member added (delta 1) or removed (delta -1)
+	modeApprox   = "x" // a member added to, or a sketch merged into, an approx counter's shard (approx.go)
 )
 
 // luaLess is a Lua function lt(a, b): a < b for canonical decimal int64
@@ -58,9 +60,14 @@ end
 // whose state it reports, see wait.go), and item
 // j's nine arguments from ARGV[9j-6] are: the epoch the writer read, the
 // delta, its negation, the request id ("" for none), a name of the item's
-// counter within the call, the mode (modeSum, modeBounded, modeDistinct),
-// the member, the start of the bucket the write lands in ("" without a
-// window) and the start before which buckets are past retention.
+// counter within the call, the mode (modeSum, modeBounded, modeDistinct,
+// modeApprox), the member, the start of the bucket the write lands in (""
+// without a window) and the start before which buckets are past
+// retention. An approx item (approx.go) sends instead of the delta "1"
+// when its shard's sketch changed, instead of its negation the shard
+// version its sketch was computed from, and instead of the member the new
+// sketch (on the first item of its shard, "" on the others and when the
+// bytes did not change); its aux key is the shard.
 //
 // An item applies only when the shard's epoch is the writer's; then the
 // duplicate check; then the counter's rule: an unbounded sum's delta must
@@ -69,8 +76,11 @@ end
 // right where they would round the values); a bounded counter's new total
 // must lie in its bounds (compared as text); a member is added or removed
 // from the shard's set, and the shard's value moves only when membership
-// changes. Then HINCRBY of the value, of the version w (so a reader can
-// tell whether the shard changed between two of its reads, see read.go),
+// changes; an approx item applies only when its shard's version is the
+// one it read (cas: a compare-and-set, once per shard and call, which
+// sets the sketch), and otherwise answers resConflict. Then HINCRBY of
+// the value, of the version w (so a reader can tell whether the shard
+// changed between two of its reads, see read.go),
 // and of the write's bucket, which also sweeps a few buckets past
 // retention; and the request id's record. All of that is one atomic step.
 // A delta that would take the shard's value out of int64 (a bounded
@@ -163,6 +173,22 @@ local function bound(bk, d)
   end
   return old
 end
+-- cas sets shard sk's sketch (field x) to blob, and moves its version,
+-- when its version is still ver, the one the writer read it at; once per
+-- shard and call, the first approx item of the shard carrying the blob
+-- ('' when the sketch is unchanged). It returns whether the version was
+-- ver.
+local xs = {}
+local function cas(sk, ver, blob)
+  if xs[sk] == nil then
+    xs[sk] = (redis.call('HGET', sk, 'w') or '0') == ver
+    if xs[sk] and blob ~= '' then
+      redis.call('HSET', sk, 'x', blob)
+      redis.call('HINCRBY', sk, 'w', 1)
+    end
+  end
+  return xs[sk]
+end
 local function clock()
   if not now then
     local t = redis.call('TIME')
@@ -188,6 +214,10 @@ local function reserve(n)
   for j = 1, n do
     if redis.call('HGET', K[5*j-4], 'e') ~= A[9*j-6] then
       fail, why = j, 3
+      break
+    end
+    if A[9*j-1] == 'x' and (redis.call('HGET', K[5*j-4], 'w') or '0') ~= A[9*j-4] then
+      fail, why = j, 9
       break
     end
   end
@@ -244,6 +274,8 @@ for j = 1, nk / 5 do
   elseif redis.call('HGET', sk, 'e') ~= ep then
     out[j] = 3
     blocked[c] = true
+  elseif mode == 'x' and not cas(sk, nd, member) then
+    out[j] = 9
   else
     if rid ~= '' then clock() end
     local exp = rid ~= '' and redis.call('ZSCORE', rk, rid)
@@ -262,6 +294,10 @@ for j = 1, nk / 5 do
         out[j] = 7
         if A[2] == '1' then redis.call('HINCRBY', sk, 'w', 0) end
       end
+      record(rk, rid)
+    elseif mode == 'x' then
+      if d == '1' then out[j] = 1 else out[j] = 7 end
+      if d ~= '1' and A[2] == '1' then redis.call('HINCRBY', sk, 'w', 0) end
       record(rk, rid)
     else
       local ok, old, why = true, nil, nil
@@ -452,18 +488,19 @@ return 1
 // (so a reader can tell that no write came since), and drops the fold
 // markers of the reshard before. A shard at any other epoch is left
 // alone, which makes the step idempotent and harmless when run late. It
-// returns {1, v, w, fw} when it fenced the shard, {0, v, w, fw} when the
-// shard was at ARGV[2] already, {-1} otherwise.
+// returns {1, v, w, fw, x} when it fenced the shard, {0, v, w, fw, x}
+// when the shard was at ARGV[2] already, {-1} otherwise; x is an approx
+// counter's sketch (” for none).
 var fenceScript = goredis.NewScript(`
-local m = redis.call('HMGET', KEYS[1], 'e', 'v', 'w', 'fw')
-if m[1] == ARGV[2] then return {0, m[2], m[3] or '0', m[4] or ''} end
+local m = redis.call('HMGET', KEYS[1], 'e', 'v', 'w', 'fw', 'x')
+if m[1] == ARGV[2] then return {0, m[2], m[3] or '0', m[4] or '', m[5] or ''} end
 if m[1] ~= ARGV[1] then return {-1} end
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
   if string.sub(f, 1, 2) == 'f:' then redis.call('HDEL', KEYS[1], f) end
 end
 local w = m[3] or '0'
 redis.call('HSET', KEYS[1], 'e', ARGV[2], 'fw', w)
-return {1, m[2], w, w}
+return {1, m[2], w, w, m[5] or ''}
 `)
 
 // prepareScript makes KEYS[1] a placeholder shard (epoch 0, which no
@@ -567,4 +604,23 @@ end
 return out
 `)
 
-var allScripts = []*goredis.Script{shardsScript, addScript, txnScript, newShardScript, newBoundsScript, isMemberScript, bucketsScript, resetMembersScript, copyMembersScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, levelScript, markDeleteScript, deleteMetaScript}
+// foldSketchScript folds removed shard ARGV[2] of an approx counter into
+// target shard KEYS[1] (KEYS[2] and KEYS[3], its bucket keys as
+// foldScript's, are unused) once for the reshard that creates epoch ARGV[1],
+// as foldScript folds values: it sets the target's sketch to ARGV[3],
+// the union of the target's frozen sketch and of every removed shard
+// folded into it (computed in Go: sketch.Apply), moves the target's
+// version, and sets the marker f:<shard>. Every fold into a target sets
+// the same union, so folds may run in any order, again, or in several
+// clients. It returns 1 when set, 0 when the marker was there, -1 when
+// the target is not at that epoch.
+var foldSketchScript = goredis.NewScript(`
+local m = redis.call('HMGET', KEYS[1], 'e', 'f:' .. ARGV[2])
+if m[1] ~= ARGV[1] then return -1 end
+if m[2] then return 0 end
+redis.call('HSET', KEYS[1], 'x', ARGV[3], 'f:' .. ARGV[2], '1')
+redis.call('HINCRBY', KEYS[1], 'w', 1)
+return 1
+`)
+
+var allScripts = []*goredis.Script{foldSketchScript, shardsScript, addScript, txnScript, newShardScript, newBoundsScript, isMemberScript, bucketsScript, resetMembersScript, copyMembersScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, levelScript, markDeleteScript, deleteMetaScript}

@@ -27,7 +27,8 @@ import (
 // a script reads keys of one slot, and a counter's shards are spread over
 // slots, on several masters that no one step reads (read.go): only a
 // counter of one shard gets its total there, from a script of its own on
-// its shard's master.
+// its shard's master. An approx counter's value is an estimate computed
+// from its sketches, which no script computes: it gets no total here.
 
 // batchTotals is the totals read of one attempt of Apply.
 type batchTotals struct {
@@ -49,7 +50,7 @@ func (s *CounterStore) queueTotals(ctx context.Context, nr *nodeRuns, incs []sha
 	seen := make(map[*layout]bool)
 	for _, i := range todo {
 		l := ls[incs[i].Counter]
-		if !incs[i].Total || l == nil || seen[l] || s.cluster != nil && l.n != 1 {
+		if !incs[i].Total || l == nil || seen[l] || s.cluster != nil && l.n != 1 || l.approx() {
 			continue
 		}
 		seen[l] = true

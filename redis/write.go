@@ -55,7 +55,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 	for attempt := 0; len(todo) > 0; attempt++ {
 		if attempt == maxAttempts {
 			for _, i := range todo {
-				out[i].Err = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q: its layout or slots kept changing; nothing was applied, try again", incs[i].Counter)
+				out[i].Err = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q: its layout, its slots or (approx) its shards' sketches kept changing; nothing was applied, try again", incs[i].Counter)
 			}
 			break
 		}
@@ -144,6 +144,10 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	if err := a.plan(ctx); err != nil {
 		return nil, err
 	}
+	defer a.releaseSketches()
+	if err := a.prepareSketches(ctx); err != nil {
+		return nil, err
+	}
 	a.group()
 	if err := a.send(ctx); err != nil {
 		return nil, err
@@ -169,6 +173,9 @@ type attempt struct {
 
 	nr  *nodeRuns    // send: the pipelines, one per master
 	tot *batchTotals // send: the totals read after the writes
+
+	x       map[string]*shardSketch // prepareSketches: approx counters' shards, by shard key
+	stripes []int                   // prepareSketches: the in-process locks held
 
 	retry        []int                // resolve: items to try again
 	applied      map[int]bool         // resolve: items applied (or found duplicates)
@@ -230,16 +237,15 @@ func (a *attempt) layoutFor(i int) *layout {
 	return l
 }
 
-// kindMatches refuses a member item on a sum counter and a delta item on
-// a distinct one.
+// kindMatches refuses what the counter's kind cannot take: a member or a
+// sketch on a sum counter, a delta on a distinct or approx one, a removal
+// from an approx one.
 func kindMatches(inc shardcounter.Increment, spec shardcounter.Spec) error {
-	switch distinct := spec.Kind == shardcounter.KindDistinct; {
-	case distinct && inc.Member == "":
-		return shardcounter.Errorf(shardcounter.EINVALID, "counter %q counts distinct members: add or remove a member, not a delta", inc.Counter)
-	case !distinct && inc.Member != "":
-		return shardcounter.Errorf(shardcounter.EINVALID, "counter %q is a sum counter: write a delta, not a member", inc.Counter)
+	k := spec.Kind
+	if k == "" {
+		k = shardcounter.KindSum
 	}
-	return nil
+	return shardcounter.ValidateIncrementKind(inc, k)
 }
 
 // pickOf returns the pick that decides an item's shard: a member's hash
@@ -248,6 +254,8 @@ func kindMatches(inc shardcounter.Increment, spec shardcounter.Spec) error {
 // caller's.
 func pickOf(inc shardcounter.Increment) uint64 {
 	switch {
+	case inc.Sketch != nil: // merged into shard Pick mod n, request id or not
+		return inc.Pick
 	case inc.Member != "":
 		return shard.ForMember(inc.Member)
 	case inc.RequestID != "":
@@ -343,6 +351,9 @@ func (a *attempt) group() {
 	}
 	now := a.s.now()
 	for _, it := range a.items {
+		if a.out[it.i].Err != nil {
+			continue // its shard's sketch failed to decode
+		}
 		slot := 0
 		if a.s.cluster != nil {
 			slot = it.l.keys.slot(it.shard)
@@ -363,6 +374,10 @@ func (a *attempt) group() {
 			a.groups = append(a.groups, g)
 		}
 		g.add(it, a.incs[it.i], now)
+		if it.l.approx() {
+			n := len(g.args)
+			g.args[n-8], g.args[n-7], g.args[n-3] = a.approxArgs(it.l.keys.shard(it.shard))
+		}
 	}
 }
 
@@ -383,6 +398,8 @@ func (g *slotGroup) add(it pending, inc shardcounter.Increment, now time.Time) {
 	switch {
 	case it.l.distinct():
 		mode, aux = modeDistinct, k.members(it.shard, it.l.memberGen)
+	case it.l.approx():
+		mode = modeApprox // its delta, negation and member are set by approxArgs
 	case it.l.spec.Bounded():
 		mode, aux = modeBounded, k.bounds()
 	}

@@ -128,6 +128,7 @@ func RunCounterStore(t *testing.T, open OpenFunc, opts Options) {
 	t.Run("ListMembers", func(t *testing.T) { testListMembers(t, open(t)) })
 	t.Run("MembersConcurrent", func(t *testing.T) { testMembersConcurrent(t, open(t), false) })
 	t.Run("MembersReshard", func(t *testing.T) { testMembersConcurrent(t, open(t), true) })
+	t.Run("Approx", func(t *testing.T) { testApprox(t, open(t)) })
 	t.Run("Bounds", func(t *testing.T) { testBounds(t, open(t)) })
 	t.Run("BoundsConcurrent", func(t *testing.T) { testBoundsConcurrent(t, open(t), false) })
 	t.Run("BoundsReshard", func(t *testing.T) { testBoundsConcurrent(t, open(t), true) })

@@ -12,7 +12,10 @@
 // that is wrong. Import makes each counter of an export hold what the
 // export says, through the store's Apply (the engine's batch path), so
 // that importing twice leaves the state of importing once, and an import
-// cut short is resumed by running it again.
+// cut short is resumed by running it again. An approx counter travels as
+// its shards' sketches (SketchStore.ReadSketches), which import merges
+// back shard by shard: a merge of registers already there changes
+// nothing.
 //
 // # Window buckets and the store's clock
 //
@@ -33,5 +36,7 @@
 //
 // ImportRedis reads a live Redis with SCAN, pipelines of 100 keys, SSCAN
 // and HSCAN, and imports integer strings as sum counters, sets as
-// distinct counters and hashes of integers as hashes of counters.
+// distinct counters and hashes of integers as hashes of counters. It
+// skips HyperLogLogs: their registers come from Redis's hash of the
+// members, which approx counters' sketches do not use.
 package transfer

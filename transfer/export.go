@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/expiry"
 	"github.com/shardcounter/shardcounter/postgres"
+	"github.com/shardcounter/shardcounter/sketch"
 )
 
 // pageSize is how many counters an export lists and reads at once: one
@@ -89,7 +91,7 @@ func Export(ctx context.Context, store shardcounter.CounterStore, w io.Writer, o
 		if len(page) == 0 {
 			break
 		}
-		if err := exportPage(ctx, src, enc, page, opts, &st); err != nil {
+		if err := exportPage(ctx, pageSource{src, sketchesOf(src, store)}, enc, page, opts, &st); err != nil {
 			return st, err
 		}
 		after = page[len(page)-1].ID
@@ -106,7 +108,7 @@ func Export(ctx context.Context, store shardcounter.CounterStore, w io.Writer, o
 	return st, enc.Close()
 }
 
-func exportPage(ctx context.Context, store source, enc *Encoder, page []*shardcounter.Counter, opts ExportOptions, st *Stats) error {
+func exportPage(ctx context.Context, store pageSource, enc *Encoder, page []*shardcounter.Counter, opts ExportOptions, st *Stats) error {
 	// The listing starts past internal records; a store that lists one
 	// anyway does not get it exported.
 	page = slices.DeleteFunc(slices.Clone(page), func(c *shardcounter.Counter) bool { return shardcounter.IsInternalID(c.ID) })
@@ -129,6 +131,15 @@ func exportPage(ctx context.Context, store source, enc *Encoder, page []*shardco
 			continue // deleted since the listing, or expired
 		}
 		rec := &Counter{ID: c.ID, Kind: kindOf(c.Kind), Shards: readings[i].Shards, Min: c.Min, Max: c.Max, Window: c.Window, Value: readings[i].Value}
+		if rec.Kind == shardcounter.KindApprox {
+			ok, err := store.approx(ctx, rec)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue // deleted since its value was read
+			}
+		}
 		if deadlines[i] != 0 {
 			at := time.UnixMilli(deadlines[i]).UTC()
 			rec.ExpiresAt = &at
@@ -144,7 +155,7 @@ func exportPage(ctx context.Context, store source, enc *Encoder, page []*shardco
 		recs = append(recs, rec)
 	}
 	p := &pageWriter{enc: enc, recs: recs, opts: opts, st: st}
-	if ms, ok := store.(memberStream); ok {
+	if ms, ok := store.source.(memberStream); ok {
 		return p.withMembers(ctx, ms)
 	}
 	for len(p.recs) > 0 {
@@ -217,6 +228,48 @@ func exportRankings(ctx context.Context, store shardcounter.CounterStore, enc *E
 		st.Rankings++
 	}
 	return nil
+}
+
+// pageSource is what an export reads, and where it reads approx
+// counters' sketches: the same view when it has them, else the store
+// (nil when neither does).
+type pageSource struct {
+	source
+	sk shardcounter.SketchStore
+}
+
+func sketchesOf(src source, store shardcounter.CounterStore) shardcounter.SketchStore {
+	if sk, ok := src.(shardcounter.SketchStore); ok {
+		return sk
+	}
+	sk, _ := store.(shardcounter.SketchStore)
+	return sk
+}
+
+// approx puts an approx counter's sketches on its line, with the shard
+// count and value they make (one ReadSketches: one snapshot on every
+// store, so the line is consistent in itself even if a write came after
+// the page's values). It returns false for a counter deleted meanwhile.
+func (p pageSource) approx(ctx context.Context, rec *Counter) (bool, error) {
+	if p.sk == nil {
+		return false, shardcounter.Errorf(shardcounter.EINVALID, "counter %q is an approx counter, and this store reads no sketches: export it from a store that does", rec.ID)
+	}
+	_, sks, err := p.sk.ReadSketches(ctx, rec.ID)
+	if shardcounter.ErrorCode(err) == shardcounter.ENOTFOUND {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	v, err := sketch.Count(sks)
+	if err != nil {
+		return false, fmt.Errorf("counter %q: %w", rec.ID, err)
+	}
+	rec.Shards, rec.Value, rec.Sketches = len(sks), v, make([][]byte, len(sks))
+	for i, b := range sks {
+		rec.Sketches[i] = append([]byte{}, b...) // "" for a shard with none, not null
+	}
+	return true, nil
 }
 
 // source is what an export reads: a CounterStore, or a snapshot of one.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/sketch"
 )
 
 // The export format, version 2 (docs/EXPORT.md): JSON Lines, one record a
@@ -23,7 +24,11 @@ const (
 	// Version is the format version this package writes and the newest it
 	// reads. A reader refuses a newer one rather than guess at it, and
 	// reads every older one: version 2 added deadlines (a counter's
-	// expires_at) and rankings to version 1.
+	// expires_at) and rankings to version 1. Approx counters (kind
+	// approx, with their sketches) came later within version 2: a
+	// reader that predates them refuses such a line (an unknown field
+	// and kind), so none can misread it, and exports without one are
+	// unchanged.
 	Version = 2
 	// MembersPerLine is how many members of a distinct counter one members
 	// line holds at most: lines stay small whatever a counter's size.
@@ -124,6 +129,11 @@ type Counter struct {
 	// two exports of the same state are equal whenever they are taken.
 	// Every field of a hash carries the hash's deadline.
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// Sketches are an approx counter's shards' sketches, one per shard
+	// in shard order, as package sketch encodes them (JSON writes them in
+	// standard base64; "" for a shard with none); Value is the estimate
+	// of their union. Only approx counters have them, and always.
+	Sketches [][]byte `json:"sketches,omitempty"`
 }
 
 // Spec returns the counter's spec.
@@ -430,7 +440,7 @@ func (d *Decoder) checkCounter(c *Counter) error {
 		return d.errorf("%v", errorText(err))
 	}
 	if c.Kind == "" {
-		return d.errorf("counter %q has no kind: give sum or distinct", c.ID)
+		return d.errorf("counter %q has no kind: give sum, distinct or approx", c.ID)
 	}
 	if err := shardcounter.ValidateSpec(c.Spec()); err != nil {
 		return d.errorf("counter %q: %s", c.ID, errorText(err))
@@ -465,8 +475,34 @@ func (d *Decoder) checkCounter(c *Counter) error {
 	if c.Kind == shardcounter.KindDistinct && c.Value < 0 {
 		return d.errorf("distinct counter %q has value %d: a member count is never negative", c.ID, c.Value)
 	}
+	if err := d.sketches(c); err != nil {
+		return err
+	}
 	d.last = c
 	d.seen.Counters++
+	return nil
+}
+
+// sketches checks an approx counter's sketches: one per shard, each one
+// package sketch decodes; a counter of another kind has none.
+func (d *Decoder) sketches(c *Counter) error {
+	if c.Kind != shardcounter.KindApprox {
+		if c.Sketches != nil {
+			return d.errorf("counter %q is a %s counter: only an approx counter has sketches", c.ID, c.Kind)
+		}
+		return nil
+	}
+	if c.Value < 0 {
+		return d.errorf("approx counter %q has value %d: an estimate of a member count is never negative", c.ID, c.Value)
+	}
+	if len(c.Sketches) != c.Shards {
+		return d.errorf("approx counter %q has %d sketches for its %d shards: give one per shard, \"\" for a shard with none", c.ID, len(c.Sketches), c.Shards)
+	}
+	for i, b := range c.Sketches {
+		if _, err := sketch.Decode(b); err != nil {
+			return d.errorf("approx counter %q, shard %d: %v", c.ID, i, err)
+		}
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package transfer_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
+	"github.com/shardcounter/shardcounter/sketch"
 	"github.com/shardcounter/shardcounter/transfer"
 )
 
@@ -54,6 +56,12 @@ func TestDecodeErrors(t *testing.T) {
 		{"DocumentShard", header + coll + `{"type":"document","collection":"c","id":"d","shard":2,"timestamp":"2026-01-01T00:00:00Z","data":{}}` + "\n", `line 3: document "d" is on shard 2: collection "c" has shards 0 to 1`},
 		{"CounterAfterCollection", header + coll + `{"type":"counter","id":"a","kind":"sum","shards":1,"value":1}` + "\n", `line 3: counter "a" comes after a ranking or a collection`},
 		{"BadCollection", header + `{"type":"collection","name":"c","shards":2,"timestamp_field":"timestamp","indexes":["timestamp"],"shard_key":"random"}` + "\n", `line 2: collection "c": index "timestamp" is the timestamp field`},
+		{"SketchOnSum", header2 + `{"type":"counter","id":"a","kind":"sum","shards":1,"value":1,"sketches":[""]}` + "\n", `line 2: counter "a" is a sum counter: only an approx counter has sketches`},
+		{"SketchCount", header2 + `{"type":"counter","id":"a","kind":"approx","shards":2,"value":0,"sketches":[""]}` + "\n", `line 2: approx counter "a" has 1 sketches for its 2 shards`},
+		{"NoSketches", header2 + `{"type":"counter","id":"a","kind":"approx","shards":1,"value":0}` + "\n", `line 2: approx counter "a" has 0 sketches for its 1 shards`},
+		{"BadSketch", header2 + `{"type":"counter","id":"a","kind":"approx","shards":1,"value":0,"sketches":["AQID"]}` + "\n", `line 2: approx counter "a", shard 0: sketch:`},
+		{"SketchBase64", header2 + `{"type":"counter","id":"a","kind":"approx","shards":1,"value":0,"sketches":["!"]}` + "\n", `line 2: counter: illegal base64`},
+		{"ApproxNegative", header2 + `{"type":"counter","id":"a","kind":"approx","shards":1,"value":-1,"sketches":[""]}` + "\n", `line 2: approx counter "a" has value -1`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -143,6 +151,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(`{"type":"counter","id":"w","kind":"sum","shards":1,"window":{"bucket":"1h","retention":"1d"},"value":3,"buckets":[{"start":"2026-01-01T01:00:00Z","value":3}]}` + "\n" + `{"type":"end","counters":1,"members":0}` + "\n")
 	f.Add(coll + `{"type":"document","collection":"c","id":"d","shard":1,"timestamp":"2026-01-01T00:00:00.000001Z","data":{"user":"u","n":1.5}}` + "\n" + `{"type":"end","counters":0,"members":0,"collections":1,"documents":1}` + "\n")
 	f.Add(`{"type":"counter","id":"h\u001ff","kind":"sum","shards":1,"value":2,"expires_at":"2030-01-01T00:00:00.123Z"}` + "\n" + rank + coll + `{"type":"end","counters":1,"members":0,"collections":1,"rankings":1}` + "\n")
+	one, _, _ := sketch.Apply(nil, []string{"a", "b"}, nil)
+	f.Add(`{"type":"counter","id":"u","kind":"approx","shards":2,"value":2,"sketches":["` + base64.StdEncoding.EncodeToString(one) + `",""]}` + "\n" + `{"type":"end","counters":1,"members":0}` + "\n")
 	f.Fuzz(func(t *testing.T, body string) {
 		d, err := transfer.NewDecoder(strings.NewReader(header2 + body))
 		if err != nil {

@@ -21,6 +21,11 @@ const (
 	importCounters = 4 * shardcounter.MaxReadBatch
 	// applyBatch is how many increments one Apply call carries.
 	applyBatch = 4000
+	// sketchBatch bounds the bytes of approx counters' sketches an
+	// import holds pending and one Apply call carries (a sketch is up to
+	// 16 KiB a shard): memory stays bounded, and a commit stays far
+	// under the document stores' 10 MiB a request.
+	sketchBatch = 4 << 20
 	// embeddedScale multiplies both on Pebble and bolt, whose Apply is
 	// one commit with one fsync whatever its size, and which hold no
 	// server's queue up with a large batch: the fsyncs were a quarter
@@ -63,8 +68,9 @@ type ImportOptions struct {
 // Import reads an export from r into store and makes each counter in it
 // hold what the export says: it creates a missing counter, adds to an
 // existing one with the same options the difference between the
-// export's value and its own (bucket by bucket for a window), and adds a
-// distinct counter's members. Importing the same export twice therefore
+// export's value and its own (bucket by bucket for a window), adds a
+// distinct counter's members, and merges an approx counter's sketches
+// into its shards. Importing the same export twice therefore
 // leaves the same state as once, and an import cut short is resumed by
 // running it again. Members that the store holds and the export does not
 // are kept.
@@ -105,13 +111,16 @@ func importRecords(ctx context.Context, store shardcounter.CounterStore, next fu
 		case rec.Counter != nil:
 			// A counter twice in one batch (an unsorted source) would be
 			// resolved against the store twice and written twice.
-			if len(im.pending) >= im.counters || im.items >= im.applyBatch*4 || im.ids[rec.Counter.ID] {
+			if len(im.pending) >= im.counters || im.items >= im.applyBatch*4 || im.sketchBytes >= sketchBatch || im.ids[rec.Counter.ID] {
 				if err := im.flush(ctx); err != nil {
 					return im.st, err
 				}
 			}
 			im.pending = append(im.pending, &entry{rec: rec.Counter})
 			im.ids[rec.Counter.ID] = true
+			for _, b := range rec.Counter.Sketches {
+				im.sketchBytes += len(b)
+			}
 		case rec.Ranking != nil:
 			if err := im.flushAll(ctx); err != nil {
 				return im.st, err
@@ -184,8 +193,10 @@ type importer struct {
 	pending []*entry
 	ids     map[string]bool // of pending
 	items   int             // members pending
-	coll    *collImport     // the collection being imported
-	st      Stats
+	// sketchBytes are the bytes of the pending counters' sketches.
+	sketchBytes int
+	coll        *collImport // the collection being imported
+	st          Stats
 	// counters and applyBatch are importCounters and applyBatch scaled
 	// for the store (batchScale).
 	counters, applyBatch int
@@ -253,7 +264,7 @@ func (im *importer) flush(ctx context.Context) error {
 		return err
 	}
 	im.pending[len(im.pending)-1].missing = false
-	im.pending, im.items = im.pending[len(im.pending)-1:], 0
+	im.pending, im.items, im.sketchBytes = im.pending[len(im.pending)-1:], 0, 0
 	clear(im.ids)
 	im.ids[im.pending[0].rec.ID] = true
 	return nil
@@ -350,8 +361,11 @@ func (im *importer) existing(ctx context.Context, e *entry, value int64) error {
 // at, and returns how many.
 func (im *importer) plan(e *entry, groups map[time.Time][]shardcounter.Increment) (int, error) {
 	im.st.Counters++
-	if e.rec.Kind == shardcounter.KindDistinct {
+	switch e.rec.Kind {
+	case shardcounter.KindDistinct:
 		return 0, nil
+	case shardcounter.KindApprox:
+		return im.planSketches(e, groups), nil
 	}
 	n := 0
 	add := func(at time.Time, d int64) {
@@ -392,6 +406,26 @@ func (im *importer) plan(e *entry, groups map[time.Time][]shardcounter.Increment
 	return n, nil
 }
 
+// planSketches adds an approx counter's sketches, each merged into its
+// own shard (Pick is the shard's index: the counter has the export's
+// shard count, or import left it alone), and returns how many. A merge
+// of registers the shard holds already changes nothing, so a second
+// import leaves the counter as the first did; registers the store holds
+// and the export lacks are kept, as members are.
+func (im *importer) planSketches(e *entry, groups map[time.Time][]shardcounter.Increment) int {
+	n := 0
+	for i, b := range e.rec.Sketches {
+		if len(b) == 0 {
+			continue
+		}
+		inc := im.inc(e, shardcounter.Increment{Counter: e.rec.ID, Sketch: b})
+		inc.Pick = uint64(i)
+		groups[time.Time{}] = append(groups[time.Time{}], inc)
+		n++
+	}
+	return n
+}
+
 func (im *importer) inc(e *entry, inc shardcounter.Increment) shardcounter.Increment {
 	inc.Pick = rand.Uint64()
 	if e.missing {
@@ -399,6 +433,19 @@ func (im *importer) inc(e *entry, inc shardcounter.Increment) shardcounter.Incre
 		inc.Create = &spec
 	}
 	return inc
+}
+
+// chunk returns how many of incs one Apply call carries: applyBatch, or
+// fewer when their sketches would pass sketchBatch bytes (at least one).
+func chunk(incs []shardcounter.Increment, limit int) int {
+	size := 0
+	for i, inc := range incs[:min(len(incs), limit)] {
+		size += len(inc.Sketch)
+		if size > sketchBatch && i > 0 {
+			return i
+		}
+	}
+	return min(len(incs), limit)
 }
 
 // apply applies the groups in time order, the present last, holding the
@@ -427,7 +474,7 @@ func (im *importer) apply(ctx context.Context, groups map[time.Time][]shardcount
 		}
 		incs := groups[t]
 		for len(incs) > 0 {
-			n := min(len(incs), im.applyBatch)
+			n := chunk(incs, im.applyBatch)
 			outs, err := im.store.Apply(ctx, incs[:n])
 			if err != nil {
 				return err

@@ -19,7 +19,8 @@ const loadChunk = 1000
 // with the rest); one it finds existing after all (made meanwhile) stays
 // missing, for the general path, which writes it through Apply as
 // before. Left to the general path as well: windowed counters, whose
-// buckets go at their times, and names that hold a deadline record
+// buckets go at their times, approx counters, whose sketches go on their
+// shards, and names that hold a deadline record
 // (expired, as the counter reads missing), which the general path
 // purges first.
 func (im *importer) load(ctx context.Context) ([]*entry, error) {
@@ -30,7 +31,7 @@ func (im *importer) load(ctx context.Context) ([]*entry, error) {
 	var todo []*entry
 	var cs []shardcounter.NewCounter
 	for _, e := range im.pending {
-		if !e.missing || e.planned || e.skip || e.rec.Window != nil {
+		if !e.missing || e.planned || e.skip || e.rec.Window != nil || e.rec.Kind == shardcounter.KindApprox {
 			continue
 		}
 		// Resolving read the names' deadlines into the wrapper's cache:

@@ -231,8 +231,12 @@ func redisString(get *goredis.StringCmd, k string, shards int) ([]*Record, strin
 	}
 	v, perr := strconv.ParseInt(s, 10, 64)
 	if perr != nil {
+		// A HyperLogLog's registers are those of Redis's hash of its
+		// members (MurmurHash64A), and an approx counter's sketch holds
+		// those of another (package sketch's library): neither can be
+		// made from the other, and the members are not kept.
 		if len(s) >= 4 && s[:4] == "HYLL" {
-			return nil, "a HyperLogLog: approximate counters are not in this version", nil
+			return nil, "a HyperLogLog: its registers are of Redis's hash, which approx counters' sketches do not use (PFADD its members to an approx counter)", nil
 		}
 		return nil, "the string is not an integer", nil
 	}

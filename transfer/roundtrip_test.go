@@ -3,8 +3,10 @@ package transfer_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,9 +18,12 @@ import (
 	"github.com/shardcounter/shardcounter/bolt"
 	"github.com/shardcounter/shardcounter/dsn"
 	"github.com/shardcounter/shardcounter/expiry"
+	"github.com/shardcounter/shardcounter/firestore"
 	"github.com/shardcounter/shardcounter/internal/firestoretest"
 	"github.com/shardcounter/shardcounter/internal/pgtest"
 	"github.com/shardcounter/shardcounter/internal/redistest"
+	"github.com/shardcounter/shardcounter/sketch"
+	"github.com/shardcounter/shardcounter/storetest"
 	"github.com/shardcounter/shardcounter/transfer"
 )
 
@@ -26,8 +31,9 @@ func i64(v int64) *int64 { return &v }
 
 // fill writes a bit of everything into s, some of it at past times on
 // clock: sum, bounded, windowed (with writes before its retention),
-// distinct with more members than one line holds, hash fields, a counter
-// at zero, one below zero.
+// distinct with more members than one line holds, approx (one with a
+// shard that has no sketch), hash fields, a counter at zero, one below
+// zero: fillCounters of them.
 func fill(t *testing.T, s shardcounter.CounterStore, clock *atomic.Pointer[time.Time], pfx string) {
 	t.Helper()
 	ctx := context.Background()
@@ -84,12 +90,38 @@ func fill(t *testing.T, s shardcounter.CounterStore, clock *atomic.Pointer[time.
 		}
 	}
 	create("empty-set", shardcounter.Spec{Shards: 1, Kind: shardcounter.KindDistinct})
+	fillApprox(t, s, pfx, apply)
 	fillCollection(t, s, pfx+"posts")
 	for _, f := range []string{"likes", "views"} {
 		id := pfx + shardcounter.HashFieldID("post:1", f)
 		apply(shardcounter.Increment{Counter: id, Delta: 5, Create: &shardcounter.Spec{Shards: 1}})
 	}
 	fillDeadlinesAndRanking(t, s, pfx)
+}
+
+// fillCounters is how many counters fill makes.
+const fillCounters = 12
+
+// fillApprox makes two approx counters: one of 3 shards with 2,000
+// visitors, some added twice (dense sketches and sparse ones), and one
+// of 2 shards with a single visitor, so one shard has no sketch.
+func fillApprox(t *testing.T, s shardcounter.CounterStore, pfx string, apply func(...shardcounter.Increment)) {
+	t.Helper()
+	ctx := context.Background()
+	for id, n := range map[string]int{"uniques": 3, "uniques-one": 2} {
+		if _, err := s.CreateCounter(ctx, pfx+id, shardcounter.Spec{Shards: n, Kind: shardcounter.KindApprox}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var incs []shardcounter.Increment
+	for i := range 2500 {
+		incs = append(incs, shardcounter.Increment{Counter: pfx + "uniques", Member: fmt.Sprintf("visitor-%d", i%2000), Delta: 1})
+		if len(incs) == 500 {
+			apply(incs...)
+			incs = nil
+		}
+	}
+	apply(shardcounter.Increment{Counter: pfx + "uniques-one", Member: "only", Delta: 1})
 }
 
 // fillDeadlinesAndRanking gives a counter and a hash deadlines far
@@ -200,23 +232,73 @@ func clusterDSN(c *redistest.Cluster) string {
 func TestRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	var clock atomic.Pointer[time.Time]
-	src, err := bolt.Open(context.Background(), filepath.Join(dir, "src.db"), bolt.Options{Now: func() time.Time {
-		if p := clock.Load(); p != nil {
-			return *p
-		}
-		return time.Now()
-	}})
+	src, err := bolt.Open(context.Background(), filepath.Join(dir, "src.db"), bolt.Options{Now: clockFunc(&clock)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
+	first := fillAndExport(t, src, &clock)
+	firestoreDSN, datastoreDSN := startEmulators(t)
+	roundTrip(t, first, []step{
+		{"pebble", "pebble:" + filepath.Join(dir, "pebble")},
+		{"postgres", pgtest.MustDatabase(t)},
+		{"redis", "redis://" + redistest.MustStart(t).Addr},
+		{"redis-cluster", clusterDSN(redistest.MustStartCluster(t, 3))},
+		{"firestore", firestoreDSN},
+		{"datastore", datastoreDSN},
+		{"bolt", "bolt:" + filepath.Join(dir, "dst.db")},
+	})
+}
+
+// TestRoundTripDocumentStores moves an export taken from Firestore
+// through Datastore mode and back into another Firestore project: the
+// document stores both ways, which the chain of TestRoundTrip takes in
+// one direction only.
+func TestRoundTripDocumentStores(t *testing.T) {
+	firestoreDSN, datastoreDSN := startEmulators(t)
+	var clock atomic.Pointer[time.Time]
+	src, err := firestore.New(context.Background(), "demo-roundtrip-src", "", firestore.Options{Now: clockFunc(&clock)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	first := fillAndExport(t, src, &clock)
+	last := roundTrip(t, first, []step{{"datastore", datastoreDSN}, {"firestore", firestoreDSN}})
+
+	// An import merges sketches: registers the target has and the
+	// export lacks are kept, as members are.
+	ctx := context.Background()
+	if out, err := last.Apply(ctx, []shardcounter.Increment{{Counter: "rt/uniques-one", Member: "another", Delta: 1}}); err != nil || out[0].Err != nil {
+		t.Fatalf("add to rt/uniques-one: %+v, %v", out, err)
+	}
+	if st, err := transfer.Import(ctx, last, strings.NewReader(first), transfer.ImportOptions{}); err != nil || st.Conflicts != 0 {
+		t.Fatalf("import over it: %+v, %v", st, err)
+	}
+	if v := storetest.MustRead(t, last, "rt/uniques-one"); v != 2 {
+		t.Fatalf("rt/uniques-one after an import of its export over a member more = %d, want 2", v)
+	}
+}
+
+func clockFunc(clock *atomic.Pointer[time.Time]) func() time.Time {
+	return func() time.Time {
+		if p := clock.Load(); p != nil {
+			return *p
+		}
+		return time.Now()
+	}
+}
+
+// fillAndExport fills src, checks it and its export, and returns the
+// export.
+func fillAndExport(t *testing.T, src shardcounter.CounterStore, clock *atomic.Pointer[time.Time]) string {
+	t.Helper()
 	pfx := "rt/"
-	fill(t, src, &clock, pfx)
+	fill(t, src, clock, pfx)
 	first := export(t, src, pfx)
-	if n, drifts, err := transfer.Verify(context.Background(), src, transfer.VerifyOptions{Prefix: pfx}); err != nil || n != 10 || len(drifts) != 0 {
+	if n, drifts, err := transfer.Verify(context.Background(), src, transfer.VerifyOptions{Prefix: pfx}); err != nil || n != fillCounters || len(drifts) != 0 {
 		t.Fatalf("source: verify: %d counters, drifts %v, %v", n, drifts, err)
 	}
-	if n := strings.Count(first, "\n"); n < 10 {
+	if n := strings.Count(first, "\n"); n < fillCounters {
 		t.Fatalf("export has %d lines:\n%s", n, first)
 	}
 	// The deadlines are on the counter lines of their names (three: the
@@ -225,35 +307,56 @@ func TestRoundTrip(t *testing.T) {
 	if n := strings.Count(first, `"expires_at":`); n != 3 || strings.Contains(first, `\u001e`) || !strings.Contains(first, `{"type":"ranking","name":"rt/top","prefix":"rt/","size":5,"max_staleness":"1s"}`) {
 		t.Fatalf("export has %d deadlines, or an internal record, or no ranking:\n%s", n, first)
 	}
-	firestoreDSN, datastoreDSN := startEmulators(t)
-	chain := []struct{ name, dsn string }{
-		{"pebble", "pebble:" + filepath.Join(dir, "pebble")},
-		{"postgres", pgtest.MustDatabase(t)},
-		{"redis", "redis://" + redistest.MustStart(t).Addr},
-		{"redis-cluster", clusterDSN(redistest.MustStartCluster(t, 3))},
-		{"firestore", firestoreDSN},
-		{"datastore", datastoreDSN},
-		{"bolt", "bolt:" + filepath.Join(dir, "dst.db")},
+	// An approx counter's line carries a sketch per shard, "" for one
+	// with none, and the estimate of their union.
+	approx := 0
+	for _, line := range strings.Split(first, "\n") {
+		var c transfer.Counter
+		if !strings.Contains(line, `"kind":"approx"`) || json.Unmarshal([]byte(line), &c) != nil {
+			continue
+		}
+		v, err := sketch.Count(c.Sketches)
+		want := map[string]int64{"rt/uniques": 2000, "rt/uniques-one": 1}[c.ID]
+		if err != nil || len(c.Sketches) != c.Shards || v != c.Value || math.Abs(float64(v-want)) > 3*sketch.StdError*float64(want)+1 {
+			t.Fatalf("approx counter line %s: %d sketches, estimate %d (%v), want about %d", line, len(c.Sketches), v, err, want)
+		}
+		approx++
 	}
+	if approx != 2 || !strings.Contains(first, `"sketches":["",`) && !strings.Contains(first, `,""]`) {
+		t.Fatalf("export has no approx counter with an empty shard:\n%.2000s", first)
+	}
+	return first
+}
+
+type step struct{ name, dsn string }
+
+// roundTrip imports first into each store of chain in turn, from the
+// export of the one before, and checks each store's export, its verify,
+// and a second import. It returns the last store.
+func roundTrip(t *testing.T, first string, chain []step) shardcounter.CounterStore {
+	t.Helper()
+	pfx := "rt/"
 	data := first
+	var s shardcounter.CounterStore
 	for _, step := range chain {
-		s, clock, st := importInto(t, step.dsn, data, false)
-		if st.Counters != 10 || st.Members != 2500 || st.Conflicts != 0 || st.Collections != 1 || st.Documents != 25 || st.Rankings != 1 || st.Deadlines != 2 {
+		var st transfer.Stats
+		s, _, st = importInto(t, step.dsn, data, false)
+		if st.Counters != fillCounters || st.Members != 2500 || st.Conflicts != 0 || st.Collections != 1 || st.Documents != 25 || st.Rankings != 1 || st.Deadlines != 2 {
 			t.Errorf("%s: import stats %+v", step.name, st)
 		}
 		got := export(t, s, pfx)
 		diffLines(t, step.name, first, got)
-		if n, drifts, err := transfer.Verify(context.Background(), s, transfer.VerifyOptions{Prefix: pfx}); err != nil || n != 10 || len(drifts) != 0 {
+		if n, drifts, err := transfer.Verify(context.Background(), s, transfer.VerifyOptions{Prefix: pfx}); err != nil || n != fillCounters || len(drifts) != 0 {
 			t.Fatalf("%s: verify: %d counters, drifts %v, %v", step.name, n, drifts, err)
 		}
 		// Again: nothing changes, and nothing needs the clock.
-		if st, err := transfer.Import(context.Background(), s, strings.NewReader(data), transfer.ImportOptions{}); err != nil || st.Counters != 10 || st.Conflicts != 0 || st.Deadlines != 0 {
+		if st, err := transfer.Import(context.Background(), s, strings.NewReader(data), transfer.ImportOptions{}); err != nil || st.Counters != fillCounters || st.Conflicts != 0 || st.Deadlines != 0 {
 			t.Fatalf("%s: second import: %+v, %v", step.name, st, err)
 		}
 		diffLines(t, step.name+" (again)", first, export(t, s, pfx))
-		_ = clock
 		data = got
 	}
+	return s
 }
 
 func diffLines(t *testing.T, name, want, got string) {

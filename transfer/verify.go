@@ -6,18 +6,22 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/sketch"
 )
 
 // Drift is a counter whose numbers disagree: what the store answers as
 // its value and what a recount finds.
 type Drift struct {
 	ID      string
-	What    string // "shards" or "members"
+	What    string // "shards", "members", "buckets" or "sketches"
 	Value   int64  // the value the store answers (ReadCounters)
 	Recount int64  // the recount
 }
 
 func (d Drift) String() string {
+	if d.What == "sketches" {
+		return fmt.Sprintf("counter %q: value %d, but the union of its shards' sketches estimates %d", d.ID, d.Value, d.Recount)
+	}
 	return fmt.Sprintf("counter %q: value %d, but its %s sum to %d", d.ID, d.Value, d.What, d.Recount)
 }
 
@@ -37,7 +41,8 @@ type VerifyOptions struct {
 // compares the recount with the value the store answers: the sum of its
 // shards as ReadShards reads them (from disk on Pebble, whose values are
 // answered from memory), for a distinct counter the number of its
-// members, and for a windowed counter whose every write lies in its
+// members, for an approx counter the estimate of the union of its shards'
+// sketches, and for a windowed counter whose every write lies in its
 // retention the sum of its buckets. It reads a page of counters at a time, so it runs in bounded
 // memory against a live store; a disagreement is read again a few times
 // before it counts, since a write may land between two reads. It returns
@@ -90,6 +95,15 @@ func verifyCounter(ctx context.Context, store shardcounter.CounterStore, c *shar
 			return nil, nil // deleted since the listing
 		}
 		d = nil
+		if c.Kind == shardcounter.KindApprox {
+			if d, err = verifyApprox(ctx, store, c.ID, rs[0].Value); err != nil {
+				return nil, err
+			}
+			if d != nil {
+				continue
+			}
+			return nil, nil
+		}
 		_, shards, err := store.ReadShards(ctx, c.ID)
 		if shardcounter.ErrorCode(err) == shardcounter.ENOTFOUND {
 			return nil, nil
@@ -126,6 +140,33 @@ func verifyCounter(ctx context.Context, store shardcounter.CounterStore, c *shar
 		return nil, nil
 	}
 	return d, nil
+}
+
+// verifyApprox compares an approx counter's value with the estimate of
+// the union of its shards' sketches, read again in one snapshot
+// (ReadSketches). Its shards' own estimates (ReadShards) are not
+// compared: an estimate of a union is made from the registers, not by
+// adding estimates, so they need not sum to it.
+func verifyApprox(ctx context.Context, store shardcounter.CounterStore, id string, value int64) (*Drift, error) {
+	sk, ok := store.(shardcounter.SketchStore)
+	if !ok {
+		return nil, shardcounter.Errorf(shardcounter.EINVALID, "counter %q is an approx counter, and this store reads no sketches", id)
+	}
+	_, sks, err := sk.ReadSketches(ctx, id)
+	if shardcounter.ErrorCode(err) == shardcounter.ENOTFOUND {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	n, err := sketch.Count(sks)
+	if err != nil {
+		return nil, err
+	}
+	if n != value {
+		return &Drift{ID: id, What: "sketches", Value: value, Recount: n}, nil
+	}
+	return nil, nil
 }
 
 // verifyWindow compares a windowed counter's buckets with its value when

@@ -10,7 +10,7 @@ import (
 	"github.com/shardcounter/shardcounter"
 )
 
-// createCommand is `shardcounter create ID [--shards N] [--kind sum|distinct]
+// createCommand is `shardcounter create ID [--shards N] [--kind sum|distinct|approx]
 // [--min V] [--max V] [--window BUCKET:RETENTION]`.
 type createCommand struct {
 	clientFlags
@@ -26,7 +26,7 @@ func newCreateCommand(m *Main) command { return &createCommand{clientFlags: clie
 func (c *createCommand) flags(fs *flag.FlagSet) {
 	c.register(fs)
 	fs.IntVar(&c.shards, "shards", 0, "`N` shards, 1 to 1024 (default: the server's --default-shards)")
-	fs.Var(&c.kind, "kind", "`KIND` sum (add deltas, the default) or distinct (count members, each once)")
+	fs.Var(&c.kind, "kind", "`KIND` sum (add deltas, the default), distinct (count members, each once) or approx (estimate the members counted, in fixed memory: a HyperLogLog sketch per shard)")
 	fs.Var(&c.min, "min", "refuse writes that would take the total below `V` (sum counters; V ≤ 0)")
 	fs.Var(&c.max, "max", "refuse writes that would take the total above `V` (sum counters; V ≥ 0)")
 	fs.Var(&c.window, "window", "also count writes in time buckets: `BUCKET:RETENTION`, BUCKET 1m, 1h or 1d, e.g. 1h:7d")
@@ -71,8 +71,8 @@ func (c *createCommand) run(ctx context.Context, args []string) error {
 // nothing for a plain sum counter.
 func describeSpec(s shardcounter.Spec) string {
 	var parts []string
-	if s.Kind == shardcounter.KindDistinct {
-		parts = append(parts, "distinct")
+	if s.Kind == shardcounter.KindDistinct || s.Kind == shardcounter.KindApprox {
+		parts = append(parts, string(s.Kind))
 	}
 	if s.Min != nil {
 		parts = append(parts, fmt.Sprintf("min %d", *s.Min))

@@ -9,11 +9,13 @@ import (
 	shttp "github.com/shardcounter/shardcounter/http"
 )
 
-// memberCommand is `shardcounter add ID MEMBER` and, with remove set,
-// `shardcounter remove ID MEMBER`: a distinct counter's member.
+// memberCommand is `shardcounter add ID MEMBER [--kind distinct|approx]`
+// and, with remove set, `shardcounter remove ID MEMBER`: a distinct
+// counter's member, or a member counted by an approx counter.
 type memberCommand struct {
 	clientFlags
 	remove bool
+	kind   kindFlag
 }
 
 func newAddCommand(m *Main) command { return &memberCommand{clientFlags: clientFlags{m: m}} }
@@ -21,7 +23,12 @@ func newRemoveCommand(m *Main) command {
 	return &memberCommand{clientFlags: clientFlags{m: m}, remove: true}
 }
 
-func (c *memberCommand) flags(fs *flag.FlagSet) { c.register(fs) }
+func (c *memberCommand) flags(fs *flag.FlagSet) {
+	c.register(fs)
+	if !c.remove {
+		fs.Var(&c.kind, "kind", "`KIND` the counter must be, and is created as when missing: distinct (the default for a new one) or approx")
+	}
+}
 
 func (c *memberCommand) run(ctx context.Context, args []string) error {
 	if len(args) != 2 {
@@ -39,6 +46,7 @@ func (c *memberCommand) run(ctx context.Context, args []string) error {
 		return err
 	}
 	w := shardcounter.AddMember(id, member)
+	w.Kind = c.kind.k
 	if c.remove {
 		w = shardcounter.RemoveMember(id, member)
 	}
@@ -59,6 +67,8 @@ func (c *memberCommand) run(ctx context.Context, args []string) error {
 		line = fmt.Sprintf("accepted: %s will be committed shortly", member)
 	case !c.remove && *res.Changed:
 		line = fmt.Sprintf("added %s to %s", member, id)
+	case !c.remove && c.kind.k == shardcounter.KindApprox:
+		line = fmt.Sprintf("%s changed no sketch of %s: counted already (or as good as)", member, id)
 	case !c.remove:
 		line = fmt.Sprintf("%s was already in %s", member, id)
 	case *res.Changed:

@@ -69,16 +69,16 @@ func (f *windowFlag) Set(s string) error {
 	return nil
 }
 
-// kindFlag is a counter kind, sum or distinct.
+// kindFlag is a counter kind: sum, distinct or approx.
 type kindFlag struct{ k shardcounter.Kind }
 
 func (f *kindFlag) String() string { return string(f.k) }
 
 func (f *kindFlag) Set(s string) error {
 	switch k := shardcounter.Kind(s); k {
-	case shardcounter.KindSum, shardcounter.KindDistinct:
+	case shardcounter.KindSum, shardcounter.KindDistinct, shardcounter.KindApprox:
 		f.k = k
 		return nil
 	}
-	return fmt.Errorf("%q is not a kind: give sum or distinct", s)
+	return fmt.Errorf("%q is not a kind: give sum, distinct or approx", s)
 }

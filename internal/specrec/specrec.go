@@ -26,6 +26,7 @@ var ErrCorrupt = errors.New("corrupt counter record")
 const (
 	kindSum      = 0
 	kindDistinct = 1
+	kindApprox   = 2
 
 	flagMin    = 1 << 0
 	flagMax    = 1 << 1
@@ -60,8 +61,11 @@ func Encode(spec shardcounter.Spec, createdAt int64) []byte {
 	b := make([]byte, 12, 12+4*8)
 	binary.BigEndian.PutUint16(b, uint16(spec.Shards))
 	binary.BigEndian.PutUint64(b[2:], uint64(createdAt))
-	if spec.Kind == shardcounter.KindDistinct {
+	switch spec.Kind {
+	case shardcounter.KindDistinct:
 		b[10] = kindDistinct
+	case shardcounter.KindApprox:
+		b[10] = kindApprox
 	}
 	if spec.Min != nil {
 		b[11] |= flagMin
@@ -101,6 +105,8 @@ func Decode(b []byte) (shardcounter.Spec, int64, error) {
 	case kindSum:
 	case kindDistinct:
 		spec.Kind = shardcounter.KindDistinct
+	case kindApprox:
+		spec.Kind = shardcounter.KindApprox
 	default:
 		return corrupt()
 	}

@@ -305,8 +305,8 @@ func cmdSCCreate(c *conn, args [][]byte) {
 			opts.Shards = int(n)
 		case "kind":
 			opts.Kind = shardcounter.Kind(lower(val))
-			if opts.Kind != shardcounter.KindSum && opts.Kind != shardcounter.KindDistinct {
-				c.w.Error("ERR KIND must be sum or distinct")
+			if opts.Kind != shardcounter.KindSum && opts.Kind != shardcounter.KindDistinct && opts.Kind != shardcounter.KindApprox {
+				c.w.Error("ERR KIND must be sum, distinct or approx")
 				return
 			}
 		case "min", "max":

@@ -126,7 +126,8 @@ func (s *Server) scanStart(arg []byte, scope string) (string, string) {
 }
 
 // typeName is the type TYPE and SCAN's TYPE give a counter: string for a
-// sum counter, set for a distinct one.
+// sum counter and for an approx one (Redis keeps a HyperLogLog in a
+// string), set for a distinct one.
 func typeName(c *shardcounter.Counter) string {
 	if c.Kind == shardcounter.KindDistinct {
 		return "set"

@@ -11,7 +11,11 @@ import (
 // value is its member count.
 
 func writeSAdd(c *conn, args [][]byte, ws []shardcounter.Write) ([]shardcounter.Write, string) {
-	return addMembers(args, ws, shardcounter.AddMember)
+	return addMembers(args, ws, func(counter, member string) shardcounter.Write {
+		w := shardcounter.AddMember(counter, member)
+		w.Kind = shardcounter.KindDistinct // never an add to an approx counter
+		return w
+	})
 }
 
 func writeSRem(c *conn, args [][]byte, ws []shardcounter.Write) ([]shardcounter.Write, string) {
@@ -85,7 +89,7 @@ func cmdSCard(c *conn, args [][]byte) {
 		return
 	}
 	if ctr.Kind != shardcounter.KindDistinct {
-		c.w.Error(errWrongType + ": " + quote(ctr.ID) + " is a sum counter; SCARD counts the members of a distinct counter")
+		c.w.Error(errWrongType + ": " + quote(ctr.ID) + " is a " + string(ctr.Kind) + " counter; SCARD counts the members of a distinct counter")
 		return
 	}
 	if r, ok := readKey(c, args[1], c.replyZero, c.readStrong); ok {

@@ -13,7 +13,7 @@ import (
 // TestIoredis runs tests/node/ioredis.mjs, which drives the server with
 // ioredis, Node.js's most used Redis client: INCR, GET and MGET one at a
 // time and pipelined, from one and from several connections, multi()
-// transactions, hash counters and scanStream. node and
+// transactions, hash counters, PFADD and PFCOUNT, and scanStream. node and
 // the packages of tests/node (scripts/ensure-node-deps.sh) must be there:
 // the test fails without them.
 func TestIoredis(t *testing.T) {

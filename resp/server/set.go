@@ -67,13 +67,13 @@ func parseSet(opts [][]byte, now time.Time) (setOptions, string) {
 	return o, ""
 }
 
-// keyKind says what key holds, for SET: "" nothing, "sum", "distinct" or
-// "hash".
+// keyKind says what key holds, for SET: "" nothing, "sum", "distinct",
+// "approx" or "hash".
 func (c *conn) keyKind(ctx context.Context, id string) (string, error) {
 	ctr, err := c.s.svc.GetCounter(ctx, id)
 	switch {
-	case err == nil && ctr.Kind == shardcounter.KindDistinct:
-		return "distinct", nil
+	case err == nil && ctr.Kind != shardcounter.KindSum:
+		return string(ctr.Kind), nil
 	case err == nil:
 		return "sum", nil
 	case !errors.Is(err, shardcounter.ErrNotFound):
@@ -138,7 +138,7 @@ func setCommand(c *conn, args [][]byte, o setOptions) {
 		return
 	}
 	switch kind {
-	case "distinct":
+	case "distinct", "approx":
 		err = c.s.svc.DeleteCounter(ctx, id)
 	case "hash":
 		_, err = c.s.deleteHash(ctx, id)

@@ -55,7 +55,7 @@ func init() {
 		// The keyspace.
 		{name: "del", arity: -2, flags: fWriteSlow, firstKey: 1, lastKey: -1, step: 1, noTx: noTxDelete, run: cmdDel, group: "generic", summary: "Deletes counters (with their shards, members, buckets, request ids) and hashes (every field)."},
 		{name: "exists", arity: -2, flags: fRead, firstKey: 1, lastKey: -1, step: 1, readIDs: existsIDs, readReply: replyExists, group: "generic", summary: "How many of the keys are counters or hashes."},
-		{name: "type", arity: 2, flags: fRead, firstKey: 1, lastKey: 1, step: 1, run: cmdType, group: "generic", summary: "string for a sum counter, set for a distinct one, hash, or none."},
+		{name: "type", arity: 2, flags: fRead, firstKey: 1, lastKey: 1, step: 1, run: cmdType, group: "generic", summary: "string for a sum or approx counter, set for a distinct one, hash, or none."},
 		{name: "expire", arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeExpire, reply: replyExpire, group: "generic", summary: "Gives a counter or a whole hash a deadline in seconds; NX, XX, GT, LT. A write of the group commit: in a transaction, in its turn among the writes."},
 		{name: "pexpire", arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writePExpire, reply: replyExpire, group: "generic", summary: "EXPIRE in milliseconds."},
 		{name: "expireat", arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeExpireAt, reply: replyExpire, group: "generic", summary: "EXPIRE at a Unix time in seconds."},
@@ -86,6 +86,11 @@ func init() {
 		{name: "smembers", arity: 2, flags: fReadSlow, firstKey: 1, lastKey: 1, step: 1, run: cmdSMembers, group: "set", summary: "Every member of a distinct counter, read page by page."},
 		{name: "sscan", arity: -3, flags: fReadSlow, firstKey: 1, lastKey: 1, step: 1, run: cmdSScan, group: "set", summary: "A page of a distinct counter's members in byte order, with MATCH and COUNT."},
 
+		// Approx counters, as Redis HyperLogLogs.
+		{name: "pfadd", arity: -2, flags: fWrite, firstKey: 1, lastKey: 1, step: 1, write: writePFAdd, reply: replyPFAdd, group: "hyperloglog", summary: "Adds members to an approx counter (a HyperLogLog sketch per shard), created when missing; 1 when a commit changed a sketch, per commit and shard."},
+		{name: "pfcount", arity: -2, flags: fReadSlow, firstKey: 1, lastKey: -1, step: 1, run: cmdPFCount, group: "hyperloglog", summary: "An approx counter's estimate (a strong read); of several keys, the estimate of their union, read key by key."},
+		{name: "pfmerge", arity: -2, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: -1, step: 1, noTx: noTxMerge, run: cmdPFMerge, group: "hyperloglog", summary: "Merges the sources' sketches into dest shard by shard; dest is created with the first source's shard count."},
+
 		// Hashes of counters.
 		{name: "hincrby", arity: 4, flags: fWrite, firstKey: 1, lastKey: 1, step: 1, write: writeHIncrBy, reply: replyHIncrBy, group: "hash", summary: "Adds n to a field, a counter of its own, created when missing; replies its value after the commit."},
 		{name: "hget", arity: 3, flags: fRead, firstKey: 1, lastKey: 1, step: 1, readIDs: hgetIDs, readReply: replyHGet, valueRead: true, group: "hash", summary: "A field's value (a strong read), nil when missing."},
@@ -98,7 +103,7 @@ func init() {
 		{name: "hdel", arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1, noTx: noTxDelete, run: cmdHDel, group: "hash", summary: "Deletes fields, each a counter with its shards."},
 
 		// What Redis has no word for.
-		{name: "sc.create", arity: -2, flags: fWriteSlow, firstKey: 1, lastKey: 1, step: 1, noTx: noTxAdmin, run: cmdSCCreate, group: "shardcounter", summary: "Creates a counter: SHARDS, KIND sum|distinct, MIN, MAX, WINDOW."},
+		{name: "sc.create", arity: -2, flags: fWriteSlow, firstKey: 1, lastKey: 1, step: 1, noTx: noTxAdmin, run: cmdSCCreate, group: "shardcounter", summary: "Creates a counter: SHARDS, KIND sum|distinct|approx, MIN, MAX, WINDOW."},
 		{name: "sc.incrby", arity: -3, flags: []string{"write", "fast"}, firstKey: 1, lastKey: 1, step: 1, write: writeSCIncrBy, reply: replyApplied, group: "shardcounter", summary: "A retry-safe increment with REQUEST-ID: 1 applied, 0 a duplicate."},
 		{name: "sc.get", arity: -2, flags: fRead, firstKey: 1, lastKey: 1, step: 1, run: cmdSCGet, group: "shardcounter", summary: "A reading: value, shards, consistency (STRONG or CACHED), as_of, max_staleness_ms."},
 		{name: "sc.reshard", arity: 3, flags: fWriteSlow, firstKey: 1, lastKey: 1, step: 1, noTx: noTxAdmin, run: cmdSCReshard, group: "shardcounter", summary: "Changes a counter's shard count, keeping its value."},

@@ -91,6 +91,22 @@ try {
   });
   expect("scanStream", scanned.sort(), ["post:0", "post:1", "post:2"]);
 
+  // Unique visitors: PFADD per visitor, from several connections.
+  expect("PFADD", await redis.pfadd("uv", "a", "b", "c"), 1);
+  expect("PFADD of counted members", await redis.pfadd("uv", "a", "b"), 0);
+  expect("PFCOUNT", await redis.pfcount("uv"), 3);
+  await redis.pfadd("uv:2", "c", "d");
+  expect("PFCOUNT of two", await redis.pfcount("uv", "uv:2"), 4);
+  expect("PFMERGE", await redis.pfmerge("uv:all", "uv", "uv:2"), "OK");
+  expect("PFCOUNT of the merge", await redis.pfcount("uv:all"), 4);
+  expect("TYPE of a HyperLogLog", await redis.type("uv"), "string");
+  try {
+    await redis.pfadd("post:1", "x");
+    failures.push("PFADD on a hash: no error");
+  } catch (err) {
+    expect("PFADD on a hash", err.message.split(" ")[0], "WRONGTYPE");
+  }
+
   // Many connections at once, each pipelining.
   const clients = Array.from({ length: 8 }, () => new Redis({ host, port: Number(port), maxRetriesPerRequest: 0 }));
   await Promise.all(clients.map((c) => {
@@ -99,6 +115,13 @@ try {
     return q.exec();
   }));
   expect("GET after 8 pipelines of 25", await redis.get("shared"), "200");
+  await Promise.all(clients.map((c, k) => {
+    const q = c.pipeline();
+    for (let i = 0; i < 250; i++) q.pfadd("uv:many", `v${(k * 250 + i) % 1000}`);
+    return q.exec();
+  }));
+  const many = await redis.pfcount("uv:many");
+  expect("PFCOUNT of 1000 visitors within 3 %", Math.abs(many - 1000) <= 30, true);
   await Promise.all(clients.map((c) => c.quit()));
 } catch (err) {
   failures.push(`unexpected error: ${err.stack || err}`);
