@@ -47,28 +47,40 @@ func TestLoadCounters(t *testing.T) {
 		t.Fatalf("created %v, want %v", created, want)
 	}
 	want := map[string]int64{"zero": 0, "five": 5, "neg": -7, "bounded": 3, "wide": math.MaxInt64 - 3, "set": 3, "old": 0}
-	check := func(when string) {
-		t.Helper()
-		for id, v := range want {
-			r, err := s.ReadCounter(ctx, id)
-			if err != nil {
-				t.Fatalf("%s: read %s: %v", when, id, err)
-			}
-			_, shards, err := s.ReadShards(ctx, id)
-			if err != nil {
-				t.Fatalf("%s: read shards of %s: %v", when, id, err)
-			}
-			sum := int64(0)
-			for _, x := range shards {
-				sum += x
-			}
-			if r.Value != v || sum != v {
-				t.Errorf("%s: %s reads %d, its shards sum to %d, want %d", when, id, r.Value, sum, v)
-			}
+	checkLoaded(t, s, want, "loaded")
+
+	loadedWrites(t, s, want)
+	loadedLimits(t, s, want)
+	loadedRace(t, s, want)
+	loadedAgain(t, s, want, lo, hi)
+}
+
+// checkLoaded fails the test unless each counter of want reads its value,
+// and its shards sum to it.
+func checkLoaded(t *testing.T, s *postgres.CounterStore, want map[string]int64, when string) {
+	t.Helper()
+	ctx := context.Background()
+	for id, v := range want {
+		r, err := s.ReadCounter(ctx, id)
+		if err != nil {
+			t.Fatalf("%s: read %s: %v", when, id, err)
+		}
+		_, shards, err := s.ReadShards(ctx, id)
+		if err != nil {
+			t.Fatalf("%s: read shards of %s: %v", when, id, err)
+		}
+		sum := int64(0)
+		for _, x := range shards {
+			sum += x
+		}
+		if r.Value != v || sum != v {
+			t.Errorf("%s: %s reads %d, its shards sum to %d, want %d", when, id, r.Value, sum, v)
 		}
 	}
-	check("loaded")
+}
 
+func loadedWrites(t *testing.T, s *postgres.CounterStore, want map[string]int64) {
+	ctx := context.Background()
 	// Every shard of every sum counter, plain batch first (no rows: it
 	// falls to the locking path, which inserts them), then Add.
 	var incs []shardcounter.Increment
@@ -82,7 +94,7 @@ func TestLoadCounters(t *testing.T) {
 		want[id] += 8
 	}
 	want["neg"] += 8
-	check("batch")
+	checkLoaded(t, s, want, "batch")
 	for p := range 8 {
 		if err := s.Add(ctx, "zero", 2, uint64(p)); err != nil {
 			t.Fatal(err)
@@ -101,6 +113,10 @@ func TestLoadCounters(t *testing.T) {
 	}
 	want["five"] += 10
 
+}
+
+func loadedLimits(t *testing.T, s *postgres.CounterStore, want map[string]int64) {
+	ctx := context.Background()
 	// Bounds hold on a loaded counter (its every row is locked).
 	outs, err := s.Apply(ctx, []shardcounter.Increment{{Counter: "bounded", Delta: 100, Pick: 3}})
 	if err != nil || !errors.Is(outs[0].Err, shardcounter.ErrOutOfRange) {
@@ -127,8 +143,12 @@ func TestLoadCounters(t *testing.T) {
 	if ms, err := s.ListMembers(ctx, "set", "", 10); err != nil || !slices.Equal(ms, []string{"a", "c", "d", "e"}) {
 		t.Errorf("members %v %v", ms, err)
 	}
-	check("written")
+	checkLoaded(t, s, want, "written")
 
+}
+
+func loadedRace(t *testing.T, s *postgres.CounterStore, want map[string]int64) {
+	ctx := context.Background()
 	// Concurrent writers and reshards on counters with missing rows.
 	if _, err := s.LoadCounters(ctx, []shardcounter.NewCounter{{ID: "race", Spec: shardcounter.Spec{Shards: 32}, Value: 1}}); err != nil {
 		t.Fatal(err)
@@ -158,13 +178,17 @@ func TestLoadCounters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check("resharded")
+	checkLoaded(t, s, want, "resharded")
 
+}
+
+func loadedAgain(t *testing.T, s *postgres.CounterStore, want map[string]int64, lo, hi int64) {
+	ctx := context.Background()
 	// Deleted, it loads again; a value out of bounds loads nothing.
 	if err := s.DeleteCounter(ctx, "neg"); err != nil {
 		t.Fatal(err)
 	}
-	created, err = s.LoadCounters(ctx, []shardcounter.NewCounter{{ID: "neg", Spec: shardcounter.Spec{Shards: 2}, Value: 4}})
+	created, err := s.LoadCounters(ctx, []shardcounter.NewCounter{{ID: "neg", Spec: shardcounter.Spec{Shards: 2}, Value: 4}})
 	if err != nil || !created[0] {
 		t.Fatalf("load again: %v %v", created, err)
 	}
@@ -179,7 +203,7 @@ func TestLoadCounters(t *testing.T) {
 	if _, err := s.GetCounter(ctx, "more"); !errors.Is(err, shardcounter.ErrNotFound) {
 		t.Errorf("a failed load created a counter: %v", err)
 	}
-	check("reloaded")
+	checkLoaded(t, s, want, "reloaded")
 }
 
 func apply(t *testing.T, s *postgres.CounterStore, incs []shardcounter.Increment) []shardcounter.Outcome {

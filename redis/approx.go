@@ -303,3 +303,22 @@ func foldSketches(l *layout, cmds []*goredis.MapStringStringCmd, m int) ([][]byt
 	}
 	return out, nil
 }
+
+// foldSketchScript folds removed shard ARGV[2] of an approx counter into
+// target shard KEYS[1] (KEYS[2] and KEYS[3], its bucket keys as
+// foldScript's, are unused) once for the reshard that creates epoch ARGV[1],
+// as foldScript folds values: it sets the target's sketch to ARGV[3],
+// the union of the target's frozen sketch and of every removed shard
+// folded into it (computed in Go: sketch.Apply), moves the target's
+// version, and sets the marker f:<shard>. Every fold into a target sets
+// the same union, so folds may run in any order, again, or in several
+// clients. It returns 1 when set, 0 when the marker was there, -1 when
+// the target is not at that epoch.
+var foldSketchScript = goredis.NewScript(`
+local m = redis.call('HMGET', KEYS[1], 'e', 'f:' .. ARGV[2])
+if m[1] ~= ARGV[1] then return -1 end
+if m[2] then return 0 end
+redis.call('HSET', KEYS[1], 'x', ARGV[3], 'f:' .. ARGV[2], '1')
+redis.call('HINCRBY', KEYS[1], 'w', 1)
+return 1
+`)

@@ -100,25 +100,6 @@ end
 var addScript = goredis.NewScript(luaLess + `
 local K, A, atomic = KEYS, ARGV, false` + addBody)
 
-// txnScript is addScript for the items of one transaction
-// (Increment.Txn), which apply all or none: KEYS[1] is the marker and
-// ARGV[1] and ARGV[2] are addScript's; ARGV[3] is the number of the
-// items' keys, which follow it, and then come the items' arguments. The
-// keys are not declared because on a Redis Cluster they lie in several
-// slots of one master, which a script may touch when its flags allow
-// cross-slot keys (Redis 7) and only then; each is still checked to be
-// served by the node. A first pass (reserve) checks every item's epoch
-// and spends every sum item's room before any item applies: when one is
-// stale or short of room, nothing is applied, that item answers so and
-// every other answers deferred, and the attempt tries them all again.
-var txnScript = goredis.NewScript(`#!lua flags=allow-cross-slot-keys
-` + luaLess + `
-local K, A, atomic = {}, {ARGV[1], ARGV[2]}, true
-local nik = tonumber(ARGV[3])
-for i = 1, nik do K[i] = ARGV[3 + i] end
-for i = 4 + nik, #ARGV do A[#A + 1] = ARGV[i] end
-K[#K + 1] = KEYS[1]` + addBody)
-
 // addBody is the body of addScript and txnScript: K are the keys, A the
 // arguments, atomic true for a transaction's items.
 const addBody = `
@@ -602,25 +583,6 @@ for i, k in ipairs(KEYS) do
   out[2*i] = r[2]
 end
 return out
-`)
-
-// foldSketchScript folds removed shard ARGV[2] of an approx counter into
-// target shard KEYS[1] (KEYS[2] and KEYS[3], its bucket keys as
-// foldScript's, are unused) once for the reshard that creates epoch ARGV[1],
-// as foldScript folds values: it sets the target's sketch to ARGV[3],
-// the union of the target's frozen sketch and of every removed shard
-// folded into it (computed in Go: sketch.Apply), moves the target's
-// version, and sets the marker f:<shard>. Every fold into a target sets
-// the same union, so folds may run in any order, again, or in several
-// clients. It returns 1 when set, 0 when the marker was there, -1 when
-// the target is not at that epoch.
-var foldSketchScript = goredis.NewScript(`
-local m = redis.call('HMGET', KEYS[1], 'e', 'f:' .. ARGV[2])
-if m[1] ~= ARGV[1] then return -1 end
-if m[2] then return 0 end
-redis.call('HSET', KEYS[1], 'x', ARGV[3], 'f:' .. ARGV[2], '1')
-redis.call('HINCRBY', KEYS[1], 'w', 1)
-return 1
 `)
 
 var allScripts = []*goredis.Script{foldSketchScript, shardsScript, addScript, txnScript, newShardScript, newBoundsScript, isMemberScript, bucketsScript, resetMembersScript, copyMembersScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, levelScript, markDeleteScript, deleteMetaScript}

@@ -238,3 +238,22 @@ func txnNotRun(err error) bool {
 	msg := re.Error()
 	return strings.Contains(msg, "non local key") || strings.Contains(msg, "cluster is down")
 }
+
+// txnScript is addScript for the items of one transaction
+// (Increment.Txn), which apply all or none: KEYS[1] is the marker and
+// ARGV[1] and ARGV[2] are addScript's; ARGV[3] is the number of the
+// items' keys, which follow it, and then come the items' arguments. The
+// keys are not declared because on a Redis Cluster they lie in several
+// slots of one master, which a script may touch when its flags allow
+// cross-slot keys (Redis 7) and only then; each is still checked to be
+// served by the node. A first pass (reserve) checks every item's epoch
+// and spends every sum item's room before any item applies: when one is
+// stale or short of room, nothing is applied, that item answers so and
+// every other answers deferred, and the attempt tries them all again.
+var txnScript = goredis.NewScript(`#!lua flags=allow-cross-slot-keys
+` + luaLess + `
+local K, A, atomic = {}, {ARGV[1], ARGV[2]}, true
+local nik = tonumber(ARGV[3])
+for i = 1, nik do K[i] = ARGV[3 + i] end
+for i = 4 + nik, #ARGV do A[#A + 1] = ARGV[i] end
+K[#K + 1] = KEYS[1]` + addBody)

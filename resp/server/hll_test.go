@@ -40,40 +40,7 @@ func TestHyperLogLog(t *testing.T) {
 			t.Errorf("PFCOUNT of a missing key: %d, %v; want 0", n, err)
 		}
 
-		// Many members, pipelined: the estimate within three standard
-		// errors; PFCOUNT of several keys is their union's.
-		cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := range 200 {
-				var a, b []any
-				for j := range 25 {
-					a = append(a, fmt.Sprintf("m%d", i*25+j))
-					b = append(b, fmt.Sprintf("m%d", i*25+j+2500))
-				}
-				p.PFAdd(ctx, "hll:a", a...)
-				p.PFAdd(ctx, "hll:b", b...)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err, cmds[0])
-		}
-		a, _ := rdb.PFCount(ctx, "hll:a").Result()
-		u, err := rdb.PFCount(ctx, "hll:a", "hll:b", "missing").Result()
-		if !nearly(a, 5000) || err != nil || !nearly(u, 7500) {
-			t.Errorf("PFCOUNT hll:a = %d (want about 5000); of hll:a hll:b missing = %d, %v (want about 7500)", a, u, err)
-		}
-		if err := rdb.PFMerge(ctx, "hll:ab", "hll:a", "hll:b").Err(); err != nil {
-			t.Fatal(err)
-		}
-		if n, err := rdb.PFCount(ctx, "hll:ab").Result(); err != nil || n != u {
-			t.Errorf("PFCOUNT of the merge: %d, %v; want the union's %d", n, err, u)
-		}
-		if err := rdb.PFMerge(ctx, "hll:ab", "hll:a").Err(); err != nil {
-			t.Fatal(err)
-		}
-		if n, _ := rdb.PFCount(ctx, "hll:ab").Result(); n != u {
-			t.Errorf("PFMERGE of a source merged already changed the count: %d, want %d", n, u)
-		}
+		testHLLUnion(t, rdb)
 
 		// PFADD key alone creates an empty one.
 		if n, err := rdb.PFAdd(ctx, "empty").Result(); err != nil || n != 1 {
@@ -130,4 +97,44 @@ func TestHyperLogLog(t *testing.T) {
 		}
 		wantErr(t, "PFADD arity", rdb.Do(ctx, "PFADD").Err(), "ERR wrong number of arguments for 'pfadd' command")
 	})
+}
+
+// testHLLUnion adds many members to two counters, pipelined, and checks
+// PFCOUNT of one and of both (their union's) and PFMERGE.
+func testHLLUnion(t *testing.T, rdb *redis.Client) {
+	ctx := context.Background()
+	// Many members, pipelined: the estimate within three standard
+	// errors; PFCOUNT of several keys is their union's.
+	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range 200 {
+			var a, b []any
+			for j := range 25 {
+				a = append(a, fmt.Sprintf("m%d", i*25+j))
+				b = append(b, fmt.Sprintf("m%d", i*25+j+2500))
+			}
+			p.PFAdd(ctx, "hll:a", a...)
+			p.PFAdd(ctx, "hll:b", b...)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err, cmds[0])
+	}
+	a, _ := rdb.PFCount(ctx, "hll:a").Result()
+	u, err := rdb.PFCount(ctx, "hll:a", "hll:b", "missing").Result()
+	if !nearly(a, 5000) || err != nil || !nearly(u, 7500) {
+		t.Errorf("PFCOUNT hll:a = %d (want about 5000); of hll:a hll:b missing = %d, %v (want about 7500)", a, u, err)
+	}
+	if err := rdb.PFMerge(ctx, "hll:ab", "hll:a", "hll:b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rdb.PFCount(ctx, "hll:ab").Result(); err != nil || n != u {
+		t.Errorf("PFCOUNT of the merge: %d, %v; want the union's %d", n, err, u)
+	}
+	if err := rdb.PFMerge(ctx, "hll:ab", "hll:a").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.PFCount(ctx, "hll:ab").Result(); n != u {
+		t.Errorf("PFMERGE of a source merged already changed the count: %d, want %d", n, u)
+	}
 }

@@ -270,6 +270,39 @@ func TestTransactionCluster(t *testing.T) {
 		t.Errorf("r = %d after a transaction sent twice with one request id, want 3", v)
 	}
 
+	testCrossSlotRefused(t, eng, store, rdb)
+
+}
+
+// TestTransactionOfReads checks a transaction of reads only: one batch
+// read, the values as GET gives them, the other reads run in turn.
+func TestTransactionOfReads(t *testing.T) {
+	eachProto(t, func(t *testing.T, rdb *redis.Client, proto int) {
+		ctx := context.Background()
+		rdb.IncrBy(ctx, "x", 4)
+		rdb.SAdd(ctx, "s", "a", "b")
+		cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Get(ctx, "x")
+			p.Exists(ctx, "x", "s", "no")
+			p.SCard(ctx, "s")
+			p.Type(ctx, "s")
+			return nil
+		})
+		want := []any{"4", int64(2), int64(2), "types"}
+		if got := results(cmds); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("reads in a transaction = %#v, %v; want %#v", got, err, want)
+		}
+		if typ := cmds[3].(*redis.StatusCmd).Val(); typ != "set" {
+			t.Errorf("TYPE in a transaction = %q, want set", typ)
+		}
+	})
+}
+
+// testCrossSlotRefused sends transactions over counters of one shard on
+// two masters: each is refused with CROSSSLOT, and nothing of it applies,
+// its EXPIRE and its new hash included.
+func testCrossSlotRefused(t *testing.T, eng *engine.Engine, store *sredis.CounterStore, rdb *redis.Client) {
+	ctx := context.Background()
 	// Counters of one shard, until two are on different masters.
 	var x, y string
 	first := ""
@@ -318,28 +351,4 @@ func TestTransactionCluster(t *testing.T) {
 	}); err != nil {
 		t.Errorf("the writes without MULTI: %v", err)
 	}
-}
-
-// TestTransactionOfReads checks a transaction of reads only: one batch
-// read, the values as GET gives them, the other reads run in turn.
-func TestTransactionOfReads(t *testing.T) {
-	eachProto(t, func(t *testing.T, rdb *redis.Client, proto int) {
-		ctx := context.Background()
-		rdb.IncrBy(ctx, "x", 4)
-		rdb.SAdd(ctx, "s", "a", "b")
-		cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.Get(ctx, "x")
-			p.Exists(ctx, "x", "s", "no")
-			p.SCard(ctx, "s")
-			p.Type(ctx, "s")
-			return nil
-		})
-		want := []any{"4", int64(2), int64(2), "types"}
-		if got := results(cmds); err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("reads in a transaction = %#v, %v; want %#v", got, err, want)
-		}
-		if typ := cmds[3].(*redis.StatusCmd).Val(); typ != "set" {
-			t.Errorf("TYPE in a transaction = %q, want set", typ)
-		}
-	})
 }
