@@ -8,7 +8,7 @@
 # with the same clients:
 #
 #   - the rate-limit pattern, MULTI, INCR k, INCR k:b, EXPIRE k 60, EXEC,
-#     from CLIENTS connections over KEYS keys (cmd/txbench: redis-benchmark
+#     from CLIENTS connections over KEYS keys (cmd/respbench: redis-benchmark
 #     cannot send a transaction), and the same transaction without EXPIRE,
 #     which shows what the transaction costs apart from its deadline;
 #   - redis-benchmark -c CLIENTS -r KEYS EXPIRE key:__rand_int__ 60, on keys
@@ -41,7 +41,7 @@ trap cleanup EXIT
 bash scripts/ensure-redis.sh
 bash scripts/ensure-redis-tools.sh
 go build -o "$DIR/shardcounter" ./cmd/shardcounter
-go build -o "$DIR/txbench" ./cmd/txbench
+go build -o "$DIR/respbench" ./cmd/respbench
 
 wait_port() { # port, log
 	for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done
@@ -67,10 +67,23 @@ echo "before: $(uptime | sed 's/.*load/load/')"
 echo
 echo "== the rate-limit pattern: MULTI, INCR k, INCR k:b, EXPIRE k 60, EXEC (ratelimit), and the same without EXPIRE (multi); transactions per second (best of $ROUNDS)"
 echo
+declare -A BEST
+for round in $(seq "$ROUNDS"); do
+	for w in ratelimit multi; do
+		for t in "redis always:$RD" "shardcounter pebble:$SC"; do
+			name=${t%:*}
+			line=$("$DIR/respbench" -addr "127.0.0.1:${t##*:}" -name "$name" -workload "$w" -prefix "rl$round:" \
+				-clients "$CLIENTS" -keys "$KEYS" -duration "${SECONDS_EACH}s")
+			echo "$line"
+			rate=$(echo "$line" | awk '{for (i = 1; i < NF; i++) if ($(i+1) == "ops/s") print $i}')
+			if awk -v a="$rate" -v b="${BEST[$name $w]:-0}" 'BEGIN { exit !(a > b) }'; then BEST["$name $w"]=$rate; fi
+		done
+	done
+done
+echo
 for w in ratelimit multi; do
-	"$DIR/txbench" -addr "127.0.0.1:$RD,127.0.0.1:$SC" -names "redis always,shardcounter pebble" \
-		-clients "$CLIENTS" -keys "$KEYS" -duration "${SECONDS_EACH}s" -rounds "$ROUNDS" -workload "$w"
-	echo
+	awk -v a="${BEST[shardcounter pebble $w]}" -v b="${BEST[redis always $w]}" -v w="$w" \
+		'BEGIN { printf "%-10s shardcounter pebble %.0f, redis always %.0f transactions/s: %.2fx\n", w, a, b, a / b }'
 done
 
 echo

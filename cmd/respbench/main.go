@@ -2,8 +2,9 @@
 // clients sending the patterns redis-benchmark cannot (a MULTI/EXEC
 // transaction, keys drawn from a Zipf distribution) to any RESP address,
 // shardcounter's port or a redis-server alike, so that both are measured
-// by one client in one session. scripts/bench-resp-patterns.sh starts the
-// servers and runs it; docs/RESP.md quotes the figures.
+// by one client in one session. scripts/bench-resp-patterns.sh and
+// scripts/bench-expire.sh start the servers and run it; docs/RESP.md
+// quotes the figures.
 //
 // Workloads (-workload):
 //
@@ -15,6 +16,11 @@
 //   - hincrby-fields: HINCRBY likes N 1, N as hincrby's: the counters
 //     as fields of one hash.
 //   - incr: INCR k, k uniform over -keys keys, for reference.
+//   - ratelimit: MULTI, INCR k, INCR k:b, EXPIRE k 60, EXEC, k uniform
+//     over -keys keys: the rate-limit pattern (scripts/bench-expire.sh).
+//   - multi: the same transaction without its EXPIRE, which shows what
+//     the transaction costs apart from its deadline.
+//   - expire: EXPIRE k 60 of keys that exist (each made by INCR first).
 //
 // Each of -clients clients has a connection of its own and sends one
 // operation at a time. It prints one line: operations a second, the p50
@@ -43,7 +49,7 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6379", "the RESP `address` to load")
 	name := flag.String("name", "", "the target's name in the output (default: the address)")
-	workload := flag.String("workload", "tx-incr2", "tx-incr2, hincrby, hincrby-fields or incr")
+	workload := flag.String("workload", "tx-incr2", "tx-incr2, hincrby, hincrby-fields, incr, ratelimit, multi or expire")
 	clients := flag.Int("clients", 64, "concurrent clients, a connection each")
 	duration := flag.Duration("duration", 5*time.Second, "the run's length")
 	keys := flag.Int("keys", 1000, "keys of tx-incr2 and incr, drawn uniformly")
@@ -57,6 +63,11 @@ func main() {
 	newOp, err := operation(*workload, *prefix, *keys, *fields, *zipf)
 	if err != nil {
 		log.Fatal(err)
+	}
+	if *workload == "expire" { // EXPIRE sets a deadline only on a key that exists
+		if err := makeKeys(*addr, *prefix, *keys); err != nil {
+			log.Fatalf("%s: %v", *addr, err)
+		}
 	}
 	r := run(*addr, *clients, *duration, newOp)
 	fmt.Printf("%-28s %-9s %9.0f ops/s  p50 %7.2f ms  p99 %7.2f ms  errors %d  (%d clients, %s)\n",
@@ -115,7 +126,67 @@ func operation(workload, prefix string, keys, fields int, s float64) (func(rng *
 			}
 		}, nil
 	}
-	return nil, fmt.Errorf("unknown workload %q: tx-incr2, hincrby, hincrby-fields or incr", workload)
+	if op := expiryOperation(workload, prefix, keys); op != nil {
+		return op, nil
+	}
+	return nil, fmt.Errorf("unknown workload %q: tx-incr2, hincrby, hincrby-fields, incr, ratelimit, multi or expire", workload)
+}
+
+// expiryOperation returns the workloads of deadlines: ratelimit, multi
+// and expire; nil for another.
+func expiryOperation(workload, prefix string, keys int) func(rng *rand.Rand) op {
+	switch workload {
+	case "ratelimit", "multi":
+		expire := workload == "ratelimit"
+		return func(rng *rand.Rand) op {
+			return func(ctx context.Context, c *goredis.Client) error {
+				k := prefix + strconv.Itoa(rng.IntN(keys))
+				var n *goredis.IntCmd
+				var x *goredis.BoolCmd
+				_, err := c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+					n = p.Incr(ctx, k)
+					p.Incr(ctx, k+":b")
+					if expire {
+						x = p.Expire(ctx, k, time.Minute)
+					}
+					return nil
+				})
+				switch {
+				case err != nil:
+				case n.Val() < 1:
+					err = fmt.Errorf("INCR %q in a transaction answered %d", k, n.Val())
+				case expire && !x.Val():
+					err = fmt.Errorf("EXPIRE %q in a transaction found no key", k)
+				}
+				return err
+			}
+		}
+	case "expire":
+		return func(rng *rand.Rand) op {
+			return func(ctx context.Context, c *goredis.Client) error {
+				k := prefix + strconv.Itoa(rng.IntN(keys))
+				ok, err := c.Expire(ctx, k, time.Minute).Result()
+				if err == nil && !ok {
+					err = fmt.Errorf("EXPIRE of %q found no key", k)
+				}
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// makeKeys makes every key of the expire workload, with INCR.
+func makeKeys(addr, prefix string, keys int) error {
+	ctx := context.Background()
+	c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, Protocol: 2})
+	defer c.Close()
+	p := c.Pipeline()
+	for k := range keys {
+		p.Incr(ctx, prefix+strconv.Itoa(k))
+	}
+	_, err := p.Exec(ctx)
+	return err
 }
 
 type result struct {
