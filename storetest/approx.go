@@ -281,3 +281,58 @@ func testApproxConcurrent(t *testing.T, s shardcounter.CounterStore) {
 		CheckApprox(t, s, id, distinct)
 	}
 }
+
+// RunApproxTwoStores adds members to one approx shard from two stores on
+// one database, as two processes would: their in-process locks do not see
+// each other, so only the store's concurrency control keeps one writer's
+// read-modify-write of the sketch from dropping the other's registers.
+// Every member must count: the shard's sketch must estimate what one
+// sketch of all the members does (a union of registers does not depend on
+// the order of the adds).
+func RunApproxTwoStores(t *testing.T, a, b shardcounter.CounterStore) {
+	id := prefix(t) + "uniques"
+	MustCreateApprox(t, a, id, 1)
+	const perStore, batch = 600, 20
+	var wg sync.WaitGroup
+	for w, s := range []shardcounter.CounterStore{a, b} {
+		wg.Go(func() {
+			for i := 0; i < perStore; i += batch {
+				var incs []shardcounter.Increment
+				for j := i; j < i+batch; j++ {
+					incs = append(incs, add(id, fmt.Sprintf("w%d-%d", w, j)))
+				}
+				out, err := s.Apply(context.Background(), incs)
+				if err != nil {
+					t.Errorf("Apply: %v", err)
+					return
+				}
+				for _, o := range out {
+					if o.Err != nil || o.Unchanged {
+						t.Errorf("a new member: outcome %+v", o)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	var all []string
+	for w := range 2 {
+		for j := range perStore {
+			all = append(all, fmt.Sprintf("w%d-%d", w, j))
+		}
+	}
+	one, _, err := sketch.Apply(nil, all, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := sketch.Count([][]byte{one})
+	for _, s := range []shardcounter.CounterStore{a, b} {
+		if v := CheckApprox(t, s, id, 2*perStore); v != want {
+			t.Fatalf("the counter estimates %d, one sketch of its %d members %d: registers were lost", v, len(all), want)
+		}
+	}
+}
