@@ -15,8 +15,10 @@ import (
 // errors, including those of single items of a batch. Answers such as
 // not_found or already_exists are the store working.
 //
-// The wrapper forwards shardcounter.RequestIDExpirer to the store when it
-// implements it. It is safe for concurrent use when the store is.
+// The wrapper forwards what the engine asks of a store beyond
+// CounterStore (RequestIDExpirer, MemoryReader, CommitPipeliner,
+// TxnApplier, SketchStore, RankingStore) to the store when it implements
+// it: a wrapper that hid one would change what the engine does. It is safe for concurrent use when the store is.
 func (m *Metrics) Store(s shardcounter.CounterStore) shardcounter.CounterStore {
 	st := &store{CounterStore: s, errs: make(map[string][3]prometheus.Counter)}
 	for _, op := range storeOps {
@@ -34,7 +36,7 @@ func (m *Metrics) Store(s shardcounter.CounterStore) shardcounter.CounterStore {
 var storeOps = []string{
 	"create", "get", "list", "delete",
 	"read", "read_batch", "read_shards", "placement", "read_window", "read_series",
-	"is_member", "list_members",
+	"is_member", "list_members", "read_sketches",
 	"add", "apply", "reshard", "ping",
 }
 
@@ -53,6 +55,8 @@ type store struct {
 var (
 	_ shardcounter.CounterStore     = (*store)(nil)
 	_ shardcounter.RequestIDExpirer = (*store)(nil)
+	_ shardcounter.SketchStore      = (*store)(nil)
+	_ shardcounter.TxnApplier       = (*store)(nil)
 )
 
 // count records err when it is a failure of the store, and returns it.
@@ -192,4 +196,24 @@ func (s *store) CommitsInFlight() int {
 		return p.CommitsInFlight()
 	}
 	return 0
+}
+
+// TxnUnits implements shardcounter.TxnApplier by passing on the store's
+// answer, false when it has none: the engine must see, through the
+// wrapper, that a Redis Cluster store applies a transaction in one step.
+func (s *store) TxnUnits() bool {
+	t, ok := s.CounterStore.(shardcounter.TxnApplier)
+	return ok && t.TxnUnits()
+}
+
+// ReadSketches implements shardcounter.SketchStore, counting failures
+// under op "read_sketches".
+func (s *store) ReadSketches(ctx context.Context, id string) (*shardcounter.Counter, [][]byte, error) {
+	ss, ok := s.CounterStore.(shardcounter.SketchStore)
+	if !ok {
+		return nil, nil, shardcounter.Errorf(shardcounter.EINTERNAL, "%T keeps no sketches", s.CounterStore)
+	}
+	c, sk, err := ss.ReadSketches(ctx, id)
+	s.count("read_sketches", err)
+	return c, sk, err
 }

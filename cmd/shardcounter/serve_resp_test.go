@@ -58,6 +58,19 @@ func TestServeRESP(t *testing.T) {
 	if got := redisCLI(t, h, p, "GET", "likes"); got != "1" {
 		t.Fatalf("redis-cli GET likes: %q, want 1", got)
 	}
+	// Commands that read sketches reach the store through every wrapper
+	// serve puts around it (metrics, expiry).
+	redisCLI(t, h, p, "PFADD", "uv:a", "x", "y")
+	redisCLI(t, h, p, "PFADD", "uv:b", "y", "z")
+	if got := redisCLI(t, h, p, "PFCOUNT", "uv:a", "uv:b"); got != "3" {
+		t.Fatalf("redis-cli PFCOUNT uv:a uv:b: %q, want 3", got)
+	}
+	if got := redisCLI(t, h, p, "PFMERGE", "uv:ab", "uv:a", "uv:b"); got != "OK" {
+		t.Fatalf("redis-cli PFMERGE: %q, want OK", got)
+	}
+	if got := redisCLI(t, h, p, "PFCOUNT", "uv:ab"); got != "3" {
+		t.Fatalf("redis-cli PFCOUNT uv:ab: %q, want 3", got)
+	}
 	bench, err := exec.LookPath("redis-benchmark")
 	if err != nil {
 		t.Fatal("redis-benchmark is not on PATH: run scripts/ensure-redis-tools.sh")
