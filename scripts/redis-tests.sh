@@ -9,7 +9,7 @@
 #   scripts/redis-tests.sh REDIS_DIR [UNIT...]
 #
 # UNIT is a test file under REDIS_DIR/tests without .tcl; the default is
-# unit/type/incr, unit/multi and unit/expire. Get a checkout with, for example:
+# unit/type/incr, unit/multi, unit/expire and unit/hyperloglog. Get a checkout with, for example:
 #
 #   git clone --branch 7.2 --depth 1 https://github.com/redis/redis.git /tmp/redis-7.2
 #
@@ -41,7 +41,7 @@ usage() {
 redis_dir=$(cd "$1" && pwd) || usage
 shift
 units=("$@")
-[ ${#units[@]} -gt 0 ] || units=(unit/type/incr unit/multi unit/expire)
+[ ${#units[@]} -gt 0 ] || units=(unit/type/incr unit/multi unit/expire unit/hyperloglog)
 
 if [ ! -f "$redis_dir/tests/test_helper.tcl" ]; then
   echo "redis-tests.sh: $redis_dir has no tests/test_helper.tcl: give the directory of a Redis checkout (git clone --branch 7.2 --depth 1 https://github.com/redis/redis.git)" >&2
