@@ -107,41 +107,71 @@ func notHLL(id string) string {
 // cmdPFCount is PFCOUNT key [key...]: one key's value (a strong read, 0
 // when missing); several keys' union, merged from their sketches.
 func cmdPFCount(c *conn, args [][]byte) {
-	ids := make([]string, len(args)-1)
-	for i, a := range args[1:] {
-		id, msg := counterID(a)
-		if msg != "" {
-			c.w.Error(msg)
-			return
-		}
-		ids[i] = id
+	ids, ok := keyIDs(c, args[1:])
+	if !ok {
+		return
 	}
 	if len(ids) == 1 {
 		c.pfCountOne(args[1])
 		return
 	}
-	ss, ok := c.s.svc.(sketchService)
-	if !ok {
-		c.w.Error("ERR PFCOUNT of several keys needs the server's own engine")
-		return
-	}
 	ctx, cancel := c.ctx()
 	defer cancel()
+	ss, ok := c.sketches(ctx, "PFCOUNT of several keys", ids)
+	if !ok {
+		return
+	}
+	v, err := ss.CountUnion(ctx, ids)
+	if c.replySketchErr(err) {
+		c.w.Int(v)
+	}
+}
+
+// keyIDs returns the counter ids of keys, or replies with the error of
+// the first that is none.
+func keyIDs(c *conn, keys [][]byte) ([]string, bool) {
+	ids := make([]string, len(keys))
+	for i, a := range keys {
+		id, msg := counterID(a)
+		if msg != "" {
+			c.w.Error(msg)
+			return nil, false
+		}
+		ids[i] = id
+	}
+	return ids, true
+}
+
+// sketches returns the engine's sketch service for cmd after checking
+// that no key of ids is a hash; it replies and returns false otherwise.
+func (c *conn) sketches(ctx context.Context, cmd string, ids []string) (sketchService, bool) {
+	ss, ok := c.s.svc.(sketchService)
+	if !ok {
+		c.w.Error("ERR " + cmd + " needs the server's own engine")
+		return nil, false
+	}
 	for _, id := range ids {
 		if t, err := c.s.typeOf(ctx, id); err != nil || t == typeHash {
 			c.replyTypeErr(id, t, err)
-			return
+			return nil, false
 		}
 	}
-	v, err := ss.CountUnion(ctx, ids)
+	return ss, true
+}
+
+// replySketchErr replies with err of a sketch command, a counter of
+// another kind as WRONGTYPE, and reports whether err was nil (the caller
+// then replies).
+func (c *conn) replySketchErr(err error) bool {
 	switch {
 	case shardcounter.ErrorCode(err) == shardcounter.EINVALID:
 		c.w.Error(errWrongType + ": " + shardcounter.ErrorMessage(err))
 	case err != nil:
 		c.w.Error(errorReply(err))
 	default:
-		c.w.Int(v)
+		return true
 	}
+	return false
 }
 
 // pfCountOne is PFCOUNT key: the approx counter's value.
@@ -163,36 +193,19 @@ func (c *conn) pfCountOne(key []byte) {
 // cmdPFMerge is PFMERGE dest [src...]: dest, created when missing with the
 // first source's shard count, counts the union of itself and the sources.
 func cmdPFMerge(c *conn, args [][]byte) {
-	ids := make([]string, len(args)-1)
-	for i, a := range args[1:] {
-		id, msg := counterID(a)
-		if msg != "" {
-			c.w.Error(msg)
-			return
-		}
-		ids[i] = id
-	}
-	ss, ok := c.s.svc.(sketchService)
+	ids, ok := keyIDs(c, args[1:])
 	if !ok {
-		c.w.Error("ERR PFMERGE needs the server's own engine")
 		return
 	}
 	ctx, cancel := c.ctx()
 	defer cancel()
-	for _, id := range ids {
-		if t, err := c.s.typeOf(ctx, id); err != nil || t == typeHash {
-			c.replyTypeErr(id, t, err)
-			return
-		}
+	ss, ok := c.sketches(ctx, "PFMERGE", ids)
+	if !ok {
+		return
 	}
 	_, err := ss.MergeSketches(ctx, ids[0], ids[1:])
 	c.s.types.forget(ids[0])
-	switch {
-	case shardcounter.ErrorCode(err) == shardcounter.EINVALID:
-		c.w.Error(errWrongType + ": " + shardcounter.ErrorMessage(err))
-	case err != nil:
-		c.w.Error(errorReply(err))
-	default:
+	if c.replySketchErr(err) {
 		c.w.Simple("OK")
 	}
 }
