@@ -168,6 +168,17 @@ type Write struct {
 	// no error, when the name holds nothing or the condition was not met.
 	// Only a service that keeps deadlines (shardcounter.Expirer) takes it.
 	Expire *ExpireChange `json:"-"`
+	// Take, when set, makes the write a take of a rate limit's key
+	// (LimitTake): Counter is the key's state counter (LimitKeyID), and
+	// WriteResult.Limit the decision. The engine's LimitService and the
+	// RESP front end's CL.THROTTLE (engine.ThrottleKeyID) make such
+	// writes; ValidateWrite checks them (validateTakeWrite).
+	Take *LimitTake `json:"-"`
+	// Bound, when set, makes a delta write conditional on the counter's
+	// total (Bound: RESP's INCREX); WriteResult.AppliedDelta is what it
+	// applied, and Value the total after it (as WantValue). The engine
+	// commits it in a group of its own.
+	Bound *Bound `json:"-"`
 }
 
 // AddMember returns the write that adds member to a distinct counter.
@@ -200,6 +211,11 @@ type WriteResult struct {
 	// asked for it.
 	Value *int64 `json:"value,omitempty"`
 	Error *Error `json:"error,omitempty"`
+	// Limit is a take's decision (Write.Take).
+	Limit *LimitResult `json:"-"`
+	// AppliedDelta is a bounded write's applied delta (Write.Bound,
+	// Outcome.Applied): 0 when it was skipped.
+	AppliedDelta *int64 `json:"-"`
 }
 
 // CreateOptions choose a new counter's spec. The shard count is Shards
@@ -347,6 +363,9 @@ func ValidateWrite(w Write) error {
 	if w.Expire != nil {
 		return validateExpireWrite(w)
 	}
+	if w.Take != nil {
+		return validateTakeWrite(w)
+	}
 	if err := ValidateID("counter id", w.Counter); err != nil {
 		return err
 	}
@@ -358,11 +377,18 @@ func ValidateWrite(w Write) error {
 		if err := ValidateID("member", w.Member); err != nil {
 			return err
 		}
+		if w.Bound != nil {
+			return Errorf(EINVALID, "a member write takes no bounds: bounds are a delta's")
+		}
 		if w.Present == nil {
 			return Errorf(EINVALID, "a member write needs present: true to add the member, false to remove it")
 		}
 		if w.Delta != 0 {
 			return Errorf(EINVALID, "a member write takes no delta: give either delta or member and present")
+		}
+	case w.Bound != nil:
+		if err := ValidateBound(*w.Bound); err != nil {
+			return err
 		}
 	case w.Delta == 0:
 		return Errorf(EINVALID, "delta is 0: give a non-zero amount")

@@ -32,6 +32,11 @@ const EOUTCOMEUNKNOWN = "outcome_unknown"
 // answers it 429 with Retry-After; nothing was done.
 const EEXHAUSTED = "resource_exhausted"
 
+// EPERMISSION is the code of a request refused because its user may not
+// run it, or may not touch one of its keys (package acl): HTTP answers it
+// 403, RESP "-NOPERM ...". Nothing was done.
+const EPERMISSION = "permission_denied"
+
 // Error is the error type of the domain: a machine-readable Code and a
 // message for people. Stores, the engine and the HTTP client all return
 // *Error for every failure a caller may act on, so one mapping (ErrorCode)

@@ -28,3 +28,30 @@ type NewCounter struct {
 	Value   int64    // a sum counter's value
 	Members []string // a distinct counter's members (duplicates count once)
 }
+
+// Validate checks a counter for Loader.LoadCounters: its id and spec, no
+// window, a distinct counter's members, and a sum counter's value within
+// its bounds. A Loader refuses the whole call when one fails.
+func (c NewCounter) Validate() error {
+	if err := ValidateID("counter id", c.ID); err != nil {
+		return err
+	}
+	if err := ValidateSpec(c.Spec); err != nil {
+		return err
+	}
+	if c.Spec.Window != nil {
+		return Errorf(EINVALID, "load counter %q: a windowed counter is written through Apply, which places its buckets", c.ID)
+	}
+	if c.Spec.Kind == KindDistinct {
+		for _, m := range c.Members {
+			if err := ValidateID("member", m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if c.Spec.Min != nil && c.Value < *c.Spec.Min || c.Spec.Max != nil && c.Value > *c.Spec.Max {
+		return Errorf(EINVALID, "load counter %q: value %d is outside its bounds", c.ID, c.Value)
+	}
+	return nil
+}

@@ -113,8 +113,8 @@ type RankingService interface {
 
 // RankingStore keeps ranking definitions durably, beside the counters:
 // a small record per ranking in every store. It holds definitions only:
-// the top lists are kept by the engine. Every store passes
-// storetest.RunRankingStore.
+// the top lists are kept by the engine. It is part of every CounterStore,
+// and every store passes storetest.RunRankingStore.
 type RankingStore interface {
 	// CreateRanking records r unless its name is taken, atomically. It
 	// returns the ranking stored under the name afterwards — r when it

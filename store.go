@@ -64,6 +64,18 @@ type Increment struct {
 	// cannot apply in one step, every increment of it with CrossSlot's
 	// error, applying none.
 	Txn uint64
+
+	// Take, when set, makes the item a take of a rate limit's key (see
+	// LimitTake): Counter is the key's state counter, Delta 0, and Create
+	// the state counter's spec. Only a store that decides through package
+	// decide takes it; ValidateIncrement refuses it.
+	Take *LimitTake
+
+	// Bound, when set, makes the delta conditional on the counter's
+	// total (see Bound); Outcome.Applied is what it applied. Only a store
+	// that decides it through package decide takes it; ValidateIncrement
+	// refuses it (ErrBoundsUnsupported).
+	Bound *Bound
 }
 
 // Outcome is a store's result for one Increment. Err nil and Duplicate
@@ -83,6 +95,16 @@ type Outcome struct {
 	// nil, and the engine reads the counter itself; it is nil on items
 	// that did not ask.
 	Total *int64
+
+	// Limit is a take's decision (Increment.Take), on an item without
+	// Err: a refused take is decided, not failed.
+	Limit *LimitResult
+
+	// Applied, on a bounded item (Increment.Bound) that was applied, is
+	// the delta it applied: 0 when it was skipped (nothing changed but
+	// its request id recorded and its counter created), less than asked
+	// when it saturated.
+	Applied *int64
 }
 
 // CounterStore is where counters live: metadata, shard values, members
@@ -183,9 +205,17 @@ type CounterStore interface {
 	Ping(ctx context.Context) error
 	// Close releases the store's resources.
 	Close() error
+
+	// What every store does beyond counters, joined here so that a
+	// wrapper passes it on by embedding: request-id expiry, the shards'
+	// sketches of approx counters, and ranking definitions. What only
+	// some stores do is found with As (unwrap.go).
+	RequestIDExpirer
+	SketchStore
+	RankingStore
 }
 
-// RequestIDExpirer is implemented by a CounterStore that forgets request
+// RequestIDExpirer is part of every CounterStore: a store forgets request
 // ids once they are older than a dedupe window, so that the ids of a busy
 // store do not grow without bound. Within the window a request id is
 // applied at most once; past it, the id may be recorded afresh. Stores
@@ -199,7 +229,8 @@ type RequestIDExpirer interface {
 // ShardPacer is implemented by a store whose records take only so many
 // commits a second (Firestore, Datastore: about one per document): its
 // ShardWriteInterval is the pace per shard record the engine keeps by
-// default (engine.Config.ShardWriteInterval), 0 for none.
+// default (engine.Config.ShardWriteInterval), 0 for none. Like the
+// interfaces below it is optional: found with As, through any wrapper.
 type ShardPacer interface {
 	ShardWriteInterval() time.Duration
 }
@@ -234,8 +265,7 @@ type MemoryReader interface {
 	ReadsFromMemory() bool
 }
 
-// SketchStore is implemented by every CounterStore (each has a
-// compile-time check): ReadSketches returns an approx counter and its
+// SketchStore is part of every CounterStore: ReadSketches returns an approx counter and its
 // shards' encoded sketches in shard order (nil for a shard that has none
 // yet), from one consistent snapshot where the store has one. PFMERGE and
 // PFCOUNT of several counters merge them (sketch.Union), and export
@@ -285,6 +315,12 @@ func ValidateIncrementKind(inc Increment, kind Kind) error {
 // ValidateIncrement checks an increment as a store receives it; every
 // store refuses, as an item of its own, what this refuses.
 func ValidateIncrement(inc Increment) error {
+	if inc.Take != nil {
+		return ErrLimitsUnsupported(inc.Counter)
+	}
+	if inc.Bound != nil {
+		return ErrBoundsUnsupported(inc.Counter)
+	}
 	if inc.Sketch != nil {
 		if inc.Member != "" || inc.Delta != 0 {
 			return Errorf(EINVALID, "a sketch increment has no member and delta 0")
@@ -302,6 +338,12 @@ func ValidateIncrement(inc Increment) error {
 	} else if inc.Delta == 0 {
 		return Errorf(EINVALID, "delta is 0: give a non-zero amount")
 	}
+	return validateIncrementNames(inc)
+}
+
+// validateIncrementNames checks an increment's counter id, request id and
+// Create spec: what every item, a take too, must have right.
+func validateIncrementNames(inc Increment) error {
 	if err := ValidateID("counter id", inc.Counter); err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func engineConfig(cfg Config, spec shardcounter.Spec, inFlight int) engine.Confi
 	ec := engine.Config{DefaultShards: spec.Shards, NoAutoCreate: !plain, MaxInFlight: inFlight, MaxReadsInFlight: cfg.MaxReadsInFlight,
 		MaxStaleness: cfg.MaxStaleness, CacheSize: cfg.CacheSize}
 	// The store's own pace, as serve keeps it, unless the run sets one.
-	switch sp, ok := cfg.Store.(shardcounter.ShardPacer); {
+	switch sp, ok := shardcounter.As[shardcounter.ShardPacer](cfg.Store); {
 	case cfg.ShardWriteInterval != nil:
 		ec.ShardWriteInterval = *cfg.ShardWriteInterval
 	case ok:

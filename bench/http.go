@@ -317,6 +317,10 @@ func serveLoopback(h http.Handler) (*http.Server, string, error) {
 // so every counter is the same one.
 type bareHandler struct{ n atomic.Int64 }
 
+// BareHandler returns the http-bare peer's handler, for serving it in a
+// process of its own (cmd/httpbare), where its CPU time is its own.
+func BareHandler() http.Handler { return &bareHandler{} }
+
 func (b *bareHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body) //nolint:errcheck // a short body is the client's problem
 	w.Header().Set("Content-Type", "application/json")

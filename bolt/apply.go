@@ -1,14 +1,15 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/decide"
 	"github.com/shardcounter/shardcounter/internal/overflow"
-	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 // Add adds delta to shard pick mod n in its own synced transaction: the
@@ -21,10 +22,12 @@ func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uin
 	return out[0].Err
 }
 
-// Apply applies the batch in one synced transaction; items that fail on
-// their own are skipped and reported. Each counter's record and total are
-// read once per batch, and each item costs a few key reads and writes, so
-// a batch's work is proportional to its items and counters.
+// Apply applies the batch in one synced transaction: package decide
+// decides it on lookups in the transaction (view), and its mutations are
+// written in the same transaction. Items that fail on their own are
+// skipped and reported. Each counter's record and total are read once per
+// batch, and each item costs a few key reads and writes, so a batch's work
+// is proportional to its items and counters.
 func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
 	out := make([]shardcounter.Outcome, len(incs))
 	if err := s.apply(ctx, incs, out); err != nil {
@@ -39,242 +42,130 @@ func (s *CounterStore) apply(ctx context.Context, incs []shardcounter.Increment,
 		return nil
 	}
 	now := s.now()
+	cutoff := now.UnixNano() - s.window.Load()
 	return s.update(ctx, func(tx *bbolt.Tx) error {
-		clear(out) // bbolt never retries fn, but keep the result tied to this run
-		b := &batch{
+		v := &view{
 			tx:       tx,
+			counters: tx.Bucket(bucketCounters),
 			shards:   tx.Bucket(bucketShards),
 			members:  tx.Bucket(bucketMembers),
 			window:   tx.Bucket(bucketWindow),
 			requests: tx.Bucket(bucketRequests),
 			byTime:   tx.Bucket(bucketByTime),
-			now:      now,
-			cutoff:   now.UnixNano() - s.window.Load(),
-			counters: make(map[string]*target),
+			sketches: tx.Bucket(bucketSketches),
 		}
-		for i, inc := range incs {
-			if err := b.apply(inc, &out[i]); err != nil {
-				return err
-			}
-		}
-		if err := b.flushSketches(); err != nil {
+		m, err := decide.Decide(v, decide.Batch{Incs: incs, Now: now, Cutoff: time.Unix(0, cutoff)}, out)
+		if err != nil {
 			return err
 		}
-		b.totals(incs, out)
-		return expire(b.requests, b.byTime, b.cutoff, expireBatch+b.recorded)
+		if err := v.write(m, now.UnixNano()); err != nil {
+			return err
+		}
+		return expire(v.requests, v.byTime, cutoff, expireBatch+len(m.Requests))
 	})
 }
 
-// batch is one Apply's transaction and what it has learnt of the counters
-// it writes.
-type batch struct {
-	tx                                        *bbolt.Tx
-	shards, members, window, requests, byTime *bbolt.Bucket
-	now                                       time.Time // the commit time
-	cutoff                                    int64     // request ids recorded at or before it (unix ns) have expired
-	counters                                  map[string]*target
-	recorded                                  int                       // request ids recorded
-	sketches                                  map[string]*pendingSketch // by shard key
+// view is a write transaction's buckets, as package decide reads them
+// (decide.View) and as the batch's mutations are written to them.
+type view struct {
+	tx                                                            *bbolt.Tx
+	counters, shards, members, window, requests, byTime, sketches *bbolt.Bucket
 }
 
-// target is one counter as the items of the batch so far have left it.
-type target struct {
-	m      meta
-	exists bool  // in the file, or created by an earlier item of the batch
-	total  int64 // the sum of its shards
-	err    error // when set, every item on the counter fails with it
-	swept  bool  // its window buckets past retention are deleted
-}
-
-// target returns the counter an increment writes. A missing counter
-// becomes the increment's Create spec, to be recorded when an item on it
-// first applies: a batch whose items on a new counter all fail creates
-// nothing.
-func (b *batch) target(inc shardcounter.Increment) *target {
-	t := b.counters[inc.Counter]
-	if t == nil {
-		t = new(target)
-		var err error
-		if t.m, err = getMeta(b.tx, inc.Counter); err == nil {
-			t.exists = true
-			if t.m.spec.Kind != shardcounter.KindApprox { // its value is read on demand
-				t.total, t.err = total(b.tx, inc.Counter, t.m)
-			}
-		} else if shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
-			t.err = err
-		}
-		b.counters[inc.Counter] = t
+// Counter returns the counter's record and total.
+func (v *view) Counter(id string) (decide.Counter, error) {
+	b := v.counters.Get([]byte(id))
+	if b == nil {
+		return decide.Counter{}, nil
 	}
-	if !t.exists && inc.Create != nil {
-		t.m = newMeta(*inc.Create, b.now.UnixNano())
+	m, err := decodeMeta(b)
+	if err != nil {
+		return decide.Counter{Exists: true, Err: shardcounter.Errorf(shardcounter.EINTERNAL, "counter %q: %v", id, err)}, nil
 	}
-	return t
-}
-
-// apply applies one increment, or records why it failed in o. Its error
-// is the transaction's: bbolt could not write.
-func (b *batch) apply(inc shardcounter.Increment, o *shardcounter.Outcome) error {
-	if err := shardcounter.ValidateIncrement(inc); err != nil {
-		o.Err = err
-		return nil
-	}
-	t := b.target(inc)
-	switch {
-	case t.err != nil:
-		o.Err = t.err
-		return nil
-	case !t.exists && inc.Create == nil:
-		o.Err = shardcounter.CounterNotFound(inc.Counter)
-		return nil
-	}
-	if o.Err = shardcounter.ValidateIncrementKind(inc, t.m.spec.Kind); o.Err != nil {
-		return nil
-	}
-
-	var rkey, old []byte
-	if inc.RequestID != "" {
-		rkey = requestKey(inc.Counter, inc.RequestID)
-		if old = b.requests.Get(rkey); old != nil && decodeInt(old) > b.cutoff {
-			o.Duplicate = true
-			return nil
-		}
-	}
-
-	if t.m.spec.Kind == shardcounter.KindApprox {
-		return b.approx(t, inc, o, rkey, old)
-	}
-	var mkey []byte
-	pick := inc.Pick
-	if inc.Member != "" {
-		mkey = memberKey(inc.Counter, inc.Member)
-		if present := has(b.members, mkey); present == (inc.Delta > 0) {
-			o.Unchanged = true
-			return b.record(t, inc, rkey, old)
-		}
-		pick = shard.ForMember(inc.Member)
-	}
-
-	key := shardKey(inc.Counter, shard.Of(pick, t.m.spec.Shards))
-	v, ok1 := overflow.Add(decodeInt(b.shards.Get(key)), inc.Delta)
-	sum, ok2 := overflow.Add(t.total, inc.Delta)
-	if ok2 && !ok1 && mkey == nil {
-		// Out of range is judged on the total: the shard picked is full,
-		// but then another has room (see roomFor).
-		key, v, ok1 = b.roomFor(inc.Counter, t.m.spec.Shards, shard.Of(pick, t.m.spec.Shards), inc.Delta)
-	}
-	if !ok1 || !ok2 {
-		o.Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", inc.Counter, inc.Delta)
-		return nil
-	}
-	if err := bounds(inc.Counter, t.m.spec, inc.Delta, sum); err != nil {
-		o.Err = err
-		return nil
-	}
-	var bkey []byte
-	var bval int64
-	if w := t.m.spec.Window; w != nil {
-		bkey = bucketKey(inc.Counter, w.BucketOf(b.now))
+	c := decide.Counter{Exists: true, Spec: m.spec}
+	if m.spec.Kind != shardcounter.KindApprox { // its value is an estimate, read on demand
 		var ok bool
-		if bval, ok = overflow.Add(decodeInt(b.window.Get(bkey)), inc.Delta); !ok {
-			o.Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take its window bucket outside the int64 range", inc.Counter, inc.Delta)
-			return nil
+		if c.Total, ok = overflow.Sum(readShards(v.tx, id, m.spec.Shards)); !ok {
+			c.Sum = decide.SumOverflows
 		}
 	}
-
-	if err := b.record(t, inc, rkey, old); err != nil {
-		return err
-	}
-	if err := b.shards.Put(key, encodeInt(v)); err != nil {
-		return err
-	}
-	t.total = sum
-	switch {
-	case mkey != nil && inc.Delta > 0:
-		if err := b.members.Put(mkey, nil); err != nil {
-			return err
-		}
-	case mkey != nil:
-		if err := b.members.Delete(mkey); err != nil {
-			return err
-		}
-	}
-	if bkey != nil {
-		if err := b.sweep(inc.Counter, t); err != nil {
-			return err
-		}
-		if err := b.window.Put(bkey, encodeInt(bval)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c, nil
 }
 
-// roomFor returns the first shard after shard k (of n) that can take
-// delta, and its value with it. When the total plus delta is an int64,
-// one can: if every shard v_i had v_i + delta past MaxInt64 (delta > 0),
-// the total would exceed n·(MaxInt64 − delta) ≥ MaxInt64 − delta, and so
-// the total plus delta would too; the same holds below. A shard's value
-// is where its writes happened to land, and only the sum is the counter's
-// value, so any shard will do; the request id, if any, is recorded by
-// counter, not by shard.
-func (b *batch) roomFor(id string, n, k int, delta int64) ([]byte, int64, bool) {
-	for i := 1; i < n; i++ {
-		key := shardKey(id, (k+i)%n)
-		if v, ok := overflow.Add(decodeInt(b.shards.Get(key)), delta); ok {
-			return key, v, true
-		}
-	}
-	return nil, 0, false
+func (v *view) Shard(counter string, shard int) (int64, bool, error) {
+	return decodeInt(v.shards.Get(shardKey(counter, shard))), true, nil
 }
 
-// totals gives each item that asked for it (Increment.Total) and did not
-// fail its counter's total as the whole batch leaves it: its value at the
-// commit, since bbolt has one writer at a time.
-func (b *batch) totals(incs []shardcounter.Increment, out []shardcounter.Outcome) {
-	for i, inc := range incs {
-		if !inc.Total || out[i].Err != nil {
-			continue
-		}
-		if t := b.counters[inc.Counter]; t != nil && t.exists && t.m.spec.Kind != shardcounter.KindApprox {
-			v := t.total
-			out[i].Total = &v
-		}
-	}
+func (v *view) Request(counter, id string) (time.Time, bool, error) {
+	b := v.requests.Get(requestKey(counter, id))
+	return time.Unix(0, decodeInt(b)), b != nil, nil
 }
 
-// record marks an item applied: it creates the item's counter when it is
-// the first to apply on a new one, and records its request id.
-func (b *batch) record(t *target, inc shardcounter.Increment, rkey, old []byte) error {
-	if !t.exists {
-		if err := b.tx.Bucket(bucketCounters).Put([]byte(inc.Counter), encodeMeta(t.m)); err != nil {
-			return err
+func (v *view) Member(counter, member string) (bool, error) {
+	return has(v.members, memberKey(counter, member)), nil
+}
+
+func (v *view) Bucket(counter string, start time.Time) (int64, bool, error) {
+	return decodeInt(v.window.Get(bucketKey(counter, start))), true, nil
+}
+
+func (v *view) Sketch(counter string, shard int) ([]byte, error) {
+	return bytes.Clone(v.sketches.Get(shardKey(counter, shard))), nil
+}
+
+// write puts the batch's mutations in the transaction; the view knows
+// every shard and bucket, so each takes its new value. ns is the commit
+// time.
+func (v *view) write(m decide.Mutations, ns int64) error {
+	for _, c := range m.Counters {
+		if c.Create {
+			if err := v.counters.Put([]byte(c.ID), encodeMeta(newMeta(*c.Spec, ns))); err != nil {
+				return err
+			}
 		}
-		t.exists = true
 	}
-	if rkey == nil {
-		return nil
-	}
-	if old != nil { // expired, not yet deleted: record it afresh
-		if err := b.byTime.Delete(timeKey(decodeInt(old), rkey)); err != nil {
+	for _, w := range m.Shards {
+		if err := v.shards.Put(shardKey(w.Counter, w.Shard), encodeInt(w.Value)); err != nil {
 			return err
 		}
 	}
-	ns := b.now.UnixNano()
-	if err := b.requests.Put(rkey, encodeInt(ns)); err != nil {
-		return err
+	for _, w := range m.Members {
+		var err error
+		if w.Present {
+			err = v.members.Put(memberKey(w.Counter, w.Member), nil)
+		} else {
+			err = v.members.Delete(memberKey(w.Counter, w.Member))
+		}
+		if err != nil {
+			return err
+		}
 	}
-	b.recorded++
-	return b.byTime.Put(timeKey(ns, rkey), nil)
-}
-
-// bounds refuses a write that would take a bounded counter's total to sum,
-// outside its Min and Max.
-func bounds(id string, spec shardcounter.Spec, delta, sum int64) error {
-	if spec.Min != nil && sum < *spec.Min {
-		return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it to %d, below its min %d", id, delta, sum, *spec.Min)
+	for _, r := range m.Requests {
+		rkey := requestKey(r.Counter, r.ID)
+		if r.Expired { // not yet deleted: its entry by time goes
+			if err := v.byTime.Delete(timeKey(r.Was.UnixNano(), rkey)); err != nil {
+				return err
+			}
+		}
+		if err := v.requests.Put(rkey, encodeInt(ns)); err != nil {
+			return err
+		}
+		if err := v.byTime.Put(timeKey(ns, rkey), nil); err != nil {
+			return err
+		}
 	}
-	if spec.Max != nil && sum > *spec.Max {
-		return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it to %d, above its max %d", id, delta, sum, *spec.Max)
+	for _, b := range m.Buckets {
+		if err := sweep(v.window, b.Counter, b.Sweep); err != nil {
+			return err
+		}
+		if err := v.window.Put(bucketKey(b.Counter, b.Start), encodeInt(b.Value)); err != nil {
+			return err
+		}
+	}
+	for _, w := range m.Sketches {
+		if err := v.sketches.Put(shardKey(w.Counter, w.Shard), w.New); err != nil {
+			return err
+		}
 	}
 	return nil
 }

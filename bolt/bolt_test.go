@@ -123,3 +123,25 @@ func TestDedupeWindow(t *testing.T) {
 		storetest.RunRequestIDExpiry(t, s, time.Hour, clk.Advance, ids, bolt.ExpireBatch)
 	})
 }
+
+// TestCorruptCounter checks that a counter whose record does not decode
+// fails the items on it, alone: the rest of the batch applies.
+func TestCorruptCounter(t *testing.T) {
+	ctx := context.Background()
+	s := MustOpen(t)
+	storetest.MustCreate(t, s, "bad", 2)
+	storetest.MustCreate(t, s, "good", 2)
+	if err := s.CorruptCounter("bad"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: "bad", Delta: 1}, {Counter: "good", Delta: 1}})
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if got := shardcounter.ErrorCode(out[0].Err); got != shardcounter.EINTERNAL || out[1].Err != nil {
+		t.Fatalf("outcomes %+v, want internal for bad and good applied", out)
+	}
+	if got := storetest.MustRead(t, s, "good"); got != 1 {
+		t.Errorf("good = %d, want 1", got)
+	}
+}

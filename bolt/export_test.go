@@ -16,3 +16,11 @@ func (s *CounterStore) RequestIDs() (ids, indexed int) {
 	})
 	return ids, indexed
 }
+
+// CorruptCounter overwrites the counter's record with bytes that do not
+// decode.
+func (s *CounterStore) CorruptCounter(id string) error {
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketCounters).Put([]byte(id), []byte{0xff})
+	})
+}

@@ -9,78 +9,17 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/shard"
+	"github.com/shardcounter/shardcounter/decide"
 	"github.com/shardcounter/shardcounter/sketch"
 )
 
 // An approx counter keeps one HyperLogLog sketch per shard in the
 // sketches bucket (id 0x00 shard → the encoding of package sketch; a
-// missing key is an empty sketch). A batch gathers the members and merged
-// sketches of each shard it touches and changes each such shard once, with
-// sketch.Apply, in its transaction: bbolt's writes are serial, so the
-// read-modify-write cannot lose another writer's registers.
+// missing key is an empty sketch). A batch changes each shard it touches
+// once (package decide), in its transaction: bbolt's writes are serial, so
+// the read-modify-write cannot lose another writer's registers.
 
 var _ shardcounter.SketchStore = (*CounterStore)(nil)
-
-// pendingSketch is what a batch adds to one shard's sketch, and the
-// outcomes of the items that carry it.
-type pendingSketch struct {
-	members []string
-	merges  [][]byte
-	outs    []*shardcounter.Outcome
-}
-
-// approx takes an approx counter's item, already validated and not a
-// duplicate: its request id is recorded now, its member or sketch waits
-// for flushSketches.
-func (b *batch) approx(t *target, inc shardcounter.Increment, o *shardcounter.Outcome, rkey, old []byte) error {
-	if err := b.record(t, inc, rkey, old); err != nil {
-		return err
-	}
-	pick := inc.Pick
-	if inc.Member != "" {
-		pick = shard.ForMember(inc.Member)
-	}
-	key := string(shardKey(inc.Counter, shard.Of(pick, t.m.spec.Shards)))
-	if b.sketches == nil {
-		b.sketches = make(map[string]*pendingSketch)
-	}
-	p := b.sketches[key]
-	if p == nil {
-		p = new(pendingSketch)
-		b.sketches[key] = p
-	}
-	if inc.Member != "" {
-		p.members = append(p.members, inc.Member)
-	} else {
-		p.merges = append(p.merges, inc.Sketch)
-	}
-	p.outs = append(p.outs, o)
-	return nil
-}
-
-// flushSketches changes each shard sketch the batch touched, once, and
-// marks its items unchanged when the sketch did not change. A stored
-// sketch that does not decode fails the transaction: nothing applied.
-func (b *batch) flushSketches() error {
-	bk := b.tx.Bucket(bucketSketches)
-	for key, p := range b.sketches {
-		old := bytes.Clone(bk.Get([]byte(key)))
-		out, changed, err := sketch.Apply(old, p.members, p.merges)
-		if err != nil {
-			return fmt.Errorf("sketch of %q: %w", key, err)
-		}
-		for _, o := range p.outs {
-			o.Unchanged = !changed
-		}
-		if changed || old == nil {
-			if err := bk.Put([]byte(key), out); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
 
 // readSketches returns the counter's n shard sketches, nil for none.
 func readSketches(tx *bbolt.Tx, id string, n int) [][]byte {
@@ -150,24 +89,22 @@ func approxHasNoMembers(id string) error {
 	return shardcounter.Errorf(shardcounter.EINVALID, "counter %q is an approx counter: it keeps a sketch of its members, not the members, so it cannot list them or say whether it holds one", id)
 }
 
-// foldSketches shrinks an approx counter from n to shards shards: the
-// sketch of each removed shard i is merged into that of shard i mod
-// shards, so the union, and the value, are the same registers.
+// foldSketches shrinks an approx counter from n to shards shards
+// (decide.FoldSketches): the sketch of each removed shard i is merged into
+// that of shard i mod shards, so the union, and the value, are the same
+// registers.
 func foldSketches(tx *bbolt.Tx, id string, n, shards int) error {
 	bk := tx.Bucket(bucketSketches)
-	sk := readSketches(tx, id, n)
-	for i := shards; i < n; i++ {
-		if sk[i] != nil {
-			j := i % shards
-			out, _, err := sketch.Apply(sk[j], nil, [][]byte{sk[i]})
-			if err != nil {
-				return fmt.Errorf("bolt: counter %q: %w", id, err)
-			}
-			sk[j] = out
-			if err := bk.Put(shardKey(id, j), out); err != nil {
-				return err
-			}
+	sk, folded, err := decide.FoldSketches(readSketches(tx, id, n), shards)
+	if err != nil {
+		return fmt.Errorf("bolt: counter %q: %w", id, err)
+	}
+	for _, j := range folded {
+		if err := bk.Put(shardKey(id, j), sk[j]); err != nil {
+			return err
 		}
+	}
+	for i := shards; i < n; i++ {
 		if err := bk.Delete(shardKey(id, i)); err != nil {
 			return err
 		}

@@ -23,18 +23,13 @@ func bucketStart(k []byte) time.Time {
 	return time.Unix(0, int64(binary.BigEndian.Uint64(k[len(k)-8:])^1<<63)).UTC()
 }
 
-// sweep deletes the counter's buckets past retention once per batch: those
-// that start before the bucket holding now − retention. Buckets are made
-// by writes and each is deleted once, so sweeping costs work proportional
-// to the writes, and a counter nobody writes costs nothing.
-func (b *batch) sweep(id string, t *target) error {
-	if t.swept {
-		return nil
-	}
-	t.swept = true
-	w := t.m.spec.Window
-	end := bucketKey(id, w.BucketOf(b.now.Add(-time.Duration(w.Retention))))
-	c := b.window.Cursor()
+// sweep deletes the counter's buckets that start before before: those
+// past retention (decide.BucketWrite.Sweep). Buckets are made by writes
+// and each is deleted once, so sweeping costs work proportional to the
+// writes, and a counter nobody writes costs nothing.
+func sweep(window *bbolt.Bucket, id string, before time.Time) error {
+	end := bucketKey(id, before)
+	c := window.Cursor()
 	p := prefixKey(id)
 	for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p) && bytes.Compare(k, end) < 0; k, _ = c.Seek(p) {
 		if err := c.Delete(); err != nil {

@@ -8,7 +8,8 @@ import (
 	"cloud.google.com/go/datastore"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/overflow"
+	"github.com/shardcounter/shardcounter/decide"
+	"github.com/shardcounter/shardcounter/internal/docstore"
 	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
@@ -18,7 +19,7 @@ var errExists = errors.New("datastore: counter exists")
 // transact runs f in a transaction, again after a conflict (with backoff,
 // counted in Stats.Conflicts), up to a few dozen times.
 func (s *CounterStore) transact(ctx context.Context, op, id string, f func(tx *datastore.Transaction) error) error {
-	defer s.locks.lock(id)()
+	defer s.Locks.LockCounters(id)()
 	pause := time.Millisecond
 	for attempt := 0; ; attempt++ {
 		tx, err := s.client.NewTransaction(ctx)
@@ -44,8 +45,8 @@ func (s *CounterStore) transact(ctx context.Context, op, id string, f func(tx *d
 			}
 			return err
 		}
-		s.stats.Conflicts.Add(1)
-		if attempt == 40 || sleep(ctx, pause) != nil {
+		s.Stats().Conflicts.Add(1)
+		if attempt == 40 || docstore.Sleep(ctx, pause) != nil {
 			return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: %s kept meeting other writers; nothing applied, try again", op)
 		}
 		pause = min(2*pause, 100*time.Millisecond)
@@ -199,14 +200,19 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, n int) (*s
 		for i := range keys {
 			keys[i] = s.ShardKey(id, i)
 		}
-		if err := tx.GetMulti(keys, ses); err != nil {
-			if _, ok := err.(datastore.MultiError); !ok {
-				return txError("reshard", err)
-			}
+		var l loads // paged: a lookup takes at most maxLookup keys
+		for i := range keys {
+			l.add(keys[i], &ses[i], func(bool) {})
 		}
-		vals := make([]int64, n)
-		for i := range old {
-			vals[i%n], _ = overflow.Add(vals[i%n], ses[i].Count)
+		if err := l.run(tx); err != nil {
+			return err
+		}
+		vals := make([]int64, old)
+		for i := range vals {
+			vals[i] = ses[i].Count
+		}
+		if vals, err = decide.FoldShards(id, vals, n); err != nil {
+			return err
 		}
 		if shardcounter.Kind(e.Kind) == shardcounter.KindDistinct {
 			if vals, err = s.countMembers(ctx, tx, id, e, n); err != nil {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
 // errConflict is a transaction the database aborted because another
@@ -57,7 +58,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 			// A commit of the batch got no clear answer: its marker
 			// says whether it applied; absent, try again with it.
 			if recorded, err = s.settle(ctx, m, out, err); err != nil && !errors.Is(err, errConflict) {
-				if serr := sleep(ctx, markerWait); serr != nil {
+				if serr := docstore.Sleep(ctx, markerWait); serr != nil {
 					return nil, m.unknown(serr)
 				}
 				continue
@@ -70,25 +71,14 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 		if !errors.Is(err, errConflict) {
 			return nil, err
 		}
-		s.stats.Conflicts.Add(1)
-		if err := sleep(ctx, rand.N(pause)+pause/2); err != nil {
+		s.Stats().Conflicts.Add(1)
+		if err := docstore.Sleep(ctx, rand.N(pause)+pause/2); err != nil {
 			if m != nil && m.unsure {
 				return nil, m.unknown(err)
 			}
 			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: the batch kept meeting other writers until %v; nothing applied", err)
 		}
 		pause = min(2*pause, 200*time.Millisecond)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
@@ -152,7 +142,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	for i, inc := range incs {
 		ids[i] = inc.Counter
 	}
-	defer s.locks.lock(ids...)()
+	defer s.Locks.LockCounters(ids...)()
 	tx, err := s.client.NewTransaction(ctx) // not BeginLater: the emulator's lookups return no transaction id, and it would run each read in one of its own
 	if err != nil {
 		return 0, txError("begin transaction", err)
@@ -192,7 +182,6 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	if _, err := tx.Mutate(muts...); err != nil {
 		return 0, txError("write", err)
 	}
-	b.totals(out)
 	if mayCommit != nil && !mayCommit() {
 		return 0, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: the batch did not reach its commit in time; nothing applied")
 	}
@@ -210,18 +199,6 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	}
 	b.committed(shardWrites)
 	return b.recorded, nil
-}
-
-// totals gives the items that asked for it their counter's total, where
-// the batch read it.
-func (b *batch) totals(out []shardcounter.Outcome) {
-	for i, inc := range b.incs {
-		t := b.targets[inc.Counter]
-		if inc.Total && out[i].Err == nil && t != nil && t.full && t.summed {
-			v := t.total
-			out[i].Total = &v
-		}
-	}
 }
 
 // txError maps a failed read or write inside a transaction: nothing was

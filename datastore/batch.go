@@ -3,12 +3,13 @@ package datastore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"cloud.google.com/go/datastore"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/overflow"
+	"github.com/shardcounter/shardcounter/decide"
 	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
@@ -25,7 +26,6 @@ type batch struct {
 	members     map[requestKey]*ownEntity
 
 	// decisions of the last pass
-	seen     map[requestKey]bool
 	recorded int
 	records  []requestKey
 	sweeps   []*datastore.Key
@@ -46,24 +46,19 @@ type target struct {
 	full   bool                 // writes read every shard and check the total
 
 	// the last pass's decisions
-	st      *counterEntity // the entity the items apply to (ent, or the one created)
-	create  bool
-	touched bool
-	vals    []int64
-	dirty   map[int]bool
-	wide    bool // the commit marks the counter entity wide
-	total   int64
-	summed  bool
-	present map[string]bool // member → present, as the pass leaves it
-	bdelta  int64
-	// approx counters: what the pass adds to each shard, and the
-	// sketches the commit writes.
-	approx    map[int]*approxShard
+	st        *counterEntity // the entity the items apply to (ent, or the one created)
+	create    bool
+	touched   bool
+	vals      []int64
+	dirty     map[int]bool
+	wide      bool            // the commit marks the counter entity wide
+	present   map[string]bool // member → present, as the batch leaves it
+	bw        *decide.BucketWrite
 	newSketch map[int][]byte
 }
 
 func (s *CounterStore) newBatch(tx *datastore.Transaction, incs []shardcounter.Increment, now time.Time) *batch {
-	b := &batch{s: s, tx: tx, incs: incs, now: now, cutoff: now.Add(-time.Duration(s.window.Load())), targets: map[string]*target{},
+	b := &batch{s: s, tx: tx, incs: incs, now: now, cutoff: now.Add(-s.Window()), targets: map[string]*target{},
 		reqs: map[requestKey]*ownEntity{}, members: map[requestKey]*ownEntity{}}
 	for _, inc := range incs {
 		if _, ok := b.targets[inc.Counter]; ok || shardcounter.ValidateID("counter id", inc.Counter) != nil {
@@ -259,185 +254,135 @@ func (b *batch) wantShards(l *loads, t *target, e *counterEntity) {
 	}
 }
 
-// decide makes one pass over the items on what the transaction read. It
-// returns more when a counter turned out to need its total checked (a
-// shard would leave its zone): its shards are then read and the pass made
-// again.
+// decide decides the batch with package decide on what the transaction
+// read (the batch is the view) and takes its mutations into the targets.
+// It returns more when a counter turned out to need its total checked (a
+// shard would leave its zone): its shards are then read and the batch
+// decided again.
 func (b *batch) decide(incs []shardcounter.Increment, out []shardcounter.Outcome) (more bool, err error) {
-	clear(out)
-	b.seen, b.recorded, b.records = map[requestKey]bool{}, 0, nil
+	b.recorded, b.records = 0, nil
 	for _, t := range b.targets {
-		t.st, t.create, t.touched, t.vals, t.dirty, t.wide, t.summed, t.present, t.bdelta = nil, false, false, nil, map[int]bool{}, false, false, map[string]bool{}, 0
-		t.approx, t.newSketch = nil, map[int][]byte{}
-		if t.ent != nil {
-			t.st = t.ent
-			t.vals = make([]int64, t.ent.NumShards)
-			for i, se := range t.shards {
-				if i < len(t.vals) {
-					t.vals[i] = se.Count
-				}
+		t.st, t.create, t.touched, t.vals, t.dirty, t.wide, t.present, t.bw = t.ent, false, false, nil, map[int]bool{}, false, map[string]bool{}, nil
+		t.newSketch = map[int][]byte{}
+	}
+	m, err := decide.Decide(b, decide.Batch{Incs: incs, Now: b.now, Cutoff: b.cutoff, NoTakes: true, NoBounds: true}, out)
+	var whole *decide.NeedWhole
+	if errors.As(err, &whole) {
+		for _, id := range whole.Counters {
+			b.targets[id].full = true
+		}
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, c := range m.Counters {
+		t := b.targets[c.ID]
+		t.touched = true
+		if c.Create {
+			t.st, t.create = newCounterEntity(c.ID, *c.Spec, b.now.UTC().Truncate(time.Microsecond)), true
+		}
+		t.vals = make([]int64, t.st.NumShards)
+		for i, se := range t.shards {
+			if i < len(t.vals) && !t.create {
+				t.vals[i] = se.Count
 			}
 		}
 	}
-	for i, inc := range incs {
-		if full := b.apply(inc, &out[i]); full != nil {
-			full.full = true // a counter the batch creates has every shard known, at 0
-			return true, nil
+	for _, w := range m.Shards {
+		t := b.targets[w.Counter]
+		if !w.Known { // the view has every shard decide asks for
+			return false, fmt.Errorf("datastore: counter %q, shard %d: decided without its value", w.Counter, w.Shard)
 		}
-	}
-	return false, b.decideSketches()
-}
-
-// apply decides one item, or sets why it fails in o. It returns the target
-// when the item needs the counter's total checked and the counter is not
-// yet read so.
-func (b *batch) apply(inc shardcounter.Increment, o *shardcounter.Outcome) *target {
-	if err := shardcounter.ValidateIncrement(inc); err != nil {
-		o.Err = err
-		return nil
-	}
-	t := b.targets[inc.Counter]
-	if t.err != nil {
-		o.Err = t.err
-		return nil
-	}
-	if t.st == nil {
-		if inc.Create == nil {
-			o.Err = shardcounter.CounterNotFound(inc.Counter)
-			return nil
-		}
-		spec := *inc.Create
-		if err := shardcounter.ValidateIncrementKind(inc, kindOf(spec)); err != nil {
-			o.Err = err
-			return nil
-		}
-		t.st, t.create = newCounterEntity(inc.Counter, spec, b.now.UTC().Truncate(time.Microsecond)), true
-		t.vals = make([]int64, spec.Shards)
-		t.full = t.full || t.st.full()
-	}
-	if o.Err = shardcounter.ValidateIncrementKind(inc, shardcounter.Kind(t.st.Kind)); o.Err != nil {
-		return nil
-	}
-	var rk requestKey
-	if inc.RequestID != "" {
-		rk = requestKey{inc.Counter, inc.RequestID}
-		if b.seen[rk] || b.duplicate(rk, t.st) {
-			o.Duplicate = true
-			return nil
-		}
-	}
-	n := int(t.st.NumShards)
-	pick := inc.Pick
-	if inc.Member != "" {
-		pick = shard.ForMember(inc.Member)
-	}
-	if isApprox(t.st.Kind) {
-		b.takeApprox(t, shard.Of(pick, n), inc, rk, o)
-		return nil
-	}
-	if inc.Member != "" && b.memberUnchanged(t, inc) {
-		o.Unchanged = true
-		t.touched = true
-		b.record(rk)
-		return nil
-	}
-	k := shard.Of(pick, n)
-	v, ok := overflow.Add(t.vals[k], inc.Delta)
-	if t.full {
-		if !t.summed {
-			t.total, _ = overflow.Sum(t.vals)
-			t.summed = true
-		}
-		sum, sumOK := overflow.Add(t.total, inc.Delta)
-		if !sumOK {
-			o.Err = outOfRange(inc)
-			return nil
-		}
-		if err := bounds(inc.Counter, t.st.spec(), inc.Delta, sum); err != nil {
-			o.Err = err
-			return nil
-		}
-		if !ok && inc.Member == "" {
-			k = roomFor(t.vals, inc.Delta) // the total has room, so some shard has
-			v, ok = t.vals[k]+inc.Delta, true
-		}
-		if !ok {
-			o.Err = outOfRange(inc)
-			return nil
-		}
-		t.total = sum
-		if v > zone(n) || v < -zone(n) {
+		t.vals[w.Shard], t.dirty[w.Shard] = w.Value, true
+		if !decide.InZone(w.Value, len(t.vals)) {
 			t.wide = true
 		}
-	} else if !ok || v > zone(n) || v < -zone(n) {
-		return t
 	}
-	if t.st.Bucket > 0 && t.bucket != nil && !t.create {
-		if _, ok := overflow.Add(t.bucket.Count+t.bdelta, inc.Delta); !ok {
-			o.Err = outOfRange(inc)
-			return nil
+	for _, w := range m.Members {
+		b.targets[w.Counter].present[w.Member] = w.Present
+	}
+	for _, w := range m.Buckets {
+		t := b.targets[w.Counter]
+		if !w.Known {
+			return false, fmt.Errorf("datastore: counter %q: its bucket decided without its value", w.Counter)
 		}
+		t.bw = &w
 	}
-	t.touched = true
-	t.vals[k] = v
-	t.dirty[k] = true
-	if inc.Member != "" {
-		t.present[inc.Member] = inc.Delta > 0
+	for _, w := range m.Sketches {
+		t := b.targets[w.Counter]
+		t.newSketch[w.Shard], t.dirty[w.Shard] = w.New, true
 	}
-	t.bdelta += inc.Delta
-	b.record(rk)
-	return nil
+	for _, r := range m.Requests {
+		b.recorded++
+		b.records = append(b.records, requestKey{r.Counter, r.ID})
+	}
+	return false, nil
 }
 
-// memberUnchanged reports whether a member item leaves its member as it
-// is: an add of one present, a removal of one absent, as the pass has
-// left it so far.
-func (b *batch) memberUnchanged(t *target, inc shardcounter.Increment) bool {
-	present, ok := t.present[inc.Member]
-	if !ok {
-		me := b.members[requestKey{inc.Counter, inc.Member}]
-		present = me != nil && me.Of.Equal(t.st.CreatedAt)
-	}
-	return present == (inc.Delta > 0)
-}
+// The batch's view (decide.View) answers from what its transaction read.
 
-func roomFor(vals []int64, delta int64) int {
-	for i, v := range vals {
-		if _, ok := overflow.Add(v, delta); ok {
-			return i
+func (b *batch) Counter(id string) (decide.Counter, error) {
+	t := b.targets[id]
+	switch {
+	case t.err != nil:
+		return decide.Counter{Exists: true, Err: t.err}, nil
+	case t.ent == nil:
+		return decide.Counter{}, nil
+	}
+	c := decide.Counter{Exists: true, Spec: t.ent.spec(), Sum: decide.SumInZone}
+	if t.full {
+		vals := make([]int64, t.ent.NumShards)
+		for i := range vals {
+			se := t.shards[i]
+			if se == nil {
+				return decide.Counter{}, fmt.Errorf("datastore: counter %q read whole without its shard %d", id, i)
+			}
+			vals[i] = se.Count
 		}
+		c.Total, c.Sum = decide.Total(vals)
 	}
-	panic("datastore: no shard has room for a write the total has room for")
+	return c, nil
 }
 
-// duplicate reports whether the request id was recorded for this
-// incarnation of the counter within the dedupe window.
-func (b *batch) duplicate(k requestKey, st *counterEntity) bool {
-	e := b.reqs[k]
-	return e != nil && e.At.After(b.cutoff) && e.Of.Equal(st.CreatedAt)
+func (b *batch) Shard(counter string, k int) (int64, bool, error) {
+	se := b.targets[counter].shards[k]
+	if se == nil {
+		return 0, false, nil
+	}
+	return se.Count, true, nil
 }
 
-func (b *batch) record(k requestKey) {
-	if k.id == "" {
-		return
-	}
-	b.seen[k] = true
-	b.recorded++
-	b.records = append(b.records, k)
+func (b *batch) Request(counter, id string) (time.Time, bool, error) {
+	e := b.reqs[requestKey{counter, id}]
+	return e.atOf(b.targets[counter].ent)
 }
 
-func outOfRange(inc shardcounter.Increment) error {
-	return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", inc.Counter, inc.Delta)
+func (b *batch) Member(counter, member string) (bool, error) {
+	_, present, err := b.members[requestKey{counter, member}].atOf(b.targets[counter].ent)
+	return present, err
 }
 
-// bounds refuses a write that would take a bounded counter's total to
-// sum, outside its Min and Max.
-func bounds(id string, spec shardcounter.Spec, delta, sum int64) error {
-	if spec.Min != nil && sum < *spec.Min {
-		return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it to %d, below its min %d", id, delta, sum, *spec.Min)
+// atOf returns when an id entity was written and whether it is one of
+// e's incarnation of the counter.
+func (o *ownEntity) atOf(e *counterEntity) (time.Time, bool, error) {
+	if o == nil {
+		return time.Time{}, false, nil
 	}
-	if spec.Max != nil && sum > *spec.Max {
-		return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it to %d, above its max %d", id, delta, sum, *spec.Max)
+	return o.At, o.Of.Equal(e.CreatedAt), nil
+}
+
+func (b *batch) Bucket(counter string, start time.Time) (int64, bool, error) {
+	be := b.targets[counter].bucket
+	if be == nil || !be.Start.Equal(start) {
+		return 0, false, nil
 	}
-	return nil
+	return be.Count, true, nil
+}
+
+func (b *batch) Sketch(counter string, k int) ([]byte, error) {
+	if se := b.targets[counter].shards[k]; se != nil {
+		return se.Sketch, nil
+	}
+	return nil, nil
 }

@@ -18,11 +18,10 @@ func (b *batch) sweep(ctx context.Context) error {
 	b.sweeps = nil
 	for _, id := range b.order {
 		t := b.targets[id]
-		if !t.touched || t.create || t.st.Bucket == 0 || t.bdelta == 0 {
+		if !t.touched || t.create || t.bw == nil {
 			continue
 		}
-		w := t.st.spec().Window
-		cut := w.BucketOf(b.now.Add(-time.Duration(w.Retention))).Unix()
+		cut := t.bw.Sweep.Unix()
 		q := datastore.NewQuery(bucketKind).Namespace(b.s.namespace).Ancestor(t.key).
 			FilterField("__key__", "<", childKey(t.key, bucketKind, bucketName(cut))).KeysOnly().Limit(sweepBatch).Transaction(b.tx)
 		keys, err := b.s.client.GetAll(ctx, q, nil)
@@ -81,13 +80,9 @@ func (b *batch) mutations() ([]*datastore.Mutation, []shardWrite) {
 				muts = append(muts, datastore.NewDelete(k))
 			}
 		}
-		if t.st.Bucket > 0 && t.bdelta != 0 {
-			start := t.st.spec().Window.BucketOf(b.now)
-			be := bucketEntity{Start: start, Count: t.bdelta}
-			if !t.create && t.bucket != nil {
-				be.Count += t.bucket.Count
-			}
-			muts = append(muts, datastore.NewUpsert(childKey(t.key, bucketKind, bucketName(start.Unix())), &be))
+		if w := t.bw; w != nil {
+			be := bucketEntity{Start: w.Start, Count: w.Value}
+			muts = append(muts, datastore.NewUpsert(childKey(t.key, bucketKind, bucketName(w.Start.Unix())), &be))
 		}
 	}
 	for _, k := range b.records {
@@ -104,10 +99,7 @@ func (b *batch) mutations() ([]*datastore.Mutation, []shardWrite) {
 // the counters' entities as the commit left them.
 func (b *batch) committed(sw []shardWrite) {
 	for _, w := range sw {
-		b.s.stats.Commits.Add(1)
-		if f := b.s.stats.onCommit.Load(); f != nil {
-			(*f)(w.t.id, w.shard)
-		}
+		b.s.Stats().Committed(w.t.id, w.shard)
 	}
 	for _, id := range b.order {
 		t := b.targets[id]
@@ -119,74 +111,56 @@ func (b *batch) committed(sw []shardWrite) {
 	}
 }
 
-// expireBatch is how many expired request ids an Apply deletes beyond the
-// number it records.
-const expireBatch = 64
-
-// expire deletes up to expireBatch+recorded expired request ids, oldest
-// first, and the expired batch markers among them, in a transaction of their own after the batch's, which checks
-// that each is still expired. When it finds fewer than it may delete, none
-// is left to expire for a while, and the next batches skip the query.
+// expire deletes up to docstore.ExpireBatch+recorded expired request
+// ids, oldest first, and the expired batch markers among them, in a
+// transaction of their own after the batch's, which checks that each is
+// still expired (see docstore.Base.Expire).
 func (s *CounterStore) expire(ctx context.Context, recorded int) {
-	now := s.now()
-	s.expiryMu.Lock()
-	skip := now.Before(s.nextExpiry)
-	s.expiryMu.Unlock()
-	if skip {
-		return
-	}
-	window := time.Duration(s.window.Load())
-	// One more than the ids it may delete: a batch marker, which each
-	// commit writes, is deleted beside them without counting.
-	limit := expireBatch + recorded + 1
-	cut := now.Add(-window)
-	q := datastore.NewQuery(requestKind).Namespace(s.namespace).FilterField("at", "<=", cut).Order("at").KeysOnly().Limit(limit)
-	found, err := s.client.GetAll(ctx, q, nil)
-	if err != nil {
-		return // the next batch tries again
-	}
-	var keys []*datastore.Key
-	n := 0 // request ids among keys
-	for _, k := range found {
-		if !strings.HasPrefix(k.Name, markerPrefix) {
-			if n == limit-1 {
-				continue
-			}
-			n++
-		}
-		keys = append(keys, k)
-	}
-	if len(keys) > 0 {
-		var ids []string
-		for _, k := range keys {
-			if id, err := Unescape(k.Parent.Name); err == nil {
-				ids = append(ids, id)
-			}
-		}
-		unlock := s.locks.lock(ids...)
-		defer unlock()
-		_, err := s.client.RunInTransaction(ctx, func(tx *datastore.Transaction) error {
-			es := make([]ownEntity, len(keys))
-			if err := tx.GetMulti(keys, es); err != nil {
-				if _, ok := err.(datastore.MultiError); !ok {
-					return err
-				}
-			}
-			var del []*datastore.Key
-			for i, e := range es {
-				if !e.At.IsZero() && !e.At.After(cut) {
-					del = append(del, keys[i])
-				}
-			}
-			return tx.DeleteMulti(del)
-		})
+	s.Expire(s.now(), recorded, func(limit int, cut time.Time) (int, error) {
+		q := datastore.NewQuery(requestKind).Namespace(s.namespace).FilterField("at", "<=", cut).Order("at").KeysOnly().Limit(limit)
+		found, err := s.client.GetAll(ctx, q, nil)
 		if err != nil {
-			return
+			return 0, err
 		}
-	}
-	if len(found) < limit {
-		s.expiryMu.Lock()
-		s.nextExpiry = now.Add(min(window/16, time.Minute))
-		s.expiryMu.Unlock()
-	}
+		var keys []*datastore.Key
+		n := 0 // request ids among keys
+		for _, k := range found {
+			if !strings.HasPrefix(k.Name, markerPrefix) {
+				if n == limit-1 {
+					continue
+				}
+				n++
+			}
+			keys = append(keys, k)
+		}
+		if len(keys) > 0 {
+			var ids []string
+			for _, k := range keys {
+				if id, err := Unescape(k.Parent.Name); err == nil {
+					ids = append(ids, id)
+				}
+			}
+			unlock := s.Locks.LockCounters(ids...)
+			defer unlock()
+			_, err := s.client.RunInTransaction(ctx, func(tx *datastore.Transaction) error {
+				es := make([]ownEntity, len(keys))
+				if err := tx.GetMulti(keys, es); err != nil {
+					if _, ok := err.(datastore.MultiError); !ok {
+						return err
+					}
+				}
+				var del []*datastore.Key
+				for i, e := range es {
+					if !e.At.IsZero() && !e.At.After(cut) {
+						del = append(del, keys[i])
+					}
+				}
+				return tx.DeleteMulti(del)
+			})
+			if err != nil {
+				return 0, err
+			}
+		}
+		return len(found), nil
+	})
 }

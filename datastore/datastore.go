@@ -28,23 +28,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/datastore"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
 // Kinds this store writes beside the seed's shard entities.
@@ -90,20 +85,24 @@ type CounterStore struct {
 	project   string
 	kind      string
 	namespace string
-	interval  time.Duration
 	now       func() time.Time
-	window    atomic.Int64 // dedupe window, ns
+	base
+	reads
 
 	// shards remembers each counter's shard count and whether its writes
 	// read every shard, so that a transaction reads what it needs in one
 	// lookup; the transaction checks the guess against the counter entity.
 	shards *lru.Cache[string, *counterEntity]
-	locks  stripes
-	stats  Stats
-
-	expiryMu   sync.Mutex
-	nextExpiry time.Time // no request id expires before it, as far as this process knows
 }
+
+// base is the state and the methods the store shares with firestore's:
+// Stats, Conflicts, OnShardCommit, ShardWriteInterval, SetDedupeWindow.
+type base = docstore.Base
+
+// reads are the readings built on the store's snapshot reads (read.go):
+// ReadCounter(s), ReadShards, ReadSketches, Placement, ReadWindow,
+// ReadSeries.
+type reads = docstore.Reads
 
 var (
 	_ shardcounter.CounterStore     = (*CounterStore)(nil)
@@ -112,21 +111,7 @@ var (
 )
 
 // Stats are the store's running totals, exported in /metrics.
-type Stats struct {
-	// Conflicts counts transactions the database aborted for contention
-	// (another writer came first), tried again.
-	Conflicts atomic.Int64
-	// Commits counts commits of shard entities: every shard a committed
-	// batch wrote counts once.
-	Commits atomic.Int64
-	// Resolved counts batches whose commit got no clear answer and whose
-	// marker showed them applied (see marker.go).
-	Resolved atomic.Int64
-
-	onCommit atomic.Pointer[func(counter string, shard int)]
-}
-
-const cacheSize = 100_000
+type Stats = docstore.Stats
 
 // Config is a parsed datastore:// DSN.
 type Config struct {
@@ -150,7 +135,7 @@ func ParseDSN(dsn string) (Config, error) {
 		return bad("a datastore DSN has no path (%q): give the namespace as ?namespace=", p)
 	}
 	c := Config{Project: u.Host}
-	if !validName(c.Project, 63) {
+	if !docstore.ValidName(c.Project, 63) {
 		return bad("project %q is not a project id (letters, digits and hyphens)", c.Project)
 	}
 	for k, vs := range u.Query() {
@@ -160,12 +145,12 @@ func ParseDSN(dsn string) (Config, error) {
 		v := vs[0]
 		switch k {
 		case "kind":
-			if !validName(v, 100) || strings.HasPrefix(v, "__") || strings.HasPrefix(v, "SC_") {
+			if !docstore.ValidName(v, 100) || strings.HasPrefix(v, "__") || strings.HasPrefix(v, "SC_") {
 				return bad("kind %q is not a kind name (letters, digits, _ and -; not __…__ nor SC_…, which are taken)", v)
 			}
 			c.Kind = v
 		case "namespace":
-			if v != "" && (!validName(v, 100) || strings.HasPrefix(v, "__")) {
+			if v != "" && (!docstore.ValidName(v, 100) || strings.HasPrefix(v, "__")) {
 				return bad("namespace %q is not a namespace (letters, digits, _ and -)", v)
 			}
 			c.Namespace = v
@@ -185,18 +170,6 @@ func ParseDSN(dsn string) (Config, error) {
 	return c, nil
 }
 
-func validName(s string, max int) bool {
-	if s == "" || len(s) > max {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 // Open opens the store a datastore:// DSN names. With
 // DATASTORE_EMULATOR_HOST set, Google's client talks to that emulator;
 // otherwise to the project's database with Application Default
@@ -211,7 +184,12 @@ func Open(ctx context.Context, dsn string) (*CounterStore, error) {
 
 // New opens the store on project's database.
 func New(ctx context.Context, project string, opts Options) (*CounterStore, error) {
-	client, err := datastore.NewClient(ctx, project, option.WithGRPCDialOption(grpc.WithDefaultServiceConfig(serviceConfig)))
+	return newStore(ctx, project, opts)
+}
+
+// newStore is New with client options added (tests watch the calls).
+func newStore(ctx context.Context, project string, opts Options, extra ...option.ClientOption) (*CounterStore, error) {
+	client, err := datastore.NewClient(ctx, project, append([]option.ClientOption{option.WithGRPCDialOption(grpc.WithDefaultServiceConfig(serviceConfig))}, extra...)...)
 	if err != nil {
 		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: connect to project %s: %v (set DATASTORE_EMULATOR_HOST for the emulator, or Application Default Credentials for Google Cloud)", project, err)
 	}
@@ -222,14 +200,9 @@ func New(ctx context.Context, project string, opts Options) (*CounterStore, erro
 	if s.now == nil {
 		s.now = time.Now
 	}
-	switch {
-	case opts.ShardWriteInterval == 0:
-		s.interval = DefaultShardWriteInterval
-	case opts.ShardWriteInterval > 0:
-		s.interval = opts.ShardWriteInterval
-	}
-	s.shards, _ = lru.New[string, *counterEntity](cacheSize)
-	s.SetDedupeWindow(opts.DedupeWindow)
+	s.Init(opts.ShardWriteInterval, DefaultShardWriteInterval, opts.DedupeWindow)
+	s.reads = reads{Store: "datastore", Now: s.now, Snap: s.read, Meta: s.GetCounter, Buckets: s.buckets, Node: s.node}
+	s.shards, _ = lru.New[string, *counterEntity](docstore.CacheSize)
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := s.Ping(pctx); err != nil {
@@ -266,29 +239,6 @@ func childKey(parent *datastore.Key, kind, name string) *datastore.Key {
 	return k
 }
 
-// Stats returns the store's running totals.
-func (s *CounterStore) Stats() *Stats { return &s.stats }
-
-// Conflicts returns Stats().Conflicts (metrics.DocumentStore).
-func (s *CounterStore) Conflicts() int64 { return s.stats.Conflicts.Load() }
-
-// OnShardCommit sets f to be called with each shard entity a committed
-// batch wrote (metrics.DocumentStore): the per-entity commit counter.
-func (s *CounterStore) OnShardCommit(f func(counter string, shard int)) { s.stats.onCommit.Store(&f) }
-
-// ShardWriteInterval is the pace the engine keeps per shard entity
-// (shardcounter.ShardPacer): 0 when pacing is off.
-func (s *CounterStore) ShardWriteInterval() time.Duration { return s.interval }
-
-// SetDedupeWindow sets how long a request id is remembered; d <= 0
-// restores shardcounter.DefaultDedupeWindow.
-func (s *CounterStore) SetDedupeWindow(d time.Duration) {
-	if d <= 0 {
-		d = shardcounter.DefaultDedupeWindow
-	}
-	s.window.Store(int64(d))
-}
-
 // Close closes the client.
 func (s *CounterStore) Close() error { return s.client.Close() }
 
@@ -313,56 +263,7 @@ func (s *CounterStore) node(id string, i int) string {
 
 // readError maps a failed read or an administrative failure: nothing was
 // applied.
-func readError(op string, err error) error {
-	var e *shardcounter.Error
-	if errors.As(err, &e) {
-		return err
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: %s: %v", op, err)
-	}
-	switch status.Code(err) {
-	case codes.InvalidArgument:
-		return shardcounter.Errorf(shardcounter.EINVALID, "datastore: %s: %v", op, status.Convert(err).Message())
-	case codes.Internal, codes.Unknown, codes.DataLoss:
-		return fmt.Errorf("datastore: %s: %w", op, err)
-	}
-	return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: %s: %v", op, err)
-}
+func readError(op string, err error) error { return docstore.ReadError("datastore", op, err) }
 
 // EmulatorHost returns DATASTORE_EMULATOR_HOST, for the log line of serve.
 func EmulatorHost() string { return os.Getenv("DATASTORE_EMULATOR_HOST") }
-
-// stripes are in-process locks on counters: a transaction holds those of
-// the counters it writes from its first read to its commit, so that
-// transactions of one process on one counter queue instead of deadlocking
-// on each other's read locks (the emulator, like Datastore's pessimistic
-// concurrency, takes a shared lock on what a transaction reads and waits
-// for it at commit). Correctness does not rest on them: the transactions
-// keep writes serializable, across processes too.
-type stripes [512]sync.Mutex
-
-func stripeOf(counter string) int {
-	h := fnv.New32a()
-	h.Write([]byte(counter))
-	return int(h.Sum32() % uint32(len(stripes{})))
-}
-
-// lock locks the stripes of the counters, in order, and returns their
-// unlock.
-func (st *stripes) lock(counters ...string) func() {
-	keys := make([]int, 0, len(counters))
-	for _, c := range counters {
-		keys = append(keys, stripeOf(c))
-	}
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
-	for _, k := range keys {
-		st[k].Lock()
-	}
-	return func() {
-		for _, k := range keys {
-			st[k].Unlock()
-		}
-	}
-}

@@ -44,6 +44,12 @@ func TestCounterStore(t *testing.T) {
 	})
 }
 
+// TestSnapshotReads checks that strong reads are one snapshot while
+// commits touch several shards at once.
+func TestSnapshotReads(t *testing.T) {
+	storetest.RunSnapshotReads(t, MustOpen(t, datastore.Options{}))
+}
+
 func TestCollectionStore(t *testing.T) {
 	s := MustOpen(t, datastore.Options{})
 	storetest.RunCollectionStore(t, func(testing.TB) shardcounter.CollectionStore { return s.Collections() })

@@ -1,9 +1,21 @@
 package datastore
 
-import "strings"
+import (
+	"context"
+	"strings"
 
-// ExpireBatch is expireBatch, for storetest.RunRequestIDExpiry.
-const ExpireBatch = expireBatch
+	"google.golang.org/api/option"
+
+	"github.com/shardcounter/shardcounter/internal/docstore"
+)
+
+// NewWith is New with client options added.
+func NewWith(ctx context.Context, project string, opts Options, extra ...option.ClientOption) (*CounterStore, error) {
+	return newStore(ctx, project, opts, extra...)
+}
+
+// ExpireBatch is docstore.ExpireBatch, for storetest.RunRequestIDExpiry.
+const ExpireBatch = docstore.ExpireBatch
 
 // IsMarker reports whether a request document's name is a batch marker's
 // (marker.go), which tests that count request ids leave out.

@@ -11,6 +11,7 @@ import (
 	"cloud.google.com/go/datastore"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
 // A commit that gets no clear answer (the connection cut while the reply
@@ -89,7 +90,7 @@ func (s *CounterStore) settle(ctx context.Context, m *marker, out []shardcounter
 		if gerr == nil || errors.As(gerr, &fm) {
 			break
 		}
-		if serr := sleep(ctx, markerWait); serr != nil {
+		if serr := docstore.Sleep(ctx, markerWait); serr != nil {
 			return 0, serr
 		}
 	}
@@ -99,7 +100,7 @@ func (s *CounterStore) settle(ctx context.Context, m *marker, out []shardcounter
 	}
 	copy(out, a.out)
 	a.b.committed(a.sw)
-	s.stats.Resolved.Add(1)
+	s.Stats().Resolved.Add(1)
 	return a.recorded, nil
 }
 

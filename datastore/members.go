@@ -8,7 +8,6 @@ import (
 	"cloud.google.com/go/datastore"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/overflow"
 )
 
 // IsMember reads the member's entity with the counter's, one lookup.
@@ -93,7 +92,7 @@ func (s *CounterStore) ListMembers(ctx context.Context, id, after string, limit 
 
 // buckets returns a windowed counter's buckets that start in [from, to),
 // oldest first, with the counter: a key range of its bucket entities.
-func (s *CounterStore) buckets(ctx context.Context, id string, from, to time.Time) (*counterEntity, []shardcounter.Bucket, error) {
+func (s *CounterStore) buckets(ctx context.Context, id string, from, to time.Time) (*shardcounter.Counter, []shardcounter.Bucket, error) {
 	e, err := s.getWindowed(ctx, id)
 	if err != nil {
 		return nil, nil, err
@@ -120,7 +119,7 @@ func (s *CounterStore) buckets(ctx context.Context, id string, from, to time.Tim
 			out = append(out, shardcounter.Bucket{Start: b.Start.UTC(), Value: b.Count})
 		}
 	}
-	return e, out, nil
+	return e.counter(id), out, nil
 }
 
 func (s *CounterStore) getWindowed(ctx context.Context, id string) (*counterEntity, error) {
@@ -129,41 +128,4 @@ func (s *CounterStore) getWindowed(ctx context.Context, id string) (*counterEnti
 		err = shardcounter.CounterHasNoWindow(id)
 	}
 	return e, err
-}
-
-// ReadWindow sums the buckets that start in [from, to).
-func (s *CounterStore) ReadWindow(ctx context.Context, id string, from, to time.Time) (*shardcounter.Reading, error) {
-	if !to.After(from) {
-		e, err := s.getWindowed(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		return s.windowReading(id, e, 0, from, to), nil
-	}
-	e, bs, err := s.buckets(ctx, id, from, to)
-	if err != nil {
-		return nil, err
-	}
-	var sum int64
-	for _, b := range bs {
-		var ok bool
-		if sum, ok = overflow.Add(sum, b.Value); !ok {
-			return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: its window sums to more than int64 holds", id)
-		}
-	}
-	return s.windowReading(id, e, sum, from, to), nil
-}
-
-func (s *CounterStore) windowReading(id string, e *counterEntity, v int64, from, to time.Time) *shardcounter.Reading {
-	return &shardcounter.Reading{ID: id, Value: v, Shards: int(e.NumShards), Consistency: shardcounter.Strong, AsOf: s.now(), Window: &shardcounter.Interval{From: from, To: to}}
-}
-
-// ReadSeries returns the non-zero buckets that start in [from, to).
-func (s *CounterStore) ReadSeries(ctx context.Context, id string, from, to time.Time) ([]shardcounter.Bucket, error) {
-	if !to.After(from) {
-		_, err := s.getWindowed(ctx, id)
-		return nil, err
-	}
-	_, bs, err := s.buckets(ctx, id, from, to)
-	return bs, err
 }

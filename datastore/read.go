@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	"cloud.google.com/go/datastore"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/overflow"
+	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
 // GetCounter returns the counter's metadata.
@@ -40,17 +39,6 @@ func (s *CounterStore) getEntity(ctx context.Context, id string) (*counterEntity
 	return &e, nil
 }
 
-// snapshot is counters read in one read-only transaction: each one's
-// entity and shard values.
-type snapshot struct {
-	ents   map[string]*counterEntity
-	values map[string][]int64
-	// sketches are an approx counter's shards' sketches; its values are
-	// each shard's own estimate.
-	sketches map[string][][]byte
-	at       time.Time
-}
-
 // read reads the counters and all their shards in a read-only
 // transaction, whose reads are one snapshot: one lookup of the counter
 // entities and the shards the store expects them to have, and a second
@@ -58,7 +46,7 @@ type snapshot struct {
 // enough: the emulator lets it see part of a commit.) A read-only
 // transaction takes no locks, so it is neither committed nor rolled back:
 // two round trips, its begin and its lookup.
-func (s *CounterStore) read(ctx context.Context, ids []string) (*snapshot, error) {
+func (s *CounterStore) read(ctx context.Context, ids []string) (*docstore.Snapshot, error) {
 	tx, err := s.client.NewTransaction(ctx, datastore.ReadOnly)
 	if err != nil {
 		return nil, readError("read counters", err)
@@ -68,8 +56,8 @@ func (s *CounterStore) read(ctx context.Context, ids []string) (*snapshot, error
 }
 
 // readIn reads the counters in tx.
-func (s *CounterStore) readIn(ctx context.Context, tx *datastore.Transaction, ids []string) (sn *snapshot, ok bool, err error) {
-	sn = &snapshot{ents: map[string]*counterEntity{}, values: map[string][]int64{}, sketches: map[string][][]byte{}, at: s.now()}
+func (s *CounterStore) readIn(ctx context.Context, tx *datastore.Transaction, ids []string) (sn *docstore.Snapshot, ok bool, err error) {
+	sn = &docstore.Snapshot{Counters: map[string]*shardcounter.Counter{}, Values: map[string][]int64{}, Sketches: map[string][][]byte{}, At: s.now()}
 	ents := make(map[string]*counterEntity, len(ids))
 	shards := make(map[string]map[int]*shardEntity, len(ids))
 	var l loads
@@ -143,106 +131,11 @@ func (s *CounterStore) readIn(ctx context.Context, tx *datastore.Transaction, id
 			for i := range sks {
 				sks[i] = shards[id][i].Sketch
 			}
-			sn.sketches[id] = sks
+			sn.Sketches[id] = sks
 		}
-		sn.ents[id], sn.values[id] = e, vals
+		sn.Counters[id], sn.Values[id] = e.counter(id), vals
 	}
 	return sn, true, nil
-}
-
-// ReadCounter sums the counter's shards, read with its entity in one
-// snapshot: linearizable.
-func (s *CounterStore) ReadCounter(ctx context.Context, id string) (*shardcounter.Reading, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, err
-	}
-	rs, err := s.ReadCounters(ctx, []string{id})
-	if err != nil {
-		return nil, err
-	}
-	if rs[0] == nil {
-		return nil, shardcounter.CounterNotFound(id)
-	}
-	return rs[0], nil
-}
-
-// ReadCounters reads many counters in one snapshot.
-func (s *CounterStore) ReadCounters(ctx context.Context, ids []string) ([]*shardcounter.Reading, error) {
-	if err := shardcounter.CheckReadBatch(len(ids)); err != nil {
-		return nil, err
-	}
-	out := make([]*shardcounter.Reading, len(ids))
-	var uniq []string
-	seen := make(map[string]bool)
-	for _, id := range ids {
-		if !seen[id] && shardcounter.ValidateID("counter id", id) == nil {
-			seen[id] = true
-			uniq = append(uniq, id)
-		}
-	}
-	if len(uniq) == 0 {
-		return out, nil
-	}
-	sn, err := s.read(ctx, uniq)
-	if err != nil {
-		return nil, err
-	}
-	for i, id := range ids {
-		e, ok := sn.ents[id]
-		if !ok {
-			continue
-		}
-		v, ok := overflow.Sum(sn.values[id])
-		if !ok {
-			return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: its shards sum to more than int64 holds", id)
-		}
-		if isApprox(e.Kind) {
-			if v, err = approxValue(id, sn.sketches[id]); err != nil {
-				return nil, err
-			}
-		}
-		out[i] = &shardcounter.Reading{ID: id, Value: v, Shards: int(e.NumShards), Consistency: shardcounter.Strong, AsOf: sn.at}
-	}
-	return out, nil
-}
-
-// ReadShards returns the counter and each shard's value, one snapshot.
-func (s *CounterStore) ReadShards(ctx context.Context, id string) (*shardcounter.Counter, []int64, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, nil, err
-	}
-	sn, err := s.read(ctx, []string{id})
-	if err != nil {
-		return nil, nil, err
-	}
-	e, ok := sn.ents[id]
-	if !ok {
-		return nil, nil, shardcounter.CounterNotFound(id)
-	}
-	vals := sn.values[id]
-	if isApprox(e.Kind) { // each shard's own estimate
-		vals = make([]int64, e.NumShards)
-		for i, b := range sn.sketches[id] {
-			if vals[i], err = approxValue(id, [][]byte{b}); err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	return e.counter(id), vals, nil
-}
-
-// Placement names each shard's entity as its node: the database spreads
-// entities over its servers itself.
-func (s *CounterStore) Placement(ctx context.Context, id string) (*shardcounter.Placement, error) {
-	c, vals, err := s.ReadShards(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	p := &shardcounter.Placement{ID: id, Shards: c.Shards, AsOf: s.now()}
-	for i, v := range vals {
-		p.Places = append(p.Places, shardcounter.ShardPlacement{Shard: i, Value: v, Node: s.node(id, i)})
-	}
-	return p, nil
 }
 
 // ListCounters lists counter entities in key order, which is id order

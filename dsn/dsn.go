@@ -151,21 +151,26 @@ func validScheme(s string) bool {
 }
 
 // Collections returns the collection store that shares a store's database:
-// the same Pebble directory or bolt file, the same Redis. It is EINVALID
-// for a store that has none.
+// the same Pebble directory or bolt file, the same Redis. The store may be
+// wrapped: it is found with shardcounter.As. It is EINVALID for a store
+// that has none.
 func Collections(store shardcounter.CounterStore) (shardcounter.CollectionStore, error) {
-	switch s := store.(type) {
-	case *bolt.CounterStore:
+	if s, ok := shardcounter.As[*bolt.CounterStore](store); ok {
 		return s.Collections()
-	case *pebble.CounterStore:
+	}
+	if s, ok := shardcounter.As[*pebble.CounterStore](store); ok {
 		return s.Collections(), nil
-	case *redis.CounterStore:
+	}
+	if s, ok := shardcounter.As[*redis.CounterStore](store); ok {
 		return s.Collections(), nil
-	case *postgres.CounterStore:
+	}
+	if s, ok := shardcounter.As[*postgres.CounterStore](store); ok {
 		return s.Collections(), nil
-	case *firestore.CounterStore:
+	}
+	if s, ok := shardcounter.As[*firestore.CounterStore](store); ok {
 		return s.Collections(), nil
-	case *datastore.CounterStore:
+	}
+	if s, ok := shardcounter.As[*datastore.CounterStore](store); ok {
 		return s.Collections(), nil
 	}
 	return nil, shardcounter.Errorf(shardcounter.EINVALID, "store %T has no collections", store)

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/overflow"
 )
@@ -11,6 +13,8 @@ type call struct {
 	seq int // its place in its batch's calls: the order the writes came in
 	res shardcounter.WriteResult
 	err error
+	// span is the span of the write's request, with Config.Tracer.
+	span trace.Span
 }
 
 // batch is the writes one flush applies. done is closed once every call

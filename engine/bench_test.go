@@ -3,10 +3,12 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"testing"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/bolt"
 	"github.com/shardcounter/shardcounter/engine"
 	"github.com/shardcounter/shardcounter/storetest"
 )
@@ -21,7 +23,11 @@ func BenchmarkEngineHotCounter(b *testing.B) {
 	for _, mode := range []engine.Durability{engine.Durable, engine.Async} {
 		for _, shards := range []int{1, 16} {
 			b.Run(fmt.Sprintf("%s/shards=%d", mode, shards), func(b *testing.B) {
-				store := MustOpenStore(b)
+				store, err := bolt.Open(context.Background(), filepath.Join(b.TempDir(), "shardcounter.db"), bolt.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { store.Close() })
 				storetest.MustCreate(b, store, "hot", shards)
 				e := MustStart(b, store, engine.Config{Durability: mode})
 				ctx := context.Background()

@@ -41,6 +41,7 @@ type readingCache struct {
 	flights map[string]*flight
 	slots   readSlots
 	queue   []string // counters whose flights wait for a store call
+	stats   *Stats   // counts hits and misses; nil counts nothing
 }
 
 // flight is one counter's fetch, queued or in progress. done is closed
@@ -117,6 +118,10 @@ func (c *readingCache) read(ctx context.Context, ids []string, oldest time.Time,
 		from = append(from, f)
 	}
 	c.mu.Unlock()
+	if c.stats != nil {
+		c.stats.CacheHits.Add(int64(len(ids) - len(waits)))
+		c.stats.CacheMisses.Add(int64(len(waits)))
+	}
 	if len(waits) == 0 {
 		return res
 	}

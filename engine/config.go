@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"time"
 
@@ -127,9 +128,8 @@ type Config struct {
 	FlushInterval time.Duration
 	// DedupeWindow is how long a request id is remembered: a write whose
 	// id was recorded less than this long ago is a duplicate. New hands it
-	// to the store when the store implements shardcounter.RequestIDExpirer
-	// (bolt, postgres and redis do); engines sharing one store should use
-	// the same window. Default 24h.
+	// to the store (shardcounter.RequestIDExpirer, part of every store);
+	// engines sharing one store should use the same window. Default 24h.
 	DedupeWindow time.Duration
 	// FlushTimeout bounds each store call the flusher makes (an Apply,
 	// and the CreateCounter of an auto-create). The flusher is the only
@@ -149,6 +149,22 @@ type Config struct {
 	// must not call the engine. With MaxInFlight above 1 it may be called
 	// from several flushes at once.
 	OnFlush func(FlushEvent)
+	// Observers hear of every store call of the engine that changes
+	// counters (shardcounter.CommitObserver): its flushes' commits, with
+	// their increments, outcomes and the clock around them, and its
+	// creates, deletes, resets, reshards and merges, and the deletions of
+	// expired names package expiry makes. They are called in order before
+	// the engine's own (its rankings), and after them in reverse order;
+	// the same rules as OnFlush's hold. A tracer is one.
+	Observers []shardcounter.CommitObserver
+	// Tracer, when set, traces the write path (trace.go, and
+	// docs/OPERATIONS.md, "Traces"): a batch any of whose writes' spans is
+	// sampled gets a span of its own, SpanCommit, a child of the first such
+	// write's span and linked from each of them, and each store call under
+	// a sampled span a span with its outcome. The span of a write is its
+	// context's, or the one WithWriteSpans gives it. Nil, the default,
+	// costs the write path a nil check.
+	Tracer trace.Tracer
 	// Logger receives what has no caller to return to: failed commits of
 	// async writes. Default slog.Default().
 	Logger *slog.Logger

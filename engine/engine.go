@@ -2,11 +2,12 @@ package engine
 
 import (
 	"context"
-	"github.com/shardcounter/shardcounter/expiry"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/expiry"
 )
 
 // Stats are the engine's running totals, each an atomic counter, ready to
@@ -28,6 +29,13 @@ type Stats struct {
 	// PaceWaitNanos is the time flushes waited for a shard to be due
 	// (Config.ShardWriteInterval).
 	PaceWaitNanos atomic.Int64
+	// ErrorCodes splits Errors by the failed write's error code, in the
+	// order of ErrorCodes (the last, "other", for any code not listed).
+	ErrorCodes [len(ErrorCodes)]atomic.Int64
+	// CacheHits and CacheMisses count the counters that cached reads
+	// (Config.MaxStaleness) found fresh in the cache, and those they
+	// fetched, or waited for another read to fetch, from the store.
+	CacheHits, CacheMisses atomic.Int64
 	// RankingDeltas counts the counters ranking refreshes moved by the
 	// deltas of their commits, RankingReads those they read from the
 	// store instead (the seeding scans included), and RankingBlocked the
@@ -35,6 +43,31 @@ type Stats struct {
 	RankingDeltas  atomic.Int64
 	RankingReads   atomic.Int64
 	RankingBlocked atomic.Int64
+	// LimitAllowed and LimitRefused count the takes of rate limits
+	// decided (peeks and retries of a request id not included).
+	LimitAllowed atomic.Int64
+	LimitRefused atomic.Int64
+	// limitTakes splits LimitAllowed and LimitRefused by limit
+	// (EachLimit).
+	limitTakes limitTakes
+}
+
+// ErrorCodes are the codes Stats.ErrorCodes counts failed writes by: the
+// codes a write can fail with, then "other".
+var ErrorCodes = [...]string{shardcounter.EUNAVAILABLE, shardcounter.EOUTCOMEUNKNOWN, shardcounter.EOUTOFRANGE,
+	shardcounter.EINVALID, shardcounter.ENOTFOUND, shardcounter.EINTERNAL, "other"}
+
+// failed counts n writes failed with err.
+func (s *Stats) failed(err error, n int64) {
+	s.Errors.Add(n)
+	code := shardcounter.ErrorCode(err)
+	for i, c := range ErrorCodes[:len(ErrorCodes)-1] {
+		if c == code {
+			s.ErrorCodes[i].Add(n)
+			return
+		}
+	}
+	s.ErrorCodes[len(ErrorCodes)-1].Add(n)
 }
 
 // FlushEvent describes one store.Apply made by the flusher, for
@@ -56,12 +89,14 @@ type FlushEvent struct {
 // Engine is a shardcounter.CounterService over a store. It is safe for
 // concurrent use. Close it to commit queued writes.
 type Engine struct {
-	store shardcounter.CounterStore // expiry over the store New was given
-	// expiry is store: the store with deadlines (Expirer's methods).
-	expiry *expiry.Store
-	// raw is the store New was given, for the optional interfaces it
-	// implements (RankingStore...), which the expiry wrapper does not.
-	raw   shardcounter.CounterStore
+	// store is the store New was given with deadlines (package expiry):
+	// the one store the engine reads and writes, whose concrete type is
+	// what the deadline methods need. The optional capabilities of the
+	// store beneath are found through it, with shardcounter.As.
+	store *expiry.Store
+	// obs hears of the store calls that change counters: Config.Observers,
+	// then the rankings (observe in flush.go; the rankings in rankcommit.go).
+	obs   shardcounter.CommitObserver
 	cfg   Config
 	stats Stats
 	queue *queue
@@ -71,6 +106,8 @@ type Engine struct {
 
 	lastLog    time.Time // async failures: when one was last logged
 	suppressed int64     // async writes lost since, not yet logged
+
+	limits limits // rate limits' definitions (limit.go)
 
 	cache *readingCache
 	// strong gathers strong reads into store reads.
@@ -94,38 +131,41 @@ type Engine struct {
 
 var _ shardcounter.CounterService = (*Engine)(nil)
 
-// New returns an engine over store and starts its flusher. When the store
-// implements shardcounter.RequestIDExpirer, New sets its dedupe window to
-// cfg.DedupeWindow; when it implements shardcounter.CommitPipeliner and
-// cfg.MaxInFlight is 0, the store's advice replaces the default. It returns an invalid_argument error, and starts
-// nothing, when cfg holds a value it cannot use (see Config).
+// New returns an engine over store and starts its flusher. It sets the
+// store's dedupe window to cfg.DedupeWindow; when the store (or one it
+// wraps: shardcounter.As) implements shardcounter.CommitPipeliner and
+// cfg.MaxInFlight is 0, the store's advice replaces the default. It
+// returns an invalid_argument error, and starts nothing, when cfg holds a
+// value it cannot use (see Config).
 func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
-	if p, ok := store.(shardcounter.CommitPipeliner); ok && cfg.MaxInFlight == 0 {
+	if p, ok := shardcounter.As[shardcounter.CommitPipeliner](store); ok && cfg.MaxInFlight == 0 {
 		cfg.MaxInFlight = p.CommitsInFlight()
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	if x, ok := store.(shardcounter.RequestIDExpirer); ok {
-		x.SetDedupeWindow(cfg.DedupeWindow)
-	}
-	var e *Engine
-	// The rankings hear of every delete, also the wrapper's own purges.
-	notice := deleteNotice{CounterStore: store, ranks: func() *rankings { return e.ranks }}
-	x := expiry.Wrap(notice, expiry.Options{Now: cfg.Now, Refresh: cfg.ExpiryRefresh})
-	e = &Engine{
-		store:   x,
-		expiry:  x,
-		raw:     store,
+	store.SetDedupeWindow(cfg.DedupeWindow)
+	e := &Engine{
 		cfg:     cfg,
 		cache:   newReadingCache(cfg.CacheSize, cfg.MaxReadsInFlight),
 		windows: newWindowSpecs(cfg.CacheSize),
 	}
-	if m, ok := store.(shardcounter.MemoryReader); ok && m.ReadsFromMemory() {
+	e.cache.stats = &e.stats
+	e.ranks = newRankings(e)
+	obs := shardcounter.Observers(slices.Clip(cfg.Observers))
+	if cfg.Tracer != nil {
+		// First, so that its span holds the other observers' work.
+		obs = append(shardcounter.Observers{storeSpans{cfg.Tracer}}, obs...)
+	}
+	e.obs = append(obs, e.ranks)
+	// Expiry's own deletions of expired names are commits the observers
+	// hear of too: the rankings must read such a counter again.
+	e.store = expiry.Wrap(store, expiry.Options{Now: cfg.Now, Refresh: cfg.ExpiryRefresh, Observer: e.obs})
+	if m, ok := shardcounter.As[shardcounter.MemoryReader](store); ok && m.ReadsFromMemory() {
 		e.direct = true
 	}
-	if t, ok := store.(shardcounter.TxnApplier); ok && t.TxnUnits() {
+	if t, ok := shardcounter.As[shardcounter.TxnApplier](store); ok && t.TxnUnits() {
 		e.txns = true
 	}
 	if e.cfg.ApproxShards == 0 {
@@ -139,12 +179,17 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 		e.create = newAutoCreate(cfg.DefaultShards, e.cfg.ApproxShards)
 	}
 	if cfg.ShardWriteInterval > 0 {
-		e.pacer = newPacer(cfg.ShardWriteInterval, store, cfg.CacheSize)
+		e.pacer = newPacer(cfg.ShardWriteInterval, e.store, cfg.CacheSize)
 	}
-	e.ranks = newRankings(e)
 	e.queue = newQueue(cfg, &e.stats.Queued, e.flush)
 	return e, nil
 }
+
+// Store returns the store the engine reads and writes: the store New was
+// given, with deadlines (package expiry). shardcounter.As finds through it
+// what the store beneath does beyond CounterStore, as the engine does.
+// Writes made through it bypass the engine's queue, rollups and rankings.
+func (e *Engine) Store() shardcounter.CounterStore { return e.store }
 
 // Stats returns the engine's running totals.
 func (e *Engine) Stats() *Stats { return &e.stats }

@@ -6,27 +6,26 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/bolt"
 	"github.com/shardcounter/shardcounter/engine"
+	"github.com/shardcounter/shardcounter/internal/model"
 	"github.com/shardcounter/shardcounter/internal/pgtest"
 	"github.com/shardcounter/shardcounter/postgres"
 	"github.com/shardcounter/shardcounter/storetest"
 )
 
-// MustOpenStore opens a bolt store in a temporary directory.
-func MustOpenStore(tb testing.TB) *bolt.CounterStore {
+// MustOpenStore returns the model of the store contract (internal/model),
+// which the engine's tests run on: they test the engine, and the model is
+// the contract's rules with nothing of a store's own. Tests of how the
+// engine meets a real store's behaviour open that store themselves.
+func MustOpenStore(tb testing.TB) *model.Store {
 	tb.Helper()
-	s, err := bolt.Open(context.Background(), filepath.Join(tb.TempDir(), "shardcounter.db"), bolt.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	s := model.New(model.Options{})
 	tb.Cleanup(func() { s.Close() })
 	return s
 }
@@ -43,18 +42,12 @@ func MustOpenPostgres(tb testing.TB, now func() time.Time) *postgres.CounterStor
 	return s
 }
 
-// eachStore runs f on bolt and on PostgreSQL, for the tests whose outcome
-// the store's own rules decide (create on write, members, bounds,
-// windows). now, when not nil, is both stores' clock.
+// eachStore runs f on the model and on PostgreSQL, for the tests whose
+// outcome the store's rules decide (create on write, members, bounds,
+// windows): the rules as the contract states them, and a real store that
+// keeps them. now, when not nil, is both stores' clock.
 func eachStore(t *testing.T, now func() time.Time, f func(t *testing.T, store shardcounter.CounterStore)) {
-	t.Run("bolt", func(t *testing.T) {
-		s, err := bolt.Open(context.Background(), filepath.Join(t.TempDir(), "shardcounter.db"), bolt.Options{Now: now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		f(t, s)
-	})
+	t.Run("model", func(t *testing.T) { f(t, model.New(model.Options{Now: now})) })
 	t.Run("postgres", func(t *testing.T) { f(t, MustOpenPostgres(t, now)) })
 }
 
@@ -570,13 +563,7 @@ func TestDuplicateFloodTwoEngines(t *testing.T) {
 func TestDedupeWindow(t *testing.T) {
 	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
-	store, err := bolt.Open(context.Background(), filepath.Join(t.TempDir(), "shardcounter.db"), bolt.Options{
-		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := model.New(model.Options{Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	e := MustNew(t, store, engine.Config{DedupeWindow: time.Hour})
 	write := func() *shardcounter.WriteResult {

@@ -33,7 +33,7 @@ func (e *Engine) change(ctx context.Context, name string, x shardcounter.ExpireC
 
 // CounterTTL reports name's deadline (shardcounter.Expirer).
 func (e *Engine) CounterTTL(ctx context.Context, name string) (*shardcounter.TTL, error) {
-	return e.expiry.CounterTTL(ctx, name)
+	return e.store.CounterTTL(ctx, name)
 }
 
 // splitChanges takes the deadline changes (Write.Expire) out of a batch's
@@ -91,7 +91,7 @@ func (e *Engine) finishChanges(changes []*call, res []expiry.ChangeResult, err e
 			c.res.Applied = res[i].Set
 		}
 		if c.err != nil {
-			e.stats.Errors.Add(1)
+			e.stats.failed(c.err, 1)
 		} else {
 			e.stats.Writes.Add(1)
 		}
@@ -165,7 +165,7 @@ func deferTxnChanges(incsOf map[*call][]*call, changes []*call, chs []expiry.Cha
 // commitDeferred commits the deferred changes whose transaction applied
 // whole, and gives the others the error of the transaction's first
 // refused increment (a CROSSSLOT refusal, say): nothing of it applied.
-func (e *Engine) commitDeferred(later []deferredChange) {
+func (e *Engine) commitDeferred(ctx context.Context, later []deferredChange) {
 	cs := &changeSet{}
 	for _, d := range later {
 		var err error
@@ -182,6 +182,6 @@ func (e *Engine) commitDeferred(later []deferredChange) {
 		cs.calls, cs.chs = append(cs.calls, d.c), append(cs.chs, d.ch)
 	}
 	if len(cs.calls) > 0 {
-		e.commit(nil, cs)
+		e.commit(ctx, nil, cs)
 	}
 }

@@ -42,13 +42,21 @@ func (e *Engine) flush(b *batch) int {
 		cs = &changeSet{calls: changes, chs: chs}
 	}
 	items := len(groups) + len(chs)
+	ctx := context.Background()
+	var bt *batchTrace
+	if e.cfg.Tracer != nil {
+		ctx, bt = e.traceBatch(ctx, b)
+	}
 	if e.pacer == nil {
-		e.commit(groups, cs)
+		e.commit(ctx, groups, cs)
 	} else {
-		items = e.commitPaced(groups, cs)
+		items = e.commitPaced(ctx, groups, cs)
 	}
 	if later != nil {
-		e.commitDeferred(later)
+		e.commitDeferred(ctx, later)
+	}
+	if bt != nil {
+		bt.end(items)
 	}
 	b.values.note(b.calls)
 	return items
@@ -58,21 +66,22 @@ func (e *Engine) flush(b *batch) int {
 // has a shard due now at once, the others when one is (see pacer), and
 // the deadline changes cs with the first. It returns the increments of
 // its first commit.
-func (e *Engine) commitPaced(groups []*group, cs *changeSet) int {
+func (e *Engine) commitPaced(ctx context.Context, groups []*group, cs *changeSet) int {
 	items := -1
 	if cs != nil && len(groups) == 0 {
-		e.commit(nil, cs)
+		e.commit(ctx, nil, cs)
 		return len(cs.chs)
 	}
 	for len(groups) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.FlushTimeout)
-		due, rest, wait := e.pacer.take(ctx, groups)
+		tctx, cancel := context.WithTimeout(ctx, e.cfg.FlushTimeout)
+		due, rest, wait := e.pacer.take(tctx, groups)
 		cancel()
 		if len(due) > 0 || cs != nil {
 			if items < 0 {
 				items = len(due)
 			}
-			e.commit(due, cs)
+			e.commit(ctx, due, cs)
+			e.pacer.committed(due)
 			cs = nil
 		}
 		groups = rest
@@ -87,9 +96,10 @@ func (e *Engine) commitPaced(groups []*group, cs *changeSet) int {
 // commit applies groups with the store, retrying what a store that does
 // not create on write, or a folded write out of range, needs retried, and
 // gives every call its result, all within one FlushTimeout. The deadline
-// changes cs, when not nil, go in its first store call.
-func (e *Engine) commit(groups []*group, cs *changeSet) {
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.FlushTimeout)
+// changes cs, when not nil, go in its first store call. ctx holds the
+// batch's span, when traced, and no deadline.
+func (e *Engine) commit(ctx context.Context, groups []*group, cs *changeSet) {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.FlushTimeout)
 	defer cancel()
 	for len(groups) > 0 || cs != nil {
 		out := e.apply(ctx, groups, cs)
@@ -142,8 +152,8 @@ func (e *Engine) commit(groups []*group, cs *changeSet) {
 // apply sends groups' increments to the store in one store.Apply, with
 // the deadline changes cs in the same commit when not nil (giving their
 // calls their results), and returns one outcome per group: the store's,
-// or the error of the whole call. The rankings hear of the call before
-// and after it (rankcommit.go), before any of its writers is answered.
+// or the error of the whole call. The call is a commit the engine's
+// observers hear of (observe), before any of its writers is answered.
 func (e *Engine) apply(ctx context.Context, groups []*group, cs *changeSet) []shardcounter.Outcome {
 	incs := make([]shardcounter.Increment, len(groups))
 	writes := 0
@@ -151,27 +161,40 @@ func (e *Engine) apply(ctx context.Context, groups []*group, cs *changeSet) []sh
 		incs[i] = g.inc
 		writes += len(g.calls) + int(g.writes)
 	}
-	rc := e.ranks.begin(groups)
-	start := time.Now()
-	var out []shardcounter.Outcome
-	var err error
 	if cs != nil {
-		var res []expiry.ChangeResult
-		out, res, err = e.expiry.ApplyChanges(ctx, incs, cs.chs)
-		e.finishChanges(cs.calls, res, err)
 		writes += len(cs.calls)
-	} else {
-		out, err = e.store.Apply(ctx, incs)
 	}
-	took := time.Since(start)
-	e.stats.FlushNanos.Add(int64(took))
-	e.stats.Flushes.Add(1)
-	e.stats.Items.Add(int64(len(incs)))
+	c := &shardcounter.Commit{Op: shardcounter.CommitBatch, Incs: incs, Writes: writes}
+	e.observe(ctx, c, func(ctx context.Context) error {
+		start := time.Now()
+		var out []shardcounter.Outcome
+		var err error
+		if cs != nil {
+			var res []expiry.ChangeResult
+			out, res, err = e.store.ApplyChanges(ctx, incs, cs.chs)
+			e.finishChanges(cs.calls, res, err)
+		} else {
+			out, err = e.store.Apply(ctx, incs)
+		}
+		took := time.Since(start)
+		e.stats.FlushNanos.Add(int64(took))
+		e.stats.Flushes.Add(1)
+		e.stats.Items.Add(int64(len(incs)))
+		c.Outcomes, err = outcomes(incs, out, err)
+		if e.cfg.OnFlush != nil {
+			e.cfg.OnFlush(FlushEvent{Writes: writes, Items: len(incs), Duration: took, Err: err})
+		}
+		return err
+	})
+	return c.Outcomes
+}
+
+// outcomes returns the outcomes of an Apply of incs that returned out and
+// err: out, or the error of the whole call on each item, and that error
+// (one of its own when the store answered with the wrong number).
+func outcomes(incs []shardcounter.Increment, out []shardcounter.Outcome, err error) ([]shardcounter.Outcome, error) {
 	if err == nil && len(out) != len(incs) {
 		err = shardcounter.Errorf(shardcounter.EINTERNAL, "store returned %d outcomes for %d increments", len(out), len(incs))
-	}
-	if e.cfg.OnFlush != nil {
-		e.cfg.OnFlush(FlushEvent{Writes: writes, Items: len(incs), Duration: took, Err: err})
 	}
 	if err != nil {
 		out = make([]shardcounter.Outcome, len(incs))
@@ -179,8 +202,15 @@ func (e *Engine) apply(ctx context.Context, groups []*group, cs *changeSet) []sh
 			out[i].Err = err
 		}
 	}
-	e.ranks.end(rc, groups, out)
-	return out
+	return out, err
+}
+
+// observe makes the store call call, which c describes, a commit the
+// engine's observers (Config.Observers, then the rankings) hear of, with
+// the engine's clock around it, and returns its error. It is the one
+// place the write paths tell anyone of what they changed.
+func (e *Engine) observe(ctx context.Context, c *shardcounter.Commit, call func(context.Context) error) error {
+	return shardcounter.Observe(ctx, e.obs, e.cfg.Now, c, call)
 }
 
 // createMissing creates, with the spec its increment asked for, the
@@ -189,7 +219,10 @@ func (e *Engine) apply(ctx context.Context, groups []*group, cs *changeSet) []sh
 func (e *Engine) createMissing(ctx context.Context, missing []*group) map[string]error {
 	var failed map[string]error
 	for _, g := range missing {
-		_, err := e.store.CreateCounter(ctx, g.inc.Counter, *g.inc.Create)
+		err := e.observe(ctx, &shardcounter.Commit{Op: shardcounter.CommitCreate, Counter: g.inc.Counter}, func(ctx context.Context) error {
+			_, err := e.store.CreateCounter(ctx, g.inc.Counter, *g.inc.Create)
+			return err
+		})
 		if err != nil && !errors.Is(err, shardcounter.ErrExists) {
 			if failed == nil {
 				failed = make(map[string]error)
@@ -212,14 +245,17 @@ func (e *Engine) finish(g *group, o shardcounter.Outcome, err error) {
 				c.res.Changed = &changed
 			}
 		}
-		if c.w.WantValue && err == nil && o.Total != nil {
+		if err == nil {
+			c.res.Limit, c.res.AppliedDelta = o.Limit, o.Applied
+		}
+		if (c.w.WantValue || c.w.Bound != nil) && err == nil && o.Total != nil {
 			v := *o.Total
 			c.res.Value = &v
 		}
 		c.err = err
 		switch {
 		case err != nil:
-			e.stats.Errors.Add(1)
+			e.stats.failed(err, 1)
 		case o.Duplicate:
 			e.stats.Duplicates.Add(1)
 		default:
@@ -229,7 +265,7 @@ func (e *Engine) finish(g *group, o shardcounter.Outcome, err error) {
 	switch {
 	case g.writes == 0:
 	case err != nil:
-		e.stats.Errors.Add(g.writes)
+		e.stats.failed(err, g.writes)
 	default:
 		e.stats.Writes.Add(g.writes)
 	}

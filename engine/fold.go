@@ -40,7 +40,13 @@ func newAutoCreate(shards, approxShards int) *autoCreate {
 // request id on the shard every retry of it picks (shard.PickFor); a
 // member write is +1 (add) or −1 (remove).
 func (ac *autoCreate) increment(w shardcounter.Write) shardcounter.Increment {
-	inc := shardcounter.Increment{Counter: w.Counter, Delta: w.Delta, RequestID: w.RequestID, Total: w.WantValue, Kind: w.Kind}
+	inc := shardcounter.Increment{Counter: w.Counter, Delta: w.Delta, RequestID: w.RequestID, Total: w.WantValue || w.Bound != nil, Kind: w.Kind, Bound: w.Bound}
+	if w.Take != nil {
+		// A take creates its key's state whatever the configuration.
+		inc.Take = w.Take
+		inc.Create = &shardcounter.Spec{Shards: w.Take.Policy.StateShards(), Kind: shardcounter.KindSum}
+		return inc
+	}
 	if w.RequestID != "" {
 		inc.Pick = shard.PickFor(w.Counter, w.RequestID)
 	} else {
@@ -107,7 +113,7 @@ func fold(calls []*call, ac *autoCreate, txns bool) []*group {
 				txn = uint64(i) + 1
 			}
 		}
-		alone := c.w.RequestID != "" || c.w.Present != nil || txn != 0
+		alone := c.w.RequestID != "" || c.w.Present != nil || c.w.Take != nil || c.w.Bound != nil || txn != 0
 		k := key{c.w.Counter, c.w.Delta < 0, c.w.Kind}
 		if g := folded[k]; g != nil && !alone {
 			if sum, ok := overflow.Add(g.inc.Delta, c.w.Delta); ok {

@@ -77,6 +77,9 @@ func (p *pacer) counter(ctx context.Context, id string, create *shardcounter.Spe
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if cur := p.counters[id]; cur != c && cur != nil {
+		return cur // another flush read it meanwhile: its marks are the ones to keep
+	}
 	if len(p.counters) >= p.max {
 		p.prune()
 	}
@@ -180,4 +183,28 @@ func (p *pacer) take(ctx context.Context, groups []*group) (due, rest []*group, 
 		due = append(due, gs...)
 	}
 	return due, rest, max(wait, 0)
+}
+
+// committed marks the shards of groups committed again once their commit
+// has returned: a shard is due an interval after its last commit ended,
+// not after it began, so that the commits' own times (a document's update
+// time, which a commit takes somewhere on its way) are an interval apart
+// however long each took.
+func (p *pacer) committed(groups []*group) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	for _, g := range groups {
+		c := p.counters[g.inc.Counter]
+		if c == nil {
+			continue
+		}
+		pick := g.inc.Pick
+		if g.inc.Member != "" {
+			pick = shard.ForMember(g.inc.Member)
+		}
+		if k := shard.Of(pick, c.shards); k < len(c.last) {
+			c.last[k] = now
+		}
+	}
 }

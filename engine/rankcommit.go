@@ -64,23 +64,65 @@ func newChangeLog() *changeLog {
 	return l
 }
 
+// The rankings are a shardcounter.CommitObserver of the engine: they
+// hear of every commit around its store call, and of every create,
+// delete, reset and reshard after it, expiry's deletions of expired names
+// included. Nothing else on the write path calls them.
+var _ shardcounter.CommitObserver = (*rankings)(nil)
+
+// BeforeCommit begins a batch's part in the rankings (begin), and returns
+// ctx with it for AfterCommit.
+func (r *rankings) BeforeCommit(ctx context.Context, c *shardcounter.Commit) context.Context {
+	if c.Op != shardcounter.CommitBatch {
+		return ctx
+	}
+	rc := r.begin(c.Incs)
+	if rc == nil {
+		return ctx
+	}
+	rc.c = c
+	return context.WithValue(ctx, rankCommitKey{}, rc)
+}
+
+// AfterCommit logs what a batch did (end), or marks the counter another
+// commit changed to be read from the store: a create, delete, reset or
+// reshard is no delta a ranking can add.
+func (r *rankings) AfterCommit(ctx context.Context, c *shardcounter.Commit) {
+	switch c.Op {
+	case shardcounter.CommitBatch:
+		// A store call observed within this one's (expiry's deletions)
+		// has the context BeforeCommit returned: the key holds c.
+		if rc, _ := ctx.Value(rankCommitKey{}).(*rankCommit); rc != nil && rc.c == c {
+			r.end(rc, c)
+		}
+	case shardcounter.CommitCreate:
+		if c.Err == nil {
+			r.changed(c.Counter)
+		}
+	default:
+		r.changed(c.Counter)
+	}
+}
+
+type rankCommitKey struct{}
+
 // rankCommit is one store call's part in the rankings: for each ranking,
-// the groups whose counter it ranks.
+// the increments whose counter it ranks.
 type rankCommit struct {
+	c     *shardcounter.Commit
 	parts []rankPart
-	t0    int64
 }
 
 type rankPart struct {
 	k   *ranked
-	idx []int // into the commit's groups
+	idx []int // into the commit's increments
 }
 
-// begin tells the rankings that groups are about to be committed, and
+// begin tells the rankings that incs are about to be committed, and
 // returns what end needs. It waits while a blocking read of one of their
 // counters runs. Engines in RankingRescan mode log nothing: each refresh
 // reads every counter.
-func (r *rankings) begin(groups []*group) *rankCommit {
+func (r *rankings) begin(incs []shardcounter.Increment) *rankCommit {
 	p := r.active.Load()
 	if p == nil || len(*p) == 0 || r.e.cfg.RankingRescan {
 		return nil
@@ -88,8 +130,8 @@ func (r *rankings) begin(groups []*group) *rankCommit {
 	var rc *rankCommit
 	for _, k := range *p {
 		var idx []int
-		for i, g := range groups {
-			if k.def.Matches(g.inc.Counter) {
+		for i := range incs {
+			if k.def.Matches(incs[i].Counter) {
 				idx = append(idx, i)
 			}
 		}
@@ -105,14 +147,14 @@ func (r *rankings) begin(groups []*group) *rankCommit {
 	}
 	l := r.log
 	l.mu.Lock()
-	for rc.blocked(groups) {
+	for rc.blocked(incs) {
 		l.waiters++
 		l.cond.Wait()
 		l.waiters--
 	}
 	for _, pt := range rc.parts {
 		for _, i := range pt.idx {
-			id := groups[i].inc.Counter
+			id := incs[i].Counter
 			l.inflight[id]++
 			if st := pt.k.reading[id]; st != nil {
 				st.tainted = true
@@ -120,19 +162,18 @@ func (r *rankings) begin(groups []*group) *rankCommit {
 		}
 	}
 	l.mu.Unlock()
-	rc.t0 = r.e.cfg.Now().UnixNano()
 	return rc
 }
 
 // blocked reports whether a counter of the commit has a blocking read
 // running. The log's lock is held.
-func (rc *rankCommit) blocked(groups []*group) bool {
+func (rc *rankCommit) blocked(incs []shardcounter.Increment) bool {
 	for _, pt := range rc.parts {
 		if len(pt.k.reading) == 0 {
 			continue
 		}
 		for _, i := range pt.idx {
-			if st := pt.k.reading[groups[i].inc.Counter]; st != nil && st.block {
+			if st := pt.k.reading[incs[i].Counter]; st != nil && st.block {
 				return true
 			}
 		}
@@ -141,21 +182,19 @@ func (rc *rankCommit) blocked(groups []*group) bool {
 }
 
 // end logs what the store call begun by begin did: a delta for each item
-// applied, a read for each whose outcome is unknown. The flusher calls it
-// before it answers the commit's writers, so a refresh that starts after
+// applied, with the engine's clock before and after the call, a read for
+// each whose outcome is unknown. It runs before the commit's writers are
+// answered (shardcounter.CommitObserver), so a refresh that starts after
 // a write was acknowledged counts it.
-func (r *rankings) end(rc *rankCommit, groups []*group, out []shardcounter.Outcome) {
-	if rc == nil {
-		return
-	}
-	t1 := r.e.cfg.Now().UnixNano()
+func (r *rankings) end(rc *rankCommit, c *shardcounter.Commit) {
+	t0, t1 := c.Start.UnixNano(), c.End.UnixNano()
 	l := r.log
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, pt := range rc.parts {
 		for _, i := range pt.idx {
-			g, o := groups[i], out[i]
-			id := g.inc.Counter
+			inc, o := &c.Incs[i], c.Outcomes[i]
+			id := inc.Counter
 			if l.inflight[id]--; l.inflight[id] <= 0 {
 				delete(l.inflight, id)
 			}
@@ -165,12 +204,12 @@ func (r *rankings) end(rc *rankCommit, groups []*group, out []shardcounter.Outco
 					pt.k.pendingOf(id).read = true
 				}
 			case o.Duplicate, o.Unchanged:
-			case !exactDelta(g.inc):
+			case !exactDelta(*inc):
 				pt.k.pendingOf(id).read = true
 			default:
 				p := pt.k.pendingOf(id)
 				if !p.read {
-					p.changes = append(p.changes, change{delta: g.inc.Delta, t0: rc.t0, t1: t1})
+					p.changes = append(p.changes, change{delta: inc.Delta, t0: t0, t1: t1})
 				}
 			}
 		}
@@ -193,8 +232,8 @@ func exactDelta(inc shardcounter.Increment) bool {
 }
 
 // changed marks id, on every ranking it belongs to, to be read from the
-// store at the next refresh: it was created, deleted, reset or resharded,
-// which no delta describes.
+// store at the next refresh: it was created, deleted, reset, resharded or
+// merged into, which no delta describes.
 func (r *rankings) changed(id string) {
 	p := r.active.Load()
 	if p == nil {
@@ -275,31 +314,4 @@ func (k *ranked) unregister(ids []string) []string {
 		l.cond.Broadcast()
 	}
 	return tainted
-}
-
-// deleteNotice is the store under the expiry wrapper: it tells the
-// rankings of every counter deleted, also by the wrapper itself (an
-// expired counter purged before a write starts anew, or swept), which the
-// engine's own calls do not show.
-type deleteNotice struct {
-	shardcounter.CounterStore
-	ranks func() *rankings
-}
-
-func (d deleteNotice) DeleteCounter(ctx context.Context, id string) error {
-	err := d.CounterStore.DeleteCounter(ctx, id)
-	if r := d.ranks(); r != nil {
-		r.changed(id)
-	}
-	return err
-}
-
-// ReadSketches passes the store's sketches through, for the expiry
-// wrapper above (every store keeps them; see shardcounter.SketchStore).
-func (d deleteNotice) ReadSketches(ctx context.Context, id string) (*shardcounter.Counter, [][]byte, error) {
-	ss, ok := d.CounterStore.(shardcounter.SketchStore)
-	if !ok {
-		return nil, nil, shardcounter.Errorf(shardcounter.EINTERNAL, "%T keeps no sketches", d.CounterStore)
-	}
-	return ss.ReadSketches(ctx, id)
 }

@@ -13,14 +13,14 @@ import (
 
 // rankings are the engine's rankings: their definitions, loaded from the
 // store (shardcounter.RankingStore) on first use and kept in step with
-// it, and each one's top list (ranked). Commits log what they changed on
-// every ranking whose prefix their counters match (begin and end,
-// rankcommit.go): that is the whole cost of a ranking on the write path,
-// one prefix test per ranking and item of a commit, and a delta logged
-// for each item a ranking ranks.
+// it, and each one's top list (ranked). They observe the engine's
+// commits (shardcounter.CommitObserver, rankcommit.go), and log what
+// each changed on every ranking whose prefix its counters match: that is
+// the whole cost of a ranking on the write path, one prefix test per
+// ranking and item of a commit, and a delta logged for each item a
+// ranking ranks.
 type rankings struct {
 	e   *Engine
-	rs  shardcounter.RankingStore // nil: the store keeps no rankings
 	log *changeLog
 
 	mu     sync.Mutex
@@ -36,11 +36,7 @@ type rankings struct {
 }
 
 func newRankings(e *Engine) *rankings {
-	r := &rankings{e: e, log: newChangeLog(), byName: make(map[string]*ranked), stop: make(chan struct{}), stopped: make(chan struct{})}
-	if rs, ok := e.raw.(shardcounter.RankingStore); ok {
-		r.rs = rs
-	}
-	return r
+	return &rankings{e: e, log: newChangeLog(), byName: make(map[string]*ranked), stop: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 // publish makes byName's rankings those that commits see. r.mu is held.
@@ -56,29 +52,18 @@ func (r *rankings) publish() {
 	}
 }
 
-func (r *rankings) store() (shardcounter.RankingStore, error) {
-	if r.rs == nil {
-		return nil, shardcounter.Errorf(shardcounter.EINVALID, "this store keeps no rankings: use bolt, pebble, postgres, redis, firestore or datastore")
-	}
-	return r.rs, nil
-}
-
 // load reads the definitions from the store the first time it is called
 // (and, with Config.RankingRescan, again once reloadEvery has passed:
 // other servers may have created or deleted some), and starts keeping
 // those not kept yet.
 func (r *rankings) load(ctx context.Context) error {
-	rs, err := r.store()
-	if err != nil {
-		return err
-	}
 	r.mu.Lock()
 	loaded := r.loaded
 	r.mu.Unlock()
 	if !loaded.IsZero() && (!r.e.cfg.RankingRescan || time.Since(loaded) < reloadEvery) {
 		return nil
 	}
-	defs, err := rs.ListRankings(ctx)
+	defs, err := r.e.store.ListRankings(ctx)
 	if err != nil {
 		return err
 	}
@@ -170,10 +155,6 @@ func (e *Engine) CreateRanking(ctx context.Context, name string, opts shardcount
 		return nil, false, err
 	}
 	opts = opts.WithDefaults()
-	rs, err := e.ranks.store()
-	if err != nil {
-		return nil, false, err
-	}
 	if err := e.ranks.load(ctx); err != nil {
 		return nil, false, err
 	}
@@ -184,7 +165,7 @@ func (e *Engine) CreateRanking(ctx context.Context, name string, opts shardcount
 		return nil, false, shardcounter.Errorf(shardcounter.EEXHAUSTED, "the store holds %d rankings, the limit: delete one first", n)
 	}
 	def := &shardcounter.Ranking{Name: name, RankingOptions: opts, CreatedAt: e.cfg.Now().UTC().Truncate(time.Microsecond)}
-	stored, created, err := rs.CreateRanking(ctx, def)
+	stored, created, err := e.store.CreateRanking(ctx, def)
 	if err != nil {
 		return nil, false, err
 	}
@@ -232,11 +213,7 @@ func (e *Engine) DeleteRanking(ctx context.Context, name string) error {
 	if err := shardcounter.ValidateName("ranking name", name); err != nil {
 		return err
 	}
-	rs, err := e.ranks.store()
-	if err != nil {
-		return err
-	}
-	err = rs.DeleteRanking(ctx, name)
+	err := e.store.DeleteRanking(ctx, name)
 	if err == nil || shardcounter.ErrorCode(err) == shardcounter.ENOTFOUND {
 		e.ranks.mu.Lock()
 		delete(e.ranks.byName, name)

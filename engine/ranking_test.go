@@ -3,15 +3,14 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/bolt"
 	"github.com/shardcounter/shardcounter/engine"
+	"github.com/shardcounter/shardcounter/internal/model"
 )
 
 // TestRankingFromDeltas checks that rankings are kept from their
@@ -22,11 +21,7 @@ import (
 func TestRankingFromDeltas(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{now: time.Date(2026, 3, 1, 10, 0, 10, 0, time.UTC)}
-	s, err := bolt.Open(ctx, filepath.Join(t.TempDir(), "shardcounter.db"), bolt.Options{Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := model.New(model.Options{Now: clk.Now})
 	e, err := engine.New(s, engine.Config{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,10 @@ func (e *Engine) ResetCounter(ctx context.Context, id string, r shardcounter.Res
 		return nil, err
 	}
 	create := shardcounter.Spec{Shards: e.cfg.DefaultShards, Kind: shardcounter.KindSum}
-	defer e.ranks.changed(id) // a reset is no delta a ranking can add
-	return e.expiry.ResetCounter(ctx, id, r, create)
+	var res *shardcounter.ResetResult
+	err := e.observe(ctx, &shardcounter.Commit{Op: shardcounter.CommitReset, Counter: id}, func(ctx context.Context) (err error) {
+		res, err = e.store.ResetCounter(ctx, id, r, create)
+		return err
+	})
+	return res, err
 }

@@ -40,9 +40,12 @@ func (e *Engine) CreateCounter(ctx context.Context, id string, opts shardcounter
 	if err := shardcounter.ValidateSpec(spec); err != nil {
 		return nil, false, err
 	}
-	c, err := e.store.CreateCounter(ctx, id, spec)
+	var c *shardcounter.Counter
+	err := e.observe(ctx, &shardcounter.Commit{Op: shardcounter.CommitCreate, Counter: id}, func(ctx context.Context) (err error) {
+		c, err = e.store.CreateCounter(ctx, id, spec)
+		return err
+	})
 	if err == nil {
-		e.ranks.changed(id)
 		return c, true, nil
 	}
 	if !errors.Is(err, shardcounter.ErrExists) {
@@ -86,8 +89,12 @@ func (e *Engine) ReshardCounter(ctx context.Context, id string, shards int) (*sh
 	if e.pacer != nil {
 		defer e.pacer.reshard(id)
 	}
-	defer e.ranks.changed(id)
-	return e.store.ReshardCounter(ctx, id, shards)
+	var c *shardcounter.Counter
+	err := e.observe(ctx, &shardcounter.Commit{Op: shardcounter.CommitReshard, Counter: id}, func(ctx context.Context) (err error) {
+		c, err = e.store.ReshardCounter(ctx, id, shards)
+		return err
+	})
+	return c, err
 }
 
 // DeleteCounter removes the counter.
@@ -97,8 +104,9 @@ func (e *Engine) DeleteCounter(ctx context.Context, id string) error {
 	}
 	defer e.cache.forget(id)
 	defer e.windows.forget(id)
-	defer e.ranks.changed(id)
-	return e.store.DeleteCounter(ctx, id)
+	return e.observe(ctx, &shardcounter.Commit{Op: shardcounter.CommitDelete, Counter: id}, func(ctx context.Context) error {
+		return e.store.DeleteCounter(ctx, id)
+	})
 }
 
 // ListCounters returns a page of counters in id order. Next is set when a

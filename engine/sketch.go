@@ -28,11 +28,7 @@ func (e *Engine) ReadSketches(ctx context.Context, id string) (*shardcounter.Cou
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, nil, err
 	}
-	ss, ok := e.store.(shardcounter.SketchStore)
-	if !ok {
-		return nil, nil, shardcounter.Errorf(shardcounter.EINTERNAL, "%T keeps no sketches", e.raw)
-	}
-	return ss.ReadSketches(ctx, id)
+	return e.store.ReadSketches(ctx, id)
 }
 
 // CountUnion returns the estimate of the union of approx counters: how
@@ -100,47 +96,49 @@ func (e *Engine) MergeSketches(ctx context.Context, dest string, srcs []string) 
 			return nil, err
 		}
 	}
-	created, err := e.createApprox(ctx, dest, spec)
-	if err != nil {
+	if err := e.createApprox(ctx, dest, spec); err != nil {
 		return nil, err
 	}
-	changed := created
 	for len(incs) > 0 {
 		n := min(len(incs), mergeChunk)
-		out, err := e.store.Apply(ctx, incs[:n])
+		c := &shardcounter.Commit{Op: shardcounter.CommitBatch, Incs: incs[:n]}
+		err := e.observe(ctx, c, func(ctx context.Context) error {
+			out, err := e.store.Apply(ctx, c.Incs)
+			c.Outcomes, err = outcomes(c.Incs, out, err)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
-		for _, o := range out {
+		for _, o := range c.Outcomes {
 			if o.Err != nil {
 				return nil, o.Err
 			}
-			changed = changed || !o.Unchanged
 		}
 		incs = incs[n:]
-	}
-	if changed {
-		e.ranks.changed(dest)
 	}
 	return e.GetCounter(ctx, dest)
 }
 
-// createApprox creates approx counter id unless it exists, and says
-// whether it did; an existing counter of another kind is ErrInvalid.
-func (e *Engine) createApprox(ctx context.Context, id string, spec shardcounter.Spec) (bool, error) {
+// createApprox creates approx counter id unless it exists; an existing
+// counter of another kind is ErrInvalid.
+func (e *Engine) createApprox(ctx context.Context, id string, spec shardcounter.Spec) error {
 	c, err := e.store.GetCounter(ctx, id)
 	if err == nil {
 		if c.Kind != shardcounter.KindApprox {
-			return false, shardcounter.Errorf(shardcounter.EINVALID, "counter %q is a %s counter, not approx", id, c.Kind)
+			return shardcounter.Errorf(shardcounter.EINVALID, "counter %q is a %s counter, not approx", id, c.Kind)
 		}
-		return false, nil
+		return nil
 	}
 	if !errors.Is(err, shardcounter.ErrNotFound) {
-		return false, err
+		return err
 	}
-	_, err = e.store.CreateCounter(ctx, id, spec)
+	err = e.observe(ctx, &shardcounter.Commit{Op: shardcounter.CommitCreate, Counter: id}, func(ctx context.Context) error {
+		_, err := e.store.CreateCounter(ctx, id, spec)
+		return err
+	})
 	if errors.Is(err, shardcounter.ErrExists) {
 		return e.createApprox(ctx, id, spec) // made meanwhile: check its kind
 	}
-	return err == nil, err
+	return err
 }

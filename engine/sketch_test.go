@@ -9,23 +9,16 @@ import (
 	"testing"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/bolt"
 	"github.com/shardcounter/shardcounter/engine"
 	"github.com/shardcounter/shardcounter/pebble"
 	"github.com/shardcounter/shardcounter/sketch"
 )
 
-// eachEmbedded runs f on a bolt and a Pebble store: the engine's approx
-// paths differ by whether the store reads from memory.
+// eachEmbedded runs f on the model and a Pebble store: the engine's
+// approx paths differ by whether the store reads from memory, and Pebble
+// is the store that does (shardcounter.MemoryReader).
 func eachEmbedded(t *testing.T, f func(t *testing.T, store shardcounter.CounterStore)) {
-	t.Run("bolt", func(t *testing.T) {
-		s, err := bolt.Open(context.Background(), filepath.Join(t.TempDir(), "shardcounter.db"), bolt.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		f(t, s)
-	})
+	t.Run("model", func(t *testing.T) { f(t, MustOpenStore(t)) })
 	t.Run("pebble", func(t *testing.T) {
 		s, err := pebble.Open(context.Background(), filepath.Join(t.TempDir(), "pebble"), pebble.Options{})
 		if err != nil {
@@ -194,7 +187,7 @@ func TestApproxMerge(t *testing.T) {
 		// a shard buys nothing and costs a sketch per commit), the
 		// default elsewhere.
 		want := 2
-		if m, ok := store.(shardcounter.MemoryReader); ok && m.ReadsFromMemory() {
+		if m, ok := shardcounter.As[shardcounter.MemoryReader](store); ok && m.ReadsFromMemory() {
 			want = 1
 		}
 		if _, err := e.WriteCounter(ctx, addApprox("new", "x")); err != nil {

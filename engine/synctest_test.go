@@ -35,7 +35,7 @@ func (c *counting) Apply(ctx context.Context, incs []shardcounter.Increment) ([]
 	return c.CounterStore.Apply(ctx, incs)
 }
 
-// inBubble runs f in a synctest bubble with an engine over a counting bolt
+// inBubble runs f in a synctest bubble with an engine over a counting model
 // store holding counter "c" with 4 shards. The engine is closed before the
 // bubble ends, so its flusher exits inside it.
 func inBubble(t *testing.T, cfg engine.Config, f func(t *testing.T, e *engine.Engine, s *counting)) {

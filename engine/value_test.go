@@ -42,7 +42,7 @@ func (s *countingReads) ReadCounters(ctx context.Context, ids []string) ([]*shar
 
 // TestWantValue queues writes that ask for the counter's value into one
 // batch: each gets the value after the batch's commit, from the commit
-// itself where the store returns it (bolt does), and otherwise from one
+// itself where the store returns it (the model does), and otherwise from one
 // store read for the whole batch; writes that did not ask get none.
 func TestWantValue(t *testing.T) {
 	for _, tc := range []struct {

@@ -21,22 +21,16 @@ func (e *Engine) WriteCounter(ctx context.Context, w shardcounter.Write) (*shard
 		var c *call // nobody waits for the result: let the batch sum it
 		if w.RequestID != "" || w.Present != nil {
 			c = &call{w: w} // its outcome is decided on its own
+			e.setSpan(ctx, c)
 		}
 		if _, err := e.queue.add(ctx, w, c); err != nil {
 			return nil, err
 		}
 		return accepted(w), nil
 	}
-	c := &call{w: w}
-	b, err := e.queue.add(ctx, w, c)
+	c, b, err := e.commitOne(ctx, w)
 	if err != nil {
 		return nil, err
-	}
-	if err := wait(ctx, b); err != nil {
-		return nil, err
-	}
-	if c.err != nil {
-		return nil, c.err
 	}
 	if w.WantValue && c.res.Value == nil {
 		// The store did not return the value with the commit. The flusher
@@ -44,6 +38,21 @@ func (e *Engine) WriteCounter(ctx context.Context, w shardcounter.Write) (*shard
 		c.res.Value = e.valueAfter(ctx, b, w.Counter)
 	}
 	return &c.res, nil
+}
+
+// commitOne queues w and waits for its commit: its call, with its result,
+// and its batch.
+func (e *Engine) commitOne(ctx context.Context, w shardcounter.Write) (*call, *batch, error) {
+	c := &call{w: w}
+	e.setSpan(ctx, c)
+	b, err := e.queue.add(ctx, w, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := wait(ctx, b); err != nil {
+		return nil, nil, err
+	}
+	return c, b, c.err
 }
 
 // accepted is the answer to an async write once queued.
@@ -69,6 +78,7 @@ func (e *Engine) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]sha
 	for i, w := range ws {
 		calls[i] = &call{w: w}
 	}
+	e.setSpans(ctx, calls)
 	batches := make([]*batch, len(ws)) // the batch of each queued write
 	queued, err := e.queue.addAll(ctx, ws, calls, batches)
 	if err != nil {
@@ -82,9 +92,12 @@ func (e *Engine) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]sha
 		}
 	}
 	res := make([]shardcounter.WriteResult, len(ws))
-	// A deadline change's result (whether it was made) is known only
-	// after its commit: a batch with one waits, as one wanting a value.
-	wantValue := slices.ContainsFunc(ws, func(w shardcounter.Write) bool { return w.WantValue || w.Expire != nil })
+	// A deadline change's result (whether it was made) and a take's
+	// decision are known only after their commit: a batch with one
+	// waits, as one wanting a value.
+	wantValue := slices.ContainsFunc(ws, func(w shardcounter.Write) bool {
+		return w.WantValue || w.Expire != nil || w.Take != nil || w.Bound != nil
+	})
 	if e.cfg.Durability == Async && !wantValue {
 		// The flusher owns the queued calls now: read only what this
 		// goroutine wrote.
@@ -109,8 +122,10 @@ func (e *Engine) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]sha
 		switch {
 		case c.err != nil:
 			res[i] = shardcounter.WriteResult{Counter: c.w.Counter, Member: c.w.Member, Error: asError(c.err)}
-		case c.w.WantValue && c.res.Value == nil:
+		case (c.w.WantValue || c.w.Bound != nil) && c.res.Value == nil:
 			res[i].Value = e.valueAfter(ctx, batches[i], c.w.Counter)
+		case c.w.Take != nil:
+			e.countTake(c.w.Take, c.res.Limit)
 		}
 	}
 	return res, nil

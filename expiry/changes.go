@@ -41,12 +41,15 @@ type ChangeResult struct {
 func (s *Store) ApplyChanges(ctx context.Context, incs []shardcounter.Increment, chs []Change) ([]shardcounter.Outcome, []ChangeResult, error) {
 	ids := make([]string, 0, len(incs)+len(chs))
 	for i, inc := range incs {
-		ids = append(ids, inc.Counter)
+		if inc.Take != nil && shardcounter.IsLimitKeyID(inc.Counter) {
+			continue // a rate limit key's state (the engine's), which has no deadline
+		}
 		if inc.Create != nil && inc.Create.TTL != 0 {
 			c := *inc.Create
 			c.TTL = 0
 			incs[i].Create = &c
 		}
+		ids = append(ids, inc.Counter)
 	}
 	if err := refuse(ids...); err != nil {
 		return nil, nil, err

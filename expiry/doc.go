@@ -47,5 +47,13 @@
 // sweep: after a write, at most once a Refresh unless the index says a
 // deadline is due, the store lists the first SweepBatch index entries and
 // deletes the expired names among them. Idle, it does nothing; its work
-// is bounded by the writes it serves, as request ids' is.
+// is bounded by the writes it serves, as request ids' is. Each of these
+// deletions is a commit Options.Observer hears of: the engine's rankings
+// must read such a counter again, and only this package knows it went.
+//
+// # Layering
+//
+// A Store embeds the store it wraps and forwards nothing beyond
+// CounterStore: what the store does besides is found beneath it with
+// shardcounter.As, through Unwrap.
 package expiry

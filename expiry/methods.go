@@ -223,14 +223,17 @@ func (s *Store) Add(ctx context.Context, id string, delta int64, pick uint64) er
 // increments start new counters (or find them missing, without Create),
 // then applies it.
 func (s *Store) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
-	ids := make([]string, len(incs))
+	ids := make([]string, 0, len(incs))
 	for i, inc := range incs {
-		ids[i] = inc.Counter
+		if inc.Take != nil && shardcounter.IsLimitKeyID(inc.Counter) {
+			continue // a rate limit key's state (the engine's), which has no deadline
+		}
 		if inc.Create != nil && inc.Create.TTL != 0 {
 			c := *inc.Create
 			c.TTL = 0
 			incs[i].Create = &c
 		}
+		ids = append(ids, inc.Counter)
 	}
 	if err := refuse(ids...); err != nil {
 		return nil, err
@@ -246,14 +249,10 @@ func (s *Store) Apply(ctx context.Context, incs []shardcounter.Increment) ([]sha
 }
 
 // ReadSketches reads the shard sketches of an approx counter that has not
-// expired (shardcounter.SketchStore), from a store that keeps them.
+// expired.
 func (s *Store) ReadSketches(ctx context.Context, id string) (*shardcounter.Counter, [][]byte, error) {
-	ss, ok := s.CounterStore.(shardcounter.SketchStore)
-	if !ok {
-		return nil, nil, shardcounter.Errorf(shardcounter.EINTERNAL, "%T keeps no sketches", s.CounterStore)
-	}
 	if err := s.alive(ctx, id, false); err != nil {
 		return nil, nil, err
 	}
-	return ss.ReadSketches(ctx, id)
+	return s.CounterStore.ReadSketches(ctx, id)
 }

@@ -52,16 +52,24 @@ type Options struct {
 	// Refresh bounds how long a deadline read from the store is trusted:
 	// how late this process may see another's change. 0 means a second.
 	Refresh time.Duration
+	// Observer, when set, hears of each deletion of an expired name the
+	// Store makes on its own (before a write to it, or by the sweep) as a
+	// shardcounter.CommitDelete: the engine's rankings must read such a
+	// counter again, and nobody else knows it went. The deletions and
+	// resets a caller asks for are the caller's to report.
+	Observer shardcounter.CommitObserver
 }
 
 // Store is a CounterStore with deadlines. Its CounterStore methods refuse
 // internal ids; the embedded store is used for everything a deadline does
-// not change.
+// not change. It forwards no optional capability: they are found beneath
+// it with shardcounter.As (Unwrap).
 type Store struct {
 	shardcounter.CounterStore
 	now     func() time.Time
 	refresh time.Duration
 	cache   *cache
+	obs     shardcounter.CommitObserver // nil: nobody listens
 
 	locks  [64]sync.Mutex // per name, by hash: deadline changes and purges
 	resets resetLocks     // per counter, by hash: resets alone, writes shared (reset.go)
@@ -85,11 +93,13 @@ func Wrap(store shardcounter.CounterStore, opts Options) *Store {
 	if opts.Refresh <= 0 {
 		opts.Refresh = time.Second
 	}
-	return &Store{CounterStore: store, now: opts.Now, refresh: opts.Refresh, cache: newCache(opts.Refresh)}
+	return &Store{CounterStore: store, now: opts.Now, refresh: opts.Refresh, cache: newCache(opts.Refresh), obs: opts.Observer}
 }
 
-// Inner returns the wrapped store.
-func (s *Store) Inner() shardcounter.CounterStore { return s.CounterStore }
+// Unwrap returns the wrapped store (shardcounter.Unwrapper), where
+// shardcounter.As finds what the store does beyond CounterStore, and where
+// the deadline records are counters like any other.
+func (s *Store) Unwrap() shardcounter.CounterStore { return s.CounterStore }
 
 func (s *Store) lock(name string) *sync.Mutex { return &s.locks[s.lockIndex(name)] }
 
@@ -281,9 +291,10 @@ func (s *Store) purge(ctx context.Context, name string, d int64) error {
 	return s.dropRecord(ctx, name)
 }
 
-// deleteName deletes the counter name and every field of a hash name.
+// deleteName deletes the counter name and every field of a hash name,
+// each deletion observed (Options.Observer).
 func (s *Store) deleteName(ctx context.Context, name string) error {
-	if err := s.CounterStore.DeleteCounter(ctx, name); err != nil && !errors.Is(err, shardcounter.ErrNotFound) {
+	if err := s.deleteObserved(ctx, name); err != nil && !errors.Is(err, shardcounter.ErrNotFound) {
 		return err
 	}
 	prefix := shardcounter.HashFieldPrefix(name)
@@ -293,7 +304,7 @@ func (s *Store) deleteName(ctx context.Context, name string) error {
 			return err
 		}
 		for _, c := range cs {
-			if err := s.CounterStore.DeleteCounter(ctx, c.ID); err != nil && !errors.Is(err, shardcounter.ErrNotFound) {
+			if err := s.deleteObserved(ctx, c.ID); err != nil && !errors.Is(err, shardcounter.ErrNotFound) {
 				return err
 			}
 		}
@@ -301,6 +312,14 @@ func (s *Store) deleteName(ctx context.Context, name string) error {
 			return nil
 		}
 	}
+}
+
+// deleteObserved deletes counter id as a commit Options.Observer hears of.
+func (s *Store) deleteObserved(ctx context.Context, id string) error {
+	c := &shardcounter.Commit{Op: shardcounter.CommitDelete, Counter: id}
+	return shardcounter.Observe(ctx, s.obs, s.now, c, func(ctx context.Context) error {
+		return s.CounterStore.DeleteCounter(ctx, id)
+	})
 }
 
 // dropRecord deletes name's deadline record.

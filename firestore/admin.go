@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/decide"
+	"github.com/shardcounter/shardcounter/internal/docstore"
 	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
@@ -32,7 +34,7 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 	wb := s.client.Batch() //nolint:staticcheck // the one atomic commit in one round trip
 	wb.Create(ref, metaFields(id, m))
 	for i := range spec.Shards {
-		wb.Create(shardRef(ref, i), map[string]any{s.field: int64(0), fieldNumShards: int64(spec.Shards)})
+		wb.Create(shardRef(ref, i), map[string]any{s.field: int64(0), fieldNumShards: int64(spec.Shards), fieldBy: s.writer})
 	}
 	if _, err := wb.Commit(ctx); err != nil {
 		if status.Code(err) == codes.AlreadyExists {
@@ -123,9 +125,9 @@ func (s *CounterStore) deleteAll(ctx context.Context, col *firestore.CollectionR
 func (s *CounterStore) lockAll(id string, n int) func() {
 	keys := make([]int, 0, n)
 	for i := range n {
-		keys = append(keys, stripeOf(id, i))
+		keys = append(keys, docstore.StripeOf(id, i))
 	}
-	return s.locks.lock(keys)
+	return s.Locks.Lock(keys)
 }
 
 // ReshardCounter rewrites the counter in one commit: its num_shards, every
@@ -148,7 +150,7 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, n int) (*s
 		if err == nil || !errors.Is(err, errConflict) {
 			return c, err
 		}
-		s.stats.Conflicts.Add(1)
+		s.Stats().Conflicts.Add(1)
 		if attempt == 50 || ctx.Err() != nil {
 			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: reshard of %q kept meeting writers; nothing applied, try again", id)
 		}
@@ -184,9 +186,12 @@ func (s *CounterStore) reshardOnce(ctx context.Context, id string, ref *firestor
 	if m.spec.Shards != old {
 		return nil, errConflict
 	}
-	vals := make([]int64, n)
-	for i := range old {
-		vals[i%n] += s.shardFromSnap(snaps[1+i]).value
+	vals := make([]int64, old)
+	for i := range vals {
+		vals[i] = s.shardFromSnap(snaps[1+i]).value
+	}
+	if vals, err = decide.FoldShards(id, vals, n); err != nil {
+		return nil, err
 	}
 	if kindOf(m.spec) == shardcounter.KindDistinct {
 		if vals, err = s.countMembers(ctx, ref, m, n); err != nil {
@@ -199,7 +204,7 @@ func (s *CounterStore) reshardOnce(ctx context.Context, id string, ref *firestor
 		for i := range prev {
 			prev[i] = sketchOf(snaps[1+i])
 		}
-		if sks, err = reshardSketches(id, prev, n); err != nil {
+		if sks, err = docstore.ReshardSketches("firestore", id, prev, n); err != nil {
 			return nil, err
 		}
 		for i := range min(old, n) {
@@ -222,7 +227,7 @@ func (s *CounterStore) reshardOnce(ctx context.Context, id string, ref *firestor
 		case i >= n:
 			wb.Delete(sr)
 		case snaps[1+i].Exists():
-			ups := []firestore.Update{{Path: s.field, Value: vals[i]}, {Path: fieldNumShards, Value: int64(n)}, {Path: fieldWide, Value: wide}}
+			ups := []firestore.Update{{Path: s.field, Value: vals[i]}, {Path: fieldNumShards, Value: int64(n)}, {Path: fieldWide, Value: wide}, {Path: fieldBy, Value: s.writer}}
 			switch {
 			case sks != nil && sks[i] != nil:
 				ups = append(ups, firestore.Update{Path: fieldSketch, Value: sks[i]})
@@ -231,7 +236,7 @@ func (s *CounterStore) reshardOnce(ctx context.Context, id string, ref *firestor
 			}
 			wb.Update(sr, ups, firestore.LastUpdateTime(snaps[1+i].UpdateTime))
 		default:
-			fields := map[string]any{s.field: vals[i], fieldNumShards: int64(n), fieldWide: wide}
+			fields := map[string]any{s.field: vals[i], fieldNumShards: int64(n), fieldWide: wide, fieldBy: s.writer}
 			if sks != nil && sks[i] != nil {
 				fields[fieldSketch] = sks[i]
 			}
@@ -267,51 +272,33 @@ func (s *CounterStore) countMembers(ctx context.Context, ref *firestore.Document
 	return vals, nil
 }
 
-// expireBatch is how many expired request ids an Apply deletes beyond the
-// number it records.
-const expireBatch = 64
-
-// expire deletes up to expireBatch+recorded expired request ids, oldest
-// first, and the expired batch markers among them, in a commit of their own after the batch's. When it finds fewer
-// than it may delete, none is left to expire for a while, and the next
-// batches skip the query until then.
+// expire deletes up to docstore.ExpireBatch+recorded expired request
+// ids, oldest first, and the expired batch markers among them, in a commit
+// of their own after the batch's (see docstore.Base.Expire).
 func (s *CounterStore) expire(ctx context.Context, recorded int) {
-	now := s.now()
-	s.expiryMu.Lock()
-	skip := now.Before(s.nextExpiry)
-	s.expiryMu.Unlock()
-	if skip {
-		return
-	}
-	window := time.Duration(s.window.Load())
-	// One more than the ids it may delete: a batch marker, which each
-	// commit writes, is deleted beside them without counting.
-	limit := expireBatch + recorded + 1
-	docs, err := s.client.CollectionGroup(requestsCollection).Where(fieldAt, "<=", now.Add(-window)).
-		OrderBy(fieldAt, firestore.Asc).Limit(limit).Documents(ctx).GetAll()
-	if err != nil {
-		return // the next batch tries again
-	}
-	wb := s.client.Batch() //nolint:staticcheck // see CreateCounter
-	n, ids := 0, 0
-	for _, d := range docs {
-		if !strings.HasPrefix(d.Ref.ID, markerPrefix) {
-			if ids == limit-1 {
-				continue
+	s.Expire(s.now(), recorded, func(limit int, cut time.Time) (int, error) {
+		docs, err := s.client.CollectionGroup(requestsCollection).Where(fieldAt, "<=", cut).
+			OrderBy(fieldAt, firestore.Asc).Limit(limit).Documents(ctx).GetAll()
+		if err != nil {
+			return 0, err
+		}
+		wb := s.client.Batch() //nolint:staticcheck // see CreateCounter
+		n, ids := 0, 0
+		for _, d := range docs {
+			if !strings.HasPrefix(d.Ref.ID, markerPrefix) {
+				if ids == limit-1 {
+					continue
+				}
+				ids++
 			}
-			ids++
+			wb.Delete(d.Ref, firestore.LastUpdateTime(d.UpdateTime))
+			n++
 		}
-		wb.Delete(d.Ref, firestore.LastUpdateTime(d.UpdateTime))
-		n++
-	}
-	if n > 0 {
-		if _, err := wb.Commit(ctx); err != nil {
-			return
+		if n > 0 {
+			if _, err := wb.Commit(ctx); err != nil {
+				return 0, err
+			}
 		}
-	}
-	if len(docs) < limit {
-		s.expiryMu.Lock()
-		s.nextExpiry = now.Add(min(window/16, time.Minute))
-		s.expiryMu.Unlock()
-	}
+		return len(docs), nil
+	})
 }

@@ -2,9 +2,11 @@ package firestore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"math"
-	"math/rand/v2"
+	mrand "math/rand/v2"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -12,6 +14,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/decide"
+	"github.com/shardcounter/shardcounter/internal/docstore"
 	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
@@ -26,7 +30,7 @@ var errConflict = errors.New("firestore: conflict")
 var errFull = errors.New("firestore: counter needs its total")
 
 // Add adds delta to shard pick mod n: the seed's increment, one commit of
-// one Increment transform (see Apply).
+// one shard document (see Apply).
 func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uint64) error {
 	out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: delta, Pick: pick}})
 	if err != nil {
@@ -35,9 +39,9 @@ func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uin
 	return out[0].Err
 }
 
-// Apply applies the batch in one Firestore commit: Increment transforms
-// on the shard documents, each stating the version it was decided on as
-// its precondition, with the request ids, members and buckets of the batch
+// Apply applies the batch in one Firestore commit: the shard documents'
+// new values, each write stating the version it was decided on as its
+// precondition, with the request ids, members and buckets of the batch
 // beside them. A conflict (a precondition that no longer holds) applies
 // nothing; the batch is decided again on fresh reads and committed again,
 // with backoff, and counted in Stats.Conflicts.
@@ -54,7 +58,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 			// A commit of the batch failed, perhaps after applying: its
 			// marker says; absent, go on with it.
 			if recorded, err = s.settle(ctx, m, out, err); err != nil && !errors.Is(err, errConflict) && !errors.Is(err, errFull) {
-				if serr := sleepCtx(ctx, markerWait); serr != nil {
+				if serr := docstore.Sleep(ctx, markerWait); serr != nil {
 					return nil, m.unknown(serr)
 				}
 				continue
@@ -69,25 +73,14 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 		case !errors.Is(err, errConflict):
 			return nil, err
 		}
-		s.stats.Conflicts.Add(1)
-		if err := sleepCtx(ctx, rand.N(pause)+pause/2); err != nil {
+		s.Stats().Conflicts.Add(1)
+		if err := docstore.Sleep(ctx, mrand.N(pause)+pause/2); err != nil {
 			if m != nil && m.unsure {
 				return nil, m.unknown(err)
 			}
 			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: the batch kept meeting other writers until %v; nothing applied", err)
 		}
 		pause = min(2*pause, 200*time.Millisecond)
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
@@ -99,18 +92,15 @@ type target struct {
 	create  bool          // the batch creates it
 	err     error         // every item on it fails with err
 	shards  map[int]bool  // shards read for the batch
-	deltas  map[int]int64 // what the commit adds to each shard
-	verify  map[int]bool  // shards whose version the commit checks
-	total   int64         // the total, when st.full
-	summed  bool          // total holds the sum of the shards
+	written map[int]bool  // shards the batch changes
+	verify  map[int]bool  // shards decided on, whose version the commit checks
 	touched bool          // an item on it applied: the commit writes it
 	members map[string]*memberDoc
-	buckets map[int64]int64 // bucket start (unix s) → delta
+	buckets []decide.BucketWrite
 
-	// approx counters: the sketches of the shards read, what the batch
-	// adds to each shard, and the sketches the commit writes.
+	// approx counters: the sketches of the shards read, and the sketches
+	// the commit writes.
 	sketches  map[int][]byte
-	approx    map[int]*approxShard
 	newSketch map[int][]byte
 }
 
@@ -137,13 +127,14 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	if err != nil {
 		return 0, err
 	}
-	b := &batchState{s: s, now: now, cutoff: now.Add(-time.Duration(s.window.Load())), targets: targets, reqs: reqs, seen: make(map[requestKey]bool)}
-	for i, inc := range incs {
-		if err := b.apply(inc, &out[i]); err != nil {
+	if s.ShardWriteInterval() > 0 {
+		if err := s.pace(ctx, targets, order); err != nil {
 			return 0, err
 		}
+		now = s.now()
 	}
-	if err := b.decideSketches(order); err != nil {
+	b := &batchState{s: s, now: now, cutoff: now.Add(-s.Window()), targets: targets, reqs: reqs}
+	if err := b.decide(incs, out, order); err != nil {
 		return 0, err
 	}
 	if err := s.sweepBuckets(ctx, b, order); err != nil {
@@ -154,7 +145,6 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	if len(b.writesList) == 0 {
 		return b.recorded, nil
 	}
-	b.totals(order, out, incs)
 	m.send(wb, b, out, shardWrites, order)
 	results, err := wb.Commit(ctx)
 	if err != nil {
@@ -171,6 +161,36 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	return b.recorded, nil
 }
 
+// pace waits until every shard document the batch read that another
+// writer (another server, by its fieldBy stamp) committed last was committed at least an
+// interval ago, by the document's own update time; the engine paces this
+// store's own commits. So the pace holds across servers: the commit
+// states each shard's update time as its precondition, so a commit by
+// another server since (a cached update time out of date) fails it, and
+// the attempt reads the shard again and waits from its new update time.
+// No shard document takes two commits within an interval, by the
+// service's clock and this one's (the two are taken to agree).
+func (s *CounterStore) pace(ctx context.Context, targets map[string]*target, order []string) error {
+	var last time.Time
+	for _, id := range order {
+		t := targets[id]
+		if t.st == nil {
+			continue
+		}
+		for i := range t.shards {
+			if sh := t.st.shards[i]; !sh.mine && sh.ut.After(last) {
+				last = sh.ut
+			}
+		}
+	}
+	if wait := time.Until(last.Add(s.ShardWriteInterval())); wait > 0 {
+		if err := docstore.Sleep(ctx, wait); err != nil {
+			return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: a shard document another server committed was not due before %v; nothing applied", err)
+		}
+	}
+	return nil
+}
+
 // targets reads the counters of incs that the store does not know yet,
 // and decides which shards each batch item needs.
 func (s *CounterStore) targets(ctx context.Context, incs []shardcounter.Increment, now time.Time) (map[string]*target, []string, error) {
@@ -181,7 +201,7 @@ func (s *CounterStore) targets(ctx context.Context, incs []shardcounter.Incremen
 		if _, ok := targets[inc.Counter]; ok || shardcounter.ValidateID("counter id", inc.Counter) != nil {
 			continue
 		}
-		t := &target{id: inc.Counter, ref: s.counterRef(inc.Counter), shards: map[int]bool{}, deltas: map[int]int64{}, verify: map[int]bool{}}
+		t := &target{id: inc.Counter, ref: s.counterRef(inc.Counter), shards: map[int]bool{}, written: map[int]bool{}, verify: map[int]bool{}}
 		targets[inc.Counter] = t
 		order = append(order, inc.Counter)
 		if st, ok := s.cache.Get(inc.Counter); ok {
@@ -243,13 +263,13 @@ func (s *CounterStore) lockShards(targets map[string]*target, order []string) fu
 	for _, id := range order {
 		t := targets[id]
 		for i := range t.shards {
-			keys = append(keys, stripeOf(id, i))
+			keys = append(keys, docstore.StripeOf(id, i))
 		}
 		if t.st == nil { // created by the batch, perhaps: its future shards
-			keys = append(keys, stripeOf(id, 0))
+			keys = append(keys, docstore.StripeOf(id, 0))
 		}
 	}
-	return s.locks.lock(keys)
+	return s.Locks.Lock(keys)
 }
 
 // readForBatch reads, in one round trip, the shard versions the store
@@ -381,12 +401,25 @@ func (s *CounterStore) shardFromSnap(snap *firestore.DocumentSnapshot) shardStat
 	v, _ := d[s.field].(int64)
 	wide, _ := d[fieldWide].(bool)
 	n, _ := d[fieldNumShards].(int64)
-	return shardState{value: v, ut: snap.UpdateTime, exists: true, known: true, wide: wide, n: n}
+	by, _ := d[fieldBy].(string)
+	return shardState{value: v, ut: snap.UpdateTime, exists: true, known: true, wide: wide, n: n, mine: by == s.writer}
 }
 
 // fieldWide marks every shard of a counter whose shards are not all
 // within ±MaxInt64/n: writes to it check its total (see the package doc).
 const fieldWide = "sc_wide"
+
+// fieldBy names the store (one a process, random) that last committed a
+// shard document: its own commits are the engine's to pace, another's
+// the store's (see pace).
+const fieldBy = "sc_by"
+
+// newWriter returns a store's stamp for fieldBy.
+func newWriter() string {
+	var r [8]byte
+	rand.Read(r[:]) //nolint:errcheck // never fails (crypto/rand)
+	return hex.EncodeToString(r[:])
+}
 
 // zone is the bound within which every shard of a counter of n shards
 // keeps its total in int64.

@@ -1,9 +1,13 @@
 package firestore
 
-import "strings"
+import (
+	"strings"
 
-// ExpireBatch is expireBatch, for storetest.RunRequestIDExpiry.
-const ExpireBatch = expireBatch
+	"github.com/shardcounter/shardcounter/internal/docstore"
+)
+
+// ExpireBatch is docstore.ExpireBatch, for storetest.RunRequestIDExpiry.
+const ExpireBatch = docstore.ExpireBatch
 
 // IsMarker reports whether a request document's name is a batch marker's
 // (marker.go), which tests that count request ids leave out.

@@ -2,13 +2,11 @@ package firestore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -17,6 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/docstore"
+	"strconv"
 )
 
 // Names of the collections and fields this store writes beside the
@@ -66,23 +66,28 @@ type Options struct {
 // concurrent use, also by several processes on one database.
 type CounterStore struct {
 	client   *firestore.Client
+	writer   string // this store's stamp on the shard documents it commits (see pace)
 	project  string
 	database string
 	field    string
-	interval time.Duration
 	now      func() time.Time
-	window   atomic.Int64 // dedupe window, ns
+	base
+	reads
 
 	cache *lru.Cache[string, *counterState]
 	// fullHint holds counters found near the int64 limits, whose writes
 	// check their total until they are created again.
 	fullHint sync.Map
-	locks    stripes
-	stats    Stats
-
-	expiryMu   sync.Mutex
-	nextExpiry time.Time // no request id expires before it, as far as this process knows
 }
+
+// base is the state and the methods the store shares with datastore's:
+// Stats, Conflicts, OnShardCommit, ShardWriteInterval, SetDedupeWindow.
+type base = docstore.Base
+
+// reads are the readings built on the store's snapshot reads (read.go):
+// ReadCounter(s), ReadShards, ReadSketches, Placement, ReadWindow,
+// ReadSeries.
+type reads = docstore.Reads
 
 var (
 	_ shardcounter.CounterStore     = (*CounterStore)(nil)
@@ -90,24 +95,7 @@ var (
 )
 
 // Stats are the store's running totals, exported in /metrics.
-type Stats struct {
-	// Conflicts counts batches that found their reads out of date at
-	// commit (another writer came first) or were aborted for contention,
-	// and were tried again.
-	Conflicts atomic.Int64
-	// Commits counts commits of shard documents: every shard a committed
-	// batch wrote or checked counts once.
-	Commits atomic.Int64
-	// Resolved counts batches whose commit failed and whose marker
-	// showed them applied (see marker.go).
-	Resolved atomic.Int64
-
-	onCommit atomic.Pointer[func(counter string, shard int)]
-}
-
-// cacheSize bounds the counters whose metadata and shard versions the
-// store remembers between batches.
-const cacheSize = 100_000
+type Stats = docstore.Stats
 
 // Config is a parsed firestore:// DSN.
 type Config struct {
@@ -128,11 +116,11 @@ func ParseDSN(dsn string) (Config, error) {
 		return bad("a firestore DSN has no user, password, port or fragment")
 	}
 	c := Config{Project: u.Host, Database: "(default)"}
-	if !validName(c.Project) {
+	if !docstore.ValidName(c.Project, 63) {
 		return bad("project %q is not a project id (letters, digits and hyphens)", c.Project)
 	}
 	if db := strings.Trim(u.Path, "/"); db != "" {
-		if strings.Contains(db, "/") || !(db == "(default)" || validName(db)) {
+		if strings.Contains(db, "/") || !(db == "(default)" || docstore.ValidName(db, 63)) {
 			return bad("database %q is not a database id", db)
 		}
 		c.Database = db
@@ -164,18 +152,6 @@ func ParseDSN(dsn string) (Config, error) {
 	return c, nil
 }
 
-func validName(s string) bool {
-	if s == "" || len(s) > 63 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 // Open opens the store a firestore:// DSN names. With
 // FIRESTORE_EMULATOR_HOST set, Google's client talks to that emulator;
 // otherwise to the project's database with Application Default
@@ -197,21 +173,17 @@ func New(ctx context.Context, project, database string, opts Options) (*CounterS
 	if err != nil {
 		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: connect to project %s: %v (set FIRESTORE_EMULATOR_HOST for the emulator, or Application Default Credentials for Google Cloud)", project, err)
 	}
-	s := &CounterStore{client: client, project: project, database: database, field: opts.CountField, now: opts.Now}
+	s := &CounterStore{client: client, project: project, database: database, field: opts.CountField, now: opts.Now, writer: newWriter()}
 	if s.field == "" {
 		s.field = DefaultCountField
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	switch {
-	case opts.ShardWriteInterval == 0:
-		s.interval = DefaultShardWriteInterval
-	case opts.ShardWriteInterval > 0:
-		s.interval = opts.ShardWriteInterval
-	}
-	s.cache, _ = lru.New[string, *counterState](cacheSize)
-	s.SetDedupeWindow(opts.DedupeWindow)
+	s.Init(opts.ShardWriteInterval, DefaultShardWriteInterval, opts.DedupeWindow)
+	s.reads = reads{Store: "firestore", Now: s.now, Snap: s.snap, Meta: s.GetCounter, Buckets: s.buckets,
+		Node: func(id string, i int) string { return s.node(id) + "/shards/" + strconv.Itoa(i) }}
+	s.cache, _ = lru.New[string, *counterState](docstore.CacheSize)
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := s.Ping(pctx); err != nil {
@@ -224,29 +196,6 @@ func New(ctx context.Context, project, database string, opts Options) (*CounterS
 // Client returns the Firestore client, for tests and for apps that write
 // the seed's way beside the store.
 func (s *CounterStore) Client() *firestore.Client { return s.client }
-
-// Stats returns the store's running totals.
-func (s *CounterStore) Stats() *Stats { return &s.stats }
-
-// Conflicts returns Stats().Conflicts (metrics.DocumentStore).
-func (s *CounterStore) Conflicts() int64 { return s.stats.Conflicts.Load() }
-
-// OnShardCommit sets f to be called with each shard document a committed
-// batch wrote (metrics.DocumentStore): the per-document commit counter.
-func (s *CounterStore) OnShardCommit(f func(counter string, shard int)) { s.stats.onCommit.Store(&f) }
-
-// ShardWriteInterval is the pace the engine keeps per shard document
-// (shardcounter.ShardPacer): 0 when pacing is off.
-func (s *CounterStore) ShardWriteInterval() time.Duration { return s.interval }
-
-// SetDedupeWindow sets how long a request id is remembered; d <= 0
-// restores shardcounter.DefaultDedupeWindow.
-func (s *CounterStore) SetDedupeWindow(d time.Duration) {
-	if d <= 0 {
-		d = shardcounter.DefaultDedupeWindow
-	}
-	s.window.Store(int64(d))
-}
 
 // Close closes the client.
 func (s *CounterStore) Close() error { return s.client.Close() }
@@ -274,22 +223,7 @@ func (s *CounterStore) node(id string) string {
 }
 
 // readError maps a failed read: nothing was applied.
-func readError(op string, err error) error {
-	var e *shardcounter.Error
-	if errors.As(err, &e) {
-		return err
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: %s: %v", op, err)
-	}
-	switch status.Code(err) {
-	case codes.InvalidArgument:
-		return shardcounter.Errorf(shardcounter.EINVALID, "firestore: %s: %v", op, status.Convert(err).Message())
-	case codes.Internal, codes.Unknown, codes.DataLoss:
-		return fmt.Errorf("firestore: %s: %w", op, err)
-	}
-	return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: %s: %v", op, err)
-}
+func readError(op string, err error) error { return docstore.ReadError("firestore", op, err) }
 
 // EmulatorHost returns FIRESTORE_EMULATOR_HOST, for the log line of serve.
 func EmulatorHost() string { return os.Getenv("FIRESTORE_EMULATOR_HOST") }

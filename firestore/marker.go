@@ -118,17 +118,14 @@ func (s *CounterStore) settle(ctx context.Context, m *marker, out []shardcounter
 	}
 	copy(out, a.out)
 	for _, w := range a.sw {
-		s.stats.Commits.Add(1)
-		if f := s.stats.onCommit.Load(); f != nil {
-			(*f)(w.t.id, w.shard)
-		}
+		s.Stats().Committed(w.t.id, w.shard)
 	}
 	for _, id := range a.order {
 		if t := a.b.targets[id]; t.st != nil && t.touched && t.create {
 			s.fullHint.Delete(id)
 		}
 	}
-	s.stats.Resolved.Add(1)
+	s.Stats().Resolved.Add(1)
 	return a.recorded, nil
 }
 

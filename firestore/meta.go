@@ -2,9 +2,7 @@ package firestore
 
 import (
 	"fmt"
-	"hash/fnv"
 	"slices"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -95,6 +93,7 @@ type shardState struct {
 	known  bool
 	wide   bool  // the document has the wide mark
 	n      int64 // the num_shards it was written with; 0 on a seed-made document
+	mine   bool  // ut is this store's own commit's (see pace)
 }
 
 // counterState is what the store knows of a counter between batches: its
@@ -112,31 +111,4 @@ func (c *counterState) clone() *counterState {
 	d := *c
 	d.shards = slices.Clone(c.shards)
 	return &d
-}
-
-// stripes are in-process locks on shard documents: a batch holds those of
-// the shards it writes from its reads to its commit, so that batches of
-// one process on one shard queue instead of failing each other's
-// preconditions. They are a courtesy, not what makes writes correct: the
-// preconditions are, across processes too.
-type stripes [512]sync.Mutex
-
-func stripeOf(counter string, shard int) int {
-	h := fnv.New32a()
-	h.Write([]byte(counter))
-	return int((h.Sum32() + uint32(shard)*2654435761) % uint32(len(stripes{})))
-}
-
-// lock locks the stripes of keys, in order, and returns their unlock.
-func (st *stripes) lock(keys []int) func() {
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
-	for _, k := range keys {
-		st[k].Lock()
-	}
-	return func() {
-		for _, k := range keys {
-			st[k].Unlock()
-		}
-	}
 }

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -13,10 +14,13 @@ import (
 const DefaultMaxBodyTotal = 64 << 20
 
 // bodyBudget is a semaphore on bytes: every request body the server holds
-// takes its size from it first, and gives it back once the handler is
-// done with it, so the bodies in memory never sum to more than the limit,
-// however many clients send at once. A body that finds no room is refused
-// (503 with Retry-After) before a byte of it is read.
+// takes its size from it first, as its bytes arrive, and what decoding it
+// will hold (decodedSize) once it is in, and gives both back once the
+// handler is done with it, so the bodies in memory and their decoded
+// forms never sum to more than the limit, however many clients send at
+// once. A body that finds no room waits for it up to QueueWait (bodies
+// still arriving are refused meanwhile, handlers finish), and is then
+// refused (503 with Retry-After), its unread bytes dropped.
 //
 // golang.org/x/sync/semaphore's Weighted would take and give the bytes
 // too, but not tell how many are taken, which the metrics and the return
@@ -34,6 +38,8 @@ type bodyBudget struct {
 	// once every 10 seconds.
 	mu       sync.Mutex
 	peak     int64
+	waiting  atomic.Int32  // takers in takeWait
+	freed    chan struct{} // closed, and replaced, when bytes come back while some wait
 	timer    *time.Timer
 	lastFree time.Time
 	freeOS   func() // debug.FreeOSMemory; tests count its calls
@@ -69,12 +75,54 @@ func (b *bodyBudget) take(n int64) bool {
 	return true
 }
 
+// takeWait takes n bytes as take does, but when there is no room waits
+// up to wait for bytes to come back, until ctx is done.
+func (b *bodyBudget) takeWait(ctx context.Context, n int64, wait time.Duration) bool {
+	if b.take(n) {
+		return true
+	}
+	if wait <= 0 {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	b.waiting.Add(1)
+	defer b.waiting.Add(-1)
+	for {
+		b.mu.Lock()
+		if b.freed == nil {
+			b.freed = make(chan struct{})
+		}
+		freed := b.freed
+		b.mu.Unlock()
+		if b.take(n) { // after freed is known: a give from now on closes it
+			return true
+		}
+		select {
+		case <-freed:
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
 // give gives back n bytes taken.
 func (b *bodyBudget) give(n int64) {
 	if n <= 0 {
 		return
 	}
-	if b.used.Add(-n) != 0 {
+	left := b.used.Add(-n)
+	if b.waiting.Load() > 0 {
+		b.mu.Lock()
+		if b.freed != nil {
+			close(b.freed)
+			b.freed = nil
+		}
+		b.mu.Unlock()
+	}
+	if left != 0 {
 		return
 	}
 	b.mu.Lock()

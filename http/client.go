@@ -25,8 +25,13 @@ type Client struct {
 	// URL is the server's base URL, e.g. http://127.0.0.1:8080.
 	URL string
 
-	// Token, when set, is sent as Authorization: Bearer Token.
+	// Token, when set, is sent as Authorization: Bearer Token, or, with
+	// User, as the password of Basic credentials.
 	Token string
+	// User, when set, is the user of the server's --users-file whose
+	// password Token is: the client sends Authorization: Basic. Without
+	// it, Bearer names the user by its password.
+	User string
 
 	// HTTPClient sends the requests. Default: a client with a 30s timeout
 	// that keeps up to 100 idle connections to the server.
@@ -91,7 +96,7 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, in
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
+		c.authorize(req)
 	}
 	hc := c.HTTPClient
 	if hc == nil {
@@ -192,4 +197,13 @@ func responseError(resp *http.Response, write bool) error {
 		e.Code, e.OutcomeUnknown = shardcounter.EOUTCOMEUNKNOWN, true
 	}
 	return e
+}
+
+// authorize sets the request's credentials: Basic with User, else Bearer.
+func (c *Client) authorize(req *http.Request) {
+	if c.User != "" {
+		req.SetBasicAuth(c.User, c.Token)
+		return
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
 }

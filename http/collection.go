@@ -89,25 +89,9 @@ func decodeQuery(body []byte) (shardcounter.Query, error) {
 	return q, shardcounter.ValidateQueryShape(q)
 }
 
-// routeCollections adds the collection routes to the server's mux.
-func (s *Server) routeCollections() {
-	s.mux.Handle("/v1/collections/{name}", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet:    s.handleGetCollection,
-		http.MethodPut:    s.handleCreateCollection,
-		http.MethodPatch:  s.handleReshardCollection,
-		http.MethodDelete: s.handleDeleteCollection,
-	}))
-	s.mux.Handle("/v1/collections/{name}/documents", s.methods(map[string]http.HandlerFunc{
-		http.MethodPost: s.handlePutDocuments,
-	}))
-	s.mux.Handle("/v1/collections/{name}/documents/{doc}", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet:    s.handleGetDocument,
-		http.MethodDelete: s.handleDeleteDocument,
-	}))
-	s.mux.Handle("/v1/collections/{name}/query", s.methods(map[string]http.HandlerFunc{
-		http.MethodPost: s.handleQuery,
-	}))
-}
+// servesCollections reports whether the server serves the
+// /v1/collections routes: when it has ServerOptions.Collections.
+func (s *Server) servesCollections() bool { return s.opts.Collections != nil }
 
 // collectionName returns the request's collection name, validated, after
 // checking that the request has no query parameters.
@@ -176,6 +160,7 @@ func (s *Server) handlePutDocuments(w http.ResponseWriter, r *http.Request) {
 	var docs []shardcounter.DocumentInput
 	if err == nil {
 		docs, err = decodeDocuments(body)
+		s.doneWithBody(r)
 	}
 	var refs []shardcounter.DocumentRef
 	if err == nil {

@@ -30,7 +30,7 @@ func MustServeCollections(tb testing.TB) (string, *shttp.Client) {
 		tb.Fatal(err)
 	}
 	svc, closeSvc := newService(tb, store, serviceOptions{})
-	ts := httptest.NewServer(shttp.NewServer(svc, shttp.ServerOptions{Collections: collection.New(cs, collection.Config{})}))
+	ts := httptest.NewServer(Checked(tb, shttp.NewServer(svc, shttp.ServerOptions{Collections: collection.New(cs, collection.Config{})})))
 	tb.Cleanup(func() {
 		ts.Close()
 		closeSvc()
@@ -197,4 +197,42 @@ func FuzzDecodeCreateCollection(f *testing.F) {
 			t.Fatalf("accepted %q: %v", body, err)
 		}
 	})
+}
+
+// TestDocumentBodyGiven: a document's body goes back to the body budget
+// before its store call (doneWithBody), and once only: after documents
+// of a pooled buffer's size and of a grown one, stored or refused, the
+// bytes in flight are back at zero, not below.
+func TestDocumentBodyGiven(t *testing.T) {
+	url, _ := MustServeCollections(t)
+	do := func(method, path, body string) string {
+		t.Helper()
+		req, _ := http.NewRequest(method, url+path, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.Status + " " + string(b)
+	}
+	do("PUT", "/v1/collections/docs", `{"shards":2}`)
+	big := strings.Repeat("x", 200<<10)
+	for _, c := range []struct{ body, want string }{
+		{`{"data":{"note":"small"}}`, "201"},
+		{`{"data":{"note":"` + big + `"}}`, "201"},
+		{`{"data":{"timestamp":"yesterday","note":"` + big + `"}}`, "400"},
+		{`{"data":{"note":"` + big + `"}`, "400"}, // not JSON: the decoder refuses it
+	} {
+		if got := do("POST", "/v1/collections/docs/documents", c.body); !strings.HasPrefix(got, c.want) {
+			t.Errorf("a %d-byte document: %.200s, want %s", len(c.body), got, c.want)
+		}
+	}
+	if got := do("GET", "/metrics", ""); !strings.Contains(got, "\nshardcounter_http_body_bytes_in_flight 0\n") {
+		i := strings.Index(got, "body_bytes_in_flight ")
+		t.Errorf("after the documents, the body budget holds %.40q, want 0", got[max(i, 0):])
+	}
 }

@@ -10,23 +10,6 @@ import (
 	"github.com/shardcounter/shardcounter"
 )
 
-// routeCounters adds the counter routes to the server's mux. Patterns
-// carry no method: each route dispatches on the method itself so that a
-// wrong method gets the API's JSON error body, not the mux's plain-text
-// 405.
-func (s *Server) routeCounters() {
-	s.mux.Handle("/v1/counters", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet: s.handleList,
-	}))
-	s.mux.Handle("/v1/counters/{$}", http.HandlerFunc(s.handleEmptyID))
-	s.mux.Handle("/v1/counters/{id}", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet:    s.handleGet,
-		http.MethodPut:    s.handleCreate,
-		http.MethodPatch:  s.handleReshard,
-		http.MethodDelete: s.handleDelete,
-	}))
-}
-
 // CreateRequest is the body of PUT /v1/counters/{id}. Pointers tell an
 // absent field from a zero one, so that {"shards":0} is refused rather
 // than taken for "use the default".
@@ -280,10 +263,6 @@ func listOptions(r *http.Request) (shardcounter.ListOptions, error) {
 		}
 	}
 	return opts, nil
-}
-
-func (s *Server) handleEmptyID(w http.ResponseWriter, r *http.Request) {
-	s.error(w, r, shardcounter.ValidateID("counter id", ""))
 }
 
 // counterID returns the request's counter id, validated.

@@ -27,7 +27,9 @@
 // # Files
 //
 // One file per concern, as wtf's http package has one per resource: the
-// Server and its options (server.go); what every request goes through
+// Server and its options (server.go); the route table, every route with
+// its class (token, body, slot, deadline), permission categories and keys,
+// from which the mux is wired (routes.go); what every request goes through
 // before its handler, request ids, the token, the concurrency bound and
 // the request log (middleware.go); query strings, bodies and strict JSON
 // (request.go); the one mapping from error codes to statuses and the
@@ -35,6 +37,13 @@
 // handlers, its request decoders and the client's methods for it
 // (counter.go, write.go, collection.go, ops.go). client.go holds the
 // client's transport.
+//
+// # Adding a route
+//
+// A route is an entry of Routes (routes.go) and an operation of
+// openapi.json, the OpenAPI 3 description served at /openapi.json: the
+// tests fail when the two differ (openapi_test.go), and every test's
+// traffic is checked against the description (internal/openapitest).
 //
 // # Page tokens
 //

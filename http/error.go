@@ -17,6 +17,7 @@ var codes = map[string]int{
 	shardcounter.EINVALID:         http.StatusBadRequest,
 	shardcounter.EOUTOFRANGE:      http.StatusBadRequest,
 	shardcounter.EUNAUTHENTICATED: http.StatusUnauthorized,
+	shardcounter.EPERMISSION:      http.StatusForbidden,
 	shardcounter.ENOTFOUND:        http.StatusNotFound,
 	shardcounter.EEXISTS:          http.StatusConflict,
 	shardcounter.ETOOLARGE:        http.StatusRequestEntityTooLarge,

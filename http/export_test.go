@@ -1,10 +1,14 @@
 package http
 
+import "github.com/shardcounter/shardcounter"
+
 // Exports for the fuzz targets in package http_test, which drive the
 // decoders directly rather than through a server.
 var (
 	DecodeCreate    = decodeCreate
 	DecodeWrite     = decodeWrite
+	FastWrite       = fastWrite
+	DecodeWriteJSON = decodeWriteJSON
 	DecodeReshard   = decodeReshard
 	DecodeWrites    = decodeWrites
 	EncodePageToken = encodePageToken
@@ -37,3 +41,26 @@ var DecodeTTL = decodeTTL
 
 // DecodeReset is decodeReset, for its fuzz target.
 var DecodeReset = decodeReset
+
+// TokenSpace is tokenSpace, for the route table's test.
+var TokenSpace = tokenSpace
+
+// ErrorCodes are the error codes the server maps to statuses, for the
+// OpenAPI document's test.
+func ErrorCodes() []string {
+	var cs []string
+	for c := range codes {
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// AppendWriteResult is appendWriteResult with a buffer of its own, for
+// the test that compares it with encoding/json.
+func AppendWriteResult(res *shardcounter.WriteResult) ([]byte, bool) {
+	b, ok := appendWriteResult(new([]byte), res)
+	return *b, ok
+}
+
+// DecodedSize is decodedSize, for its tests and fuzz target.
+var DecodedSize = decodedSize

@@ -1,6 +1,8 @@
 package http_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -271,6 +273,46 @@ func FuzzMemberToken(f *testing.F) {
 		}
 		if err := shardcounter.ValidateID("member", got); err != nil {
 			t.Fatalf("token %q gave member %q: %v", token, got, err)
+		}
+	})
+}
+
+// FuzzFastWrite: every body fastWrite reads, the general path reads alike.
+func FuzzFastWrite(f *testing.F) {
+	for _, s := range append(bodySeeds, `{"by":1}`, `{"by":01}`, `{"by":123456789012345678}`, `{"by":1234567890123456789}`, `{"by":1 }`, `{"by":+1}`) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		by, ok := shttp.FastWrite(body)
+		if !ok {
+			return
+		}
+		delta, requestID, err := shttp.DecodeWriteJSON(body, false)
+		if err != nil || delta != by || requestID != "" {
+			t.Fatalf("%q: fast path read by %d, the general path %d, %q, %v", body, by, delta, requestID, err)
+		}
+	})
+}
+
+// FuzzAppendWriteResult: every reply appendWriteResult writes is
+// encoding/json's, byte for byte.
+func FuzzAppendWriteResult(f *testing.F) {
+	for _, s := range []string{"hot", "likes/post/8812", "a\"b", "<x>", "é", "a\\b", "a&b", " "} {
+		f.Add(s, true, false)
+		f.Add(s, false, true)
+	}
+	f.Fuzz(func(t *testing.T, counter string, applied, duplicate bool) {
+		res := &shardcounter.WriteResult{Counter: counter, Applied: applied, Duplicate: duplicate}
+		got, ok := shttp.AppendWriteResult(res)
+		if !ok {
+			return
+		}
+		var want bytes.Buffer
+		if err := json.NewEncoder(&want).Encode(res); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("%+v: wrote %q, encoding/json %q", res, got, want.Bytes())
 		}
 	})
 }

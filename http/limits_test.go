@@ -131,14 +131,10 @@ func TestAuthThrottle(t *testing.T) {
 // it was opened with is removed (SetAuthTokens), and goes on when
 // another token is.
 func TestWatchEndsWithToken(t *testing.T) {
-	var srv *shttp.Server
 	e := MustServe(t, EnvOptions{
 		Server: shttp.ServerOptions{AuthTokens: []string{"old", "other"}},
-		Front: func(h http.Handler) http.Handler {
-			srv = h.(*shttp.Server)
-			return h
-		},
 	})
+	srv := e.Server
 	e.Client.Token = "old"
 	e.MustCreate(t, "c", 1)
 	req, _ := http.NewRequest("GET", e.URL+path("c")+"/watch", nil)

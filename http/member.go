@@ -10,18 +10,6 @@ import (
 	"github.com/shardcounter/shardcounter"
 )
 
-// routeMembers adds the routes of a distinct counter's members.
-func (s *Server) routeMembers() {
-	s.mux.Handle("/v1/counters/{id}/members", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet: s.handleListMembers,
-	}))
-	s.mux.Handle("/v1/counters/{id}/members/{member}", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet:    s.handleIsMember,
-		http.MethodPut:    func(w http.ResponseWriter, r *http.Request) { s.handleMemberWrite(w, r, true) },
-		http.MethodDelete: func(w http.ResponseWriter, r *http.Request) { s.handleMemberWrite(w, r, false) },
-	}))
-}
-
 // MemberResponse is the body of the replies of
 // /v1/counters/{id}/members/{member}: PUT says whether the member was
 // added, DELETE whether it was removed (both are omitted when the server
@@ -49,6 +37,16 @@ func memberOf(r *http.Request) (string, string, error) {
 	}
 	member := r.PathValue("member")
 	return id, member, shardcounter.ValidateID("member", member)
+}
+
+// PUT /v1/counters/{id}/members/{member}
+func (s *Server) handleAddMember(w http.ResponseWriter, r *http.Request) {
+	s.handleMemberWrite(w, r, true)
+}
+
+// DELETE /v1/counters/{id}/members/{member}
+func (s *Server) handleRemoveMember(w http.ResponseWriter, r *http.Request) {
+	s.handleMemberWrite(w, r, false)
 }
 
 // PUT and DELETE /v1/counters/{id}/members/{member}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/acl"
 	"github.com/shardcounter/shardcounter/internal/authtoken"
 )
 
@@ -25,6 +27,10 @@ type request struct {
 	w    statusWriter // one allocation for the state and the writer
 	id   string
 	body []byte
+	// bodyTaken is what the body's bytes hold of the body budget, given
+	// back when the handler is done or, sooner, by doneWithBody.
+	bodyTaken int64
+	user      *acl.User // who sent it, once authenticated (requireToken)
 }
 
 // requestKey is the context key of the *request.
@@ -38,14 +44,21 @@ func requestOf(r *http.Request) *request {
 	return &request{} // a handler called without ServeHTTP, as no route is
 }
 
+// writerRequest returns the request that ServeHTTP made for the reply w.
+func writerRequest(w http.ResponseWriter) *request {
+	if sw, ok := w.(*statusWriter); ok && sw.req != nil {
+		return sw.req
+	}
+	return &request{} // a handler called without ServeHTTP
+}
+
 // ServeHTTP implements http.Handler. It gives every request an id (the
 // client's X-Request-Id when it is sane, else a random one) that is
-// echoed in the reply and logged with internal errors, checks the bearer
-// token on /v1 paths, reads an API request's body in full (bounded by
-// MaxBodyBytes and BodyTimeout) and only then takes one of the
-// MaxConcurrent slots, bounds the request's time, records each request in
-// the metrics and (at debug level) the log, and turns a panic into a
-// logged 500.
+// echoed in the reply and logged with internal errors, refuses paths the
+// mux would redirect, records each request in the metrics and (at debug
+// level) the log, turns a panic into a logged 500, and hands the request
+// to the mux, which the route table wires (routes.go): serveRoute does
+// what the route's class asks before its handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := &request{id: r.Header.Get("X-Request-Id")}
 	if !saneRequestID(req.id) {
@@ -53,22 +66,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id := req.id
 	w.Header()["X-Request-Id"] = []string{id} // canonical already: no Set
-
-	api := r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/")
-	short := api && !isWatch(r) // a watch stream is bounded by WatchOptions instead
-	// One context and one copy of the request for the id and, on the API,
-	// the deadline: each WithContext copies the whole request.
-	valCtx := context.WithValue(r.Context(), requestKey{}, req)
-	ctx := valCtx
-	if short && s.opts.RequestTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
-		defer cancel()
-	}
-	r = r.WithContext(ctx)
 	req.w.ResponseWriter = w
+	req.w.req = req
 	sw := &req.w
 	start := time.Now()
+	var span trace.Span
+	if s.opts.Tracer != nil {
+		r, span = s.startSpan(r)
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -77,7 +82,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.opts.Logger.Error("panic serving request", "request_id", id, "method", r.Method,
 				"path", r.URL.EscapedPath(), "panic", fmt.Sprint(v))
 			if sw.status == 0 {
-				s.error(sw, r, errors.New("panic"))
+				s.error(sw, r.WithContext(context.WithValue(r.Context(), requestKey{}, req)), errors.New("panic"))
 			}
 		}
 		took := time.Since(start)
@@ -90,53 +95,172 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusOK // a handler that wrote nothing
 		}
 		s.metrics.ObserveRequest(route, methodLabel(r.Method), status, took)
+		if span != nil {
+			endSpan(span, r, route, status, id)
+		}
 		if s.opts.Logger.Enabled(r.Context(), slog.LevelDebug) { // skip the work on the hot path
 			s.opts.Logger.Debug("request", "request_id", id, "method", r.Method, "route", route,
 				"path", r.URL.EscapedPath(), "status", status, "duration", took)
 		}
 	}()
-	if api && !s.authorized(r) {
-		s.unauthorized(sw, r)
-		return
-	}
 	if err := checkPath(r.URL.EscapedPath()); err != nil {
+		if tokenSpace(r.URL.Path) && s.authenticate(r) == nil {
+			s.unauthorized(sw, r) // the token first, as on the routes
+			return
+		}
 		s.error(sw, r, err)
 		return
 	}
-	if api {
-		// The body first: a slot held while a slow client sends its body
-		// would let a few such clients stop the server.
-		var err error
-		var taken int64
-		req.body, taken, err = s.readBody(sw, r)
-		defer s.bodies.give(taken)
-		if err != nil {
-			s.bodyError(sw, r, err)
-			return
-		}
-		defer putBody(req.body) // decoders copy what they keep
-		if short && s.opts.RequestTimeout > 0 && time.Since(start) > s.opts.RequestTimeout/10 {
-			// The body took a while to arrive (it has BodyTimeout of its
-			// own): the deadline of the request's work, down to the
-			// store, counts from now, so that a write is not cut short,
-			// its outcome unknown, for its client's slow upload. Rare, so
-			// the usual request pays for one copy of itself, not two.
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(valCtx, s.opts.RequestTimeout)
-			defer cancel()
-			r = r.WithContext(ctx)
-		}
-	}
-	if short {
-		if !s.acquire(r.Context()) {
-			s.metrics.ObserveRejected()
-			s.error(sw, r, shardcounter.Errorf(shardcounter.EUNAVAILABLE,
-				"the server is serving its limit of %d concurrent requests: nothing was done, retry after the Retry-After delay", cap(s.slots)))
-			return
-		}
-		defer s.release()
-	}
 	s.mux.ServeHTTP(sw, r)
+}
+
+// tokenSpace reports whether a path is under /v1 or /admin, where every
+// route needs the token (Route.NeedsToken): a path there that is no
+// route, or that the mux cannot route, needs it too, so that what a
+// client without one learns is that it needs one.
+func tokenSpace(path string) bool {
+	for _, p := range [...]string{"/v1", "/admin"} {
+		if rest, ok := strings.CutPrefix(path, p); ok && (rest == "" || rest[0] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// requireToken wraps the handler of a pattern whose routes need the
+// token: a request without one of the server's tokens (or a user's
+// password) gets 401 (or 429) before its method is looked at. The user
+// it authenticates as is the request's, for serveRoute's permission
+// check.
+func (s *Server) requireToken(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u := s.authenticate(r)
+		if u == nil {
+			s.unauthorized(w, r)
+			return
+		}
+		writerRequest(w).user = u
+		h.ServeHTTP(w, r)
+	})
+}
+
+// serveRoute returns the handler of rt, which does what rt's class asks
+// before rt's handler runs: for the API, it reads the body in full
+// (bounded by MaxBodyBytes, BodyTimeout and MaxBodyTotal) and only then
+// takes one of the MaxConcurrent slots, and bounds the request's time.
+// The token was checked before (requireToken); the user's permission for
+// the route and the keys of its path and query is checked here, before
+// the body is read (permit), and the keys of the body by the handler
+// that decodes it (permitKeys).
+func (s *Server) serveRoute(rt *Route) http.HandlerFunc {
+	handle, class := rt.handle, rt.Class
+	body := class == ClassAPI || class == ClassStream
+	short := class == ClassAPI // a watch stream is bounded by WatchOptions instead
+	pm := newRoutePerm(rt)
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		req := writerRequest(w)
+		if req.user != nil && req.user != acl.Everyone {
+			if !s.permit(w, r, req.user, pm) {
+				return
+			}
+			if s.opts.Audit.Wants(pm.cats, false) {
+				defer s.auditDone(w, r, req.user, pm)
+			}
+		}
+		// One context and one copy of the request for the request's facts
+		// and, on the API, the deadline: each WithContext copies the whole
+		// request.
+		valCtx := context.WithValue(r.Context(), requestKey{}, req)
+		ctx := valCtx
+		if short && s.opts.RequestTimeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
+			defer cancel()
+		}
+		r = r.WithContext(ctx)
+		if body {
+			// The body first: a slot held while a slow client sends its
+			// body would let a few such clients stop the server.
+			var err error
+			req.body, req.bodyTaken, err = s.readBody(w, r)
+			defer func() { s.bodies.give(req.bodyTaken) }() // unless doneWithBody gave it
+			if err != nil {
+				s.bodyError(w, r, err)
+				return
+			}
+			// Decoders copy what they keep. req.body is read at the end,
+			// not now: a deferred call's argument would keep a body
+			// doneWithBody let go of from the collector.
+			defer func() { putBody(req.body) }()
+			// What decoding the body will hold comes from the budget too,
+			// before the handler decodes it. The body is in: rather than
+			// drop it at once, wait up to QueueWait for bodies still
+			// arriving to be refused, or for handlers to finish.
+			decoded, err := decodedSize(req.body)
+			if err == nil && int64(len(req.body))+decoded > s.opts.MaxBodyTotal {
+				err = shardcounter.Errorf(shardcounter.ETOOLARGE,
+					"request body of %d bytes would hold %d bytes more once decoded, over the server's --max-body-total of %d: send fewer values",
+					len(req.body), decoded, s.opts.MaxBodyTotal)
+			}
+			if err != nil {
+				s.error(w, r, err)
+				return
+			}
+			if !s.bodies.takeWait(r.Context(), decoded, s.opts.QueueWait) {
+				s.metrics.ObserveBodyRejected()
+				s.error(w, r, s.bodiesFull())
+				return
+			}
+			defer s.bodies.give(decoded)
+			if short && s.opts.RequestTimeout > 0 && time.Since(start) > s.opts.RequestTimeout/10 {
+				// The body took a while to arrive (it has BodyTimeout of
+				// its own): the deadline of the request's work, down to
+				// the store, counts from now, so that a write is not cut
+				// short, its outcome unknown, for its client's slow
+				// upload. Rare, so the usual request pays for one copy of
+				// itself, not two.
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(valCtx, s.opts.RequestTimeout)
+				defer cancel()
+				r = r.WithContext(ctx)
+				// So does the reply's write deadline (serve's WriteTimeout
+				// counts from the headers): a write that waited its full
+				// deadline on the store after a slow upload would
+				// otherwise lose its connection, unanswered.
+				http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.RequestTimeout + ReplySlack))
+			}
+		}
+		if short {
+			if !s.acquire(r.Context()) {
+				s.metrics.ObserveRejected()
+				s.error(w, r, shardcounter.Errorf(shardcounter.EUNAVAILABLE,
+					"the server is serving its limit of %d concurrent requests: nothing was done, retry after the Retry-After delay", cap(s.slots)))
+				return
+			}
+			defer s.release()
+		}
+		handle(s, w, r)
+	}
+}
+
+// doneWithBody gives back to the body budget the bytes of r's body, once
+// its handler has decoded it and before it waits on the store, when the
+// body is not a pooled buffer: the decoders copy what they keep, so the
+// bytes are garbage from then on, and the budget's decoded share, held
+// until the handler returns, covers what the handler still holds. A
+// handler that keeps its decoded body through a slow store call (a 1 MiB
+// document waits for Pebble's commits of those before it) would
+// otherwise hold twice what it needs, and turn away half the bodies the
+// budget could take.
+func (s *Server) doneWithBody(r *http.Request) {
+	req := requestOf(r)
+	if cap(req.body) == smallBody || req.bodyTaken == 0 {
+		return // pooled, and given back with the buffer once the handler returns
+	}
+	req.body = nil
+	s.bodies.give(req.bodyTaken)
+	req.bodyTaken = 0
 }
 
 // acquire takes a slot for an API request, waiting up to QueueWait for
@@ -197,14 +321,39 @@ func checkPath(escaped string) error {
 	}
 }
 
-// authorized reports whether r carries one of the server's tokens, or
-// the server has none.
-func (s *Server) authorized(r *http.Request) bool {
-	if !s.tokens.Required() {
-		return true
+// authenticate returns the user r authenticates as, or nil: the user and
+// password of Basic credentials, the user whose password a Bearer token
+// is, or, without credentials, the user its verified TLS client
+// certificate names (acl.Users.ByCertificate), else the user every
+// client is before it
+// authenticates (acl.Set.Unauthenticated: everyone when the server has
+// no users or tokens).
+func (s *Server) authenticate(r *http.Request) *acl.User {
+	h := r.Header.Get("Authorization")
+	us := s.users.Users()
+	if us == nil {
+		return acl.Everyone
 	}
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	return ok && strings.EqualFold(scheme, "Bearer") && s.tokens.Match([]byte(token))
+	if h == "" {
+		if u := us.ByCertificate(r.TLS); u != nil {
+			return u
+		}
+		return s.users.Unauthenticated()
+	}
+	scheme, cred, ok := strings.Cut(h, " ")
+	switch {
+	case !ok:
+		return nil
+	case strings.EqualFold(scheme, "Bearer"):
+		return us.ByPassword([]byte(cred))
+	case strings.EqualFold(scheme, "Basic"):
+		user, pass, ok := r.BasicAuth()
+		if !ok {
+			return nil
+		}
+		return us.Authenticate([]byte(user), []byte(pass))
+	}
+	return nil
 }
 
 // bodyError answers a request whose body could not be taken: 415 for a
@@ -220,9 +369,12 @@ func (s *Server) bodyError(w http.ResponseWriter, r *http.Request, err error) {
 
 // unauthorized answers a request without one of the server's tokens:
 // 401, or, once its address has failed too often (AuthGuard), 429
-// resource_exhausted with Retry-After. Either way nothing was done.
+// resource_exhausted with Retry-After. Either way nothing was done, and
+// the audit trail has a line for it.
 func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
-	if v := s.guard.Fail(authtoken.HTTP, r.RemoteAddr); v.Throttled {
+	v := s.guard.Fail(authtoken.HTTP, r.RemoteAddr)
+	s.auditUnauthorized(r, v.Throttled)
+	if v.Throttled {
 		secs := int((v.Wait + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		s.error(w, r, shardcounter.Errorf(shardcounter.EEXHAUSTED,
@@ -231,7 +383,36 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="shardcounter"`)
 	s.error(w, r, shardcounter.Errorf(shardcounter.EUNAUTHENTICATED,
-		"missing or wrong bearer token: send the header Authorization: Bearer TOKEN with a token from the server's --auth-token-file"))
+		"missing or wrong bearer token: send the header Authorization: Bearer TOKEN with a token from the server's --auth-token-file, or a user's password (or Basic credentials) of its --users-file"))
+}
+
+// auditUnauthorized writes the audit line of a request refused for its
+// credentials: the user name of Basic credentials, never a password or a
+// token, and which credentials were wrong or missing. A user name longer
+// than 128 bytes is cut there.
+func (s *Server) auditUnauthorized(r *http.Request, throttled bool) {
+	if s.opts.Audit == nil {
+		return
+	}
+	user, outcome := "", "refused: no credentials"
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, _, _ := strings.Cut(h, " ")
+		switch name, _, ok := r.BasicAuth(); {
+		case ok:
+			user, outcome = name, "refused: wrong user name or password, or the user is off"
+			if len(user) > 128 {
+				user = user[:128]
+			}
+		case strings.EqualFold(scheme, "Bearer"):
+			outcome = "refused: a bearer token that is no user's password"
+		default:
+			outcome = "refused: unreadable Authorization header"
+		}
+	}
+	if throttled {
+		outcome += "; answered 429, too many failures from the address"
+	}
+	s.opts.Audit.Log("http", r.RemoteAddr, user, "auth", nil, outcome)
 }
 
 // methods dispatches on the request method, answering any other method
@@ -288,6 +469,7 @@ func newRequestID() string {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	req    *request // the request this writer is part of
 }
 
 func (w *statusWriter) WriteHeader(status int) {

@@ -10,20 +10,8 @@ import (
 	"github.com/shardcounter/shardcounter"
 )
 
-// routeOps adds the operations routes, which need no token and take no
-// concurrency slot, and the API's own 404 for every other path.
-func (s *Server) routeOps() {
-	s.mux.Handle("/healthz", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet: s.handleHealthz,
-	}))
-	s.mux.Handle("/readyz", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet: s.handleReadyz,
-	}))
-	s.mux.Handle("/metrics", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet: s.metrics.Handler().ServeHTTP,
-	}))
-	s.mux.Handle("/", http.HandlerFunc(s.handleNotFound))
-}
+// The operations routes need no token and take no concurrency slot
+// (ClassPublic), so that they answer while the API is overloaded.
 
 // GET /healthz: the process runs.
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
@@ -45,7 +33,23 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
+// GET /metrics
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	s.metricsHandler.ServeHTTP(w, r)
+}
+
+// handleNotFound answers every path that is no route: 404, after the token
+// in the paths where every route needs it (tokenSpace). /v1/counters/
+// is a counter route with an empty id: 400.
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	if tokenSpace(r.URL.Path) && s.authenticate(r) == nil {
+		s.unauthorized(w, r)
+		return
+	}
+	if r.URL.Path == "/v1/counters/" {
+		s.error(w, r, shardcounter.ValidateID("counter id", ""))
+		return
+	}
 	msg := fmt.Sprintf("no API route %s: see docs/API.md for the routes", r.URL.EscapedPath())
 	if strings.HasPrefix(r.URL.EscapedPath(), "/v1/counters/") {
 		msg = fmt.Sprintf("no API route %s: a counter id must be one URL-escaped path segment (escape '/' as %%2F)", r.URL.EscapedPath())

@@ -192,7 +192,7 @@ func TestSetAuthTokens(t *testing.T) {
 	svc, closeSvc := newService(t, store, serviceOptions{})
 	defer closeSvc()
 	srv := shttp.NewServer(svc, shttp.ServerOptions{AuthTokens: []string{"old"}})
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewServer(Checked(t, srv))
 	defer ts.Close()
 	e := &Env{URL: ts.URL}
 

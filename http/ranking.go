@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/acl"
 )
 
 // Rankings (docs/RANKINGS.md): PUT, GET and DELETE /v1/rankings/{name},
@@ -28,20 +29,9 @@ const (
 	rankingExample = `{"prefix":"post:","size":1000}`
 )
 
-func (s *Server) routeRankings() {
-	rs, ok := s.svc.(shardcounter.RankingService)
-	if !ok {
-		return
-	}
-	s.mux.Handle("/v1/rankings", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet: func(w http.ResponseWriter, r *http.Request) { s.handleListRankings(w, r, rs) },
-	}))
-	s.mux.Handle("/v1/rankings/{name}", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet:    func(w http.ResponseWriter, r *http.Request) { s.handleTop(w, r, rs) },
-		http.MethodPut:    func(w http.ResponseWriter, r *http.Request) { s.handleCreateRanking(w, r, rs) },
-		http.MethodDelete: func(w http.ResponseWriter, r *http.Request) { s.handleDeleteRanking(w, r, rs) },
-	}))
-}
+// servesRankings reports whether the server serves the /v1/rankings
+// routes: when its service is a shardcounter.RankingService.
+func (s *Server) servesRankings() bool { return s.rankings != nil }
 
 // rankingName returns the request's ranking name, validated.
 func rankingName(r *http.Request) (string, error) {
@@ -72,11 +62,15 @@ func DecodeRankingOptions(name string, body []byte) (shardcounter.RankingOptions
 }
 
 // PUT /v1/rankings/{name}
-func (s *Server) handleCreateRanking(w http.ResponseWriter, r *http.Request, rs shardcounter.RankingService) {
+func (s *Server) handleCreateRanking(w http.ResponseWriter, r *http.Request) {
+	rs := s.rankings
 	name, body, err := s.bodyOf(r, plainRankingName)
 	var opts shardcounter.RankingOptions
 	if err == nil {
 		opts, err = DecodeRankingOptions(name, body)
+		if err == nil && restricted(r) && !s.permitPrefix(w, r, "createRanking", acl.AccessRead, opts.Prefix) {
+			return
+		}
 	}
 	var def *shardcounter.Ranking
 	created := false
@@ -105,7 +99,8 @@ func ParseTopK(v string) (int, error) {
 }
 
 // GET /v1/rankings/{name}?k=N
-func (s *Server) handleTop(w http.ResponseWriter, r *http.Request, rs shardcounter.RankingService) {
+func (s *Server) handleTop(w http.ResponseWriter, r *http.Request) {
+	rs := s.rankings
 	name, err := rankingName(r)
 	var q url.Values
 	if err == nil {
@@ -119,11 +114,18 @@ func (s *Server) handleTop(w http.ResponseWriter, r *http.Request, rs shardcount
 	if err == nil {
 		top, err = rs.Top(r.Context(), name, k)
 	}
+	// The entries are counters of the ranking's prefix: the user needs a
+	// pattern P* covering it, as a listing of the prefix does, beside the
+	// name that serveRoute checked.
+	if err == nil && restricted(r) && !s.permitPrefix(w, r, "readRanking", acl.AccessRead, top.Prefix) {
+		return
+	}
 	s.reply(w, r, http.StatusOK, top, err)
 }
 
 // GET /v1/rankings
-func (s *Server) handleListRankings(w http.ResponseWriter, r *http.Request, rs shardcounter.RankingService) {
+func (s *Server) handleListRankings(w http.ResponseWriter, r *http.Request) {
+	rs := s.rankings
 	_, err := query(r)
 	var list []*shardcounter.Ranking
 	if err == nil {
@@ -136,7 +138,8 @@ func (s *Server) handleListRankings(w http.ResponseWriter, r *http.Request, rs s
 }
 
 // DELETE /v1/rankings/{name}
-func (s *Server) handleDeleteRanking(w http.ResponseWriter, r *http.Request, rs shardcounter.RankingService) {
+func (s *Server) handleDeleteRanking(w http.ResponseWriter, r *http.Request) {
+	rs := s.rankings
 	name, err := plainRankingName(r)
 	if err == nil {
 		err = rs.DeleteRanking(r.Context(), name)

@@ -8,21 +8,8 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/acl"
 )
-
-// routeReads adds the routes that read many counters, a counter's time
-// series and its placement.
-func (s *Server) routeReads() {
-	s.mux.Handle("/v1/reads", s.methods(map[string]http.HandlerFunc{
-		http.MethodPost: s.handleReads,
-	}))
-	s.mux.Handle("/v1/counters/{id}/series", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet: s.handleSeries,
-	}))
-	s.mux.Handle("/v1/counters/{id}/shards", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet: s.handleShards,
-	}))
-}
 
 // ReadsRequest is the body of POST /v1/reads.
 type ReadsRequest struct {
@@ -54,6 +41,9 @@ func (s *Server) handleReads(w http.ResponseWriter, r *http.Request) {
 	var req ReadsRequest
 	if err == nil {
 		req, err = decodeReads(requestOf(r).body)
+		if err == nil && restricted(r) && !s.permitKeys(w, r, "readBatch", acl.AccessRead, req.Counters) {
+			return
+		}
 	}
 	var results []shardcounter.ReadResult
 	if err == nil {

@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,6 +55,13 @@ func query(r *http.Request, allowed ...string) (url.Values, error) {
 	return q, nil
 }
 
+// CheckQuery returns r's query parameters, refusing as the API does any
+// parameter not in allowed and any given twice (invalid_argument), for
+// the handlers served beside the API (the admin endpoints).
+func CheckQuery(r *http.Request, allowed ...string) (url.Values, error) {
+	return query(r, allowed...)
+}
+
 // smallBody is the most a body buffer is made before the bytes arrive
 // when the body's length is not known, and the size of the pooled buffers
 // that ordinary bodies are read into.
@@ -92,7 +100,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 		}
 	}
 	taken = smallBody
-	if !s.bodies.take(taken) {
+	if !s.bodies.takeWait(r.Context(), taken, s.opts.QueueWait) {
 		s.drain(w, r)
 		return nil, 0, s.bodiesFull()
 	}
@@ -101,12 +109,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 		body = getBody(int(n))
 		_, err = io.ReadFull(r.Body, body)
 	case n > 0:
-		body, err = s.readAll(r.Body, n, &taken)
+		body, err = s.readAll(r.Context(), r.Body, n, &taken)
 		if err == nil && int64(len(body)) != n {
 			err = io.ErrUnexpectedEOF
 		}
 	default:
-		body, err = s.readAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), s.opts.MaxBodyBytes+1, &taken)
+		body, err = s.readAll(r.Context(), http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), s.opts.MaxBodyBytes+1, &taken)
 	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -214,7 +222,7 @@ func putBody(b []byte) {
 // never sized from it before the bytes come. Each growth is taken from the
 // budget first and added to *taken; readAll fails with errBodiesFull when
 // the budget has no room for it.
-func (s *Server) readAll(r io.Reader, size int64, taken *int64) ([]byte, error) {
+func (s *Server) readAll(ctx context.Context, r io.Reader, size int64, taken *int64) ([]byte, error) {
 	b := make([]byte, 0, min(smallBody, size))
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
@@ -230,7 +238,7 @@ func (s *Server) readAll(r io.Reader, size int64, taken *int64) ([]byte, error) 
 				return b, nil // the reader would give no more: Content-Length, or the limit's extra byte
 			}
 			grow := min(int64(cap(b)), size-int64(cap(b))) // doubling, up to size
-			if !s.bodies.take(grow) {
+			if !s.bodies.takeWait(ctx, grow, s.opts.QueueWait) {
 				return b, errBodiesFull
 			}
 			*taken += grow

@@ -7,14 +7,6 @@ import (
 	"github.com/shardcounter/shardcounter"
 )
 
-// routeReset adds POST /v1/counters/{id}/reset: Redis's SET of an
-// integer, GETSET and GETDEL.
-func (s *Server) routeReset() {
-	s.mux.Handle("/v1/counters/{id}/reset", s.methods(map[string]http.HandlerFunc{
-		http.MethodPost: s.handleReset,
-	}))
-}
-
 const resetFields = `"value", "delete", "expires_at" and "keep_ttl"`
 
 // decodeReset decodes the body of POST /v1/counters/{id}/reset; an empty
@@ -27,7 +19,8 @@ func decodeReset(body []byte) (shardcounter.Reset, error) {
 	return r, shardcounter.ValidateReset(r)
 }
 
-// POST /v1/counters/{id}/reset
+// POST /v1/counters/{id}/reset: Redis's SET of an integer, GETSET and
+// GETDEL.
 func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	id, body, err := s.bodyOf(r, plainCounterID)
 	var req shardcounter.Reset

@@ -2,11 +2,14 @@ package http
 
 import (
 	"context"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/acl"
 	"github.com/shardcounter/shardcounter/internal/authtoken"
 	"github.com/shardcounter/shardcounter/metrics"
 )
@@ -30,6 +33,11 @@ const (
 	// DefaultRequestTimeout is the deadline of an API request's call to
 	// the service, and so to the store.
 	DefaultRequestTimeout = 5 * time.Second
+	// ReplySlack is how long past RequestTimeout a reply may take to be
+	// written: serve's WriteTimeout is RequestTimeout and ReplySlack from
+	// a request's headers, and a request whose body arrived slowly gets
+	// as long again from its body's arrival.
+	ReplySlack = 10 * time.Second
 )
 
 // ServerOptions configure a Server. The zero value gives the defaults.
@@ -52,10 +60,23 @@ type ServerOptions struct {
 	Ping func(ctx context.Context) error
 
 	// AuthTokens, when not empty, are the bearer tokens accepted on /v1
-	// paths; a request without one of them gets 401 unauthenticated.
-	// /healthz, /readyz and /metrics never need a token. SetAuthTokens
+	// and /admin paths; a request without one of them gets 401
+	// unauthenticated. The public routes (/healthz, /readyz, /metrics,
+	// /openapi.json, the dashboard's page) never need a token. SetAuthTokens
 	// replaces them while the server runs.
 	AuthTokens []string
+
+	// Users, when set, are the users the server accepts (Basic
+	// credentials, or Bearer with a user's password), each with what it
+	// may run and touch (package acl); it wins over AuthTokens, whose
+	// tokens the caller adds as default's passwords (acl.Users.WithTokens).
+	// A request its user may not make gets 403 permission_denied. SetUsers
+	// replaces them.
+	Users *acl.Users
+
+	// Audit, when set, receives a line for every request refused for its
+	// user's rights and every @admin or @keyspace one (acl.Audit).
+	Audit *acl.Audit
 
 	// RetryAfter is the Retry-After of 503 replies. Default 1s.
 	RetryAfter time.Duration
@@ -93,10 +114,11 @@ type ServerOptions struct {
 	BodyTimeout time.Duration
 
 	// MaxBodyTotal bounds the bytes of request bodies held at once across
-	// all requests (a semaphore on bytes, taken as the bytes arrive): a
-	// body that would take the total past it is refused with 503
-	// unavailable and Retry-After, its bytes read and dropped rather than
-	// held. Default DefaultMaxBodyTotal.
+	// all requests (a semaphore on bytes, taken as the bytes arrive), and
+	// of what they become while decoded (taken once a body is in, before
+	// its handler decodes it; decodedSize): a body that would take the
+	// total past it is refused with 503 unavailable and Retry-After, its
+	// bytes read and dropped rather than held. Default DefaultMaxBodyTotal.
 	MaxBodyTotal int64
 
 	// AuthGuard counts failed authentications and slows them by remote
@@ -119,6 +141,19 @@ type ServerOptions struct {
 
 	// Watch configures GET /v1/counters/{id}/watch (watch.go).
 	Watch WatchOptions
+
+	// Admin, when its handlers are set, serves the admin endpoints
+	// (export, import, verify, backup) under /admin/ (admin.go).
+	Admin Admin
+
+	// Tracer, when set, gives every request a server span (trace.go),
+	// the parent or remote parent its headers carry by Propagator: the
+	// span the engine links a write's commit to. Nil, the default, makes
+	// no span and costs a request a nil check.
+	Tracer trace.Tracer
+	// Propagator reads a request's trace context from its headers.
+	// Default propagation.TraceContext, W3C traceparent and tracestate.
+	Propagator propagation.TextMapPropagator
 }
 
 // Server serves the HTTP API over a CounterService. It is an http.Handler;
@@ -127,13 +162,24 @@ type ServerOptions struct {
 type Server struct {
 	svc     shardcounter.CounterService
 	opts    ServerOptions
-	tokens  authtoken.Set
+	users   acl.Set
 	mux     *http.ServeMux
 	metrics *metrics.Metrics
 	slots   chan struct{} // a token per request being served; nil: no bound
 	bodies  *bodyBudget
 	guard   *authtoken.Guard
 	watch   *watchHub
+	// rankings is the service's rankings, when it has them: the
+	// /v1/rankings routes are served only then.
+	rankings shardcounter.RankingService
+	// limits is the service's rate limits, when it has them: the
+	// /v1/limits routes are served only then.
+	limits shardcounter.LimitService
+	// metricsHandler serves /metrics.
+	metricsHandler http.Handler
+	// traceFields are the headers the propagator reads, canonical: a
+	// request with none of them is not given to it (startSpan).
+	traceFields []string
 }
 
 // NewServer returns a Server over svc.
@@ -170,6 +216,9 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 	if opts.RequestTimeout == 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
 	}
+	if opts.Tracer != nil && opts.Propagator == nil {
+		opts.Propagator = propagation.TraceContext{}
+	}
 	if opts.MaxBodyTotal <= 0 {
 		opts.MaxBodyTotal = DefaultMaxBodyTotal
 	}
@@ -186,21 +235,21 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 	if opts.MaxConcurrent > 0 {
 		s.slots = make(chan struct{}, opts.MaxConcurrent)
 	}
-	s.SetAuthTokens(opts.AuthTokens)
-
-	s.routeCounters()
-	s.routeTTL()
-	s.routeReset()
-	s.routeWrites()
-	s.routeReads()
-	s.routeMembers()
-	if opts.Collections != nil {
-		s.routeCollections()
+	if opts.Users == nil {
+		opts.Users = acl.FromTokens(opts.AuthTokens)
 	}
-	s.routeRankings()
-	s.routeWatch()
-	s.routeDashboard()
-	s.routeOps()
+	s.SetUsers(opts.Users)
+
+	if opts.Tracer != nil {
+		for _, f := range opts.Propagator.Fields() {
+			s.traceFields = append(s.traceFields, http.CanonicalHeaderKey(f))
+		}
+	}
+	s.rankings, _ = svc.(shardcounter.RankingService)
+	s.limits, _ = svc.(shardcounter.LimitService)
+	s.metricsHandler = s.metrics.Handler()
+	s.startWatch()
+	s.wire(Routes())
 	return s
 }
 
@@ -209,4 +258,12 @@ func NewServer(svc shardcounter.CounterService, opts ServerOptions) *Server {
 // affected, but for watch streams, which end when their token is no
 // longer accepted. It is safe to call while the server serves (serve calls it on
 // SIGHUP).
-func (s *Server) SetAuthTokens(tokens []string) { s.tokens.Replace(tokens) }
+func (s *Server) SetAuthTokens(tokens []string) {
+	s.SetUsers(acl.FromTokens(tokens))
+}
+
+// SetUsers replaces the users; nil means no credentials are needed.
+// Requests already past the check are not affected, but for watch
+// streams, which end when their user may no longer watch their counter.
+// It is safe to call while the server serves (serve calls it on SIGHUP).
+func (s *Server) SetUsers(us *acl.Users) { s.users.Replace(us) }

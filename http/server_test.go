@@ -17,9 +17,12 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
+	"github.com/shardcounter/shardcounter/collection"
 	shttp "github.com/shardcounter/shardcounter/http"
+	"github.com/shardcounter/shardcounter/internal/openapitest"
 	"github.com/shardcounter/shardcounter/internal/pgtest"
 	"github.com/shardcounter/shardcounter/postgres"
+	"github.com/shardcounter/shardcounter/transfer"
 )
 
 // Env is a running server over the real engine on a bolt store in a
@@ -29,6 +32,7 @@ type Env struct {
 	Client  *shttp.Client
 	Service shardcounter.CounterService
 	Logs    *syncBuffer
+	Server  *shttp.Server
 }
 
 // EnvOptions vary the server under test.
@@ -48,6 +52,9 @@ type EnvOptions struct {
 	// Postgres serves the engine over a PostgreSQL store on a fresh
 	// database of the test server (internal/pgtest) instead of bolt.
 	Postgres bool
+	// All serves every route of the table: the collections and the admin
+	// endpoints too, on the same store.
+	All bool
 }
 
 // MustServe starts a server, stopped at the end of the test.
@@ -72,7 +79,22 @@ func MustServe(tb testing.TB, opts EnvOptions) *Env {
 	if opts.Server.Logger == nil {
 		opts.Server.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	var h http.Handler = shttp.NewServer(svc, opts.Server)
+	if opts.All {
+		var cs shardcounter.CollectionStore
+		switch s := store.(type) {
+		case *bolt.CounterStore:
+			cs, err = s.Collections()
+		case *postgres.CounterStore:
+			cs = s.Collections()
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+		opts.Server.Collections = collection.New(cs, collection.Config{})
+		opts.Server.Admin = transfer.Admin(store, opts.Server.Logger)
+	}
+	srv := shttp.NewServer(svc, opts.Server)
+	h := Checked(tb, srv)
 	if opts.Front != nil {
 		h = opts.Front(h)
 	}
@@ -82,7 +104,15 @@ func MustServe(tb testing.TB, opts EnvOptions) *Env {
 		closeSvc()
 		store.Close()
 	})
-	return &Env{URL: ts.URL, Client: shttp.NewClient(ts.URL), Service: svc, Logs: logs}
+	return &Env{URL: ts.URL, Client: shttp.NewClient(ts.URL), Service: svc, Logs: logs, Server: srv}
+}
+
+// Checked wraps a server's handler so that every request of the test and
+// its reply are checked against the OpenAPI document (openapi.json): a
+// reply it does not allow, or a request it refuses that is not answered
+// 4xx, fails the test.
+func Checked(tb testing.TB, h http.Handler) http.Handler {
+	return openapitest.MustNew(tb).Handler(tb, h)
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent logging.

@@ -9,15 +9,8 @@ import (
 	"github.com/shardcounter/shardcounter"
 )
 
-// routeTTL adds the routes of a name's deadline: GET reads it, PUT sets
-// it, DELETE removes it (Redis's TTL, EXPIRE and PERSIST).
-func (s *Server) routeTTL() {
-	s.mux.Handle("/v1/counters/{id}/ttl", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet:    s.handleGetTTL,
-		http.MethodPut:    s.handleSetTTL,
-		http.MethodDelete: s.handlePersist,
-	}))
-}
+// The routes of a name's deadline: GET reads it, PUT sets it, DELETE
+// removes it (Redis's TTL, EXPIRE and PERSIST).
 
 // TTLRequest is the body of PUT /v1/counters/{id}/ttl: the deadline as a
 // time to live from now, or as a time.

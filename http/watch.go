@@ -3,10 +3,10 @@ package http
 import (
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/acl"
 )
 
 // Limits and defaults of GET /v1/counters/{id}/watch.
@@ -67,30 +67,14 @@ func (o *WatchOptions) setDefaults() {
 	}
 }
 
-// routeWatch registers the watch endpoint.
-func (s *Server) routeWatch() {
+// startWatch makes the watch endpoint's hub.
+func (s *Server) startWatch() {
 	s.opts.Watch.setDefaults()
 	readTimeout := s.opts.RequestTimeout
 	if readTimeout <= 0 {
 		readTimeout = DefaultRequestTimeout
 	}
 	s.watch = newWatchHub(s.readStrong, s.opts.Watch, readTimeout, s.opts.Logger, s.metrics.Registry())
-	s.mux.Handle("/v1/counters/{id}/watch", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet: s.handleWatch,
-	}))
-}
-
-// isWatch reports whether r is a watch stream, which lives as long as its
-// client wants: ServeHTTP gives it neither the request deadline nor one of
-// the MaxConcurrent slots, which are for short requests. WatchOptions
-// bound streams instead.
-func isWatch(r *http.Request) bool {
-	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/v1/counters/")
-	if !ok {
-		return false
-	}
-	id, action, ok := strings.Cut(rest, "/")
-	return ok && id != "" && action == "watch"
 }
 
 // EndWatches ends every watch stream and refuses new ones (503). Call it
@@ -170,16 +154,16 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 	}
 	heartbeat := time.NewTicker(opts.Heartbeat)
 	defer heartbeat.Stop()
-	// A stream outlives the token check of its request: it ends as soon as
-	// its token is no longer accepted (SetAuthTokens).
-	tokens := s.tokens.Changed()
-	if !s.authorized(r) {
+	// A stream outlives the check of its request: it ends as soon as its
+	// user may no longer watch its counter (SetUsers, SetAuthTokens).
+	users := s.users.Changed()
+	if !s.mayWatch(r, id) {
 		return
 	}
 	for {
 		select {
-		case <-tokens:
-			if tokens = s.tokens.Changed(); !s.authorized(r) {
+		case <-users:
+			if users = s.users.Changed(); !s.mayWatch(r, id) {
 				return
 			}
 		case st := <-wt.ch:
@@ -202,6 +186,13 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// mayWatch reports whether r's credentials still authenticate a user who
+// may watch the counter id.
+func (s *Server) mayWatch(r *http.Request, id string) bool {
+	u := s.authenticate(r)
+	return u == acl.Everyone || u != nil && u.Allowed("watchcounter", CatRead) && u.Key(id, acl.AccessRead)
 }
 
 // watchParams reads a watch request: the counter id, the interval, and

@@ -109,7 +109,7 @@ func (s *watchStream) run(parent context.Context, yield func(*shardcounter.Readi
 		req.Header.Set("Last-Event-ID", s.lastID)
 	}
 	if s.c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.c.Token)
+		s.c.authorize(req)
 	}
 	resp, err := s.c.streamClient().Do(req)
 	if err != nil {

@@ -15,16 +15,19 @@ import (
 // times. /metrics has the same numbers as histograms, but in the
 // Prometheus text format, without the token, and for Prometheus.
 
-// routeDashboard registers /ui/ and /v1/engine.
-func (s *Server) routeDashboard() {
-	// The page holds no data, so it is served without the token: a
-	// browser must load it to be asked for one. Everything it shows comes
-	// from /v1, which needs the token.
-	s.mux.Handle("/ui/", ui.Handler("/ui/"))
-	s.mux.Handle("/v1/engine", s.methods(map[string]http.HandlerFunc{
-		http.MethodGet: s.handleEngine,
-	}))
+// dashboard serves the page and its assets (ClassPublic routes): the page
+// holds no data, so it is served without the token, since a browser must
+// load it to be asked for one. Everything it shows comes from /v1, which
+// needs the token.
+var dashboard = ui.Handler("/ui/")
+
+// GET /ui: the page is at /ui/, whose assets are named relative to it.
+func (s *Server) handleUIRedirect(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, "/ui/", http.StatusTemporaryRedirect)
 }
+
+// GET /ui/ and /ui/{asset}
+func (s *Server) handleUI(w http.ResponseWriter, r *http.Request) { dashboard.ServeHTTP(w, r) }
 
 // EngineStats is the body of GET /v1/engine: the write engine's totals
 // since the server started. Rates, batch sizes and commit times are the

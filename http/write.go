@@ -1,27 +1,18 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
+	"sync"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/acl"
 )
-
-// routeWrites adds the write routes to the server's mux.
-func (s *Server) routeWrites() {
-	s.mux.Handle("/v1/counters/{id}/increment", s.methods(map[string]http.HandlerFunc{
-		http.MethodPost: func(w http.ResponseWriter, r *http.Request) { s.handleWrite(w, r, false) },
-	}))
-	s.mux.Handle("/v1/counters/{id}/decrement", s.methods(map[string]http.HandlerFunc{
-		http.MethodPost: func(w http.ResponseWriter, r *http.Request) { s.handleWrite(w, r, true) },
-	}))
-	s.mux.Handle("/v1/writes", s.methods(map[string]http.HandlerFunc{
-		http.MethodPost: s.handleWrites,
-	}))
-}
 
 // WriteRequest is the body of POST /v1/counters/{id}/increment and
 // .../decrement.
@@ -46,6 +37,12 @@ const (
 	writesFields = `"writes", whose items have "counter", "delta" (or "member" and "present"), "kind" and "request_id"`
 )
 
+// POST /v1/counters/{id}/increment
+func (s *Server) handleIncrement(w http.ResponseWriter, r *http.Request) { s.handleWrite(w, r, false) }
+
+// POST /v1/counters/{id}/decrement
+func (s *Server) handleDecrement(w http.ResponseWriter, r *http.Request) { s.handleWrite(w, r, true) }
+
 // POST /v1/counters/{id}/increment and .../decrement
 func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request, decrement bool) {
 	id, body, err := s.bodyOf(r, plainCounterID)
@@ -64,7 +61,42 @@ func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request, decrement b
 	if err == nil && res.Error != nil {
 		err = res.Error
 	}
+	if err == nil {
+		if b, ok := appendWriteResult(replyBuffers.Get().(*[]byte), res); ok {
+			w.Header()["Content-Type"] = jsonContentType
+			w.WriteHeader(s.writeStatus())
+			w.Write(*b) //nolint:errcheck // the client is gone: nothing to tell it
+			replyBuffers.Put(b)
+			return
+		}
+	}
 	s.reply(w, r, s.writeStatus(), res, err)
+}
+
+// replyBuffers hold the replies of appendWriteResult, so that a write's
+// reply allocates nothing.
+var replyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// appendWriteResult writes into *b the reply nearly every increment gets,
+// {"counter":ID,"applied":BOOL} and a newline, byte for byte what
+// encoding/json writes for it (TestAppendWriteResult, FuzzAppendWriteResult),
+// without its reflection. It says false, leaving the reply to writeJSON,
+// for a result with any other field set or an id that JSON would escape.
+func appendWriteResult(b *[]byte, res *shardcounter.WriteResult) (*[]byte, bool) {
+	if res.Duplicate || res.Member != "" || res.Changed != nil || res.Value != nil || res.Error != nil {
+		return b, false
+	}
+	for i := 0; i < len(res.Counter); i++ {
+		if c := res.Counter[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return b, false
+		}
+	}
+	out := append((*b)[:0], `{"counter":"`...)
+	out = append(out, res.Counter...)
+	out = append(out, `","applied":`...)
+	out = strconv.AppendBool(out, res.Applied)
+	*b = append(out, "}\n"...)
+	return b, true
 }
 
 // writeStatus is the status of a successful write: 202 Accepted when the
@@ -79,6 +111,18 @@ func (s *Server) writeStatus() int {
 // decodeWrite decodes the body of POST .../increment or .../decrement into
 // a signed delta and a request id. An empty body means {"by":1}.
 func decodeWrite(body []byte, decrement bool) (delta int64, requestID string, err error) {
+	if by, ok := fastWrite(body); ok {
+		if decrement {
+			by = -by
+		}
+		return by, "", nil
+	}
+	return decodeWriteJSON(body, decrement)
+}
+
+// decodeWriteJSON is decodeWrite's general path: any body, through
+// encoding/json and the strict check of its keys.
+func decodeWriteJSON(body []byte, decrement bool) (delta int64, requestID string, err error) {
 	var req WriteRequest
 	if err := decodeObject(body, &req, true, writeFields, `{"by":5,"request_id":"abc"}`); err != nil {
 		return 0, "", err
@@ -106,6 +150,28 @@ func decodeWrite(body []byte, decrement bool) (delta int64, requestID string, er
 	return by, req.RequestID, nil
 }
 
+// fastWrite reads the body nearly every increment sends, {"by":N} with N
+// 1 to 18 digits and no leading zero or white space, without
+// encoding/json's reflection. Any other body (ok false) takes
+// decodeWrite's general path, which reads this one alike (FuzzFastWrite).
+func fastWrite(body []byte) (by int64, ok bool) {
+	digits, ok := bytes.CutPrefix(body, []byte(`{"by":`))
+	if !ok {
+		return 0, false
+	}
+	digits, ok = bytes.CutSuffix(digits, []byte("}"))
+	if !ok || len(digits) == 0 || len(digits) > 18 || digits[0] == '0' {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		by = by*10 + int64(c-'0')
+	}
+	return by, true
+}
+
 // POST /v1/writes
 func (s *Server) handleWrites(w http.ResponseWriter, r *http.Request) {
 	_, err := query(r)
@@ -116,6 +182,15 @@ func (s *Server) handleWrites(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.error(w, r, err)
 		return
+	}
+	if restricted(r) {
+		ids := make([]string, len(writes))
+		for i, wr := range writes {
+			ids[i] = wr.Counter
+		}
+		if !s.permitKeys(w, r, "writeBatch", acl.AccessWrite, ids) {
+			return
+		}
 	}
 	results, err := s.svc.WriteBatch(r.Context(), writes)
 	if err == nil && len(results) != len(writes) {

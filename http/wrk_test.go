@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -25,14 +26,17 @@ import (
 	"github.com/shardcounter/shardcounter/bolt"
 	"github.com/shardcounter/shardcounter/engine"
 	shttp "github.com/shardcounter/shardcounter/http"
+	"github.com/shardcounter/shardcounter/pebble"
 )
 
 // TestWrk measures POST /v1/counters/hot/increment {"by":1} with wrk
 // (Debian's wrk package), 64 connections, against shardcounter's server
-// over the engine on bolt and against a bare net/http handler that only
+// over the engine on Pebble (or bolt) and against a bare net/http handler that only
 // adds to an atomic, in alternating runs within one process, so that the
 // ratio of the two is measured on the same machine at the same time. It
-// prints requests/s and the process's CPU time per request for each run.
+// prints requests/s, the process's CPU time, Go allocations and
+// read/write syscalls per request for each run, and for shardcounter's
+// the requests a commit.
 // It is behind the wrk build tag, so the default test run never pays for
 // it:
 //
@@ -40,9 +44,11 @@ import (
 //
 // SHARDCOUNTER_WRK_DURATION (default 10s), SHARDCOUNTER_WRK_ROUNDS
 // (default 3), SHARDCOUNTER_WRK_CONNECTIONS (64) and
-// SHARDCOUNTER_WRK_DURABILITY (durable or async) vary it;
-// SHARDCOUNTER_WRK_CPUPROFILE=FILE writes a CPU profile of the first
-// shardcounter run.
+// SHARDCOUNTER_WRK_DURABILITY (durable or async) and
+// SHARDCOUNTER_WRK_STORE (pebble or bolt) vary it;
+// SHARDCOUNTER_WRK_CPUPROFILE=FILE and SHARDCOUNTER_WRK_MEMPROFILE=FILE
+// write a CPU and an allocation profile of the first shardcounter run
+// (go tool pprof -sample_index=alloc_objects for the allocations).
 func TestWrk(t *testing.T) {
 	wrk, err := exec.LookPath("wrk")
 	if err != nil {
@@ -57,7 +63,19 @@ func TestWrk(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	store, err := bolt.Open(context.Background(), filepath.Join(dir, "wrk.db"), bolt.Options{})
+	storeName := envOr("SHARDCOUNTER_WRK_STORE", "pebble")
+	var store interface {
+		shardcounter.CounterStore
+		Close() error
+	}
+	switch storeName {
+	case "pebble":
+		store, err = pebble.Open(context.Background(), filepath.Join(dir, "pebble"), pebble.Options{})
+	case "bolt":
+		store, err = bolt.Open(context.Background(), filepath.Join(dir, "wrk.db"), bolt.Options{})
+	default:
+		t.Fatalf("SHARDCOUNTER_WRK_STORE=%q: give pebble or bolt", storeName)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +104,8 @@ wrk.body = '{"by":1}'
 wrk.headers["Content-Type"] = "application/json"
 `), 0o644)
 
-	fmt.Printf("wrk -t2 -c%s -d%s, %s on bolt, GOMAXPROCS %d\n", conns, duration, durability, runtime.GOMAXPROCS(0))
-	fmt.Printf("%-6s %-13s %12s %14s %10s\n", "round", "server", "requests/s", "cpu us/req", "ratio")
+	fmt.Printf("wrk -t2 -c%s -d%s, %s on %s, GOMAXPROCS %d\n", conns, duration, durability, storeName, runtime.GOMAXPROCS(0))
+	fmt.Printf("%-6s %-13s %12s %14s %11s %13s %10s %10s\n", "round", "server", "requests/s", "cpu us/req", "allocs/req", "syscalls/req", "req/commit", "ratio")
 	var sumRatio float64
 	for round := 1; round <= rounds; round++ {
 		rates := map[string]float64{}
@@ -104,15 +122,27 @@ wrk.headers["Content-Type"] = "application/json"
 				pprof.StartCPUProfile(f)
 				defer f.Close()
 			}
-			var before syscall.Rusage
+			profileAllocs := os.Getenv("SHARDCOUNTER_WRK_MEMPROFILE") != "" && s.name == "shardcounter" && round == 1
+			if profileAllocs {
+				runtime.MemProfileRate = 512
+			}
+			var before, after syscall.Rusage
+			var mBefore, mAfter runtime.MemStats
+			runtime.ReadMemStats(&mBefore)
+			sysBefore, flushBefore, writesBefore := syscalls(t), eng.Stats().Flushes.Load(), eng.Stats().Writes.Load()
 			syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 			out, err := exec.Command(wrk, "-t2", "-c"+conns, "-d"+duration, "-s", script, s.url+"/v1/counters/hot/increment").CombinedOutput()
 			if err != nil {
 				t.Fatalf("wrk: %v\n%s", err, out)
 			}
-			var after syscall.Rusage
 			syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 			pprof.StopCPUProfile()
+			sysAfter, flushes, writes := syscalls(t), eng.Stats().Flushes.Load()-flushBefore, eng.Stats().Writes.Load()-writesBefore
+			runtime.ReadMemStats(&mAfter)
+			if profileAllocs {
+				writeHeapProfile(t, os.Getenv("SHARDCOUNTER_WRK_MEMPROFILE"))
+				runtime.MemProfileRate = 512 * 1024
+			}
 			if m := regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`).FindSubmatch(out); m != nil {
 				t.Fatalf("%s: %s requests failed:\n%s", s.name, m[1], out)
 			}
@@ -124,15 +154,16 @@ wrk.headers["Content-Type"] = "application/json"
 			n, _ := strconv.ParseFloat(string(total[1]), 64)
 			rates[s.name], _ = strconv.ParseFloat(string(rate[1]), 64)
 			cpu := cpuTime(after) - cpuTime(before)
-			ratio := ""
-			if s.name == "shardcounter" {
-				ratio = "-"
+			perCommit := "-"
+			if s.name == "shardcounter" && flushes > 0 {
+				perCommit = fmt.Sprintf("%.1f", float64(writes)/float64(flushes))
 			}
-			fmt.Printf("%-6d %-13s %12.0f %14.1f %10s\n", round, s.name, rates[s.name], cpu.Seconds()/n*1e6, ratio)
+			fmt.Printf("%-6d %-13s %12.0f %14.1f %11.1f %13.2f %10s %10s\n", round, s.name, rates[s.name], cpu.Seconds()/n*1e6,
+				float64(mAfter.Mallocs-mBefore.Mallocs)/n, float64(sysAfter-sysBefore)/n, perCommit, "")
 		}
 		r := rates["shardcounter"] / rates["bare"]
 		sumRatio += r
-		fmt.Printf("%-6d %-13s %12s %14s %9.2fx\n", round, "ratio", "", "", r)
+		fmt.Printf("%-6d %-13s %12s %14s %11s %13s %10s %9.2fx\n", round, "ratio", "", "", "", "", "", r)
 	}
 	fmt.Printf("mean ratio shardcounter/bare over %d rounds: %.2fx\n", rounds, sumRatio/float64(rounds))
 	if r, err := eng.ReadCounter(context.Background(), "hot", shardcounter.Strong); err != nil || r.Value <= 0 {
@@ -145,6 +176,38 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// syscalls returns the read and write syscalls this process has made
+// (/proc/self/io's syscr and syscw).
+func syscalls(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscr: "); ok {
+			x, _ := strconv.ParseInt(v, 10, 64)
+			n += x
+		} else if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			x, _ := strconv.ParseInt(v, 10, 64)
+			n += x
+		}
+	}
+	return n
+}
+
+// writeHeapProfile writes the allocations profiled so far to path.
+func writeHeapProfile(t *testing.T, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func cpuTime(r syscall.Rusage) time.Duration {

@@ -65,3 +65,40 @@ func register(reg *prometheus.Registry, c prometheus.Collector) {
 		}
 	}
 }
+
+// RESPStats is what the Redis protocol port counts (resp/server.Server).
+type RESPStats interface {
+	Clients() int64  // connections open now
+	Commands() int64 // commands served so far
+	Rejected() int64 // connections refused at --resp-max-clients so far
+}
+
+var (
+	descRESPClients = prometheus.NewDesc(namespace+"_resp_connected_clients",
+		"Connections open now on the Redis protocol port (at most --resp-max-clients).", nil, nil)
+	descRESPCommands = prometheus.NewDesc(namespace+"_resp_commands_total",
+		"Commands served on the Redis protocol port.", nil, nil)
+	descRESPRejected = prometheus.NewDesc(namespace+"_resp_rejected_connections_total",
+		"Connections refused because --resp-max-clients were open.", nil, nil)
+)
+
+// respCollector exports a RESP port's counts when scraped.
+type respCollector struct{ s RESPStats }
+
+func (c respCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descRESPClients
+	ch <- descRESPCommands
+	ch <- descRESPRejected
+}
+
+func (c respCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(descRESPClients, prometheus.GaugeValue, float64(c.s.Clients()))
+	ch <- prometheus.MustNewConstMetric(descRESPCommands, prometheus.CounterValue, float64(c.s.Commands()))
+	ch <- prometheus.MustNewConstMetric(descRESPRejected, prometheus.CounterValue, float64(c.s.Rejected()))
+}
+
+// RegisterRESP exports the counts of the server's Redis protocol port.
+// Only the first one registered on m is.
+func (m *Metrics) RegisterRESP(s RESPStats) {
+	register(m.reg, respCollector{s})
+}

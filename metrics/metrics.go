@@ -217,11 +217,19 @@ var (
 		"Writes waiting for a commit now.", nil, nil)
 	descIncrements = prometheus.NewDesc(namespace+"_store_increments_total",
 		"Increments the engine sent to the store, after folding writes to one counter together.", nil, nil)
+	descWriteErrors = prometheus.NewDesc(namespace+"_write_errors_total",
+		"Writes that failed, by error code (writes_failed_total split by code).", []string{"code"}, nil)
+	descPaceWait = prometheus.NewDesc(namespace+"_pace_wait_seconds_total",
+		"Time commits waited for a shard to be due under --shard-write-interval (pacing).", nil, nil)
+	descLimitTakes = prometheus.NewDesc(namespace+"_limit_takes_total",
+		"Takes of rate limits decided by this server, by limit and by result (allowed or refused); peeks and retries of a request id are not counted.", []string{"limit", "result"}, nil)
+	descCachedReads = prometheus.NewDesc(namespace+"_cached_reads_total",
+		"Counters read with consistency=cached, by whether the cache held a fresh enough rollup (hit) or the store was read (miss).", []string{"result"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descWrites, descDuplicates, descFailed, descAsyncLost, descQueued, descIncrements} {
+	for _, d := range []*prometheus.Desc{descWrites, descDuplicates, descFailed, descAsyncLost, descQueued, descIncrements, descWriteErrors, descPaceWait, descCachedReads, descLimitTakes} {
 		ch <- d
 	}
 }
@@ -237,4 +245,14 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descAsyncLost, c.s.AsyncLost.Load())
 	counter(descIncrements, c.s.Items.Load())
 	ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(c.s.Queued.Load()))
+	for i, code := range engine.ErrorCodes {
+		ch <- prometheus.MustNewConstMetric(descWriteErrors, prometheus.CounterValue, float64(c.s.ErrorCodes[i].Load()), code)
+	}
+	ch <- prometheus.MustNewConstMetric(descPaceWait, prometheus.CounterValue, time.Duration(c.s.PaceWaitNanos.Load()).Seconds())
+	ch <- prometheus.MustNewConstMetric(descCachedReads, prometheus.CounterValue, float64(c.s.CacheHits.Load()), "hit")
+	ch <- prometheus.MustNewConstMetric(descCachedReads, prometheus.CounterValue, float64(c.s.CacheMisses.Load()), "miss")
+	c.s.EachLimit(func(name string, allowed, refused int64) {
+		ch <- prometheus.MustNewConstMetric(descLimitTakes, prometheus.CounterValue, float64(allowed), name, "allowed")
+		ch <- prometheus.MustNewConstMetric(descLimitTakes, prometheus.CounterValue, float64(refused), name, "refused")
+	})
 }

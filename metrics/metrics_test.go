@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -225,4 +226,71 @@ func storeErrors(t *testing.T, m *metrics.Metrics, op string) float64 {
 		}
 	}
 	return sum
+}
+
+// TestLimitMetrics checks shardcounter_limit_takes_total as /metrics
+// serves it: takes decided, by limit and result, without peeks or
+// retries of a request id; a deleted limit's series go with it.
+func TestLimitMetrics(t *testing.T) {
+	ctx := context.Background()
+	b, err := bolt.Open(ctx, filepath.Join(t.TempDir(), "c.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	m := metrics.New()
+	e, err := engine.New(m.Store(b), engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	m.RegisterEngine(e.Stats())
+	for _, name := range []string{"api", "upload"} {
+		p, _ := shardcounter.ParseLimitPolicy("fixed 2/366d")
+		if _, _, err := e.CreateLimit(ctx, name, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take := func(name, rid string) {
+		t.Helper()
+		if _, err := e.Take(ctx, name, "k", 1, rid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take("api", "r1")
+	take("api", "r1") // a retry: not counted
+	take("api", "")
+	take("api", "") // refused
+	take("upload", "")
+	if _, err := e.Peek(ctx, "api", "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Take(ctx, "none", "k", 1, ""); !errors.Is(err, shardcounter.ErrNotFound) {
+		t.Fatalf("take of a missing limit: %v", err)
+	}
+	scrape := func() string {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		var lines []string
+		for _, l := range strings.Split(rec.Body.String(), "\n") {
+			if strings.HasPrefix(l, "shardcounter_limit_takes_total") {
+				lines = append(lines, l)
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	want := `shardcounter_limit_takes_total{limit="api",result="allowed"} 2
+shardcounter_limit_takes_total{limit="api",result="refused"} 1
+shardcounter_limit_takes_total{limit="upload",result="allowed"} 1
+shardcounter_limit_takes_total{limit="upload",result="refused"} 0`
+	if got := scrape(); got != want {
+		t.Fatalf("/metrics has\n%s\nwant\n%s", got, want)
+	}
+	if err := e.DeleteLimit(ctx, "upload"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := scrape(), want[:strings.Index(want, "\nshardcounter_limit_takes_total{limit=\"upload\"")]; got != want {
+		t.Fatalf("after the delete, /metrics has\n%s\nwant\n%s", got, want)
+	}
 }

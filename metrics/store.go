@@ -15,10 +15,12 @@ import (
 // errors, including those of single items of a batch. Answers such as
 // not_found or already_exists are the store working.
 //
-// The wrapper forwards what the engine asks of a store beyond
-// CounterStore (RequestIDExpirer, MemoryReader, CommitPipeliner,
-// TxnApplier, SketchStore, RankingStore) to the store when it implements
-// it: a wrapper that hid one would change what the engine does. It is safe for concurrent use when the store is.
+// It counts the CounterStore methods that read and write counters, and
+// passes the rest of CounterStore on by embedding (ranking definitions,
+// rare and not counted; SetDedupeWindow). It forwards no optional
+// capability: the engine finds those beneath it with shardcounter.As
+// (Unwrap), so the wrapper can never hide one. It is safe for concurrent
+// use when the store is.
 func (m *Metrics) Store(s shardcounter.CounterStore) shardcounter.CounterStore {
 	st := &store{CounterStore: s, errs: make(map[string][3]prometheus.Counter)}
 	for _, op := range storeOps {
@@ -53,11 +55,12 @@ type store struct {
 }
 
 var (
-	_ shardcounter.CounterStore     = (*store)(nil)
-	_ shardcounter.RequestIDExpirer = (*store)(nil)
-	_ shardcounter.SketchStore      = (*store)(nil)
-	_ shardcounter.TxnApplier       = (*store)(nil)
+	_ shardcounter.CounterStore = (*store)(nil)
+	_ shardcounter.Unwrapper    = (*store)(nil)
 )
+
+// Unwrap returns the wrapped store (shardcounter.Unwrapper).
+func (s *store) Unwrap() shardcounter.CounterStore { return s.CounterStore }
 
 // count records err when it is a failure of the store, and returns it.
 func (s *store) count(op string, err error) {
@@ -174,46 +177,9 @@ func (s *store) Ping(ctx context.Context) error {
 	return err
 }
 
-// SetDedupeWindow implements shardcounter.RequestIDExpirer by passing the
-// window on to the store when it keeps one.
-func (s *store) SetDedupeWindow(d time.Duration) {
-	if x, ok := s.CounterStore.(shardcounter.RequestIDExpirer); ok {
-		x.SetDedupeWindow(d)
-	}
-}
-
-// ReadsFromMemory implements shardcounter.MemoryReader by passing on the
-// store's answer, false when it has none.
-func (s *store) ReadsFromMemory() bool {
-	m, ok := s.CounterStore.(shardcounter.MemoryReader)
-	return ok && m.ReadsFromMemory()
-}
-
-// CommitsInFlight implements shardcounter.CommitPipeliner by passing on
-// the store's advice, 0 when it gives none.
-func (s *store) CommitsInFlight() int {
-	if p, ok := s.CounterStore.(shardcounter.CommitPipeliner); ok {
-		return p.CommitsInFlight()
-	}
-	return 0
-}
-
-// TxnUnits implements shardcounter.TxnApplier by passing on the store's
-// answer, false when it has none: the engine must see, through the
-// wrapper, that a Redis Cluster store applies a transaction in one step.
-func (s *store) TxnUnits() bool {
-	t, ok := s.CounterStore.(shardcounter.TxnApplier)
-	return ok && t.TxnUnits()
-}
-
-// ReadSketches implements shardcounter.SketchStore, counting failures
-// under op "read_sketches".
+// ReadSketches counts failures under op "read_sketches".
 func (s *store) ReadSketches(ctx context.Context, id string) (*shardcounter.Counter, [][]byte, error) {
-	ss, ok := s.CounterStore.(shardcounter.SketchStore)
-	if !ok {
-		return nil, nil, shardcounter.Errorf(shardcounter.EINTERNAL, "%T keeps no sketches", s.CounterStore)
-	}
-	c, sk, err := ss.ReadSketches(ctx, id)
+	c, sk, err := s.CounterStore.ReadSketches(ctx, id)
 	s.count("read_sketches", err)
 	return c, sk, err
 }

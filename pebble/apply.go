@@ -8,8 +8,7 @@ import (
 	pdb "github.com/cockroachdb/pebble/v2"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/overflow"
-	"github.com/shardcounter/shardcounter/internal/shard"
+	"github.com/shardcounter/shardcounter/decide"
 )
 
 // Add adds delta to shard pick mod n in a batch of its own: the seed
@@ -23,11 +22,11 @@ func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uin
 }
 
 // Apply applies the batch in one Pebble batch and one WAL sync; items that
-// fail on their own are left out and reported. An item on a sum counter
-// is a merge operand, checked against the total in memory: it reads
-// nothing. An item with a request id reads that id (a bloom filter answers
-// most), a member item its member, an item on a windowed counter its
-// bucket.
+// fail on their own are left out and reported. Package decide decides the
+// batch on the totals in memory (view): an item on a sum counter is a
+// merge operand, and reads nothing. An item with a request id reads that
+// id (a bloom filter answers most), a member item its member, an item on
+// a windowed counter its bucket.
 func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
 	out := make([]shardcounter.Outcome, len(incs))
 	if err := s.apply(ctx, incs, out); err != nil {
@@ -36,8 +35,8 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 	return out, nil
 }
 
-// apply builds the batch of incs under the write lock, commits it, and
-// sets the outcomes in out.
+// apply decides incs and builds their batch under the write lock, commits
+// it, and sets the outcomes in out.
 func (s *CounterStore) apply(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome) error {
 	if len(incs) == 0 {
 		return nil
@@ -48,380 +47,286 @@ func (s *CounterStore) apply(ctx context.Context, incs []shardcounter.Increment,
 		return err
 	}
 	now := s.now()
-	b := &batch{
-		s:       s,
-		pb:      s.db.NewBatch(),
-		now:     now,
-		cutoff:  now.UnixNano() - s.window.Load(),
-		targets: make(map[string]*target),
+	cutoff := now.UnixNano() - s.window.Load()
+	v := &view{s: s}
+	m, err := decide.Decide(v, decide.Batch{Incs: incs, Now: now, Cutoff: time.Unix(0, cutoff)}, out)
+	pb := s.db.NewBatch()
+	oldest := s.oldestID
+	if err == nil {
+		err = v.write(pb, m, now.UnixNano())
 	}
-	for i, inc := range incs {
-		if err := b.apply(inc, &out[i]); err != nil {
-			s.mu.Unlock()
-			b.pb.Close()
-			return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "pebble: write failed, nothing applied: %v", err)
-		}
+	if err == nil {
+		oldest, err = s.expire(pb, cutoff, m.Requests)
 	}
-	if err := b.flushSketches(); err != nil {
-		s.mu.Unlock()
-		b.pb.Close()
-		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "pebble: write failed, nothing applied: %v", err)
-	}
-	oldest, err := b.expire(expireBatch + b.recorded)
 	if err != nil {
 		s.mu.Unlock()
-		b.pb.Close()
+		pb.Close()
 		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "pebble: write failed, nothing applied: %v", err)
 	}
-	if b.pb.Empty() {
+	if pb.Empty() {
 		// Every item failed, was a duplicate or changed nothing: what
 		// they saw may be of batches not yet durable, so wait for those.
 		t := s.ticket.Load()
 		s.mu.Unlock()
-		b.pb.Close()
-		if err := s.waitDurable(t); err != nil {
-			return err
-		}
-	} else {
-		if b.recorded > 0 {
-			oldest = min(oldest, now.UnixNano())
-		}
-		s.oldestID = oldest
-		if err := s.commit(b.pb, b.publish()); err != nil {
-			return err
-		}
+		pb.Close()
+		return s.waitDurable(t)
 	}
-	for i, inc := range incs {
-		if inc.Total && out[i].Err == nil {
-			if t := b.targets[inc.Counter]; t != nil && t.spec != nil && t.apx == nil {
-				v := t.total
-				out[i].Total = &v
-			}
-		}
+	if len(m.Requests) > 0 {
+		oldest = min(oldest, now.UnixNano())
 	}
-	return nil
+	s.oldestID = oldest
+	return s.commit(pb, s.publish(m))
 }
 
-// batch is one Apply's Pebble batch and what it has learnt of the
-// counters, members, request ids and buckets it writes: a Pebble read
-// does not see the batch's own writes.
-type batch struct {
-	s        *CounterStore
-	pb       *pdb.Batch
-	now      time.Time // the commit time
-	cutoff   int64     // request ids recorded at or before it (unix ns) have expired
-	targets  map[string]*target
-	rids     map[string]bool  // request keys recorded by the batch
-	members  map[string]bool  // member keys the batch wrote: present or not
-	buckets  map[string]int64 // bucket keys the batch wrote: their values
-	recorded int              // request ids recorded
-
-	approxTargets []approxTarget // the approx counters it touches
+// view is the store as package decide reads it (decide.View), under s.mu:
+// counters and their totals, and approx counters' sketches, from memory,
+// as the batches handed to Pebble leave them; request ids, members and
+// buckets from Pebble. A batch's writes reach Pebble only once it is
+// decided, so every read is of the store before the batch.
+type view struct {
+	s     *CounterStore
+	fresh map[string]bool    // counters whose bucket of the commit time does not exist yet
+	state map[string][]int64 // the shard values of limit keys' state read
 }
 
-// target is one counter as the items of the batch so far leave it. The
-// counter in memory changes only once the whole batch is built.
-type target struct {
-	c       *ctr
-	fresh   bool               // c is not in s.counters yet
-	spec    *shardcounter.Spec // nil while the counter does not exist
-	specIx  uint32             // spec's index in the store's specs
-	want    *shardcounter.Spec // the spec to create it with (Increment.Create)
-	total   int64
-	changed bool
-	swept   bool // its window buckets past retention are deleted
-
-	// An approx counter's: its sketches in memory, the batch's new list
-	// of them (nil until the batch changes one), and what the batch adds
-	// to each shard (sketch.go).
-	apx     *apxState
-	sk      [][]byte
-	touched map[int]*pendingSketch
+func (v *view) Counter(id string) (decide.Counter, error) {
+	c := v.s.counters[id]
+	if c == nil || c.spec == 0 {
+		return decide.Counter{}, nil
+	}
+	return decide.Counter{Exists: true, Spec: *v.s.specs[c.spec], Total: c.pending}, nil
 }
 
-// target returns the counter an increment writes.
-func (b *batch) target(inc shardcounter.Increment) *target {
-	t := b.targets[inc.Counter]
-	if t == nil {
-		t = new(target)
-		if c := b.s.counters[inc.Counter]; c != nil {
-			t.c, t.spec, t.specIx, t.total = c, b.s.specOf(c), c.spec, c.pending
-			if t.spec != nil && t.spec.Kind == shardcounter.KindApprox {
-				t.apx = b.s.apxOf(inc.Counter)
-			}
-		} else {
-			t.c, t.fresh = b.s.newCtr(), true
+// Shard is unknown, but for a limit key's state: the totals are in
+// memory, the shard values in records a write does not read (a merge
+// operand lands on its shard, and a fold moves what a shard cannot hold:
+// record.go). A take reads its key's record, once a batch.
+func (v *view) Shard(counter string, k int) (int64, bool, error) {
+	if !shardcounter.IsLimitKeyID(counter) {
+		return 0, false, nil
+	}
+	vals, ok := v.state[counter]
+	if !ok {
+		rec, err := getRecord(v.s.db, counter)
+		if err != nil {
+			return 0, false, err
 		}
-		b.targets[inc.Counter] = t
+		vals = rec.shards
+		if v.state == nil {
+			v.state = make(map[string][]int64)
+		}
+		v.state[counter] = vals
 	}
-	if t.spec == nil && inc.Create != nil {
-		spec := newMeta(*inc.Create, 0).spec
-		t.want = &spec
+	if k >= len(vals) {
+		return 0, false, nil
 	}
-	return t
+	return vals[k], true, nil
 }
 
-// get reads key as the batch would see it, from Pebble: ok false when it is
-// absent.
-func (b *batch) get(key []byte) (v []byte, ok bool, err error) {
-	v, closer, err := b.s.db.Get(key)
+func (v *view) Request(counter, id string) (time.Time, bool, error) {
+	b, ok, err := v.get(requestKey(counter, id))
+	return time.Unix(0, decodeInt(b)), ok, err
+}
+
+func (v *view) Member(counter, member string) (bool, error) {
+	_, ok, err := v.get(memberKey(counter, member))
+	return ok, err
+}
+
+func (v *view) Bucket(counter string, start time.Time) (int64, bool, error) {
+	b, ok, err := v.get(bucketKey(counter, start))
+	if err == nil && !ok {
+		if v.fresh == nil {
+			v.fresh = make(map[string]bool)
+		}
+		v.fresh[counter] = true
+	}
+	return decodeInt(b), err == nil, err
+}
+
+func (v *view) Sketch(counter string, shard int) ([]byte, error) {
+	if st := v.s.approx[counter]; st != nil && shard < len(st.pending) {
+		return st.pending[shard], nil
+	}
+	return nil, nil
+}
+
+// get reads key from Pebble: ok false when it is absent.
+func (v *view) get(key []byte) (val []byte, ok bool, err error) {
+	b, closer, err := v.s.db.Get(key)
 	if errors.Is(err, pdb.ErrNotFound) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	v = append([]byte(nil), v...)
+	val = append(val, b...)
 	closer.Close()
-	return v, true, nil
+	return val, true, nil
 }
 
-// apply applies one increment, or records why it failed in o. Its error
-// is a failed read: nothing of the batch is applied.
-func (b *batch) apply(inc shardcounter.Increment, o *shardcounter.Outcome) error {
-	if err := shardcounter.ValidateIncrement(inc); err != nil {
-		o.Err = err
-		return nil
-	}
-	t := b.target(inc)
-	spec := t.spec
-	if spec == nil {
-		if inc.Create == nil {
-			o.Err = shardcounter.CounterNotFound(inc.Counter)
-			return nil
-		}
-		spec = t.want
-	}
-	if o.Err = shardcounter.ValidateIncrementKind(inc, spec.Kind); o.Err != nil {
-		return nil
-	}
-
-	rkey, old, dup, err := b.requestID(inc)
-	if err != nil || dup {
-		o.Duplicate = dup
-		return err
-	}
-
-	if spec.Kind == shardcounter.KindApprox {
-		return b.approx(t, inc, o, rkey, old)
-	}
-	var mkey []byte
-	pick := inc.Pick
-	if inc.Member != "" {
-		mkey = memberKey(inc.Counter, inc.Member)
-		present, ok := b.members[string(mkey)]
-		if !ok {
-			var err error
-			if _, present, err = b.get(mkey); err != nil {
+// write adds the batch's mutations to pb: a new counter's record, one
+// merge operand of shard deltas per counter, members, request ids with
+// their entries by age, buckets (deleting those past retention when the
+// batch starts a bucket), and sketches. ns is the commit time.
+func (v *view) write(pb *pdb.Batch, m decide.Mutations, ns int64) error {
+	for _, c := range m.Counters {
+		if c.Create {
+			r := &record{meta: newMeta(*c.Spec, ns), shards: make([]int64, c.Spec.Shards)}
+			if err := pb.Set(counterKey(c.ID), encodeRecord(r), nil); err != nil {
 				return err
 			}
 		}
-		if present == (inc.Delta > 0) {
-			o.Unchanged = true
-			return b.record(t, inc, rkey, old)
+	}
+	var op []byte
+	for i, w := range m.Shards {
+		if w.Delta != 0 {
+			op = appendDelta(op, w.Shard, w.Delta)
 		}
-		pick = shard.ForMember(inc.Member)
-	}
-
-	sum, ok := overflow.Add(t.total, inc.Delta)
-	if !ok {
-		o.Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", inc.Counter, inc.Delta)
-		return nil
-	}
-	if err := bounds(inc.Counter, *spec, inc.Delta, sum); err != nil {
-		o.Err = err
-		return nil
-	}
-	var bkey []byte
-	var bval int64
-	fresh := false
-	if w := spec.Window; w != nil {
-		bkey = bucketKey(inc.Counter, w.BucketOf(b.now))
-		if bval, fresh, o.Err, err = b.bucket(bkey, inc); err != nil || o.Err != nil {
-			return err
+		if last := i == len(m.Shards)-1; (last || m.Shards[i+1].Counter != w.Counter) && op != nil {
+			if err := pb.Merge(counterKey(w.Counter), op, nil); err != nil {
+				return err
+			}
+			op = nil
 		}
 	}
-
-	if err := b.record(t, inc, rkey, old); err != nil {
-		return err
-	}
-	if err := b.pb.Merge(counterKey(inc.Counter), appendDelta(nil, shard.Of(pick, spec.Shards), inc.Delta), nil); err != nil {
-		return err
-	}
-	t.total, t.changed = sum, true
-	if mkey != nil {
-		if b.members == nil {
-			b.members = make(map[string]bool)
-		}
-		b.members[string(mkey)] = inc.Delta > 0
+	for _, w := range m.Members {
 		var err error
-		if inc.Delta > 0 {
-			err = b.pb.Set(mkey, nil, nil)
+		if w.Present {
+			err = pb.Set(memberKey(w.Counter, w.Member), nil, nil)
 		} else {
-			err = b.pb.Delete(mkey, nil)
+			err = pb.Delete(memberKey(w.Counter, w.Member), nil)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	if bkey != nil {
-		return b.setBucket(t, inc.Counter, *spec.Window, bkey, bval, fresh)
+	for _, r := range m.Requests {
+		rkey := requestKey(r.Counter, r.ID)
+		if r.Expired { // not yet deleted: its entry by age goes
+			if err := pb.Delete(timeKey(r.Was.UnixNano(), rkey), nil); err != nil {
+				return err
+			}
+		}
+		if err := pb.Set(rkey, encodeInt(ns), nil); err != nil {
+			return err
+		}
+		if err := pb.Set(timeKey(ns, rkey), nil, nil); err != nil {
+			return err
+		}
+	}
+	for _, b := range m.Buckets {
+		if v.fresh[b.Counter] {
+			delete(v.fresh, b.Counter)
+			if err := pb.DeleteRange(prefixKey(prefixWindow, b.Counter), bucketKey(b.Counter, b.Sweep), nil); err != nil {
+				return err
+			}
+		}
+		if err := pb.Set(bucketKey(b.Counter, b.Start), encodeInt(b.Value), nil); err != nil {
+			return err
+		}
+	}
+	for _, w := range m.Sketches {
+		val, merge := sketchValue(w.Old, w.New)
+		var err error
+		if merge {
+			err = pb.Merge(sketchKey(w.Counter, w.Shard), val, nil)
+		} else {
+			err = pb.Set(sketchKey(w.Counter, w.Shard), val, nil)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// requestID looks up the item's request id: its key (nil without one),
-// when it was recorded before and has expired (-1 when it was not), and
-// whether the item is a duplicate.
-func (b *batch) requestID(inc shardcounter.Increment) (rkey []byte, old int64, dup bool, err error) {
-	if inc.RequestID == "" {
-		return nil, -1, false, nil
-	}
-	rkey = requestKey(inc.Counter, inc.RequestID)
-	if b.rids[string(rkey)] {
-		return rkey, -1, true, nil
-	}
-	v, ok, err := b.get(rkey)
-	if err != nil || !ok {
-		return rkey, -1, false, err
-	}
-	old = decodeInt(v)
-	return rkey, old, old > b.cutoff, nil
-}
-
-// bucket returns the value of window bucket bkey after inc, whether the
-// bucket is new, and the item's error when it would leave int64.
-func (b *batch) bucket(bkey []byte, inc shardcounter.Increment) (v int64, fresh bool, oerr, err error) {
-	v, seen := b.buckets[string(bkey)]
-	if !seen {
-		raw, found, err := b.get(bkey)
-		if err != nil {
-			return 0, false, nil, err
-		}
-		v, fresh = decodeInt(raw), !found
-	}
-	sum, ok := overflow.Add(v, inc.Delta)
-	if !ok {
-		return 0, false, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take its window bucket outside the int64 range", inc.Counter, inc.Delta), nil
-	}
-	return sum, fresh, nil, nil
-}
-
-// setBucket sets a window bucket; when the bucket is new, it first deletes
-// the counter's buckets past retention, once per batch.
-func (b *batch) setBucket(t *target, id string, w shardcounter.Window, bkey []byte, v int64, fresh bool) error {
-	if fresh && !t.swept {
-		t.swept = true
-		end := bucketKey(id, w.BucketOf(b.now.Add(-time.Duration(w.Retention))))
-		if err := b.pb.DeleteRange(prefixKey(prefixWindow, id), end, nil); err != nil {
-			return err
-		}
-	}
-	if b.buckets == nil {
-		b.buckets = make(map[string]int64)
-	}
-	b.buckets[string(bkey)] = v
-	return b.pb.Set(bkey, encodeInt(v), nil)
-}
-
-// record marks an item applied: it creates the item's counter when it is
-// the first to apply on a new one, and records its request id (old is when
-// the id was recorded before, expired, or -1).
-func (b *batch) record(t *target, inc shardcounter.Increment, rkey []byte, old int64) error {
-	if t.spec == nil {
-		r := &record{meta: newMeta(*t.want, b.now.UnixNano()), shards: make([]int64, t.want.Shards)}
-		if err := b.pb.Set(counterKey(inc.Counter), encodeRecord(r), nil); err != nil {
-			return err
-		}
-		t.specIx = b.s.intern(*t.want)
-		t.spec, t.total, t.changed = b.s.specs[t.specIx], 0, true
-		if t.spec.Kind == shardcounter.KindApprox {
-			t.apx, t.sk = b.s.apxOf(inc.Counter), make([][]byte, t.spec.Shards)
-		}
-	}
-	if rkey == nil {
-		return nil
-	}
-	if old >= 0 { // expired, not yet deleted: record it afresh
-		if err := b.pb.Delete(timeKey(old, rkey), nil); err != nil {
-			return err
-		}
-	}
-	ns := b.now.UnixNano()
-	if err := b.pb.Set(rkey, encodeInt(ns), nil); err != nil {
-		return err
-	}
-	if b.rids == nil {
-		b.rids = make(map[string]bool)
-	}
-	b.rids[string(rkey)] = true
-	b.recorded++
-	return b.pb.Set(timeKey(ns, rkey), nil, nil)
-}
-
-// publish moves what the batch did to the counters in memory (the view
-// writes check) and returns the updates to publish once it is durable.
-// s.mu is held.
-func (b *batch) publish() []update {
+// publish moves what the batch did to the counters in memory (which the
+// view of the next batch reads) and returns the updates to publish once
+// it is durable: those of the counters it created or changed. s.mu is
+// held.
+func (s *CounterStore) publish(m decide.Mutations) []update {
 	var updates []update
-	for id, t := range b.targets {
-		if !t.changed {
+	next := 0 // m.Shards is grouped by counter, in m.Counters' order
+	for _, cw := range m.Counters {
+		changed := cw.Create
+		for ; next < len(m.Shards) && m.Shards[next].Counter == cw.ID; next++ {
+			changed = true
+		}
+		var sk [][]byte // an approx counter's new list of sketches
+		if cw.Spec.Kind == shardcounter.KindApprox {
+			sk = make([][]byte, cw.Spec.Shards)
+			if st := s.approx[cw.ID]; st != nil && !cw.Create {
+				copy(sk, st.pending)
+			}
+			for _, w := range m.Sketches {
+				if w.Counter == cw.ID {
+					sk[w.Shard], changed = w.New, true
+				}
+			}
+		}
+		if !changed {
 			continue
 		}
-		if t.fresh {
-			b.s.pub.Lock()
-			b.s.addCounter([]byte(id), t.c)
-			b.s.pub.Unlock()
+		c := s.counters[cw.ID]
+		if c == nil {
+			c = s.newCtr()
+			s.pub.Lock()
+			s.addCounter([]byte(cw.ID), c)
+			s.pub.Unlock()
 		}
-		t.c.spec, t.c.pending = t.specIx, t.total
-		u := update{c: t.c, total: t.total, shards: uint16(t.spec.Shards)}
-		if t.sk != nil {
-			t.apx.pending = t.sk
-			u.apx, u.sketches = t.apx, t.sk
+		if cw.Create {
+			c.spec = s.intern(*cw.Spec)
+		}
+		if cw.TotalKnown {
+			c.pending = cw.Total
+		}
+		u := update{c: c, total: c.pending, shards: uint16(cw.Spec.Shards)}
+		if sk != nil {
+			st := s.apxOf(cw.ID)
+			st.pending, u.apx, u.sketches = sk, st, sk
 		}
 		updates = append(updates, u)
 	}
 	return updates
 }
 
-// bounds refuses a write that would take a bounded counter's total to sum,
-// outside its Min and Max.
-func bounds(id string, spec shardcounter.Spec, delta, sum int64) error {
-	if spec.Min != nil && sum < *spec.Min {
-		return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it to %d, below its min %d", id, delta, sum, *spec.Min)
+// expire adds to pb the deletion of up to expireBatch plus len(recorded)
+// request ids recorded at or before the cutoff, oldest first, and returns
+// when the oldest id left was recorded. It reads nothing when no id has
+// expired (s.oldestID says so). An id the batch records afresh is left to
+// the batch, which deletes its entry by age itself.
+func (s *CounterStore) expire(pb *pdb.Batch, cutoff int64, recorded []decide.RequestWrite) (int64, error) {
+	if s.oldestID > cutoff {
+		return s.oldestID, nil
 	}
-	if spec.Max != nil && sum > *spec.Max {
-		return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it to %d, above its max %d", id, delta, sum, *spec.Max)
-	}
-	return nil
-}
-
-// expire deletes up to limit request ids recorded at or before the
-// cutoff, oldest first, and returns when the oldest id left was recorded.
-// It reads nothing when no id has expired (s.oldestID says so).
-func (b *batch) expire(limit int) (int64, error) {
-	if b.s.oldestID > b.cutoff {
-		return b.s.oldestID, nil
-	}
-	it, err := b.s.db.NewIter(&pdb.IterOptions{LowerBound: []byte{prefixByTime}, UpperBound: []byte{prefixByTime + 1}})
+	it, err := s.db.NewIter(&pdb.IterOptions{LowerBound: []byte{prefixByTime}, UpperBound: []byte{prefixByTime + 1}})
 	if err != nil {
 		return 0, err
 	}
 	defer it.Close()
+	limit := expireBatch + len(recorded)
+	var afresh map[string]bool // the request keys the batch records
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		ns := decodeInt(k[1:9])
-		if ns > b.cutoff || limit == 0 {
+		if ns > cutoff || limit == 0 {
 			return ns, nil
 		}
-		rkey := append([]byte{prefixRequest}, k[9:]...)
-		if b.rids[string(rkey)] {
-			continue // recorded afresh by this batch, which deletes this entry
+		if afresh == nil {
+			afresh = make(map[string]bool, len(recorded))
+			for _, r := range recorded {
+				afresh[string(requestKey(r.Counter, r.ID))] = true
+			}
 		}
-		if err := b.pb.Delete(rkey, nil); err != nil {
+		rkey := append([]byte{prefixRequest}, k[9:]...)
+		if afresh[string(rkey)] {
+			continue
+		}
+		if err := pb.Delete(rkey, nil); err != nil {
 			return 0, err
 		}
-		if err := b.pb.Delete(k, nil); err != nil {
+		if err := pb.Delete(k, nil); err != nil {
 			return 0, err
 		}
 		limit--

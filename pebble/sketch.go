@@ -10,7 +10,7 @@ import (
 	pdb "github.com/cockroachdb/pebble/v2"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/shard"
+	"github.com/shardcounter/shardcounter/decide"
 	"github.com/shardcounter/shardcounter/sketch"
 )
 
@@ -86,90 +86,6 @@ func (st *apxState) estimate(sk [][]byte, gen uint64) (int64, error) {
 	return v, nil
 }
 
-// pendingSketch is what a batch adds to one shard's sketch, and the
-// outcomes of the items that carry it.
-type pendingSketch struct {
-	members []string
-	merges  [][]byte
-	outs    []*shardcounter.Outcome
-}
-
-// approx takes an approx counter's item, validated and not a duplicate:
-// its request id is recorded now, its member or sketch waits for
-// flushSketches.
-func (b *batch) approx(t *target, inc shardcounter.Increment, o *shardcounter.Outcome, rkey []byte, old int64) error {
-	if err := b.record(t, inc, rkey, old); err != nil {
-		return err
-	}
-	pick := inc.Pick
-	if inc.Member != "" {
-		pick = shard.ForMember(inc.Member)
-	}
-	i := shard.Of(pick, t.spec.Shards)
-	if t.touched == nil {
-		t.touched = make(map[int]*pendingSketch)
-		b.approxTargets = append(b.approxTargets, approxTarget{inc.Counter, t})
-	}
-	p := t.touched[i]
-	if p == nil {
-		p = new(pendingSketch)
-		t.touched[i] = p
-	}
-	if inc.Member != "" {
-		p.members = append(p.members, inc.Member)
-	} else {
-		p.merges = append(p.merges, inc.Sketch)
-	}
-	p.outs = append(p.outs, o)
-	return nil
-}
-
-// approxTarget is an approx counter a batch touches, in the order it
-// first did.
-type approxTarget struct {
-	id string
-	t  *target
-}
-
-// flushSketches changes each shard sketch the batch touched, once, sets
-// the new ones in the batch, and marks the items of a shard that did not
-// change unchanged. A sketch in memory that does not decode fails the
-// batch (nothing applied).
-func (b *batch) flushSketches() error {
-	for _, at := range b.approxTargets {
-		t := at.t
-		if t.sk == nil {
-			t.sk = slices.Clone(t.apx.pending)
-		}
-		if len(t.sk) != t.spec.Shards {
-			t.sk = append(t.sk, make([][]byte, max(0, t.spec.Shards-len(t.sk)))...)[:t.spec.Shards]
-		}
-		for i, p := range t.touched {
-			out, changed, err := sketch.Apply(t.sk[i], p.members, p.merges)
-			if err != nil {
-				return fmt.Errorf("sketch of counter %q shard %d: %w", at.id, i, err)
-			}
-			for _, o := range p.outs {
-				o.Unchanged = !changed
-			}
-			if !changed {
-				continue
-			}
-			v, merge := sketchValue(t.sk[i], out)
-			if merge {
-				err = b.pb.Merge(sketchKey(at.id, i), v, nil)
-			} else {
-				err = b.pb.Set(sketchKey(at.id, i), v, nil)
-			}
-			if err != nil {
-				return err
-			}
-			t.sk[i], t.changed = out, true
-		}
-	}
-	return nil
-}
-
 // readSketches returns the counter's n shard sketches from r, nil for
 // none.
 func readSketches(r pdb.Reader, id string, n int) ([][]byte, error) {
@@ -240,23 +156,20 @@ func shardEstimates(id string, sk [][]byte) ([]int64, error) {
 }
 
 // reshardSketches adds to b an approx counter's sketches for shards
-// shards and returns them: a removed shard i's sketch is merged into
-// shard i mod shards, so the union is the same registers. s.mu is held.
+// shards and returns them (decide.FoldSketches): a removed shard i's
+// sketch is merged into shard i mod shards, so the union is the same
+// registers. s.mu is held.
 func reshardSketches(b *pdb.Batch, id string, old [][]byte, shards int) ([][]byte, error) {
-	sk := make([][]byte, shards)
-	copy(sk, old)
-	for i := shards; i < len(old); i++ {
-		if old[i] != nil {
-			j := i % shards
-			out, _, err := sketch.Apply(sk[j], nil, [][]byte{old[i]})
-			if err != nil {
-				return nil, fmt.Errorf("sketch of counter %q shard %d: %w", id, i, err)
-			}
-			sk[j] = out
-			if err := b.Set(sketchKey(id, j), append([]byte{tagSketch}, out...), nil); err != nil {
-				return nil, err
-			}
+	sk, folded, err := decide.FoldSketches(old, shards)
+	if err != nil {
+		return nil, fmt.Errorf("sketch of counter %q: %w", id, err)
+	}
+	for _, j := range folded {
+		if err := b.Set(sketchKey(id, j), append([]byte{tagSketch}, sk[j]...), nil); err != nil {
+			return nil, err
 		}
+	}
+	for i := shards; i < len(old); i++ {
 		if err := b.Delete(sketchKey(id, i), nil); err != nil {
 			return nil, err
 		}

@@ -38,7 +38,10 @@ const (
 // SHARDCOUNTER_BENCH_SYNC=off runs the server with synchronous_commit=off,
 // which takes the WAL flush (a fixed cost per commit, and on a shared
 // machine a noisy one) out of the figures, leaving what grows with the
-// batch. The log shows where the server's time went (pg_stat_statements).
+// batch. SHARDCOUNTER_BENCH_REQUESTS=1 gives every item a request id of
+// its own, which takes the batches from the one-statement path to the
+// general one (lock and read, decide, write). The log shows where the
+// server's time went (pg_stat_statements).
 func BenchmarkApplyZipf(b *testing.B) {
 	s := benchServer(b)
 	ctx := context.Background()
@@ -69,6 +72,7 @@ SELECT c.id, g, c.shards FROM shardcounter.counters c, generate_series(0, c.shar
 			sizes = append(sizes, n)
 		}
 	}
+	requests := os.Getenv("SHARDCOUNTER_BENCH_REQUESTS") == "1"
 	z := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.1, 1, zipfCounters-1)
 	for _, items := range sizes {
 		b.Run(fmt.Sprintf("items=%d", items), func(b *testing.B) {
@@ -90,7 +94,13 @@ SELECT c.id, g, c.shards FROM shardcounter.counters c, generate_series(0, c.shar
 			b.ResetTimer()
 			t0 := time.Now()
 			for i := 0; b.Loop(); i++ {
-				out, err := s.Apply(ctx, batches[i%len(batches)])
+				incs := batches[i%len(batches)]
+				for j := range incs {
+					if requests {
+						incs[j].RequestID = strconv.Itoa(i*items + j)
+					}
+				}
+				out, err := s.Apply(ctx, incs)
 				if err != nil {
 					b.Fatal(err)
 				}

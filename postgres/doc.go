@@ -30,10 +30,11 @@
 // write. Apply applies a batch in one transaction with two round trips,
 // locking shard rows in (counter, shard) order so that concurrent batches
 // cannot deadlock. The first round trip creates the counters that items
-// would create (Increment.Create), locks, and records request ids; the
-// items are then decided in Go, in batch order, on the locked values; the
-// second writes the shard values, applies every member item in one
-// statement, and commits. A write is acknowledged once PostgreSQL has
+// would create (Increment.Create), locks, records request ids and reads
+// what package decide may ask (view.go); decide.Decide then decides every
+// item in batch order on what was read, as every store's batches are
+// decided; the second round trip writes the mutations (encode.go) and
+// commits. A write is acknowledged once PostgreSQL has
 // committed it; with synchronous_commit on (the default) that means its WAL
 // record was flushed to disk.
 //
@@ -49,15 +50,16 @@
 // A member lives on shard ForMember(member) mod n, and its row keeps that
 // hash, so a reshard counts the members per shard again in SQL. A batch
 // locks the shard row of each member it writes before the statement that
-// reads and changes membership, so membership and the shard's count change
-// together and two batches never decide one member at once.
+// reads whether the member is present, and holds it until it commits the
+// change, so membership and the shard's count change together and two
+// batches never decide one member at once.
 //
 // # Approx counters
 //
 // A shard's HyperLogLog sketch is its row's sketch column. A batch reads
-// it with the row lock it takes anyway (lockSQL), runs sketch.Apply once
-// per shard in Go for all of its items there, and writes the sketches
-// that changed in its second round trip: the read-modify-write is under
+// it with the row lock it takes anyway (lockSQL), decide runs sketch.Apply
+// once per shard for all of its items there, and the batch writes the
+// sketches that changed in its second round trip: the read-modify-write is under
 // the row lock, so concurrent batches wait for each other, never lose
 // each other's registers and never retry. Reads estimate the union of
 // the sketches read in the statement that reads the counter; a reshard
@@ -69,6 +71,20 @@
 // commit time on the shard it wrote, and in the same statement deletes
 // that counter's buckets past retention: each once, by a write, so the
 // work is proportional to writes.
+//
+// A bucket's value is the sum of its rows, and an item that would take it
+// out of int64 is refused (out_of_range), as in every store. As with the
+// total, a batch holds only the rows of the shards it locked, so the rows
+// are kept in the zone ±MaxInt64/n: while every row of a bucket is in it,
+// no sum of them leaves int64, whatever batches on other shards do. A
+// batch that reads a counter shard by shard adds to its rows blindly when
+// every row of the bucket is in the zone and its own stay there after its
+// positive deltas and after its negative ones (plainSQL; checkBuckets,
+// on the rows bucketRowsSQL reads in round trip 1); otherwise the counter
+// is read whole: with every shard locked, bucketRowsSQL's rows are all of
+// the bucket, exact, decide judges each item on their sum, and the batch
+// writes the bucket levelled over the shards (levelSQL), back in the zone
+// unless the sum is within n of int64's ends.
 //
 // # Reads
 //
@@ -97,8 +113,9 @@
 // while every shard of a counter is in it, no total of them can leave
 // int64. A write that would take its shard out of the zone, and every
 // write to a counter already out ("wide": every shard row carries the
-// mark), locks all of the counter's shards in order and checks the total;
-// it marks the rows wide, or clears the marks, as the shards then stand. A
+// mark), is decided again on the counter read whole (decide.NeedWhole):
+// all of its shards locked in order, and the total checked; the batch
+// marks the rows wide, or clears the marks, as the shards then stand. A
 // reshard marks the rows for the new zone. So a counter pays for the total
 // only within 1/n of the int64 limits.
 //

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/decide"
 	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
@@ -58,8 +59,8 @@ type loadArgs struct {
 // values and members, in one statement (shardcounter.Loader), for an
 // import: a few set-wise inserts instead of Apply's decisions, and only
 // the shard rows that hold something. A sum counter's value goes on
-// shard 0 when it is within the zone ±MaxInt64/n (see zone), and is
-// spread over every shard, marked wide as zone says, when it is not; a
+// shard 0 when it is within the zone ±MaxInt64/n (decide.InZone), and is
+// spread over every shard, marked wide as decide.InZone says, when it is not; a
 // distinct counter's shards hold the counts of their members; a shard
 // that would hold 0 gets no row (a missing row reads as 0, and the first
 // write to it inserts it: see fillSQL). So a counter that is wide has
@@ -72,7 +73,7 @@ func (s *CounterStore) LoadCounters(ctx context.Context, cs []shardcounter.NewCo
 	var a loadArgs
 	index := make(map[string]int, len(cs))
 	for i, c := range cs {
-		if err := loadable(c); err != nil {
+		if err := c.Validate(); err != nil {
 			return nil, err
 		}
 		if _, dup := index[c.ID]; dup {
@@ -95,31 +96,6 @@ func (s *CounterStore) LoadCounters(ctx context.Context, cs []shardcounter.NewCo
 		return nil, mapError("load counters", err, atCommit)
 	}
 	return created, nil
-}
-
-// loadable checks a counter for LoadCounters.
-func loadable(c shardcounter.NewCounter) error {
-	if err := shardcounter.ValidateID("counter id", c.ID); err != nil {
-		return err
-	}
-	if err := shardcounter.ValidateSpec(c.Spec); err != nil {
-		return err
-	}
-	if c.Spec.Window != nil {
-		return shardcounter.Errorf(shardcounter.EINVALID, "load counter %q: a windowed counter is written through Apply, which places its buckets", c.ID)
-	}
-	if c.Spec.Kind == shardcounter.KindDistinct {
-		for _, m := range c.Members {
-			if err := shardcounter.ValidateIncrement(shardcounter.Increment{Counter: c.ID, Member: m, Delta: 1}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if c.Spec.Min != nil && c.Value < *c.Spec.Min || c.Spec.Max != nil && c.Value > *c.Spec.Max {
-		return shardcounter.Errorf(shardcounter.EINVALID, "load counter %q: value %d is outside its bounds", c.ID, c.Value)
-	}
-	return nil
 }
 
 // add adds a counter and its rows to the arrays.
@@ -151,13 +127,13 @@ func (a *loadArgs) add(c shardcounter.NewCounter) {
 	}
 	switch {
 	case c.Value == 0:
-	case zone(c.Value, n):
+	case decide.InZone(c.Value, n):
 		row(0, c.Value, false)
 	default:
 		vs := spread(c.Value, n)
 		wide := false
 		for _, v := range vs {
-			wide = wide || !zone(v, n)
+			wide = wide || !decide.InZone(v, n)
 		}
 		for i, v := range vs {
 			row(i, v, wide)

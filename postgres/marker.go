@@ -84,9 +84,8 @@ const resolveBackoff = 200 * time.Millisecond
 // so of the two commits exactly one applies: either this one does (the
 // first never committed), or it finds the marker (errMarkerFound) and the
 // batch's outcomes are the first commit's, decided before its COMMIT was
-// sent (first). Those lack what only the commit's answer carried: totals
-// (a caller reads them afresh) and whether a member write changed its
-// set (reported as changed). Past ctx the lost error stands.
+// sent (first), without totals, which only the commit's answer carried
+// for some (a caller reads them afresh). Past ctx the lost error stands.
 func (s *CounterStore) resolve(ctx context.Context, b *batch, out []shardcounter.Outcome, lost error) ([]shardcounter.Outcome, error) {
 	ctx, cancel := context.WithTimeout(ctx, MaxResolve)
 	defer cancel()
@@ -115,7 +114,6 @@ func (s *CounterStore) resolve(ctx context.Context, b *batch, out []shardcounter
 			s.resolved.Add(1)
 			for i := range first {
 				first[i].Total = nil
-				first[i].Unchanged = false
 			}
 			return first, nil
 		case shardcounter.IsOutcomeUnknown(err), shardcounter.ErrorCode(err) == shardcounter.EUNAVAILABLE:

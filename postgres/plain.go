@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/decide"
 )
 
 // plainSQL applies a plain batch in one statement: $1 lists each item's
@@ -18,9 +19,9 @@ import (
 // that is exact without deciding item by item: the counter exists and is
 // a sum counter without bounds, its shard row still has the shard count the
 // statement read (a reshard did not move it), the row is not wide, and
-// its value stays within the zone ±MaxInt64/n (see zone) after the
-// row's positive deltas and after its negative ones, so after every
-// prefix of them. When any item is left over, it calls
+// its value, and its window bucket's row, stay within the zone ±MaxInt64/n
+// (decide.InZone) after the row's positive deltas and after its negative
+// ones, so after every prefix of them. When any item is left over, it calls
 // shardcounter.restart_batch, which fails the statement and with it the
 // transaction: nothing is applied, and the batch takes the general path.
 //
@@ -47,11 +48,12 @@ WITH u AS (
 	RETURNING 1
 )
 SELECT shardcounter.restart_batch('items left for the general path')
-WHERE (SELECT coalesce(sum(items), 0) FROM u) <> $4 OR (SELECT count(*) FROM u) <> (SELECT count(*) FROM w)`
+WHERE (SELECT coalesce(sum(items), 0) FROM u) <> $4 OR (SELECT count(*) FROM u) <> (SELECT count(*) FROM w)
+	OR (SELECT count(*) FROM u WHERE bucket IS NOT NULL) <> (SELECT count(*) FROM bucketed)`
 
 // applyPlain applies a plain batch, one whose items are all deltas
 // without request ids, on counters not known to need the general path
-// (see generalSet), in
+// (see CounterStore.general), in
 // one round trip: BEGIN, plainSQL, expiry, COMMIT. It reports done false,
 // with nothing applied, when the batch is not plain or plainSQL left
 // items over; the general path (applyOnce) then decides it item by item.
@@ -60,17 +62,18 @@ WHERE (SELECT coalesce(sum(items), 0) FROM u) <> $4 OR (SELECT count(*) FROM u) 
 // no item of it can be refused.
 func (s *CounterStore) applyPlain(ctx context.Context, conn *pgx.Conn, b *batch, out []shardcounter.Outcome, clk clock) (done bool, err error) {
 	counters := make([]string, len(b.incs))
+	picks := make([]uint64, len(b.incs))
 	deltas := make([]int64, len(b.incs))
 	for i, inc := range b.incs {
-		if b.errs[i] != nil || inc.RequestID != "" || inc.Member != "" || inc.Sketch != nil || (inc.Kind != "" && inc.Kind != shardcounter.KindSum) || s.general.has(inc.Counter) {
+		if decide.Validate(inc) != nil || inc.RequestID != "" || inc.Member != "" || inc.Sketch != nil || (inc.Kind != "" && inc.Kind != shardcounter.KindSum) || s.general.has(inc.Counter) {
 			return false, nil
 		}
-		counters[i], deltas[i] = inc.Counter, inc.Delta
+		counters[i], picks[i], deltas[i] = inc.Counter, inc.Pick, inc.Delta
 	}
 	q := &pgx.Batch{}
 	q.Queue("BEGIN")
 	q.Queue(pinPlans)
-	q.Queue(plainSQL, counters, b.picks, deltas, len(b.incs), clk.now)
+	q.Queue(plainSQL, counters, picks, deltas, len(b.incs), clk.now)
 	var x expiry
 	q.Queue(expireSQL, clk.now, clk.windowUS, expireBatch, clk.from).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&x.deleted, &x.newest, &x.cutoff)
@@ -99,31 +102,47 @@ func (s *CounterStore) applyPlain(ctx context.Context, conn *pgx.Conn, b *batch,
 	return true, nil
 }
 
-// generalSet remembers counters that a plain batch cannot write (bounded,
-// distinct or wide), so that batches on them go straight to the general
-// path instead of trying plainSQL first every time. Specs never change, so
-// it is only ever stale for a counter deleted and made again, which then
-// takes the general path, correctly, until the set is cleared. It is safe
-// for concurrent use.
-type generalSet struct {
+// idSet remembers counters known to be of a kind (CounterStore.general,
+// CounterStore.unwindowed). Specs never change, so it is only ever stale
+// for a counter deleted and made again, which each use handles. It is
+// safe for concurrent use.
+type idSet struct {
 	mu  sync.Mutex
 	ids map[string]bool
 }
 
-// maxGeneral bounds the set: past it, it starts again empty.
+// maxGeneral bounds a set: past it, it starts again empty.
 const maxGeneral = 10000
 
-func (g *generalSet) has(id string) bool {
+func (g *idSet) has(id string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.ids[id]
 }
 
-func (g *generalSet) add(id string) {
+// hasAll reports whether the set has the counter of every read.
+func (g *idSet) hasAll(reads []decide.Read) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, r := range reads {
+		if !g.ids[r.Counter] {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *idSet) add(id string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.ids == nil || len(g.ids) >= maxGeneral {
 		g.ids = make(map[string]bool)
 	}
 	g.ids[id] = true
+}
+
+func (g *idSet) remove(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.ids, id)
 }

@@ -54,7 +54,17 @@ type CounterStore struct {
 
 	now func() time.Time // Options.Now: nil for the database's clock
 
-	general generalSet // counters whose batches skip the plain path
+	// general remembers counters that a plain batch cannot write
+	// (bounded, distinct or wide), so that batches on them go straight to
+	// the general path instead of trying plainSQL first every time; one
+	// deleted and made again takes the general path, correctly, until the
+	// set is cleared.
+	general idSet
+	// unwindowed remembers counters without a window, so that a batch
+	// only on them does not read window buckets (bucketRowsSQL); one
+	// deleted and made again with a window makes the attempt start again,
+	// reading them.
+	unwindowed idSet
 }
 
 // Options configure a CounterStore. The zero value uses the defaults.
@@ -223,7 +233,8 @@ func (s *CounterStore) Ping(ctx context.Context) error {
 	return mapError("ping", s.pool.Ping(ctx), beforeCommit)
 }
 
-// CreateCounter creates the counter and its shard rows in one statement.
+// CreateCounter creates the counter and its shard rows in one statement
+// (createSQL).
 func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
@@ -231,19 +242,11 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 	if err := shardcounter.ValidateSpec(spec); err != nil {
 		return nil, err
 	}
+	var a createArgs
+	a.add(id, spec)
 	r := rowOf(spec)
 	c := &shardcounter.Counter{ID: id, Spec: r.spec()}
-	err := s.pool.QueryRow(ctx, `
-WITH c AS (
-	INSERT INTO shardcounter.counters (id, shards, kind, min, max, bucket, retention, created_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8, now()))
-	ON CONFLICT (id) DO NOTHING
-	RETURNING id, shards, created_at
-), s AS (
-	INSERT INTO shardcounter.shards (counter, shard, shards)
-	SELECT c.id, g, c.shards FROM c, generate_series(0, c.shards - 1) AS g
-)
-SELECT created_at FROM c`, id, r.shards, r.kind, r.min, r.max, r.bucket, r.retention, s.nowArg()).Scan(&c.CreatedAt)
+	err := s.pool.QueryRow(ctx, createSQL, a.args(s.nowArg())...).Scan(&c.ID, &c.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists", id)
 	}
@@ -286,6 +289,16 @@ func (s *CounterStore) GetCounter(ctx context.Context, id string) (*shardcounter
 // ListCounters returns up to limit counters whose ids start with prefix
 // and sort after after, in byte order. A limit below 1 returns none.
 func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, limit int) ([]*shardcounter.Counter, error) {
+	return listCounters(ctx, s.pool, prefix, after, limit)
+}
+
+// querier is a pool, or a transaction (a Snapshot's).
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func listCounters(ctx context.Context, q querier, prefix, after string, limit int) ([]*shardcounter.Counter, error) {
 	if limit < 1 {
 		return []*shardcounter.Counter{}, nil
 	}
@@ -297,21 +310,15 @@ func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, l
 	// The index scan starts at the prefix and, when the prefix ends in an
 	// ASCII character, stops at the first id past every id that starts
 	// with it; starts_with keeps the match exact whatever the prefix holds.
-	sql := `
-SELECT c.id, ` + specColumns("c") + `, c.created_at FROM shardcounter.counters c
-WHERE c.id >= $1 AND starts_with(c.id, $1) AND c.id > $2
-ORDER BY c.id
-LIMIT $3`
-	args := []any{prefix, after, limit}
+	bound, args := "", []any{prefix, after, limit}
 	if n := len(prefix); n > 0 && prefix[n-1] < 0x7f {
-		sql = `
-SELECT c.id, ` + specColumns("c") + `, c.created_at FROM shardcounter.counters c
-WHERE c.id >= $1 AND c.id < $4 AND starts_with(c.id, $1) AND c.id > $2
-ORDER BY c.id
-LIMIT $3`
-		args = append(args, prefix[:n-1]+string(prefix[n-1]+1))
+		bound, args = "AND c.id < $4", append(args, prefix[:n-1]+string(prefix[n-1]+1))
 	}
-	rows, err := s.pool.Query(ctx, sql, args...)
+	rows, err := q.Query(ctx, `
+SELECT c.id, `+specColumns("c")+`, c.created_at FROM shardcounter.counters c
+WHERE c.id >= $1 `+bound+` AND starts_with(c.id, $1) AND c.id > $2
+ORDER BY c.id
+LIMIT $3`, args...)
 	if err != nil {
 		return nil, mapError("list counters", err, beforeCommit)
 	}

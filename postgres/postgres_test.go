@@ -350,21 +350,31 @@ func allVersions() string {
 // TestTotalsReadFails makes the read of a batch's totals, queued after its
 // COMMIT, fail: the batch was committed, so its items apply without a
 // total (the engine then reads the counters), on the plain path and the
-// general one, and the connection serves the next batch.
+// general one (an item with a request id, on a counter read shard by
+// shard, whose total decide does not know), and the connection serves the
+// next batch. A bounded counter, read whole, gets its total from the
+// decision, without the read.
 func TestTotalsReadFails(t *testing.T) {
 	ctx := context.Background()
 	s := MustOpen(t)
 	storetest.MustCreate(t, s, "plain", 2)
+	storetest.MustCreate(t, s, "general", 2)
 	if _, err := s.CreateCounter(ctx, "bounded", shardcounter.Spec{Shards: 2, Min: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
 	restore := postgres.SetTotalsSQL(`SELECT 1/0, $1::text[], $2::timestamptz`)
 	for round := range 3 {
+		out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: "bounded", Delta: 4, Pick: uint64(round), Total: true}})
+		if err != nil || out[0].Err != nil || out[0].Total == nil || *out[0].Total != int64(4*(round+1)) {
+			t.Fatalf("round %d, bounded: Apply = %+v, %v; want applied with the total %d", round, out, err, 4*(round+1))
+		}
+	}
+	for round := range 3 {
 		out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: "plain", Delta: 2, Pick: 1, Total: true}})
 		if err != nil || out[0].Err != nil || out[0].Total != nil {
 			t.Fatalf("round %d, plain: Apply = %+v, %v; want applied without a total", round, out, err)
 		}
-		out, err = s.Apply(ctx, []shardcounter.Increment{{Counter: "bounded", Delta: 3, Pick: 0, Total: true}})
+		out, err = s.Apply(ctx, []shardcounter.Increment{{Counter: "general", Delta: 3, Pick: 0, Total: true, RequestID: fmt.Sprint("r", round)}})
 		if err != nil || out[0].Err != nil || out[0].Total != nil {
 			t.Fatalf("round %d, general: Apply = %+v, %v; want applied without a total", round, out, err)
 		}
@@ -374,7 +384,7 @@ func TestTotalsReadFails(t *testing.T) {
 	if err != nil || out[0].Total == nil || *out[0].Total != 7 {
 		t.Fatalf("after the failing reads: Apply = %+v, %v; want the total 7", out, err)
 	}
-	if got := storetest.MustRead(t, s, "bounded"); got != 9 {
-		t.Fatalf("bounded reads %d, want 9: every write applied once", got)
+	if got := storetest.MustRead(t, s, "general"); got != 9 {
+		t.Fatalf("general reads %d, want 9: every write applied once", got)
 	}
 }

@@ -10,24 +10,47 @@ import (
 // package doc, "Dedupe window").
 
 // recordSQL records the batch's request ids ($1 counters, $2 ids, each
-// pair once), in a fixed order so that two batches recording the same ids
-// cannot deadlock, and returns those that were new. A pair that another
-// transaction is recording waits for it to end: then it is new if that
-// transaction rolled back, and a duplicate if it committed.
-//
-// A pair recorded at or before the cutoff ($3 and $4, see cutoffExpr) has
-// expired: it counts as new, and the insert takes it over with the new
-// time. The conflict check and the takeover are one atomic step, so of
-// concurrent batches reviving one expired id exactly one records it.
+// pair once, of counters that exist) at the commit time ($3, see nowExpr),
+// in a fixed order so that two batches recording the same ids cannot
+// deadlock, and returns those it inserted: new to the counter. It locks
+// the others (DO UPDATE ... WHERE false changes nothing and locks the
+// row), so that seenSQL reads when they were recorded and no other batch
+// decides on them until this one ends. A pair that another transaction is
+// recording waits for it to end: then it is new if that transaction
+// rolled back, and locked if it committed.
 var recordSQL = `
 INSERT INTO shardcounter.requests AS r (counter, request_id, created_at)
 SELECT i.counter, i.request_id, ` + nowExpr(3) + `
 FROM unnest($1::text[], $2::text[]) AS i(counter, request_id)
 CROSS JOIN LATERAL (SELECT 1 FROM shardcounter.counters c WHERE c.id = i.counter LIMIT 1) AS c
 ORDER BY i.counter, i.request_id
-ON CONFLICT (counter, request_id) DO UPDATE SET created_at = EXCLUDED.created_at
-	WHERE r.created_at <= ` + cutoffExpr(3) + `
+ON CONFLICT (counter, request_id) DO UPDATE SET created_at = r.created_at WHERE false
 RETURNING counter, request_id`
+
+// seenSQL returns when each of the batch's request ids ($1 counters, $2
+// ids) was recorded, with a snapshot taken after recordSQL locked them.
+const seenSQL = `
+SELECT r.counter, r.request_id, r.created_at
+FROM unnest($1::text[], $2::text[]) AS i(counter, request_id)
+CROSS JOIN LATERAL (
+	SELECT r.counter, r.request_id, r.created_at FROM shardcounter.requests r
+	WHERE r.counter = i.counter AND r.request_id = i.request_id
+) AS r`
+
+// requestsSQL settles the request ids recordSQL took: it forgets those
+// ($1 counters, $2 ids) it inserted for items that then did not apply,
+// so that a retry of such an item is not taken for a duplicate, and
+// records those ($3, $4) that had expired and were recorded afresh at the
+// commit time $5.
+const requestsSQL = `
+WITH forgot AS (
+	DELETE FROM shardcounter.requests r
+	USING unnest($1::text[], $2::text[]) AS u(counter, request_id)
+	WHERE r.counter = u.counter AND r.request_id = u.request_id
+)
+UPDATE shardcounter.requests r SET created_at = $5
+FROM unnest($3::text[], $4::text[]) AS u(counter, request_id)
+WHERE r.counter = u.counter AND r.request_id = u.request_id`
 
 // nowExpr is the time a batch records its request ids at: the store's
 // Now when set (parameter $p), else the database's clock at the start of
@@ -85,17 +108,6 @@ var expireRescan int64 = 1024 // a variable for tests
 // stays bounded.
 const expireBatch = 64
 
-// unrecordSQL forgets request ids that the batch recorded for items it then
-// refused, so a retry of such an item is not taken for a duplicate.
-const unrecordSQL = `
-DELETE FROM shardcounter.requests r
-USING unnest($1::text[], $2::text[]) AS u(counter, request_id)
-WHERE r.counter = u.counter AND r.request_id = u.request_id`
-
-type requestKey struct {
-	counter, id string
-}
-
 // clock is the time arguments of a batch's statements: the store's Now,
 // or nil for the database's clock; the dedupe window in microseconds; and
 // where expiry starts its scan, nil for the start of the index.
@@ -104,6 +116,9 @@ type clock struct {
 	windowUS int64
 	from     *time.Time
 }
+
+// window is the dedupe window.
+func (c clock) window() time.Duration { return time.Duration(c.windowUS) * time.Microsecond }
 
 func (s *CounterStore) clock() clock {
 	c := clock{now: s.nowArg(), windowUS: s.window.Load() / int64(time.Microsecond)}
@@ -144,11 +159,12 @@ func (s *CounterStore) expired(x expiry, limit int) {
 	}
 }
 
-func splitRequests(reqs []requestKey) (counters, ids []string) {
-	counters = make([]string, len(reqs))
-	ids = make([]string, len(reqs))
-	for i, r := range reqs {
-		counters[i], ids[i] = r.counter, r.id
+// split returns the counters and the ids of keys, as two arrays.
+func split(keys []key) (counters, ids []string) {
+	counters = make([]string, len(keys))
+	ids = make([]string, len(keys))
+	for i, k := range keys {
+		counters[i], ids[i] = k.counter, k.id
 	}
 	return counters, ids
 }

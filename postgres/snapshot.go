@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,29 +44,7 @@ func (n *Snapshot) Close() error {
 
 // ListCounters is CounterStore.ListCounters in the snapshot.
 func (n *Snapshot) ListCounters(ctx context.Context, prefix, after string, limit int) ([]*shardcounter.Counter, error) {
-	if err := shardcounter.ValidateID(shardcounter.CounterIDKind, prefix); prefix != "" && err != nil {
-		return nil, err
-	}
-	rows, err := n.tx.Query(ctx, `
-SELECT c.id, `+specColumns("c")+`, c.created_at FROM shardcounter.counters c
-WHERE c.id >= $1 AND starts_with(c.id, $1) AND c.id > $2
-ORDER BY c.id
-LIMIT $3`, prefix, after, max(limit, 0))
-	if err != nil {
-		return nil, mapError("list counters", err, beforeCommit)
-	}
-	cs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*shardcounter.Counter, error) {
-		c, dest, done := scanCounter()
-		err := row.Scan(dest...)
-		done()
-		return c, err
-	})
-	if err != nil {
-		return nil, mapError("list counters", err, beforeCommit)
-	}
-	// Past the prefix's ids the scan goes on to the end of the index
-	// without matching; a short page ends the listing either way.
-	return cs, nil
+	return listCounters(ctx, n.tx, prefix, after, limit)
 }
 
 // ReadCounters is CounterStore.ReadCounters in the snapshot.
@@ -91,46 +68,12 @@ func (n *Snapshot) ReadCounters(ctx context.Context, ids []string) ([]*shardcoun
 
 // ListMembers is CounterStore.ListMembers in the snapshot.
 func (n *Snapshot) ListMembers(ctx context.Context, id, after string, limit int) ([]string, error) {
-	rows, err := n.tx.Query(ctx, `SELECT m.member FROM shardcounter.members m
-WHERE m.counter = $1 AND m.member > $2 ORDER BY m.member LIMIT $3`, id, after, max(limit, 0))
-	if err != nil {
-		return nil, mapError("list members", err, beforeCommit)
-	}
-	ms, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, mapError("list members", err, beforeCommit)
-	}
-	return ms, nil
+	return listMembers(ctx, n.tx, id, after, limit)
 }
 
-// ReadSeries is CounterStore.ReadSeries in the snapshot: the counter's
-// non-zero buckets that start in [from, to), summed over its shards.
+// ReadSeries is CounterStore.ReadSeries in the snapshot.
 func (n *Snapshot) ReadSeries(ctx context.Context, id string, from, to time.Time) ([]shardcounter.Bucket, error) {
-	rows, err := n.tx.Query(ctx, `SELECT b.start,
-	CASE WHEN sum(b.value) BETWEEN -9223372036854775808 AND 9223372036854775807 THEN sum(b.value)::bigint END
-FROM shardcounter.buckets b WHERE b.counter = $1 AND b.start >= $2 AND b.start < $3
-GROUP BY b.start HAVING sum(b.value) <> 0 ORDER BY b.start`, id, from, to)
-	if err != nil {
-		return nil, mapError("read series", err, beforeCommit)
-	}
-	var out []shardcounter.Bucket
-	var start time.Time
-	var v *int64
-	_, err = pgx.ForEachRow(rows, []any{&start, &v}, func() error {
-		if v == nil {
-			return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: a bucket's sum leaves the int64 range", id)
-		}
-		out = append(out, shardcounter.Bucket{Start: start.UTC(), Value: *v})
-		return nil
-	})
-	var e *shardcounter.Error
-	if errors.As(err, &e) {
-		return nil, err
-	}
-	if err != nil {
-		return nil, mapError("read series", err, beforeCommit)
-	}
-	return out, nil
+	return readSeries(ctx, n.tx, id, from, to)
 }
 
 // EachMember calls fn with each member of the counters ids (in byte

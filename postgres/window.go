@@ -22,12 +22,17 @@ func bucketStart(width, t string) string {
 // buckets of their commit time (now, an SQL expression) and delete the
 // buckets of the same counters that lie past their retention: each bucket
 // is deleted once, by a batch that writes the counter, so the work is
-// proportional to writes. src is a relation of (counter, shard, delta,
-// bucket, retention), one row per shard row, with bucket NULL for a counter
-// without a window. The two never meet: retention is at least one bucket.
-// A bucket that would leave int64 fails the batch with SQLSTATE 22003
-// (out_of_range).
+// proportional to writes. src is a relation of (counter, shard, shards,
+// delta, up, down, bucket, retention), one row per shard row, up and down
+// the sums of its positive and of its negative deltas, with bucket NULL
+// for a counter without a window. The two never meet: retention is at
+// least one bucket. A bucket row is written only when every row of its
+// bucket is within the zone ±MaxInt64/n and it stays there after up and
+// after down, as the general path keeps them (checkBuckets), so that no
+// sum of a bucket's rows leaves int64; bucketed returns a row for each
+// written, and a row short means the batch must take the general path.
 func bucketCTEs(src, now string) string {
+	zone := "(9223372036854775807 / z.shards)" // ±MaxInt64/n, of src's row z
 	return `swept AS (
 	DELETE FROM shardcounter.buckets b
 	USING (SELECT DISTINCT counter, bucket, retention FROM ` + src + ` WHERE bucket IS NOT NULL) AS w
@@ -35,28 +40,15 @@ func bucketCTEs(src, now string) string {
 ), bucketed AS (
 	INSERT INTO shardcounter.buckets AS b (counter, start, shard, value)
 	SELECT counter, ` + bucketStart("bucket", now) + `, shard, sum(delta)
-	FROM ` + src + ` WHERE bucket IS NOT NULL GROUP BY 1, 2, 3
+	FROM ` + src + ` AS z WHERE bucket IS NOT NULL AND up <= ` + zone + ` AND down >= -(` + zone + `)
+		AND NOT EXISTS (SELECT 1 FROM shardcounter.buckets o WHERE o.counter = z.counter AND o.start = ` + bucketStart("z.bucket", now) + `
+			AND o.value NOT BETWEEN -(` + zone + `) AND ` + zone + `)
+	GROUP BY 1, 2, 3
 	ON CONFLICT (counter, start, shard) DO UPDATE SET value = b.value + excluded.value
+	WHERE (SELECT b.value::numeric + z.up <= ` + zone + ` AND b.value::numeric + z.down >= -(` + zone + `)
+		FROM ` + src + ` AS z WHERE z.counter = b.counter AND z.shard = b.shard)
+	RETURNING 1
 )`
-}
-
-// bucketsSQL writes the buckets of the general path's applied deltas: $1
-// names each counter, $2 the shard, $3 the delta, $4 the commit time (or
-// the database's clock). The batch holds the shard rows.
-var bucketsSQL = `
-WITH u AS (
-	SELECT u.counter, u.shard, u.delta, c.bucket, c.retention
-	FROM unnest($1::text[], $2::integer[], $3::bigint[]) AS u(counter, shard, delta)
-	CROSS JOIN LATERAL (SELECT * FROM shardcounter.counters c WHERE c.id = u.counter LIMIT 1) AS c
-), ` + bucketCTEs("u", "coalesce($4, now())") + `
-SELECT 1`
-
-// bucketWrites collects bucketsSQL's arguments: one per windowed counter's
-// shard row the batch changed.
-type bucketWrites struct {
-	counters []string
-	shards   []int
-	deltas   []int64
 }
 
 // ReadWindow sums the counter's buckets that start in [from, to) on every
@@ -99,10 +91,14 @@ WHERE c.id = $1`, id, from, to, s.nowArg()).Scan(&r.Shards, &windowed, &total, &
 // [from, to), summed over its shards, oldest first, in one statement.
 // Buckets past retention that no write has swept yet are included.
 func (s *CounterStore) ReadSeries(ctx context.Context, id string, from, to time.Time) ([]shardcounter.Bucket, error) {
+	return readSeries(ctx, s.pool, id, from, to)
+}
+
+func readSeries(ctx context.Context, q querier, id string, from, to time.Time) ([]shardcounter.Bucket, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := q.Query(ctx, `
 SELECT c.bucket IS NOT NULL, t.start, t.total BETWEEN -9223372036854775808 AND 9223372036854775807,
 	CASE WHEN t.total BETWEEN -9223372036854775808 AND 9223372036854775807 THEN t.total::bigint END
 FROM shardcounter.counters c

@@ -3,10 +3,14 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/pgtest"
 	"github.com/shardcounter/shardcounter/postgres"
 	"github.com/shardcounter/shardcounter/storetest"
 )
@@ -175,5 +179,109 @@ func testWindowErrInvalid(t *testing.T, s *postgres.CounterStore, t0 time.Time) 
 	_, err = s.ReadSeries(ctx, "missing", t0, t0.Add(time.Hour))
 	if shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
 		t.Fatalf("ReadSeries of a missing counter = %v, want not_found", err)
+	}
+}
+
+// TestWindowBucketEdgeUnderWrites writes +1s from several goroutines to a
+// windowed counter whose bucket is 50 below MaxInt64 while its shards are
+// near 0: plain batches and batches with request ids, on every shard.
+// Exactly 50 apply, the rest are refused out_of_range, and the bucket ends
+// at MaxInt64, readable. A bucket is a row per shard, so this holds only
+// if no two batches on different shards both take the last room: the
+// rows stay in the zone ±MaxInt64/n until the last room, which batches
+// that lock every shard decide.
+func TestWindowBucketEdgeUnderWrites(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := &clock{t: t0.Add(-50 * time.Minute)}
+	s := MustOpenWith(t, postgres.Options{Now: clk.Now})
+	spec := shardcounter.Spec{Shards: 4, Window: &shardcounter.Window{Bucket: shardcounter.BucketHour, Retention: shardcounter.Duration(3 * time.Hour)}}
+	if _, err := s.CreateCounter(ctx, "edge", spec); err != nil {
+		t.Fatal(err)
+	}
+	// 11:10: each shard near the zone's bottom. 12:10: each back near 0,
+	// the bucket's rows near the zone's top, its sum MaxInt64 − 50.
+	const z = math.MaxInt64 / 4
+	for k := range uint64(4) {
+		mustApply(t, s, shardcounter.Increment{Counter: "edge", Delta: -(z - 25), Pick: k})
+	}
+	clk.Advance(time.Hour)
+	for k, d := range []int64{z - 11, z - 12, z - 12, z - 12} {
+		mustApply(t, s, shardcounter.Increment{Counter: "edge", Delta: d, Pick: uint64(k)})
+	}
+	if r, err := s.ReadWindow(ctx, "edge", t0, t0.Add(time.Hour)); err != nil || r.Value != math.MaxInt64-50 {
+		t.Fatalf("ReadWindow = %+v, %v; want MaxInt64 - 50", r, err)
+	}
+
+	const writers, writes = 6, 20
+	var applied atomic.Int64
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range writes {
+				inc := shardcounter.Increment{Counter: "edge", Delta: 1, Pick: uint64(g*writes + i)}
+				if i%3 == 0 {
+					inc.RequestID = fmt.Sprintf("g%d-%d", g, i)
+				}
+				out, err := s.Apply(ctx, []shardcounter.Increment{inc})
+				switch {
+				case err != nil:
+					t.Error(err)
+					return
+				case out[0].Err == nil:
+					applied.Add(1)
+				case shardcounter.ErrorCode(out[0].Err) != shardcounter.EOUTOFRANGE:
+					t.Errorf("+1 near the bucket's end: %v, want applied or out_of_range", out[0].Err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := applied.Load(); got != 50 {
+		t.Errorf("%d of %d writes applied, want 50: the bucket's room", got, writers*writes)
+	}
+	r, err := s.ReadWindow(ctx, "edge", t0, t0.Add(time.Hour))
+	if err != nil || r.Value != math.MaxInt64 {
+		t.Fatalf("ReadWindow = %+v, %v; want MaxInt64", r, err)
+	}
+}
+
+// mustApply applies one item and fails the test unless it applied.
+func mustApply(t *testing.T, s *postgres.CounterStore, inc shardcounter.Increment) {
+	t.Helper()
+	out, err := s.Apply(context.Background(), []shardcounter.Increment{inc})
+	if err != nil || out[0].Err != nil {
+		t.Fatalf("Apply(%+v) = %+v, %v", inc, out, err)
+	}
+}
+
+// TestWindowMadeAgain has one process (store) learn that a counter has
+// no window, and another delete it and make it again with one, writing
+// its bucket to MaxInt64 while the total has room: the first still judges
+// the bucket on its rows, and refuses +1. (Bounded, the counter is read
+// whole from the first attempt, which would otherwise decide on no rows.)
+func TestWindowMadeAgain(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 3, 1, 11, 10, 0, 0, time.UTC)}
+	dsn := pgtest.MustDatabase(t)
+	s1, s2 := mustOpenDSN(t, dsn, postgres.Options{Now: clk.Now}), mustOpenDSN(t, dsn, postgres.Options{Now: clk.Now})
+	storetest.MustCreate(t, s1, "again", 2)
+	mustApply(t, s1, shardcounter.Increment{Counter: "again", Delta: 1, RequestID: "a"})
+	if err := s2.DeleteCounter(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	floor := int64(math.MinInt64)
+	spec := shardcounter.Spec{Shards: 2, Min: &floor, Window: &shardcounter.Window{Bucket: shardcounter.BucketHour, Retention: shardcounter.Duration(3 * time.Hour)}}
+	if _, err := s2.CreateCounter(ctx, "again", spec); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, s2, shardcounter.Increment{Counter: "again", Delta: -5, RequestID: "b"})
+	clk.Advance(time.Hour)
+	mustApply(t, s2, shardcounter.Increment{Counter: "again", Delta: math.MaxInt64, RequestID: "c"})
+	out, err := s1.Apply(ctx, []shardcounter.Increment{{Counter: "again", Delta: 1, Pick: 1, RequestID: "d"}})
+	if err != nil || shardcounter.ErrorCode(out[0].Err) != shardcounter.EOUTOFRANGE {
+		t.Fatalf("+1 on a bucket at MaxInt64: %+v, %v; want out_of_range", out, err)
 	}
 }

@@ -5,9 +5,10 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/internal/overflow"
+	"github.com/shardcounter/shardcounter/decide"
 )
 
 // addSQL is the seed algorithm as one statement: add $2 to shard $3 mod n
@@ -23,7 +24,7 @@ import (
 //
 // The last two conditions keep it exact without a sum: it updates only a
 // shard of a counter that is not wide and that stays within the zone
-// ±MaxInt64/n (see zone), where no total can leave int64. The sum is
+// ±MaxInt64/n (decide.InZone), where no total can leave int64. The sum is
 // numeric, so it cannot fail on the way.
 //
 // The last condition leaves to a batch what a plain sum counter does not
@@ -51,17 +52,7 @@ WHERE c.id = $1 AND s.counter = $1
 // ErrUnavailable means nothing was applied; an error with OutcomeUnknown
 // set means the statement was sent and its success was not reported.
 func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uint64) error {
-	if err := shardcounter.ValidateIncrement(shardcounter.Increment{Counter: id, Delta: delta}); err != nil {
-		return err
-	}
-	tag, err := s.pool.Exec(ctx, addSQL, id, delta, pick)
-	if err != nil {
-		return mapError("add", err, atCommit)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	return s.addSlow(ctx, nil, id, delta, pick)
+	return s.add(ctx, nil, id, delta, pick)
 }
 
 // AddTx adds delta to shard pick mod n of the counter inside the caller's
@@ -78,37 +69,38 @@ func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uin
 // caller retries the transaction. After any error, tx is in an aborted
 // state and must be rolled back.
 func (s *CounterStore) AddTx(ctx context.Context, tx pgx.Tx, id string, delta int64, pick uint64) error {
-	if err := shardcounter.ValidateIncrement(shardcounter.Increment{Counter: id, Delta: delta}); err != nil {
+	return s.add(ctx, tx, id, delta, pick)
+}
+
+// add runs addSQL on its own, or in tx when it is not nil. A write that
+// addSQL did not apply is decided as a batch of one that reads the
+// counter whole.
+func (s *CounterStore) add(ctx context.Context, tx pgx.Tx, id string, delta int64, pick uint64) error {
+	if err := decide.Validate(shardcounter.Increment{Counter: id, Delta: delta}); err != nil {
 		return err
 	}
-	tag, err := tx.Exec(ctx, addSQL, id, delta, pick)
+	var q interface {
+		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	} = s.pool
+	sent := atCommit
+	if tx != nil {
+		q, sent = tx, beforeCommit
+	}
+	tag, err := q.Exec(ctx, addSQL, id, delta, pick)
 	if err != nil {
-		return mapError("add", err, beforeCommit)
+		return mapError("add", err, sent)
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
-	return s.addSlow(ctx, tx, id, delta, pick)
-}
-
-// addSlow decides a write that addSQL did not apply as a batch of one that
-// locks every shard of the counter and checks its total: in a transaction
-// of its own, or in tx when it is not nil.
-func (s *CounterStore) addSlow(ctx context.Context, tx pgx.Tx, id string, delta int64, pick uint64) error {
 	b := newBatch([]shardcounter.Increment{{Counter: id, Delta: delta, Pick: pick}}, []string{id})
 	out := make([]shardcounter.Outcome, 1)
-	if tx != nil {
-		if err := s.apply(ctx, tx.Conn(), false, b, out); err != nil {
-			return err
-		}
-		return out[0].Err
+	if tx == nil {
+		out, err = s.applyOwn(ctx, b, out)
+	} else {
+		err = s.apply(ctx, tx.Conn(), false, b, out)
 	}
-	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return mapError("add", err, beforeCommit)
-	}
-	defer conn.Release()
-	if err := s.apply(ctx, conn.Conn(), true, b, out); err != nil {
 		return err
 	}
 	return out[0].Err
@@ -158,10 +150,12 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 		case shardcounter.KindDistinct:
 			values, err = countMembers(ctx, tx, id, shards)
 		case shardcounter.KindApprox:
-			sketches, err = foldSketches(id, sketches, shards)
+			if sketches, _, err = decide.FoldSketches(sketches, shards); err != nil {
+				err = shardcounter.Errorf(shardcounter.EINTERNAL, "reshard counter %q: %v", id, err)
+			}
 			values = make([]int64, shards)
 		default:
-			values, err = fold(id, values, shards)
+			values, err = decide.FoldShards(id, values, shards)
 		}
 		if err != nil {
 			return err
@@ -175,7 +169,7 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 		// shard is outside the new one.
 		wide := false
 		for _, v := range values {
-			wide = wide || !zone(v, shards)
+			wide = wide || !decide.InZone(v, shards)
 		}
 		_, err = tx.Exec(ctx, `
 WITH removed AS (
@@ -223,26 +217,6 @@ func padSketches(sketches [][]byte, shards int) [][]byte {
 	out := make([][]byte, shards)
 	copy(out, sketches)
 	return out
-}
-
-// fold returns the values of shards shards that hold values: shard j
-// takes every shard i ≡ j (mod shards). A group may leave int64 even when
-// the total fits: then the reshard is refused.
-func fold(id string, values []int64, shards int) ([]int64, error) {
-	out := make([]int64, shards)
-	for j := range shards {
-		var group []int64
-		for i := j; i < len(values); i += shards {
-			group = append(group, values[i])
-		}
-		v, ok := overflow.Sum(group)
-		if !ok {
-			return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE,
-				"reshard counter %q to %d shards: folding into shard %d would leave the int64 range: choose another count", id, shards, j)
-		}
-		out[j] = v
-	}
-	return out, nil
 }
 
 // foldBuckets folds the window buckets of each removed shard i into

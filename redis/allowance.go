@@ -115,30 +115,6 @@ func clamp(x *big.Int) int64 {
 	return x.Int64()
 }
 
-// fits reports whether a write of d, linearized at a moment when the
-// counter's shards held vals, keeps the total and shard k in range.
-func fits(vals []int64, k int, d int64) bool {
-	total := big.NewInt(d)
-	for _, v := range vals {
-		total.Add(total, big.NewInt(v))
-	}
-	if total.Cmp(bigMax) > 0 || total.Cmp(bigMin) < 0 {
-		return false
-	}
-	if k < 0 || k >= len(vals) {
-		return true
-	}
-	s := new(big.Int).Add(big.NewInt(vals[k]), big.NewInt(d))
-	return s.Cmp(bigMax) <= 0 && s.Cmp(bigMin) >= 0
-}
-
-// fitsTotal reports whether a write of d, linearized at a moment when the
-// counter's shards held vals, keeps the total in range; some shard can
-// then hold it once the values are level (levelShares).
-func fitsTotal(vals []int64, d int64) bool {
-	return fits(vals, -1, d)
-}
-
 // levelShares splits the total of vals into len(vals) shares that differ
 // by at most one and sum to it exactly: floor(total/n) each, one more for
 // the first total mod n. Each is an int64 when the total is, and has room

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"hash/fnv"
 	"slices"
@@ -20,14 +21,17 @@ import (
 // shard hash, so the sketch is in the shard's slot, is fenced, frozen,
 // folded and deleted with it, and its version is the shard's w. Lua cannot
 // run the sketch's code, so a write is a compare-and-set: the writer
-// reads each touched shard's w and x (or takes them from its cache),
-// computes sketch.Apply in Go for all of the batch's items on that shard,
+// reads each touched shard's w and x (or takes them from its cache), has
+// package decide apply the batch's items on each shard to its sketch once
+// (decide.Sketches, SketchShard.Apply: the sketch step of every store),
 // and sends the items with mode x in the usual addScript call, the first
 // item of each shard carrying the new sketch and the version it was
 // computed from. The script sets the sketch only when the shard's version
-// is still that one, in the same atomic step as the epoch check, the
-// request ids and the batch's marker; otherwise the shard's items answer
-// resConflict, change nothing, and are tried again after a fresh read.
+// is still that one and none of the shard's items is a duplicate (whose
+// member the new sketch holds), in the same atomic step as the epoch
+// check, the request ids and the batch's marker; otherwise the shard's
+// duplicates answer so and its other items resConflict, change nothing,
+// and are tried again after a fresh read.
 //
 // Within a process, writers of one shard take turns (a striped lock held
 // from the read to the script's answer), and the last sketch written is
@@ -88,18 +92,32 @@ func stripe(k string) int {
 	return int(h.Sum32() % sketchStripes)
 }
 
-// shardSketch is one shard's compare-and-set in an attempt.
+// shardSketch is one shard's compare-and-set in an attempt: its sketch
+// and version as read, and its new sketch, computed by package decide
+// (decide.SketchShard.Apply) from the attempt's items on the shard.
 type shardSketch struct {
-	cacheKey string
-	members  []string
-	merges   [][]byte
-	items    []int // positions in the batch
-	ver      string
-	old, new []byte
-	changed  bool
-	write    bool // new differs from old: the script sets it
-	carried  bool // the blob went with an item already added to its group
-	failed   bool // an item did not apply: the cache entry is dropped
+	key, cacheKey string
+	ver           string
+	old, new      []byte
+	changed       bool // the shard's items are not Unchanged
+	carried       bool // the new sketch went with an item already added to its group
+	held          bool // resolve: the compare-and-set held, and the shard's items applied
+}
+
+// write reports whether the script sets the new sketch: its bytes differ
+// (a sparse sketch's may change while its estimate does not, and a later
+// estimate depends on them).
+func (x *shardSketch) write() bool { return !bytes.Equal(x.new, x.old) }
+
+// carry returns the new sketch for the first of the shard's items added
+// to its group, when the script is to set it, and "" otherwise.
+func (x *shardSketch) carry() any {
+	first := !x.carried
+	x.carried = true
+	if first && x.write() {
+		return x.new
+	}
+	return ""
 }
 
 // prepareSketches reads (or takes from the cache) the sketch and version
@@ -111,29 +129,18 @@ func (a *attempt) prepareSketches(ctx context.Context) error {
 		if !it.l.approx() {
 			continue
 		}
-		if a.x == nil {
-			a.x = make(map[string]*shardSketch)
+		n := len(a.sk.Shards)
+		if a.sk.Add(it.shard, a.incs[it.i], it.i); len(a.sk.Shards) > n { // a shard of its own
+			k := it.l.keys.shard(it.shard)
+			a.xs = append(a.xs, shardSketch{key: k, cacheKey: k + "@" + it.l.ep()})
 		}
-		k := it.l.keys.shard(it.shard)
-		x := a.x[k]
-		if x == nil {
-			x = &shardSketch{cacheKey: k + "@" + it.l.ep()}
-			a.x[k] = x
-		}
-		inc := a.incs[it.i]
-		if inc.Sketch != nil {
-			x.merges = append(x.merges, inc.Sketch)
-		} else {
-			x.members = append(x.members, inc.Member)
-		}
-		x.items = append(x.items, it.i)
 	}
-	if len(a.x) == 0 {
+	if len(a.xs) == 0 {
 		return nil
 	}
 	var stripes []int
-	for k := range a.x {
-		stripes = append(stripes, stripe(k))
+	for _, x := range a.xs {
+		stripes = append(stripes, stripe(x.key))
 	}
 	slices.Sort(stripes)
 	a.stripes = slices.Compact(stripes)
@@ -143,16 +150,32 @@ func (a *attempt) prepareSketches(ctx context.Context) error {
 	if err := a.readSketches(ctx); err != nil {
 		return err
 	}
-	for _, x := range a.x {
-		next, changed, err := sketch.Apply(x.old, x.members, x.merges)
+	marks := make([]shardcounter.Outcome, len(a.incs))
+	for j := range a.xs {
+		sh, x := &a.sk.Shards[j], &a.xs[j]
+		next, err := sh.Apply(x.old, marks)
 		if err != nil {
-			x.failed = true
-			for _, i := range x.items {
-				a.out[i].Err = shardcounter.Errorf(shardcounter.EINTERNAL, "redis: counter %q: a shard's sketch: %v", a.incs[i].Counter, err)
+			for _, i := range sh.Items {
+				a.out[i] = marks[i] // its sketch does not decode: decide's error
 			}
 			continue
 		}
-		x.new, x.changed, x.write = next, changed, string(next) != string(x.old)
+		x.new, x.changed = next, !marks[sh.Items[0]].Unchanged
+	}
+	return nil
+}
+
+// sketchOf returns the compare-and-set of an approx item's shard, nil for
+// another item.
+func (a *attempt) sketchOf(it pending) *shardSketch {
+	if !it.l.approx() {
+		return nil
+	}
+	k := it.l.keys.shard(it.shard)
+	for j := range a.xs {
+		if a.xs[j].key == k {
+			return &a.xs[j]
+		}
 	}
 	return nil
 }
@@ -160,28 +183,29 @@ func (a *attempt) prepareSketches(ctx context.Context) error {
 // readSketches fills the version and sketch of the attempt's shards from
 // the cache, or with one pipelined HMGET each.
 func (a *attempt) readSketches(ctx context.Context) error {
-	cmds := make(map[string]*goredis.SliceCmd)
-	for k, x := range a.x {
+	cmds := make(map[int]*goredis.SliceCmd)
+	for j := range a.xs {
+		x := &a.xs[j]
 		if c, ok := a.s.sketches.get(x.cacheKey); ok {
 			x.ver, x.old = c.ver, c.blob
 		} else {
-			cmds[k] = nil
+			cmds[j] = nil
 		}
 	}
 	if len(cmds) == 0 {
 		return nil
 	}
 	if _, err := a.s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for k := range cmds {
-			cmds[k] = p.HMGet(ctx, k, "w", "x")
+		for j := range cmds {
+			cmds[j] = p.HMGet(ctx, a.xs[j].key, "w", "x")
 		}
 		return nil
 	}); err != nil {
 		a.s.refresh(ctx, err)
 		return storeErr("read sketches", err, false)
 	}
-	for k, c := range cmds {
-		x := a.x[k]
+	for j, c := range cmds {
+		x := &a.xs[j]
 		r := c.Val()
 		x.ver = "0"
 		if w, ok := r[0].(string); ok {
@@ -194,36 +218,16 @@ func (a *attempt) readSketches(ctx context.Context) error {
 	return nil
 }
 
-// approxArgs returns what an approx item of shard key k sends in place of
-// a delta item's delta, negated delta and member: "1" when the shard's
-// sketch changed, the version the new sketch was computed from, and the
-// new sketch when this is the first of the shard's items added to its
-// group and the sketch's bytes changed ("" otherwise).
-func (a *attempt) approxArgs(k string) (changed string, ver string, blob any) {
-	x := a.x[k]
-	changed, blob = "0", ""
-	if x.changed {
-		changed = "1"
-	}
-	if x.write && !x.carried {
-		blob = x.new
-	}
-	x.carried = true
-	return changed, x.ver, blob
-}
-
-// releaseSketches updates the cache with what the attempt wrote (every
-// item of a shard applied: its compare-and-set held) or drops what it
-// may have got wrong, and releases the shards' locks.
+// releaseSketches updates the cache with what the attempt wrote (its
+// compare-and-set held) or drops what it may have got wrong, and releases
+// the shards' locks.
 func (a *attempt) releaseSketches() {
-	for _, x := range a.x {
-		for _, i := range x.items {
-			x.failed = x.failed || !a.applied[i]
-		}
+	for j := range a.xs {
+		x := &a.xs[j]
 		switch {
-		case x.failed:
+		case !x.held:
 			a.s.sketches.drop(x.cacheKey)
-		case x.write:
+		case x.write():
 			a.s.sketches.put(x.cacheKey, cachedSketch{ver: bump(x.ver), blob: x.new})
 		default:
 			a.s.sketches.put(x.cacheKey, cachedSketch{ver: x.ver, blob: x.old})
@@ -278,47 +282,3 @@ func shardValues(sh *shot) ([]int64, error) {
 	}
 	return vals, nil
 }
-
-// foldSketches returns, for a shrink of an approx counter to m shards,
-// each target shard's new sketch: the union of its own and of every
-// removed shard i ≡ t (mod m), from the shards' frozen hashes in cmds.
-func foldSketches(l *layout, cmds []*goredis.MapStringStringCmd, m int) ([][]byte, error) {
-	out := make([][]byte, m)
-	for t := range m {
-		var merges [][]byte
-		for k := t + m; k < len(cmds); k += m {
-			if x := cmds[k].Val()["x"]; x != "" {
-				merges = append(merges, []byte(x))
-			}
-		}
-		var old []byte
-		if x := cmds[t].Val()["x"]; x != "" {
-			old = []byte(x)
-		}
-		b, _, err := sketch.Apply(old, nil, merges)
-		if err != nil {
-			return nil, shardcounter.Errorf(shardcounter.EINTERNAL, "redis: reshard counter %q: %v", l.id, err)
-		}
-		out[t] = b
-	}
-	return out, nil
-}
-
-// foldSketchScript folds removed shard ARGV[2] of an approx counter into
-// target shard KEYS[1] (KEYS[2] and KEYS[3], its bucket keys as
-// foldScript's, are unused) once for the reshard that creates epoch ARGV[1],
-// as foldScript folds values: it sets the target's sketch to ARGV[3],
-// the union of the target's frozen sketch and of every removed shard
-// folded into it (computed in Go: sketch.Apply), moves the target's
-// version, and sets the marker f:<shard>. Every fold into a target sets
-// the same union, so folds may run in any order, again, or in several
-// clients. It returns 1 when set, 0 when the marker was there, -1 when
-// the target is not at that epoch.
-var foldSketchScript = goredis.NewScript(`
-local m = redis.call('HMGET', KEYS[1], 'e', 'f:' .. ARGV[2])
-if m[1] ~= ARGV[1] then return -1 end
-if m[2] then return 0 end
-redis.call('HSET', KEYS[1], 'x', ARGV[3], 'f:' .. ARGV[2], '1')
-redis.call('HINCRBY', KEYS[1], 'w', 1)
-return 1
-`)

@@ -72,7 +72,7 @@ func (s *CounterStore) newLayout(id string, spec shardcounter.Spec) *layout {
 		spec.Kind = ""
 	}
 	return &layout{id: id, n: spec.Shards, epoch: 1, created: s.now().UTC(), max: spec.Shards, spec: spec, memberGen: 1,
-		keys: newKeys(s.prefix, id, newIncarnation(), spec.Bounded())}
+		keys: newKeys(s.prefix, id, newIncarnation(), oneSlot(id, spec))}
 }
 
 // metaFields returns the arguments of createCounterScript for l: the id,

@@ -28,6 +28,12 @@
 //
 // # Writes
 //
+// The rules of a write are package decide's. Go applies those that need
+// no atomic step with the core's functions (validation, kind, the pick,
+// sketches); the script decides the rest for each item, atomically with
+// its write, in the core's order, and outcome (resolve.go) maps its codes
+// onto the core's outcomes.
+//
 // A writer caches each counter's layout (n, epoch) and sends one script to
 // shard pick mod n carrying the epoch; the shard applies the delta only
 // when its own epoch matches, and records the request id in the same step.
@@ -36,17 +42,26 @@
 // items of one transaction (Increment.Txn) form a group of their own,
 // placed on one master that holds a shard of each of their counters and
 // applied all or none by one script there, or refused with CROSSSLOT
-// (txn.go). The
-// client runs with retries off: the store retries only what the server
-// provably did not execute, and reports a lost reply as OutcomeUnknown.
+// (txn.go). Items of one counter keep batch order across groups (order in
+// write.go). The client runs with retries off: the store retries only what
+// the server provably did not execute, and reports a lost reply as
+// OutcomeUnknown.
+//
+// # Rate limits
+//
+// A take of a rate limit's key (Increment.Take) is decided by takeScript
+// (limit.go) on all the shards of the key's state counter, which live in
+// one slot: package decide's rules, on the server's clock, with exact
+// int64 arithmetic in Lua for a token bucket's nanoseconds.
 //
 // # Approx counters
 //
 // A shard's HyperLogLog sketch is field x of its hash. A write reads the
 // shards' sketches and versions (or takes them from the store's cache),
-// computes sketch.Apply in Go, and the add script sets each sketch only
-// if the shard's version is unchanged (compare-and-set), with the request
-// ids and the marker; a conflict is retried. See approx.go.
+// has package decide compute each new sketch in Go, and the add script
+// sets each sketch only if the shard's version is unchanged
+// (compare-and-set), with the request ids and the marker; a conflict is
+// retried. See approx.go.
 //
 // # Strong reads
 //

@@ -4,6 +4,8 @@ import (
 	"hash/fnv"
 	"strconv"
 	"sync"
+
+	"github.com/shardcounter/shardcounter"
 )
 
 // NumSlots is the number of hash slots of a Redis Cluster. Every key maps
@@ -89,7 +91,15 @@ type keys struct {
 	prefix      string
 	incarnation string // random per CreateCounter, so a re-created counter shares no keys with the old one
 	base        int    // slot of shard 0
-	oneSlot     bool   // every shard in slot base: a bounded counter, whose total one script checks
+	oneSlot     bool   // every shard in slot base: see oneSlot
+}
+
+// oneSlot reports whether counter id of spec keeps every shard in one
+// slot: a bounded counter, whose total one script checks, and a rate
+// limit's key state (shardcounter.IsLimitKeyID), whose take one script
+// decides on all its shards (limit.go).
+func oneSlot(id string, spec shardcounter.Spec) bool {
+	return spec.Bounded() || shardcounter.IsLimitKeyID(id)
 }
 
 func newKeys(prefix, id, incarnation string, oneSlot bool) keys {
@@ -105,8 +115,8 @@ func (k keys) slot(i int) int {
 }
 
 // shard returns the key of shard i: a hash with fields v (the value), e (the
-// layout epoch the shard accepts writes for) and f:<k> (markers of shards
-// folded into it by the reshard that created epoch e).
+// layout epoch the shard accepts writes for) and fd (the epoch of the
+// reshard that last folded removed shards into it), among others.
 func (k keys) shard(i int) string {
 	return k.prefix + "{" + slotTags()[k.slot(i)] + "}" + k.incarnation + ":" + strconv.Itoa(i)
 }

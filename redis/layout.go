@@ -70,6 +70,7 @@ type layout struct {
 	hist    []past
 	max     int
 	need    *need // the write a recorded rebalance was asked for
+	unborn  bool  // a counter an attempt of Apply creates, not yet published
 
 	spec      shardcounter.Spec // kind, bounds and window; Shards is n
 	memberGen int64             // distinct counters: names the member sets (see keys.members)
@@ -137,7 +138,7 @@ func (s *CounterStore) parseLayout(id string, m map[string]string) (*layout, err
 			return nil, bad(fieldMemberGen, err)
 		}
 	}
-	l.keys = newKeys(s.prefix, id, m[fieldIncarnation], l.spec.Bounded())
+	l.keys = newKeys(s.prefix, id, m[fieldIncarnation], oneSlot(id, l.spec))
 	if l.state == stateReshard {
 		if l.to, err = strconv.Atoi(m[fieldTo]); err != nil {
 			return nil, bad(fieldTo, err)

@@ -65,7 +65,42 @@ func lostReply(err error) bool {
 // queues (the shards of new counters, made unless they exist), until it
 // gets the results or ctx ends (it then returns lost). It returns the
 // results, and the error of the WAIT that followed them (see wait.go).
-func (s *CounterStore) resolveGroup(ctx context.Context, script *goredis.Script, keys []string, args []any, lost error, prelude func(*nodeRuns)) ([]int64, error, error) {
+func (s *CounterStore) resolveGroup(ctx context.Context, script *goredis.Script, keys []string, args []any, lost error, prelude func(*nodeRuns)) ([]any, error, error) {
+	c, waitErr, err := s.rerun(ctx, script, keys, args, lost, prelude)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := c.Slice()
+	return res, waitErr, err
+}
+
+// settleCreate settles a new counter's metadata script (createCounterScript
+// on meta and its index bucket, with args) whose reply was lost: it runs
+// it again until it answers or ctx ends (then it returns lost). Created
+// now, or found created with this attempt's incarnation (by the first
+// run), it returns 1; created by another writer, 0. It returns the WAIT's
+// error beside, as resolveGroup does.
+func (s *CounterStore) settleCreate(ctx context.Context, meta, bucket string, args []any, incarnation string, lost error) (int, error, error) {
+	c, waitErr, err := s.rerun(ctx, createCounterScript, []string{meta, bucket}, args, lost, func(*nodeRuns) {})
+	if err != nil {
+		return 0, nil, err
+	}
+	ok, err := c.Int()
+	if err == nil && ok == 0 {
+		var inc string
+		if inc, err = s.client.HGet(ctx, meta, fieldIncarnation).Result(); inc == incarnation {
+			ok = 1 // the first run created it
+		}
+	}
+	return ok, waitErr, err
+}
+
+// rerun runs script again, after what prelude queues, every 10 to 200
+// milliseconds, until the server answers it or ctx ends (then it returns
+// lost), at most MaxResolve: following a failover (MOVED), a restart
+// (LOADING, NOSCRIPT), and replies lost again. It returns the answer, and
+// the error of the WAIT that followed it.
+func (s *CounterStore) rerun(ctx context.Context, script *goredis.Script, keys []string, args []any, lost error, prelude func(*nodeRuns)) (*goredis.Cmd, error, error) {
 	ctx, cancel := context.WithTimeout(ctx, MaxResolve)
 	defer cancel()
 	pause := 10 * time.Millisecond
@@ -88,67 +123,14 @@ func (s *CounterStore) resolveGroup(ctx context.Context, script *goredis.Script,
 		if err := nr.loadScripts(ctx); err != nil {
 			continue
 		}
-		res, err := run.cmds[at].Int64Slice()
-		switch {
+		switch err := run.cmds[at].Err(); {
 		case err == nil:
 			s.stats.resolved.Add(1)
-			return res, run.waitErr, nil
-		case retryable(err), notExecuted(err):
-			s.refresh(ctx, err) // MOVED after a failover, LOADING after a restart, NOSCRIPT, refused
-		case lostReply(err):
-			s.refresh(ctx, err)
-		default:
-			return nil, nil, err // an answer: the script failed
-		}
-	}
-}
-
-// settleCreate settles a new counter's metadata script (createCounterScript
-// on meta and its index bucket, with args) whose reply was lost: it runs
-// it again until it answers or ctx ends (then it returns lost). Created
-// now, or found created with this attempt's incarnation (by the first
-// run), it returns 1; created by another writer, 0. It returns the WAIT's
-// error beside, as resolveGroup does.
-func (s *CounterStore) settleCreate(ctx context.Context, meta, bucket string, args []any, incarnation string, lost error) (int, error, error) {
-	ctx, cancel := context.WithTimeout(ctx, MaxResolve)
-	defer cancel()
-	pause := 10 * time.Millisecond
-	for {
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return 0, nil, lost
-		case <-t.C:
-		}
-		pause = min(2*pause, 200*time.Millisecond)
-		nr := newNodeRuns(s)
-		run, at := nr.add(ctx, meta, func(p goredis.Pipeliner) *goredis.Cmd {
-			return createCounterScript.EvalSha(ctx, p, []string{meta, bucket}, args...)
-		})
-		if run == nil {
-			continue
-		}
-		s.runOnNodes(ctx, nr.runs)
-		if err := nr.loadScripts(ctx); err != nil {
-			continue
-		}
-		ok, err := run.cmds[at].Int()
-		if err == nil && ok == 0 {
-			var inc string
-			inc, err = s.client.HGet(ctx, meta, fieldIncarnation).Result()
-			if err == nil && inc == incarnation {
-				ok = 1 // the first run created it
-			}
-		}
-		switch {
-		case err == nil:
-			s.stats.resolved.Add(1)
-			return ok, run.waitErr, nil
+			return run.cmds[at], run.waitErr, nil
 		case retryable(err), notExecuted(err), lostReply(err):
 			s.refresh(ctx, err)
 		default:
-			return 0, nil, err
+			return nil, nil, err // an answer: the script failed
 		}
 	}
 }

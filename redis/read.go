@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -242,7 +243,7 @@ func (s *CounterStore) snapshotOnce(ctx context.Context, todo []*shot) (backoff 
 		backoff = backoff || redirected
 		live = live[:0]
 		for _, sh := range fresh {
-			if equal(prev[sh], sh.vers) {
+			if slices.Equal(prev[sh], sh.vers) {
 				sh.done = true
 			} else {
 				live = append(live, sh)
@@ -266,18 +267,6 @@ func (s *CounterStore) snapshotOnce(ctx context.Context, todo []*shot) (backoff 
 		}
 	}
 	return backoff, nil
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // collect reads every shard of every shot's layout in one round trip per

@@ -48,36 +48,32 @@ func (s *CounterStore) makeRoom(ctx context.Context, l *layout, newEp string) er
 // ids and window buckets stay on their shards.
 func (s *CounterStore) level(ctx context.Context, l *layout, newEp string) error {
 	n := l.n
-	cmds := make([]*goredis.SliceCmd, n)
-	if _, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for i := range n {
-			cmds[i] = p.HMGet(ctx, l.keys.shard(i), "v", "e", "lv", "ov")
-		}
-		return nil
-	}); err != nil {
-		return storeErr("rebalance: read shards", err, false)
+	hs, err := s.frozenShards(ctx, l, n, newEp, "rebalance")
+	if err != nil {
+		return err
 	}
 	orig := make([]int64, n)
 	var todo []int
-	for i, c := range cmds {
-		r := c.Val()
-		if e, _ := r[1].(string); e != newEp {
-			return s.lostShard(ctx, l, i)
-		}
-		field := 0
-		if lv, _ := r[2].(string); lv == newEp {
-			field = 3 // leveled already: its value at the fence is in ov
+	for i, h := range hs {
+		field := "v"
+		if h["lv"] == newEp {
+			field = "ov" // leveled already: its value at the fence is in ov
 		} else {
 			todo = append(todo, i)
 		}
-		v, _ := r[field].(string)
-		var err error
-		if orig[i], err = strconv.ParseInt(v, 10, 64); err != nil {
-			return shardcounter.Errorf(shardcounter.EINTERNAL, "redis: shard %d of counter %q holds %q, not an integer", i, l.id, v)
+		if orig[i], err = intField(l, i, h, field); err != nil {
+			return err
 		}
 	}
+	// Package decide says whether the total has room for the write, and
+	// whether its shard has: a write it would put on another shard calls
+	// for the level.
 	w := l.need
-	if len(todo) == 0 || w.shard < 0 || w.shard >= n || fits(orig, w.shard, w.delta) || !fitsTotal(orig, w.delta) {
+	if len(todo) == 0 || w.shard < 0 || w.shard >= n {
+		return nil
+	}
+	o, m := frozen(l, orig, shardcounter.Increment{Counter: l.id, Delta: w.delta, Pick: uint64(w.shard)})
+	if o.Err != nil || len(m.Shards) == 0 || m.Shards[0].Shard == w.shard {
 		return nil
 	}
 	shares := levelShares(orig)

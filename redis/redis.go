@@ -46,7 +46,8 @@ type Options struct {
 	// Now returns the time recorded as a counter's creation time and as
 	// the end of a layout in its reshard history. Default time.Now.
 	// Request ids age by the Redis server's clock, which every process
-	// sharing the store agrees on.
+	// sharing the store agrees on, and so are rate limits' takes decided
+	// unless Now is set (a test's clock): then on Now.
 	Now func() time.Time
 	// WaitReplicas, when above 0, makes every write wait, before it is
 	// acknowledged, until that many replicas of each master it wrote have
@@ -78,6 +79,8 @@ type CounterStore struct {
 	prefix  string
 	ttl     atomic.Int64 // the dedupe window (Options.RequestIDTTL), in nanoseconds
 	now     func() time.Time
+
+	limitNow func() time.Time // Options.Now as given: nil for the server's clock (TIME), which takes use
 
 	waitReplicas int           // Options.WaitReplicas
 	waitTimeout  time.Duration // Options.WaitTimeout
@@ -126,6 +129,7 @@ func New(client goredis.UniversalClient, opts Options) (*CounterStore, error) {
 	if strings.ContainsAny(s.prefix, "{}") {
 		return nil, shardcounter.Errorf(shardcounter.EINVALID, "redis: key prefix %q contains '{' or '}': remove them, they would put every key in one slot", s.prefix)
 	}
+	s.limitNow = opts.Now
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -8,6 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/decide"
 	"github.com/shardcounter/shardcounter/internal/overflow"
 	"github.com/shardcounter/shardcounter/internal/shard"
 )
@@ -79,14 +80,15 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 //     holds layout E+1 before step 4, so once fenced the counter is frozen.
 //  2. Grow: shards [n, m) are reset to epoch E+1 and value 0. Their keys
 //     were prepared by the reshard's caller before it recorded the intent
-//     (prepareScript); this step never creates a key, so a helper running
+//     (prepare); this step never creates a key, so a helper running
 //     it late, after the counter was deleted, cannot bring one back.
-//  3. Shrink: each removed shard k in [m, n) is folded into shard k mod m
-//     by a script that adds k's frozen value and sets the marker f:k in the
-//     target in one step, and does nothing when the marker is there. So a
-//     fold applies exactly once however often the step runs. Before any
-//     fold, the targets' final values are checked to fit in int64; when one
-//     would not, the intent is changed to keep n shards (ErrOutOfRange).
+//  3. Shrink: the removed shards k in [m, n) are folded into shard k mod m:
+//     one script per target sets its value to the sum of the frozen values
+//     and the marker fd in one step, and does nothing when the marker is
+//     there. So a fold applies exactly once however often the step runs.
+//     Before any fold, the targets' sums are checked to fit in int64; when
+//     one would not, the intent is changed to keep n shards
+//     (ErrOutOfRange).
 //  4. Allow: the shards of the new layout get their allowances (see
 //     allowance.go), computed from their frozen values, so every client
 //     computes the same; a marker makes the step run once per shard. A
@@ -254,29 +256,17 @@ func (s *CounterStore) fence(ctx context.Context, l *layout, oldEp, newEp string
 // allowance (see allowance.go) unless it has it already.
 func (s *CounterStore) allow(ctx context.Context, l *layout, newEp string) error {
 	m := l.to
-	cmds := make([]*goredis.SliceCmd, m)
-	if _, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for i := range m {
-			cmds[i] = p.HMGet(ctx, l.keys.shard(i), "v", "e", "ae")
-		}
-		return nil
-	}); err != nil {
-		return storeErr("reshard: read shards", err, false)
+	hs, err := s.frozenShards(ctx, l, m, newEp, "reshard")
+	if err != nil {
+		return err
 	}
 	vals := make([]int64, m)
 	var todo []int
-	for i, c := range cmds {
-		r := c.Val()
-		if e, _ := r[1].(string); e != newEp {
-			return s.lostShard(ctx, l, i)
+	for i, h := range hs {
+		if vals[i], err = intField(l, i, h, "v"); err != nil {
+			return err
 		}
-		v, _ := r[0].(string)
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return shardcounter.Errorf(shardcounter.EINTERNAL, "redis: shard %d of counter %q holds %q, not an integer", i, l.id, v)
-		}
-		vals[i] = n
-		if ae, _ := r[2].(string); ae != newEp {
+		if h["ae"] != newEp {
 			todo = append(todo, i)
 		}
 	}
@@ -365,94 +355,84 @@ func (s *CounterStore) moveMembers(ctx context.Context, l *layout, newEp string)
 	return s.step("move")
 }
 
-// fold runs step 3 of finishReshard. An approx counter's folds set each
-// target's sketch to the union of its own and its removed shards'
-// (foldSketchScript), computed here from their frozen hashes.
+// fold runs step 3 of finishReshard: each kept shard t that removed
+// shards k ≡ t (mod m) fold into takes, in one script (foldScript), their
+// sum with its own value, computed here from the frozen values (set, not
+// added, so that no partial sum of them need fit in int64), their
+// buckets, and an approx counter's union of their sketches (package
+// decide's decide.FoldSketches). The marker fd, the new epoch, makes a
+// re-run a no-op.
 func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error {
 	n, m := l.n, l.to
-	cmds := make([]*goredis.MapStringStringCmd, n)
-	if _, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for i := range n {
-			cmds[i] = p.HGetAll(ctx, l.keys.shard(i))
-		}
-		return nil
-	}); err != nil {
-		return storeErr("reshard: read shards", err, false)
+	hs, err := s.frozenShards(ctx, l, n, newEp, "reshard")
+	if err != nil {
+		return err
 	}
-	vals := make([]int64, n)
-	for i, c := range cmds {
-		h := c.Val()
-		if h["e"] != newEp {
-			return s.lostShard(ctx, l, i)
-		}
-		v, err := strconv.ParseInt(h["v"], 10, 64)
+	vals := make([][]int64, m) // each target's value, then the values folded into it
+	sk := make([][]byte, n)
+	for i, h := range hs {
+		v, err := intField(l, i, h, "v")
 		if err != nil {
-			return shardcounter.Errorf(shardcounter.EINTERNAL, "redis: shard %d of counter %q holds %q, not an integer", i, l.id, h["v"])
+			return err
 		}
-		vals[i] = v
+		vals[i%m] = append(vals[i%m], v)
+		if h["x"] != "" {
+			sk[i] = []byte(h["x"])
+		}
 	}
-	// Which folds are still to do, and do the targets' sums fit?
+	// Which targets are still to fold, and do their sums fit?
 	var todo []int
-	final := append([]int64(nil), vals[:m]...)
-	for k := m; k < n; k++ {
-		t := k % m
-		if _, done := cmds[t].Val()["f:"+strconv.Itoa(k)]; done {
-			continue
+	finals := make([]int64, m)
+	for t := range min(m, n-m) {
+		var ok bool
+		if finals[t], ok = overflow.Sum(vals[t]); !ok {
+			return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: folding shards into shard %d would leave the int64 range; the counter keeps %d shards", l.id, t, n)
 		}
-		todo = append(todo, k)
-		sum, ok := overflow.Add(final[t], vals[k])
-		if !ok {
-			return shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: folding shard %d into shard %d would leave the int64 range; the counter keeps %d shards", l.id, k, t, n)
+		if hs[t]["fd"] != newEp {
+			todo = append(todo, t)
 		}
-		final[t] = sum
+	}
+	unions, _, err := decide.FoldSketches(sk, m)
+	if err != nil {
+		return shardcounter.Errorf(shardcounter.EINTERNAL, "redis: reshard counter %q: %v", l.id, err)
 	}
 	// A windowed counter's removed shards fold their buckets too.
-	buckets := make(map[int][]any)
+	buckets := make([][]any, m)
 	if l.spec.Window != nil {
-		bcmds := make(map[int]*goredis.MapStringStringCmd)
+		bcmds := make([]*goredis.MapStringStringCmd, n)
 		if _, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-			for _, k := range todo {
-				bcmds[k] = p.HGetAll(ctx, l.keys.buckets(k))
+			for _, t := range todo {
+				for k := t + m; k < n; k += m {
+					bcmds[k] = p.HGetAll(ctx, l.keys.buckets(k))
+				}
 			}
 			return nil
 		}); err != nil {
 			return storeErr("reshard: read buckets", err, false)
 		}
 		for k, c := range bcmds {
+			if c == nil {
+				continue // not removed, or its target folded already
+			}
 			for start, v := range c.Val() {
-				buckets[k] = append(buckets[k], start, v)
+				buckets[k%m] = append(buckets[k%m], start, v)
 			}
 		}
 	}
-	script, args := foldScript, func(k int) []any { return append([]any{newEp, k, vals[k]}, buckets[k]...) }
-	if l.approx() {
-		unions, err := foldSketches(l, cmds, m)
-		if err != nil {
-			return err
-		}
-		script, args = foldSketchScript, func(k int) []any { return []any{newEp, k, unions[k%m]} }
-	}
-	foldKeys := func(k int) []string {
-		t := k % m
-		return []string{l.keys.shard(t), l.keys.buckets(t), l.keys.bucketIndex(t)}
-	}
-	run := func(p goredis.Pipeliner, k int) *goredis.Cmd {
-		return script.EvalSha(ctx, p, foldKeys(k), args(k)...)
-	}
+	keys := func(t int) []string { return []string{l.keys.shard(t), l.keys.buckets(t), l.keys.bucketIndex(t)} }
+	args := func(t int) []any { return append([]any{newEp, finals[t], unions[t]}, buckets[t]...) }
 	check := func(c *goredis.Cmd) error {
 		switch r, err := c.Int(); {
 		case err != nil:
-			return storeErr("reshard: fold shard", err, true)
+			return storeErr("reshard: fold shards", err, true)
 		case r == -1:
 			return errMoved
-		case r == -2:
-			return shardcounter.Errorf(shardcounter.EINTERNAL, "redis: counter %q: a fold overflowed after the check", l.id)
 		}
 		return nil
 	}
 	if s.hook != nil { // one at a time, so a test can stop between two folds
-		for _, k := range todo {
-			if err := check(s.runScript(ctx, script, foldKeys(k), args(k)...)); err != nil {
+		for _, t := range todo {
+			if err := check(s.runScript(ctx, foldScript, keys(t), args(t)...)); err != nil {
 				return err
 			}
 			if err := s.step("fold"); err != nil {
@@ -461,7 +441,39 @@ func (s *CounterStore) fold(ctx context.Context, l *layout, newEp string) error 
 		}
 		return nil
 	}
-	return s.eachOf(ctx, todo, run, check)
+	return s.eachOf(ctx, todo, func(p goredis.Pipeliner, t int) *goredis.Cmd {
+		return foldScript.EvalSha(ctx, p, keys(t), args(t)...)
+	}, check)
+}
+
+// frozenShards reads the hashes of shards [0, n) of l, fenced at newEp
+// (frozen until the reshard's commit), for step op.
+func (s *CounterStore) frozenShards(ctx context.Context, l *layout, n int, newEp, op string) ([]map[string]string, error) {
+	cmds := make([]*goredis.MapStringStringCmd, n)
+	if _, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i := range n {
+			cmds[i] = p.HGetAll(ctx, l.keys.shard(i))
+		}
+		return nil
+	}); err != nil {
+		return nil, storeErr(op+": read shards", err, false)
+	}
+	hs := make([]map[string]string, n)
+	for i, c := range cmds {
+		if hs[i] = c.Val(); hs[i]["e"] != newEp {
+			return nil, s.lostShard(ctx, l, i)
+		}
+	}
+	return hs, nil
+}
+
+// intField returns field f of shard i's hash h.
+func intField(l *layout, i int, h map[string]string, f string) (int64, error) {
+	v, err := strconv.ParseInt(h[f], 10, 64)
+	if err != nil {
+		return 0, shardcounter.Errorf(shardcounter.EINTERNAL, "redis: shard %d of counter %q holds %q in %s, not an integer", i, l.id, h[f], f)
+	}
+	return v, nil
 }
 
 // lostShard explains why shard i of l is not at the reshard's new epoch
@@ -483,10 +495,13 @@ func (s *CounterStore) lostShard(ctx context.Context, l *layout, i int) error {
 }
 
 // prepare makes placeholders of the shards [l.n, to) that a grow to to
-// shards will use, before its intent is recorded (see prepareScript).
+// shards will use, before its intent is recorded: epoch 0, which no writer
+// holds, unless the key exists. The helpers that finish the grow only
+// reset keys that exist (initScript), so a helper running late, after the
+// counter was deleted, cannot bring a shard key of it back.
 func (s *CounterStore) prepare(ctx context.Context, l *layout, to int) error {
 	err := s.eachOf(ctx, seq(l.n, to), func(p goredis.Pipeliner, i int) *goredis.Cmd {
-		return prepareScript.EvalSha(ctx, p, []string{l.keys.shard(i)})
+		return createScript.EvalSha(ctx, p, []string{l.keys.shard(i)}, "v", 0, "e", 0)
 	}, func(c *goredis.Cmd) error { return c.Err() })
 	return storeErr("reshard: prepare shards", err, true)
 }

@@ -28,6 +28,9 @@ func TestReshardCrash(t *testing.T) {
 				if grow && (stop == "fold#1" || stop == "fold#2") || !grow && stop == "init" {
 					continue // no such step in this direction
 				}
+				if stop == "fold#2" && min(c.to, c.from-c.to) < 2 {
+					continue // one shard takes the folds: one fold
+				}
 				t.Run(fmt.Sprintf("%dto%d/%s", c.from, c.to, stop), func(t *testing.T) {
 					testReshardCrash(t, dsn, c.from, c.to, stop)
 				})

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/decide"
+	"github.com/shardcounter/shardcounter/internal/overflow"
 )
 
 // This file is the last phase of a write (see applyOnce in write.go):
@@ -19,7 +23,7 @@ import (
 
 // resolve decides the items of the groups sent, in batch order of the
 // groups, then publishes the new counters and makes room for the cramped
-// items, and last gives the totals asked for to the decided items.
+// items, and last takes the totals read after the writes.
 func (a *attempt) resolve(ctx context.Context) {
 	a.applied = make(map[int]bool)
 	a.cramped = make(map[string][]pending)
@@ -33,17 +37,28 @@ func (a *attempt) resolve(ctx context.Context) {
 			continue
 		}
 		for j, it := range g.items {
-			a.decide(it, res[j], waitErr)
+			a.settle(it, res[j], waitErr)
 		}
 	}
 	if len(a.fresh) > 0 {
 		a.retry = append(a.retry, a.s.publish(ctx, a.fresh, a.items, a.applied, a.out)...)
 	}
+	slices.Sort(a.retry) // in batch order, as items of one counter apply
 	for _, id := range a.crampedOrder {
 		a.makeRoom(ctx, id, a.cramped[id])
 	}
-	slices.Sort(a.retry) // in batch order, as items of one counter apply
-	a.tot.give(a.incs, a.out, a.todo, a.retry)
+	slices.Sort(a.retry)
+	a.b.take()
+}
+
+// result is a script's answer for one item: its code (res*), and for
+// resBounds the total the item would have made.
+type result struct {
+	code  int64
+	total int64
+
+	limit    *shardcounter.LimitResult // resTake: the decision
+	recorded bool                      // resTake: the take wrote (its counter is created)
 }
 
 // results returns a group's results, one per item, and the error of the
@@ -52,20 +67,44 @@ func (a *attempt) resolve(ctx context.Context) {
 // resolveGroup). The rerun is preceded by the commands that create the
 // attempt's new counters' shards, which change nothing where the first
 // send made them, so that the script finds them whichever way it went.
-func (a *attempt) results(ctx context.Context, g *slotGroup) ([]int64, error, error) {
-	res, err := g.run.cmds[g.at].Int64Slice()
+func (a *attempt) results(ctx context.Context, g *slotGroup) ([]result, error, error) {
+	raw, err := g.run.cmds[g.at].Slice()
 	waitErr := g.run.waitErr
 	if err != nil && lostReply(err) {
-		res, waitErr, err = a.s.resolveGroup(ctx, g.script, g.keys, g.args, err, func(nr *nodeRuns) {
+		raw, waitErr, err = a.s.resolveGroup(ctx, g.script, g.keys, g.args, err, func(nr *nodeRuns) {
 			for _, l := range a.fresh {
 				a.s.createShards(ctx, nr, l)
 			}
 		})
 	}
-	if err == nil && len(res) != len(g.items) {
-		err = outcomeUnknown("apply", fmt.Errorf("the add script returned %d results for %d items", len(res), len(g.items)))
+	if err != nil {
+		return nil, nil, err
 	}
-	return res, waitErr, err
+	if len(raw) != len(g.items) {
+		return nil, nil, outcomeUnknown("apply", fmt.Errorf("the add script returned %d results for %d items", len(raw), len(g.items)))
+	}
+	res := make([]result, len(raw))
+	for j, v := range raw {
+		switch v := v.(type) {
+		case int64:
+			res[j].code = v
+		case string: // resBounds: "8:TOTAL"; resTake (limit.go)
+			if strings.HasPrefix(v, "11:") {
+				var ok bool
+				if res[j], ok = parseTake(v); !ok {
+					return nil, nil, outcomeUnknown("apply", fmt.Errorf("the take script returned %q", v))
+				}
+				continue
+			}
+			code, total, _ := strings.Cut(v, ":")
+			res[j].code, _ = strconv.ParseInt(code, 10, 64)
+			res[j].total, err = strconv.ParseInt(total, 10, 64)
+			if err != nil || res[j].code != resBounds {
+				return nil, nil, outcomeUnknown("apply", fmt.Errorf("the add script returned %q", v))
+			}
+		}
+	}
+	return res, waitErr, nil
 }
 
 // failGroup handles a group whose script failed as a whole. A retryable
@@ -88,61 +127,76 @@ func (a *attempt) failGroup(ctx context.Context, g *slotGroup, err error) {
 	a.s.refresh(ctx, err)
 	err = storeErr("apply", err, true)
 	for _, it := range g.items {
-		a.out[it.i].Err = err
+		a.out[it.i] = shardcounter.Outcome{Err: err}
 	}
 }
 
-// decide records the script's result r for one item. An item applied (or
+// settle records the script's result r for one item. An item applied (or
 // unchanged, or a duplicate) on a master whose WAIT fell short gets the
 // WAIT's error: it is on the master, perhaps not on its replicas. A stale
 // epoch (a reshard), a deferred item, or an approx item whose shard's
 // sketch changed since it was read (approx.go) is tried again; an item whose
 // shard had no room waits for makeRoom.
-func (a *attempt) decide(it pending, r int64, waitErr error) {
-	out, delta := &a.out[it.i], a.incs[it.i].Delta
-	switch r {
-	case resApplied, resDuplicate:
-		if waitErr != nil {
-			out.Err = waitErr // on the master, perhaps not on its replicas
-			return
-		}
-		out.Duplicate = r == resDuplicate
-		a.applied[it.i] = true
+func (a *attempt) settle(it pending, r result, waitErr error) {
+	x := a.sketchOf(it)
+	switch r.code {
 	case resStale:
 		a.s.forget(it.l.id)
 		a.retry = append(a.retry, it.i)
+		return
 	case resDeferred, resConflict:
 		a.retry = append(a.retry, it.i)
+		return
 	case resNoRoom:
 		if a.cramped[it.l.id] == nil {
 			a.crampedOrder = append(a.crampedOrder, it.l.id)
 		}
 		a.cramped[it.l.id] = append(a.cramped[it.l.id], it)
-	case resUnchanged:
+		return
+	case resTake:
+		a.applied[it.i] = r.recorded // a take that writes nothing creates no counter
 		if waitErr != nil {
-			out.Err = waitErr
+			a.out[it.i] = shardcounter.Outcome{Err: waitErr} // decided on the master, perhaps not on its replicas
 			return
 		}
-		out.Unchanged = true
+		a.out[it.i] = takeOutcome(r)
+		return
+	case resApplied, resUnchanged, resDuplicate:
 		a.applied[it.i] = true
-	case resOverflow:
-		out.Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", it.l.id, delta)
-	case resBounds:
-		out.Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside its bounds %s", it.l.id, delta, boundsString(it.l.spec))
-	default:
-		out.Err = outcomeUnknown("apply", fmt.Errorf("the add script returned %d", r))
+		if x != nil && r.code == resApplied {
+			x.held = true
+			a.b.sketch(x.key, it.i, x.changed)
+		}
+		if waitErr != nil {
+			a.out[it.i] = shardcounter.Outcome{Err: waitErr} // on the master, perhaps not on its replicas
+			return
+		}
 	}
+	a.out[it.i] = outcome(r, a.incs[it.i], it.l.spec, x)
 }
 
-func boundsString(spec shardcounter.Spec) string {
-	lo, hi := "-inf", "+inf"
-	if spec.Min != nil {
-		lo = strconv.FormatInt(*spec.Min, 10)
+// outcome is the outcome of an item the script decided, by package
+// decide's rules and in its words: the one place where the scripts'
+// codes meet the core. An approx item's Unchanged is its shard's, x, as
+// decide.SketchShard.Apply computed it.
+func outcome(r result, inc shardcounter.Increment, spec shardcounter.Spec, x *shardSketch) shardcounter.Outcome {
+	switch r.code {
+	case resApplied:
+		return shardcounter.Outcome{Unchanged: x != nil && !x.changed}
+	case resUnchanged:
+		return shardcounter.Outcome{Unchanged: true}
+	case resDuplicate:
+		return shardcounter.Outcome{Duplicate: true}
+	case resInt64:
+		return shardcounter.Outcome{Err: decide.ErrInt64(inc.Counter, inc.Delta)}
+	case resBucket:
+		return shardcounter.Outcome{Err: decide.ErrBucketInt64(inc.Counter, inc.Delta)}
+	case resBounds:
+		if err := decide.CheckBounds(inc.Counter, spec, inc.Delta, r.total); err != nil {
+			return shardcounter.Outcome{Err: err}
+		}
 	}
-	if spec.Max != nil {
-		hi = strconv.FormatInt(*spec.Max, 10)
-	}
-	return "[" + lo + ", " + hi + "]"
+	return shardcounter.Outcome{Err: outcomeUnknown("apply", fmt.Errorf("the add script returned %d (total %d) for an item on counter %q", r.code, r.total, inc.Counter))}
 }
 
 // publish creates the counters of fresh whose first writes applied (see
@@ -213,6 +267,7 @@ func (s *CounterStore) publish(ctx context.Context, fresh []*layout, items []pen
 		case waitErr != nil:
 			fail(waitErr)
 		default:
+			c.l.unborn = false
 			s.remember(c.l)
 		}
 	}
@@ -221,24 +276,82 @@ func (s *CounterStore) publish(ctx context.Context, fresh []*layout, items []pen
 
 // makeRoom rebalances the allowances of counter id (see allowance.go),
 // whose shards had no room for the items its: one freeze, sized for the
-// first of them. Each item is then tried again, unless the counter is
-// gone, the freeze failed, or the total alone shows the item overflows.
+// first of them in batch order. That one, when every item of its counter
+// before it is decided, is then decided on the frozen shard values by
+// package decide (frozen): the total alone decides. Every other item, and
+// that one when it fits, is tried again, unless the counter is gone or the
+// freeze failed.
 func (a *attempt) makeRoom(ctx context.Context, id string, its []pending) {
+	slices.SortFunc(its, func(p, q pending) int { return p.i - q.i })
 	first := its[0]
 	a.s.stats.rebalances.Add(1)
 	vals, _, err := a.s.freeze(ctx, first.l, &need{shard: first.shard, delta: a.incs[first.i].Delta})
 	a.s.forget(id)
-	for _, it := range its {
-		d := a.incs[it.i].Delta
+	for j, it := range its {
 		switch {
 		case shardcounter.ErrorCode(err) == shardcounter.ENOTFOUND:
-			a.out[it.i].Err = err
+			a.out[it.i] = shardcounter.Outcome{Err: err}
 		case err != nil:
-			a.out[it.i].Err = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q: making room for a write of %d failed: %s; the write was not applied", id, d, shardcounter.ErrorMessage(err))
-		case vals != nil && !fitsTotal(vals, d): // the total alone decides (see level)
-			a.out[it.i].Err = shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: adding %d would take it outside the int64 range", id, d)
+			a.out[it.i] = shardcounter.Outcome{Err: shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q: making room for a write of %d failed: %s; the write was not applied", id, a.incs[it.i].Delta, shardcounter.ErrorMessage(err))}
+		case j == 0 && vals != nil && a.first(it):
+			if o, _ := frozen(it.l, vals, a.incs[it.i]); o.Err != nil {
+				a.out[it.i] = o
+				continue
+			}
+			fallthrough
 		default:
 			a.retry = append(a.retry, it.i)
 		}
 	}
 }
+
+// first reports whether no item of its counter before it waits to be
+// tried again.
+func (a *attempt) first(it pending) bool {
+	for _, i := range a.retry {
+		if i < it.i && a.incs[i].Counter == it.l.id {
+			return false
+		}
+	}
+	return true
+}
+
+// frozen decides inc, as package decide does, on the shard values vals
+// that a freeze of its counter took (see freeze): its outcome, and the
+// shard write the core would make (on the item's shard, or another with
+// room).
+func frozen(l *layout, vals []int64, inc shardcounter.Increment) (shardcounter.Outcome, decide.Mutations) {
+	var out [1]shardcounter.Outcome
+	m, err := decide.Decide(frozenView{l, vals}, decide.Batch{Incs: []shardcounter.Increment{inc}}, out[:])
+	if err != nil {
+		out[0].Err = err
+	}
+	return out[0], m
+}
+
+// frozenView is a counter's shard values, frozen, as package decide reads
+// them. The item decided on it found no room in its script, so its request
+// id, if any, was not recorded.
+type frozenView struct {
+	l    *layout
+	vals []int64
+}
+
+func (f frozenView) Counter(string) (decide.Counter, error) {
+	c := decide.Counter{Exists: true, Spec: f.l.counter().Spec}
+	var ok bool
+	if c.Total, ok = overflow.Sum(f.vals); !ok {
+		c.Sum = decide.SumOverflows
+	}
+	return c, nil
+}
+
+func (f frozenView) Shard(_ string, k int) (int64, bool, error) { return f.vals[k], true, nil }
+
+func (f frozenView) Request(string, string) (time.Time, bool, error) { return time.Time{}, false, nil }
+
+func (f frozenView) Member(string, string) (bool, error) { return false, nil }
+
+func (f frozenView) Bucket(string, time.Time) (int64, bool, error) { return 0, false, nil }
+
+func (f frozenView) Sketch(string, int) ([]byte, error) { return nil, nil }

@@ -7,17 +7,19 @@ import goredis "github.com/redis/go-redis/v9"
 // HINCRBY, called through redis.pcall so that an overflow is reported, not
 // computed with Lua numbers (doubles, exact only to 2^53).
 
-// Results of addScript, one per item.
+// Results of addScript, one per item. The outcomes among them are package
+// decide's; outcome (resolve.go) maps them onto it, in one place.
 const (
 	resApplied   = 1
 	resDuplicate = 2
-	resStale     = 3 // the shard does not accept writes for this epoch: reload the layout
-	resOverflow  = 4 // a bounded counter's total would leave the int64 range
-	resNoRoom    = 5 // the shard's allowance is spent, or its value would leave int64: rebalance (see allowance.go)
-	resDeferred  = 6 // an earlier item of the same counter was stale or had no room: try after it
-	resUnchanged = 7 // a member item that changed nothing (applied; its request id recorded)
-	resBounds    = 8 // a bounded counter's total would leave [min, max]
-	resConflict  = 9 // an approx item's shard sketch changed since it was read: read it again
+	resStale     = 3  // the shard does not accept writes for this epoch: reload the layout
+	resInt64     = 4  // a bounded counter's total would leave the int64 range
+	resNoRoom    = 5  // the shard's allowance is spent, or its value would leave int64: rebalance (see allowance.go)
+	resDeferred  = 6  // an earlier item of the same counter was stale or had no room: try after it
+	resUnchanged = 7  // a member item that changed nothing (applied; its request id recorded)
+	resBounds    = 8  // a bounded counter's total would leave [min, max]: "8:TOTAL", the total it would make
+	resConflict  = 9  // an approx item's shard sketch changed since it was read: read it again
+	resBucket    = 10 // the item's window bucket would leave the int64 range
 )
 
 // Item modes of addScript.
@@ -50,47 +52,53 @@ local function lt(a, b)
 end
 `
 
-// addScript applies writes to shards. Item j has five keys from
-// KEYS[5j-4]: the shard, its request-id set, an auxiliary key (a bounded
-// counter's bounds key, a distinct counter's member set, else the shard
-// again) and the shard's bucket hash and bucket index (or the shard again,
-// without a window). ARGV[1] is the request-id time to live in
-// milliseconds, ARGV[2] "1" when a duplicate or an unchanged member
-// write must write too (so that a WAIT that follows covers the writes
-// whose state it reports, see wait.go), and item
-// j's nine arguments from ARGV[9j-6] are: the epoch the writer read, the
-// delta, its negation, the request id ("" for none), a name of the item's
-// counter within the call, the mode (modeSum, modeBounded, modeDistinct,
-// modeApprox), the member, the start of the bucket the write lands in (""
-// without a window) and the start before which buckets are past
-// retention. An approx item (approx.go) sends instead of the delta "1"
-// when its shard's sketch changed, instead of its negation the shard
-// version its sketch was computed from, and instead of the member the new
-// sketch (on the first item of its shard, "" on the others and when the
-// bytes did not change); its aux key is the shard.
+// addScript decides and applies writes to shards, each in the order of
+// package decide's rules. Item j has five keys from KEYS[5j-4]: the
+// shard, its request-id set, an auxiliary key (a bounded counter's bounds
+// key, a distinct counter's member set, else the shard again) and the
+// shard's bucket hash and bucket index (or the shard again, without a
+// window). ARGV[1] is the request-id time to live in milliseconds, ARGV[2]
+// "1" when a duplicate or an unchanged write must write too (so that a
+// WAIT that follows covers the writes whose state it reports, see
+// wait.go), and item j's nine arguments from ARGV[9j-6] are: the epoch
+// the writer read, the delta, its negation, the request id ("" for
+// none), a name of the item's counter within the call, the mode
+// (modeSum, modeBounded, modeDistinct, modeApprox), a mode's argument,
+// the start of the bucket the write lands in ("" without a window) and
+// the start before which buckets are past retention. After the items'
+// come pairs of an item's number j and its request id's expiry on a
+// shard of an earlier layout (see history in write.go), for the items
+// that have one. The mode's argument is a distinct counter's member; an
+// unbounded sum's reservation "UP DN" ("" for none; see order in
+// write.go); an approx item's new shard sketch (approx.go), on the first
+// item of its shard when its bytes changed, "" otherwise, whose negation
+// argument is the shard version the sketch was computed from.
 //
-// An item applies only when the shard's epoch is the writer's; then the
-// duplicate check; then the counter's rule: an unbounded sum's delta must
-// fit the shard's allowance (fields up and dn, see allowance.go; spent
-// with HINCRBY and a check of the result's sign, which Lua's doubles get
-// right where they would round the values); a bounded counter's new total
-// must lie in its bounds (compared as text); a member is added or removed
-// from the shard's set, and the shard's value moves only when membership
-// changes; an approx item applies only when its shard's version is the
-// one it read (cas: a compare-and-set, once per shard and call, which
-// sets the sketch), and otherwise answers resConflict. Then HINCRBY of
-// the value, of the version w (so a reader can tell whether the shard
-// changed between two of its reads, see read.go),
-// and of the write's bucket, which also sweeps a few buckets past
-// retention; and the request id's record. All of that is one atomic step.
-// A delta that would take the shard's value out of int64 (a bounded
-// counter's shards have no allowances) is short of room too: the
-// rebalance that follows moves value between the frozen shards (level in
-// reshard.go), since out of range is judged on the total alone.
-// Items of one counter apply in order: after one that must be tried again
-// (stale, or short of room) the later ones are deferred, unapplied, to be
-// tried after it. The id set expires with its newest id, so that a shard
-// that stops getting ids does not keep them for ever.
+// An item applies only when the shard's epoch is the writer's (else
+// resStale). Then, as package decide orders its rules: a request id
+// recorded within the dedupe window is a duplicate; a member added that
+// is present, or removed that is absent, is unchanged; a delta that takes
+// the counter's total out of range is refused, which an unbounded sum
+// checks against its shard's allowance (fields up and dn, see
+// allowance.go; too little room is resNoRoom, and the total decides after
+// a rebalance) and a bounded counter against its exact total (int64, then
+// its bounds, compared as text); a delta that takes the window bucket out
+// of int64 is refused. An approx item applies only when its shard's
+// version is the one it read and no approx item of the shard in the call
+// is a duplicate (cas: once per shard and call, it sets the sketch);
+// otherwise it answers resConflict, or resDuplicate. An applied item moves
+// the shard's value with HINCRBY, its version w (so a reader can tell
+// whether the shard changed between two of its reads, see read.go) and
+// its bucket, which also sweeps a few buckets past retention, and records
+// its request id. All of that is one atomic step. A delta that would take
+// the shard's value out of int64 (a bounded counter's shards have no
+// allowances) is short of room too: the rebalance that follows moves
+// value between the frozen shards (level in rebalance.go), since out of
+// range is judged on the total alone. Items of one counter apply in
+// order: after one that must be tried again (stale, or short of room) the
+// later ones are deferred, unapplied, to be tried after it. The id set
+// expires with its newest id, so that a shard that stops getting ids does
+// not keep them for ever.
 //
 // A last key after the items' (the key count is then 5n+1) is the
 // group's marker (see marker.go): when it exists the script changes
@@ -104,6 +112,8 @@ local K, A, atomic = KEYS, ARGV, false` + addBody)
 // arguments, atomic true for a transaction's items.
 const addBody = `
 local ttl = tonumber(A[1])
+local hxs = {}
+for i = 3 + 9 * math.floor(#K / 5), #A, 2 do hxs[tonumber(A[i])] = A[i+1] end
 local now
 local out = {}
 local blocked = {}
@@ -114,61 +124,9 @@ if nk % 5 == 1 then
   nk = nk - 1
   local seen = redis.call('GET', mk)
   if seen then
-    for v in string.gmatch(seen, '[^,]+') do out[#out + 1] = tonumber(v) end
+    for v in string.gmatch(seen, '[^,]+') do out[#out + 1] = tonumber(v) or v end
     return out
   end
-end
-local function widen(sk, f, by)
-  local r = redis.pcall('HINCRBY', sk, f, by)
-  if type(r) == 'table' and r.err then redis.call('HSET', sk, f, '9223372036854775807') end
-end
-local function spend(sk, d, nd)
-  if string.sub(d, 1, 1) ~= '-' then
-    if redis.call('HINCRBY', sk, 'up', nd) < 0 then
-      redis.call('HINCRBY', sk, 'up', d)
-      return false
-    end
-    return true
-  end
-  local r = redis.pcall('HINCRBY', sk, 'dn', d)
-  if type(r) == 'table' and r.err then return false end
-  if r < -1 then
-    redis.call('HINCRBY', sk, 'dn', nd)
-    return false
-  end
-  return true
-end
-local function unspend(sk, d, nd)
-  if string.sub(d, 1, 1) ~= '-' then redis.call('HINCRBY', sk, 'up', d) else redis.call('HINCRBY', sk, 'dn', nd) end
-end
--- bound moves a bounded counter's total by d; it returns the total before,
--- or nil and the result when the new one would leave int64 or the bounds.
-local function bound(bk, d)
-  local old = redis.call('HGET', bk, 't')
-  local r = redis.pcall('HINCRBY', bk, 't', d)
-  if type(r) == 'table' and r.err then return nil, 4 end
-  local b = redis.call('HMGET', bk, 't', 'lo', 'hi')
-  if (b[2] and lt(b[1], b[2])) or (b[3] and lt(b[3], b[1])) then
-    redis.call('HSET', bk, 't', old)
-    return nil, 8
-  end
-  return old
-end
--- cas sets shard sk's sketch (field x) to blob, and moves its version,
--- when its version is still ver, the one the writer read it at; once per
--- shard and call, the first approx item of the shard carrying the blob
--- ('' when the sketch is unchanged). It returns whether the version was
--- ver.
-local xs = {}
-local function cas(sk, ver, blob)
-  if xs[sk] == nil then
-    xs[sk] = (redis.call('HGET', sk, 'w') or '0') == ver
-    if xs[sk] and blob ~= '' then
-      redis.call('HSET', sk, 'x', blob)
-      redis.call('HINCRBY', sk, 'w', 1)
-    end
-  end
-  return xs[sk]
 end
 local function clock()
   if not now then
@@ -176,66 +134,169 @@ local function clock()
     now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
 end
+-- dup reports whether item j's request id rid was recorded within the
+-- dedupe window: in the shard's id set rk, or on a shard of an earlier
+-- layout (hxs[j], its expiry).
+local function dup(rk, rid, j)
+  if rid == '' then return false end
+  clock()
+  local exp, hx = redis.call('ZSCORE', rk, rid), hxs[j]
+  return (exp and tonumber(exp) > now) or (hx ~= nil and tonumber(hx) > now)
+end
 local function record(rk, rid)
   if rid == '' then return end
   redis.call('ZREMRANGEBYSCORE', rk, '-inf', now)
   redis.call('ZADD', rk, string.format('%d', now + ttl), rid)
   if redis.call('PTTL', rk) < ttl then redis.call('PEXPIRE', rk, A[1]) end
 end
+local function touch(sk)
+  if A[2] == '1' then redis.call('HINCRBY', sk, 'w', 0) end
+end
+local function widen(sk, f, by)
+  local r = redis.pcall('HINCRBY', sk, f, by)
+  if type(r) == 'table' and r.err then redis.call('HSET', sk, f, '9223372036854775807') end
+end
+local function unspend(sk, d, nd)
+  if string.sub(d, 1, 1) ~= '-' then redis.call('HINCRBY', sk, 'up', d) else redis.call('HINCRBY', sk, 'dn', nd) end
+end
+-- spend takes d from shard sk's allowance, and checks that what is left
+-- still covers res, "UP DN": the room up and (one less) down that the
+-- counter's earlier items in other calls may take.
+local function spend(sk, d, nd, res)
+  if string.sub(d, 1, 1) ~= '-' then
+    if redis.call('HINCRBY', sk, 'up', nd) < 0 then
+      redis.call('HINCRBY', sk, 'up', d)
+      return false
+    end
+  else
+    local r = redis.pcall('HINCRBY', sk, 'dn', d)
+    if type(r) == 'table' and r.err then return false end
+    if r < -1 then
+      redis.call('HINCRBY', sk, 'dn', nd)
+      return false
+    end
+  end
+  if res ~= '' then
+    local up, dn = string.match(res, '(%S+) (%S+)')
+    local h = redis.call('HMGET', sk, 'up', 'dn')
+    if lt(h[1] or '0', up) or lt(h[2] or '-1', dn) then
+      unspend(sk, d, nd)
+      return false
+    end
+  end
+  return true
+end
+-- bound moves a bounded counter's total (bounds key bk) by d; it returns
+-- the total before, or nil and the refusal: resInt64, or resBounds with
+-- the total the item would make.
+local function bound(bk, d)
+  local old = redis.call('HGET', bk, 't')
+  local r = redis.pcall('HINCRBY', bk, 't', d)
+  if type(r) == 'table' and r.err then return nil, 4 end
+  local b = redis.call('HMGET', bk, 't', 'lo', 'hi')
+  if (b[2] and lt(b[1], b[2])) or (b[3] and lt(b[3], b[1])) then
+    redis.call('HSET', bk, 't', old)
+    return nil, '8:' .. b[1]
+  end
+  return old
+end
+-- add adds d to the bucket ws of hash wb, when there is one, and then to
+-- shard sk's value. It returns nil, or why it added nothing: resBucket
+-- (the bucket would leave int64), resNoRoom (the value would).
+local function add(sk, wb, ws, d)
+  local bv
+  if ws ~= '' then
+    bv = redis.call('HGET', wb, ws)
+    local r = redis.pcall('HINCRBY', wb, ws, d)
+    if type(r) == 'table' and r.err then
+      if not string.find(r.err, 'overflow') then error(r.err) end
+      return 10
+    end
+  end
+  local r = redis.pcall('HINCRBY', sk, 'v', d)
+  if type(r) == 'table' and r.err then
+    if not string.find(r.err, 'overflow') then error(r.err) end
+    if ws == '' then
+    elseif bv then redis.call('HSET', wb, ws, bv) else redis.call('HDEL', wb, ws) end
+    return 5
+  end
+  return nil
+end
+-- cas sets shard sk's sketch (field x) to blob, and moves its version,
+-- when its version is still ver, the one the writer read it at, no approx
+-- item of the shard in the call is a duplicate (the sketch was computed
+-- with its member) and no item of its counter c is stale (the sketch was
+-- computed with the later ones); once per shard and call, the first
+-- approx item of the shard carrying the blob ('' when the bytes did not
+-- change). It returns whether it did.
+local xs = {}
+local function cas(sk, ver, blob, c)
+  if xs[sk] == nil then
+    local ok = (redis.call('HGET', sk, 'w') or '0') == ver
+    for j = 1, nk / 5 do
+      local a = 9*j - 6
+      if not ok then break end
+      if A[a+4] == c and redis.call('HGET', K[5*j-4], 'e') ~= A[a] then ok = false end
+      if K[5*j-4] == sk and A[a+5] == 'x' and dup(K[5*j-3], A[a+3], j) then ok = false end
+    end
+    xs[sk] = ok
+    if ok and blob ~= '' then
+      redis.call('HSET', sk, 'x', blob)
+      redis.call('HINCRBY', sk, 'w', 1)
+    end
+  end
+  return xs[sk]
+end
 local reserved = {}
 -- reserve is the first pass of a transaction (atomic): it checks every
--- item's epoch, reading only, so that a key this node does not serve
--- fails the script before it wrote anything; then it spends the room of
--- each sum item (marking it reserved) and tries each bounded item's value
--- change, undone at once. When an item is stale or short of room it undoes
--- what it spent and returns the results: that item's, every other
--- deferred. Else it returns nil and the items apply.
+-- item's epoch and each approx item's version and request id, reading
+-- only, so that a key this node does not serve fails the script before it
+-- wrote anything; then it spends the room of each sum item (marking it
+-- reserved) and tries each bounded item's value change, undone at once.
+-- When an item is stale, short of room, in conflict or an approx
+-- duplicate (whose member its shard's new sketch holds), it undoes what
+-- it spent and returns the results: that item's, every other deferred.
+-- Else it returns nil and the items apply.
 local function reserve(n)
   local fail, why
   for j = 1, n do
-    if redis.call('HGET', K[5*j-4], 'e') ~= A[9*j-6] then
+    local sk, a = K[5*j-4], 9*j - 6
+    if redis.call('HGET', sk, 'e') ~= A[a] then
       fail, why = j, 3
-      break
-    end
-    if A[9*j-1] == 'x' and (redis.call('HGET', K[5*j-4], 'w') or '0') ~= A[9*j-4] then
+    elseif A[a+5] == 'x' and dup(K[5*j-3], A[a+3], j) then
+      fail, why = j, 2
+    elseif A[a+5] == 'x' and (redis.call('HGET', sk, 'w') or '0') ~= A[a+2] then
       fail, why = j, 9
-      break
     end
+    if fail then break end
   end
   local spent, moved = {}, {}
   for j = 1, fail and 0 or n do
-    local sk, rk, a = K[5*j-4], K[5*j-3], 9*j-6
-    local d, nd, rid, mode = A[a+1], A[a+2], A[a+3], A[a+5]
-    local dup = false
-    if rid ~= '' then
-      clock()
-      local exp = redis.call('ZSCORE', rk, rid)
-      dup = exp and tonumber(exp) > now
-    end
-    if not dup and mode == 's' then
-      if not spend(sk, d, nd) then
+    local sk, rk, a = K[5*j-4], K[5*j-3], 9*j - 6
+    local d, nd, mode = A[a+1], A[a+2], A[a+5]
+    local isdup = dup(rk, A[a+3], j)
+    if not isdup and mode == 's' then
+      if not spend(sk, d, nd, A[a+6]) then
         fail, why = j, 5
         break
       end
       spent[#spent + 1] = j
       reserved[j] = true
-    elseif not dup and mode == 'b' then
+    elseif not isdup and mode == 'b' then
+      local v = redis.call('HGET', sk, 'v')
       local r = redis.pcall('HINCRBY', sk, 'v', d)
       if type(r) == 'table' and r.err then
         fail, why = j, 5
         break
       end
-      moved[#moved + 1] = j
+      moved[#moved + 1] = {sk, v}
     end
   end
-  for i = #moved, 1, -1 do
-    local j = moved[i]
-    redis.call('HINCRBY', K[5*j-4], 'v', A[9*j-4])
-  end
+  for _, m in ipairs(moved) do redis.call('HSET', m[1], 'v', m[2]) end
   if not fail then return nil end
-  for i = #spent, 1, -1 do
-    local j = spent[i]
-    unspend(K[5*j-4], A[9*j-5], A[9*j-4])
+  for _, j in ipairs(spent) do
+    local a = 9*j - 6
+    unspend(K[5*j-4], A[a+1], A[a+2])
   end
   for j = 1, n do out[j] = 6 end
   out[fail] = why
@@ -249,72 +310,62 @@ for j = 1, nk / 5 do
   local sk, rk, ak, wb, wi = K[5*j-4], K[5*j-3], K[5*j-2], K[5*j-1], K[5*j]
   local a = 9*j - 6
   local ep, d, nd, rid, c = A[a], A[a+1], A[a+2], A[a+3], A[a+4]
-  local mode, member, ws, cut = A[a+5], A[a+6], A[a+7], A[a+8]
+  local mode, arg, ws, cut = A[a+5], A[a+6], A[a+7], A[a+8]
   if blocked[c] then
     out[j] = 6
   elseif redis.call('HGET', sk, 'e') ~= ep then
     out[j] = 3
     blocked[c] = true
-  elseif mode == 'x' and not cas(sk, nd, member) then
-    out[j] = 9
-  else
-    if rid ~= '' then clock() end
-    local exp = rid ~= '' and redis.call('ZSCORE', rk, rid)
-    if exp and tonumber(exp) > now then
-      out[j] = 2
-      if reserved[j] then unspend(sk, d, nd) end
-      if A[2] == '1' then redis.call('HINCRBY', sk, 'w', 0) end
-    elseif mode == 'm' then
-      local changed
-      if d == '1' then changed = redis.call('ZADD', ak, 'NX', 0, member) else changed = redis.call('ZREM', ak, member) end
-      if changed == 1 then
-        redis.call('HINCRBY', sk, 'v', d)
-        redis.call('HINCRBY', sk, 'w', 1)
-        out[j] = 1
-      else
-        out[j] = 7
-        if A[2] == '1' then redis.call('HINCRBY', sk, 'w', 0) end
-      end
-      record(rk, rid)
-    elseif mode == 'x' then
-      if d == '1' then out[j] = 1 else out[j] = 7 end
-      if d ~= '1' and A[2] == '1' then redis.call('HINCRBY', sk, 'w', 0) end
-      record(rk, rid)
+  elseif mode == 'x' and not cas(sk, nd, arg, c) then
+    if dup(rk, rid, j) then out[j] = 2 else out[j] = 9 end
+  elseif rid ~= '' and dup(rk, rid, j) then
+    out[j] = 2
+    if reserved[j] then unspend(sk, d, nd) end
+    touch(sk)
+  elseif mode == 'm' then
+    local changed
+    if d == '1' then changed = redis.call('ZADD', ak, 'NX', 0, arg) else changed = redis.call('ZREM', ak, arg) end
+    if changed == 1 then
+      redis.call('HINCRBY', sk, 'v', d)
+      redis.call('HINCRBY', sk, 'w', 1)
+      out[j] = 1
     else
-      local ok, old, why = true, nil, nil
-      if mode == 'b' then
-        old, why = bound(ak, d)
-        ok = old ~= nil
-      elseif not reserved[j] and not spend(sk, d, nd) then
-        ok, why = false, 5
-        blocked[c] = true
+      out[j] = 7
+      touch(sk)
+    end
+    record(rk, rid)
+  elseif mode == 'x' then
+    out[j] = 1
+    touch(sk)
+    record(rk, rid)
+  else
+    local old, why
+    if mode == 'b' then
+      old, why = bound(ak, d)
+    elseif not reserved[j] and not spend(sk, d, nd, arg) then
+      why = 5
+    end
+    if not why then
+      why = add(sk, wb, ws, d)
+      if why and mode == 'b' then redis.call('HSET', ak, 't', old) elseif why then unspend(sk, d, nd) end
+    end
+    if why then
+      out[j] = why
+      if why == 5 then blocked[c] = true end
+    else
+      if mode ~= 'b' then
+        if string.sub(d, 1, 1) ~= '-' then widen(sk, 'dn', d) else widen(sk, 'up', nd) end
       end
-      if not ok then
-        out[j] = why
-      else
-        local r = redis.pcall('HINCRBY', sk, 'v', d)
-        if type(r) == 'table' and r.err then
-          if not string.find(r.err, 'overflow') then return redis.error_reply(r.err) end
-          if mode == 'b' then redis.call('HSET', ak, 't', old) else unspend(sk, d, nd) end
-          out[j] = 5
-          blocked[c] = true
-        else
-          if mode ~= 'b' then
-            if string.sub(d, 1, 1) ~= '-' then widen(sk, 'dn', d) else widen(sk, 'up', nd) end
-          end
-          redis.call('HINCRBY', sk, 'w', 1)
-          if ws ~= '' then
-            redis.call('HINCRBY', wb, ws, d)
-            redis.call('ZADD', wi, 'NX', ws, ws)
-            for _, f in ipairs(redis.call('ZRANGEBYSCORE', wi, '-inf', '(' .. cut, 'LIMIT', 0, 4)) do
-              redis.call('HDEL', wb, f)
-              redis.call('ZREM', wi, f)
-            end
-          end
-          out[j] = 1
-          record(rk, rid)
+      redis.call('HINCRBY', sk, 'w', 1)
+      if ws ~= '' then
+        redis.call('ZADD', wi, 'NX', ws, ws)
+        for _, f in ipairs(redis.call('ZRANGEBYSCORE', wi, '-inf', '(' .. cut, 'LIMIT', 0, 4)) do
+          redis.call('HDEL', wb, f)
+          redis.call('ZREM', wi, f)
         end
       end
+      out[j] = 1
+      record(rk, rid)
     end
   end
 end
@@ -322,31 +373,15 @@ if mk then redis.call('SET', mk, table.concat(out, ','), 'PX', ` + markerTTLms +
 return out
 `
 
-// createScript records a collection's metadata (KEYS[1]) unless it
-// exists. ARGV holds field, value pairs. It returns 1 when created, 0 when
-// taken.
+// createScript sets the fields of hash KEYS[1] unless it exists: a
+// collection's metadata, a new counter's shard (value 0 at its epoch, with
+// its allowance up and dn), a bounded counter's bounds key (total 0, bounds
+// lo and hi), a grow's placeholder shard (epoch 0, which no writer holds:
+// see prepare in reshard.go). ARGV holds field, value pairs. It returns 1
+// when created, 0 when the key exists.
 var createScript = goredis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV))
-return 1
-`)
-
-// newShardScript creates shard KEYS[1] of a new counter, at epoch ARGV[1]
-// with value 0 and the allowance up ARGV[2], dn ARGV[3], unless the key
-// exists.
-var newShardScript = goredis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'v', 0, 'e', ARGV[1], 'up', ARGV[2], 'dn', ARGV[3])
-return 1
-`)
-
-// newBoundsScript creates a bounded counter's bounds key KEYS[1]: total
-// 0, and the bounds ARGV[1] (min) and ARGV[2] (max), "" for none.
-var newBoundsScript = goredis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 't', 0)
-if ARGV[1] ~= '' then redis.call('HSET', KEYS[1], 'lo', ARGV[1]) end
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'hi', ARGV[2]) end
 return 1
 `)
 
@@ -424,140 +459,6 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 return redis.call('DEL', KEYS[1])
 `)
 
-// intentScript records a reshard intent in the metadata KEYS[1]: the
-// counter at epoch ARGV[1] is to get ARGV[2] shards. A rebalance (see
-// allowance.go) is a reshard to the same count that also records the
-// write that asked for it: shard ARGV[3] ("" for none) wants delta
-// ARGV[4]. It returns -1 when the counter does not exist, 0 when its epoch
-// moved on or another intent is recorded (the caller reloads and helps
-// that one finish), 1 when done.
-var intentScript = goredis.NewScript(`
-local m = redis.call('HMGET', KEYS[1], 'e', 'st')
-if not m[1] then return -1 end
-if m[1] ~= ARGV[1] or m[2] then return 0 end
-redis.call('HSET', KEYS[1], 'st', 'reshard', 'to', ARGV[2])
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'nk', ARGV[3], 'nd', ARGV[4]) end
-return 1
-`)
-
-// retargetScript changes a recorded reshard intent's target from ARGV[2]
-// to ARGV[3] at epoch ARGV[1]; a reshard that cannot finish (a folded
-// shard would overflow) turns into a reshard to the current count.
-var retargetScript = goredis.NewScript(`
-local m = redis.call('HMGET', KEYS[1], 'e', 'st', 'to')
-if m[1] ~= ARGV[1] or m[2] ~= 'reshard' or m[3] ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], 'to', ARGV[3])
-return 1
-`)
-
-// commitScript ends a reshard: when the metadata KEYS[1] still records the
-// intent (epoch ARGV[1], target ARGV[2]) it sets the shard count to ARGV[2],
-// the epoch to ARGV[3], the layout history to ARGV[4], the highest shard
-// count used to ARGV[5] and, when ARGV[6] is not "", a distinct counter's
-// member generation to it, and clears the intent. It returns 1 when it did.
-var commitScript = goredis.NewScript(`
-local m = redis.call('HMGET', KEYS[1], 'e', 'st', 'to')
-if m[1] ~= ARGV[1] or m[2] ~= 'reshard' or m[3] ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], 'n', ARGV[2], 'e', ARGV[3], 'h', ARGV[4], 'mx', ARGV[5])
-if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'mg', ARGV[6]) end
-redis.call('HDEL', KEYS[1], 'st', 'to', 'nk', 'nd')
-return 1
-`)
-
-// fenceScript moves shard KEYS[1] from epoch ARGV[1] to ARGV[2], so that
-// writers holding the old layout are refused, records its version w as fw
-// (so a reader can tell that no write came since), and drops the fold
-// markers of the reshard before. A shard at any other epoch is left
-// alone, which makes the step idempotent and harmless when run late. It
-// returns {1, v, w, fw, x} when it fenced the shard, {0, v, w, fw, x}
-// when the shard was at ARGV[2] already, {-1} otherwise; x is an approx
-// counter's sketch (” for none).
-var fenceScript = goredis.NewScript(`
-local m = redis.call('HMGET', KEYS[1], 'e', 'v', 'w', 'fw', 'x')
-if m[1] == ARGV[2] then return {0, m[2], m[3] or '0', m[4] or '', m[5] or ''} end
-if m[1] ~= ARGV[1] then return {-1} end
-for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
-  if string.sub(f, 1, 2) == 'f:' then redis.call('HDEL', KEYS[1], f) end
-end
-local w = m[3] or '0'
-redis.call('HSET', KEYS[1], 'e', ARGV[2], 'fw', w)
-return {1, m[2], w, w, m[5] or ''}
-`)
-
-// prepareScript makes KEYS[1] a placeholder shard (epoch 0, which no
-// writer holds) unless the key exists. A grow prepares its new shards
-// before it records its intent; the helpers that finish the grow only
-// reset keys that exist (initScript), so a helper running late, after the
-// counter was deleted, cannot bring a shard key of it back.
-var prepareScript = goredis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'v', 0, 'e', 0)
-return 1
-`)
-
-// initScript makes shard KEYS[1] a zero-valued shard of epoch ARGV[1],
-// unless it already belongs to that epoch or a later one. A key left by an
-// older layout (a shard removed by an earlier shrink, whose value and
-// buckets, KEYS[2] and KEYS[3], were folded elsewhere then) or prepared
-// for this grow is reset. It returns -1, and creates nothing, when the key
-// is missing: the counter was deleted.
-var initScript = goredis.NewScript(`
-local e = redis.call('HGET', KEYS[1], 'e')
-if not e then return -1 end
-if tonumber(e) >= tonumber(ARGV[1]) then return 0 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-redis.call('HSET', KEYS[1], 'v', 0, 'e', ARGV[1])
-return 1
-`)
-
-// foldScript adds ARGV[3], the value of removed shard ARGV[2], to target
-// shard KEYS[1] exactly once for the reshard that creates epoch ARGV[1]:
-// the marker field f:<shard> makes a re-run a no-op. ARGV[4..] are the
-// removed shard's buckets, start and value pairs, added to the target's
-// bucket hash KEYS[2] and index KEYS[3] in the same step. It returns 1
-// when added, 0 when the marker was there, -1 when the target is not at
-// that epoch (the reshard is over), -2 on overflow.
-var foldScript = goredis.NewScript(`
-local m = redis.call('HMGET', KEYS[1], 'e', 'f:' .. ARGV[2])
-if m[1] ~= ARGV[1] then return -1 end
-if m[2] then return 0 end
-local r = redis.pcall('HINCRBY', KEYS[1], 'v', ARGV[3])
-if type(r) == 'table' and r.err then return -2 end
-for i = 4, #ARGV, 2 do
-  redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i+1])
-  redis.call('ZADD', KEYS[3], 'NX', ARGV[i], ARGV[i])
-end
-redis.call('HSET', KEYS[1], 'f:' .. ARGV[2], '1')
-return 1
-`)
-
-// allowScript gives shard KEYS[1] the allowance of the reshard that
-// creates epoch ARGV[1]: room up ARGV[2] and down ARGV[3] (see
-// allowance.go), once: the marker ae makes a re-run, or a late run after
-// writers spent the room, a no-op. It returns -1 when the shard is not at
-// that epoch, 0 when the marker was there, 1 when set.
-var allowScript = goredis.NewScript(`
-local m = redis.call('HMGET', KEYS[1], 'e', 'ae')
-if m[1] ~= ARGV[1] then return -1 end
-if m[2] == ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'up', ARGV[2], 'dn', ARGV[3], 'ae', ARGV[1])
-return 1
-`)
-
-// levelScript sets shard KEYS[1]'s value to ARGV[2] for the rebalance
-// that creates epoch ARGV[1], keeping the value it replaces in ov, once:
-// the marker lv makes a re-run a no-op. The shards are frozen (fenced at
-// that epoch) and the values set sum to the values replaced (see level).
-// It returns -1 when the shard is not at that epoch, 0 when the marker
-// was there, 1 when set.
-var levelScript = goredis.NewScript(`
-local m = redis.call('HMGET', KEYS[1], 'e', 'lv')
-if m[1] ~= ARGV[1] then return -1 end
-if m[2] == ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'v', ARGV[2], 'ov', ARGV[3], 'lv', ARGV[1])
-return 1
-`)
-
 // markDeleteScript records in the metadata KEYS[1] that the counter is
 // being deleted; from then on it is not found, and whoever meets the mark
 // finishes the deletion. It returns 0 when the counter does not exist.
@@ -585,4 +486,4 @@ end
 return out
 `)
 
-var allScripts = []*goredis.Script{foldSketchScript, shardsScript, addScript, txnScript, newShardScript, newBoundsScript, isMemberScript, bucketsScript, resetMembersScript, copyMembersScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, prepareScript, initScript, foldScript, allowScript, levelScript, markDeleteScript, deleteMetaScript}
+var allScripts = []*goredis.Script{shardsScript, addScript, takeScript, txnScript, isMemberScript, bucketsScript, resetMembersScript, copyMembersScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, initScript, foldScript, allowScript, levelScript, markDeleteScript, deleteMetaScript}

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"slices"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -30,9 +29,14 @@ import (
 // its shard's master. An approx counter's value is an estimate computed
 // from its sketches, which no script computes: it gets no total here.
 
-// batchTotals is the totals read of one attempt of Apply.
-type batchTotals struct {
-	reads []totalsRead
+// totals is the totals of one Apply, across its attempts. An item's
+// total is its counter's after the batch (package decide's rule): after
+// the last attempt that wrote the counter, whose read gives it, or none
+// when that attempt could not read it.
+type totals struct {
+	asked map[string]bool  // counters an item asks the total of
+	sums  map[string]int64 // their totals after the attempts so far, where known
+	reads []totalsRead     // the attempt's reads
 }
 
 // totalsRead is one shardsScript call.
@@ -42,66 +46,77 @@ type totalsRead struct {
 	ls  []*layout // the counters read, in the order of their shards' keys
 }
 
-// queueTotals queues on nr, after what is queued there, the reads of the
-// counters of the items of todo that ask for their total, with the
-// layouts in ls. It returns nil when there is nothing to read.
-func (s *CounterStore) queueTotals(ctx context.Context, nr *nodeRuns, incs []shardcounter.Increment, todo []int, ls map[string]*layout) *batchTotals {
-	var asked []*layout
+func newTotals(incs []shardcounter.Increment) totals {
+	var t totals
+	for _, inc := range incs {
+		if inc.Total {
+			if t.asked == nil {
+				t.asked, t.sums = make(map[string]bool), make(map[string]int64)
+			}
+			t.asked[inc.Counter] = true
+		}
+	}
+	return t
+}
+
+// queue queues on the attempt's pipelines, after what is queued there,
+// the reads of the counters asked for that the attempt writes. A counter
+// it cannot read in one step (see above) has no total from then on.
+func (t *totals) queue(ctx context.Context, a *attempt) {
+	t.reads = nil
+	if t.asked == nil {
+		return
+	}
+	var read []*layout
 	seen := make(map[*layout]bool)
-	for _, i := range todo {
-		l := ls[incs[i].Counter]
-		if !incs[i].Total || l == nil || seen[l] || s.cluster != nil && l.n != 1 || l.approx() {
+	for _, it := range a.items {
+		l := it.l
+		if !t.asked[l.id] || seen[l] {
 			continue
 		}
 		seen[l] = true
-		asked = append(asked, l)
+		delete(t.sums, l.id) // until this attempt's read gives it
+		if !l.approx() && (a.s.cluster == nil || l.n == 1) {
+			read = append(read, l)
+		}
 	}
-	if len(asked) == 0 {
-		return nil
+	if len(read) == 0 {
+		return
 	}
-	groups := [][]*layout{asked} // one server: one read
-	if s.cluster != nil {
-		groups = make([][]*layout, len(asked)) // a read per counter, in its slot
-		for i, l := range asked {
+	groups := [][]*layout{read} // one server: one read
+	if a.s.cluster != nil {
+		groups = make([][]*layout, len(read)) // a read per counter, in its slot
+		for i, l := range read {
 			groups[i] = []*layout{l}
 		}
 	}
-	t := &batchTotals{}
 	for _, g := range groups {
 		var keys []string
 		for _, l := range g {
 			keys = append(keys, l.keys.shards(l.n)...)
 		}
-		run, at := nr.add(ctx, keys[0], func(p goredis.Pipeliner) *goredis.Cmd {
+		run, at := a.nr.add(ctx, keys[0], func(p goredis.Pipeliner) *goredis.Cmd {
 			return shardsScript.EvalSha(ctx, p, keys)
 		})
 		if run != nil {
 			t.reads = append(t.reads, totalsRead{run: run, at: at, ls: g})
 		}
 	}
-	return t
 }
 
-// give sets Outcome.Total on each item of todo that asked for it and was
-// decided on this attempt: applied or a duplicate, not failed, not in
-// retry (sorted). An item whose counter's read failed or was stale gets
-// none.
-func (t *batchTotals) give(incs []shardcounter.Increment, out []shardcounter.Outcome, todo, retry []int) {
-	if t == nil {
-		return
-	}
-	sums := make(map[string]int64)
+// take keeps the totals the attempt's reads found.
+func (t *totals) take() {
 	for _, rd := range t.reads {
-		rd.sums(sums)
+		rd.sums(t.sums)
 	}
-	for _, i := range todo {
-		if !incs[i].Total || out[i].Err != nil {
-			continue
-		}
-		if _, retried := slices.BinarySearch(retry, i); retried {
-			continue
-		}
-		if sum, ok := sums[incs[i].Counter]; ok {
+	t.reads = nil
+}
+
+// give sets Outcome.Total on each item that asked for it and did not
+// fail, where its counter's total is known.
+func (t *totals) give(incs []shardcounter.Increment, out []shardcounter.Outcome) {
+	for i, inc := range incs {
+		if sum, ok := t.sums[inc.Counter]; ok && inc.Total && out[i].Err == nil {
 			out[i].Total = &sum
 		}
 	}

@@ -89,7 +89,7 @@ func (a *attempt) placeTxns(ctx context.Context) {
 		js := units[t]
 		if err := a.placeTxn(js, masterOf); err != nil {
 			for _, j := range js {
-				a.out[a.items[j].i].Err = err
+				a.out[a.items[j].i] = shardcounter.Outcome{Err: err}
 				refused[j] = true
 			}
 		}

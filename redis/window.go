@@ -139,7 +139,7 @@ func (s *CounterStore) readBuckets(ctx context.Context, id string, from, to time
 			prev = nil
 			continue
 		}
-		if s.cluster == nil || equal(prev, vers) {
+		if s.cluster == nil || slices.Equal(prev, vers) {
 			return l, byStart, nil
 		}
 		prev = vers

@@ -8,6 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/decide"
 	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
@@ -28,6 +29,9 @@ type pending struct {
 	i     int // position in the batch
 	l     *layout
 	shard int
+	g     groupKey // the script call it goes in
+	res   string   // an unbounded sum's reservation (see order), "" for none
+	hx    string   // its request id's expiry under an earlier layout (see history), "" for none
 }
 
 // Apply applies a batch. Items are grouped by the slot of their shard
@@ -46,36 +50,37 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 	out := make([]shardcounter.Outcome, len(incs))
 	todo := make([]int, 0, len(incs))
 	for i, inc := range incs {
-		if err := shardcounter.ValidateIncrement(inc); err != nil {
-			out[i].Err = err
-			continue
+		if out[i].Err = validate(inc); out[i].Err == nil {
+			todo = append(todo, i)
 		}
-		todo = append(todo, i)
+	}
+	b := &batch{totals: newTotals(incs)}
+	fail := func(err error) {
+		for _, i := range todo {
+			out[i] = shardcounter.Outcome{Err: err}
+		}
 	}
 	for attempt := 0; len(todo) > 0; attempt++ {
 		if attempt == maxAttempts {
 			for _, i := range todo {
-				out[i].Err = shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q: its layout, its slots or (approx) its shards' sketches kept changing; nothing was applied, try again", incs[i].Counter)
+				out[i] = shardcounter.Outcome{Err: shardcounter.Errorf(shardcounter.EUNAVAILABLE, "redis: counter %q: its layout, its slots or (approx) its shards' sketches kept changing; nothing was applied, try again", incs[i].Counter)}
 			}
 			break
 		}
 		if attempt > 0 {
 			if err := sleep(ctx, attempt); err != nil {
-				for _, i := range todo {
-					out[i].Err = storeErr("apply", err, false)
-				}
+				fail(storeErr("apply", err, false))
 				break
 			}
 		}
-		retry, err := s.applyOnce(ctx, incs, out, todo)
+		retry, err := s.applyOnce(ctx, incs, out, todo, b)
 		if err != nil {
-			for _, i := range todo {
-				out[i].Err = err
-			}
+			fail(err)
 			break
 		}
 		todo = retry
 	}
+	b.finish(incs, out)
 	decided := false // some item applied or was found a duplicate
 	for _, o := range out {
 		decided = decided || o.Err == nil
@@ -127,9 +132,11 @@ func sleep(ctx context.Context, n int) error {
 //
 // It runs the phases of a write in order, each below in the order it
 // runs: plan the batch (layouts, the items' shards, counters to create,
-// request ids seen before), group the items by slot into addScript calls
-// (the script checks bounds and room atomically with the add), send the
-// calls in one pipeline per master, and resolve the results (resolve.go).
+// the order of each counter's items across script calls, request ids
+// recorded under earlier layouts), compute approx shards' sketches, group
+// the items by slot into addScript calls (the script decides each item
+// atomically with its write), send the calls in one pipeline per master,
+// and resolve the results (resolve.go).
 //
 // A missing counter with Increment.Create is created by its first write:
 // the attempt gives it a new incarnation, creates its shards (on each
@@ -139,8 +146,8 @@ func sleep(ctx context.Context, n int) error {
 // meanwhile. Until then the new keys are unreachable, so the writes count
 // from the moment the counter exists; a writer that lost the race to
 // another's create tries its items again on the winner's counter.
-func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, todo []int) ([]int, error) {
-	a := &attempt{s: s, incs: incs, out: out, todo: todo}
+func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, todo []int, b *batch) ([]int, error) {
+	a := &attempt{s: s, incs: incs, out: out, todo: todo, b: b}
 	if err := a.plan(ctx); err != nil {
 		return nil, err
 	}
@@ -156,6 +163,51 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	return a.retry, nil
 }
 
+// batch is what one Apply keeps across its attempts, for the rules that
+// package decide applies to a whole batch, which Redis may apply in
+// several attempts: the totals asked for, the counters' after the batch
+// (totals.go), and the approx shards written, whose items are Unchanged
+// together when the batch left the shard's sketch as it was.
+type batch struct {
+	totals
+	sketched map[string]*sketched // by shard key
+}
+
+// sketched is an approx shard's applied items in a batch, and whether one
+// of its attempts changed its sketch.
+type sketched struct {
+	items   []int
+	changed bool
+}
+
+// sketch notes approx item i applied on shard key k, by an attempt that
+// changed the shard's sketch or not.
+func (b *batch) sketch(k string, i int, changed bool) {
+	if b.sketched == nil {
+		b.sketched = make(map[string]*sketched)
+	}
+	sh := b.sketched[k]
+	if sh == nil {
+		sh = &sketched{}
+		b.sketched[k] = sh
+	}
+	sh.items = append(sh.items, i)
+	sh.changed = sh.changed || changed
+}
+
+// finish gives the items their totals and approx items their shard's
+// Unchanged.
+func (b *batch) finish(incs []shardcounter.Increment, out []shardcounter.Outcome) {
+	b.give(incs, out)
+	for _, sh := range b.sketched {
+		for _, i := range sh.items {
+			if out[i].Err == nil {
+				out[i].Unchanged = !sh.changed
+			}
+		}
+	}
+}
+
 // attempt is one try at the items todo of a batch. Each phase of
 // applyOnce leaves in it what the next one needs, so the phases are
 // functions of a screen each rather than one long function.
@@ -164,20 +216,22 @@ type attempt struct {
 	incs []shardcounter.Increment
 	out  []shardcounter.Outcome // decided items get their outcome here
 	todo []int
+	b    *batch
 
-	ls    map[string]*layout // plan: the layouts of the counters of todo
-	fresh []*layout          // plan: counters this attempt creates, in batch order
-	items []pending          // plan: the items to send
+	ls      map[string]*layout // plan: the layouts of the counters of todo
+	fresh   []*layout          // plan: counters this attempt creates, in batch order
+	items   []pending          // plan: the items to send
+	waiting map[string]bool    // plan: counters whose later items wait for the next attempt
 
 	groups []*slotGroup // group: one addScript call per slot, in batch order
 
-	nr  *nodeRuns    // send: the pipelines, one per master
-	tot *batchTotals // send: the totals read after the writes
+	nr *nodeRuns // send: the pipelines, one per master
 
-	x       map[string]*shardSketch // prepareSketches: approx counters' shards, by shard key
-	stripes []int                   // prepareSketches: the in-process locks held
+	sk      decide.Sketches // prepareSketches: the approx items by shard
+	xs      []shardSketch   // prepareSketches: the same shards' compare-and-set
+	stripes []int           // prepareSketches: the in-process locks held
 
-	retry        []int                // resolve: items to try again
+	retry        []int                // resolve (and plan): items to try again
 	applied      map[int]bool         // resolve: items applied (or found duplicates)
 	cramped      map[string][]pending // resolve: items whose shard had no room, by counter
 	crampedOrder []string             // resolve: the counters of cramped, in order met
@@ -185,10 +239,11 @@ type attempt struct {
 }
 
 // plan finds the layouts of the counters of todo, decides the items that
-// cannot be written (missing counter, wrong kind) and gives each other
-// item its shard; a missing counter with Create gets a new layout, to be
-// created by this attempt. Items whose request id was recorded under an
-// earlier shard count are decided as duplicates here.
+// cannot be written (missing counter, wrong kind: decide's rules) and
+// gives each other item its shard; a missing counter with Create gets a
+// new layout, to be created by this attempt. Then it places the
+// transactions (txn.go), keeps each counter's items in order (order), and
+// reads what request ids earlier layouts recorded (history).
 func (a *attempt) plan(ctx context.Context) error {
 	ids := make([]string, len(a.todo))
 	for j, i := range a.todo {
@@ -202,123 +257,132 @@ func (a *attempt) plan(ctx context.Context) error {
 	a.items = make([]pending, 0, len(a.todo))
 	for _, i := range a.todo {
 		if l := a.layoutFor(i); l != nil {
-			a.items = append(a.items, pending{i: i, l: l, shard: shard.Of(pickOf(a.incs[i]), l.n)})
+			p := pending{i: i, l: l, shard: shard.Of(pickOf(a.incs[i]), l.n)}
+			if a.incs[i].Take != nil {
+				p.shard, p.g.take = 0, true // a take reads every shard; its request ids are shard 0's
+			}
+			a.items = append(a.items, p)
 		}
 	}
-	if a.items, err = a.s.seenBefore(ctx, a.incs, a.out, a.items); err != nil {
-		return err
-	}
 	a.placeTxns(ctx)
-	return nil
+	a.order()
+	return a.history(ctx)
 }
 
 // layoutFor returns the layout item i writes to, new when the attempt
-// creates its counter, or nil with the item's error in out.
+// creates its counter; or nil, with the item's outcome in out, or in
+// retry when it waits for the next attempt.
+//
+// Create on write follows package decide: a missing counter is created by
+// the first item on it that applies, with that item's Create spec, and
+// until one applies each item is judged on its own Create. So the attempt
+// that creates a counter sends the items on it that would create it alike
+// (the same spec); the first that would not (another spec, or no Create:
+// not found unless an earlier item applied) and those after it wait for
+// the next attempt, which finds the counter created or not.
 func (a *attempt) layoutFor(i int) *layout {
 	inc := a.incs[i]
 	l := a.ls[inc.Counter]
-	if l == nil {
-		if inc.Create == nil {
-			a.out[i].Err = notFound(inc.Counter)
-			return nil
-		}
-		if err := kindMatches(inc, *inc.Create); err != nil {
-			a.out[i].Err = err // creates nothing
+	switch {
+	case a.waiting[inc.Counter]:
+		a.retry = append(a.retry, i)
+		return nil
+	case l == nil && inc.Create == nil:
+		a.out[i] = shardcounter.Outcome{Err: shardcounter.CounterNotFound(inc.Counter)}
+		return nil
+	case l == nil:
+		if err := checkItem(inc, *inc.Create); err != nil {
+			a.out[i] = shardcounter.Outcome{Err: err} // creates nothing
 			return nil
 		}
 		l = a.s.newLayout(inc.Counter, *inc.Create)
+		l.unborn = true
 		a.ls[inc.Counter] = l
 		a.fresh = append(a.fresh, l)
+		return l
+	case l.unborn && (inc.Create == nil || !inc.Create.Equal(l.counter().Spec)):
+		a.wait(inc.Counter, i)
+		return nil
 	}
-	if err := kindMatches(inc, l.spec); err != nil {
-		a.out[i].Err = err
+	if err := checkItem(inc, l.counter().Spec); err != nil {
+		a.out[i] = shardcounter.Outcome{Err: err}
 		return nil
 	}
 	return l
 }
 
-// kindMatches refuses what the counter's kind cannot take: a member or a
-// sketch on a sum counter, a delta on a distinct or approx one, a removal
-// from an approx one.
-func kindMatches(inc shardcounter.Increment, spec shardcounter.Spec) error {
-	k := spec.Kind
-	if k == "" {
-		k = shardcounter.KindSum
+// wait sends item i, on counter id, and the items after it on id, to the
+// next attempt.
+func (a *attempt) wait(id string, i int) {
+	if a.waiting == nil {
+		a.waiting = make(map[string]bool)
 	}
-	return shardcounter.ValidateIncrementKind(inc, k)
+	a.waiting[id] = true
+	a.retry = append(a.retry, i)
 }
 
-// pickOf returns the pick that decides an item's shard: a member's hash
-// on a distinct counter, so a member is always on one shard; the request
-// id's pick, so retries look where the first try recorded it; else the
-// caller's.
+// pickOf returns the pick that decides an item's shard: package decide's
+// (decide.Pick: a member's hash, so a member is always on one shard, else
+// the caller's), except that a delta with a request id follows the id
+// (shard.PickFor), so that retries look where the first try recorded it.
 func pickOf(inc shardcounter.Increment) uint64 {
-	switch {
-	case inc.Sketch != nil: // merged into shard Pick mod n, request id or not
-		return inc.Pick
-	case inc.Member != "":
-		return shard.ForMember(inc.Member)
-	case inc.RequestID != "":
+	if inc.RequestID != "" && inc.Member == "" && inc.Sketch == nil {
 		return shard.PickFor(inc.Counter, inc.RequestID)
 	}
-	return inc.Pick
+	return decide.Pick(inc)
 }
 
-// seenBefore decides the items whose request id was recorded under an
-// earlier shard count of their counter, on the shard PickFor mod that count,
-// and returns the others. Those layouts are closed (their shards were
-// fenced before the current layout began), so their records no longer
+// groupKey names the script call an item goes in: its shard's slot (0 on
+// one server), or its transaction's.
+type groupKey struct {
+	slot int
+	txn  uint64
+	take bool // takes of rate limits: a takeScript call (limit.go)
+}
+
+// history reads, for the items with a request id on a counter resharded
+// within the dedupe window, the id's expiry on its shard under each
+// earlier shard count (PickFor mod that count), which the script compares
+// with the server's clock as it does its own shard's: the duplicate is
+// the script's to decide. Those layouts are closed (their shards were
+// fenced before the current layout began), so the records no longer
 // change and a plain read is exact. It costs one round trip, and only for
-// items with a request id on counters resharded within the dedupe window.
-func (s *CounterStore) seenBefore(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, items []pending) ([]pending, error) {
+// such items.
+func (a *attempt) history(ctx context.Context) error {
 	type check struct {
-		item int // index in items
+		item int // index in a.items
 		cmd  *goredis.FloatCmd
 	}
 	var checks []check
-	var cmds []func(goredis.Pipeliner)
-	for j, it := range items {
-		inc := incs[it.i]
-		if inc.RequestID == "" || len(it.l.hist) == 0 {
+	for j, it := range a.items {
+		if a.incs[it.i].RequestID == "" || len(it.l.hist) == 0 || it.g.take {
 			continue
 		}
-		pick := pickOf(inc)
 		for _, p := range it.l.hist {
-			if sh := shard.Of(pick, p.n); sh != it.shard {
-				key := it.l.keys.ids(sh)
-				k := len(checks)
-				checks = append(checks, check{item: j})
-				cmds = append(cmds, func(pl goredis.Pipeliner) { checks[k].cmd = pl.ZScore(ctx, key, inc.RequestID) })
+			if sh := shard.Of(pickOf(a.incs[it.i]), p.n); sh != it.shard {
+				checks = append(checks, check{item: j, cmd: goredis.NewFloatCmd(ctx, "zscore", it.l.keys.ids(sh), a.incs[it.i].RequestID)})
 			}
 		}
 	}
 	if len(checks) == 0 {
-		return items, nil
+		return nil
 	}
-	if _, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for _, f := range cmds {
-			f(p)
+	if _, err := a.s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for _, c := range checks {
+			_ = p.Process(ctx, c.cmd)
 		}
 		return nil
 	}); err != nil && err != goredis.Nil {
-		return nil, storeErr("check request ids", err, false)
+		return storeErr("check request ids", err, false)
 	}
-	now := float64(time.Now().UnixMilli())
-	dup := make(map[int]bool)
+	latest := make(map[int]float64)
 	for _, c := range checks {
-		if exp, err := c.cmd.Result(); err == nil && exp > now {
-			dup[c.item] = true
+		if exp, err := c.cmd.Result(); err == nil && exp > latest[c.item] {
+			latest[c.item] = exp
+			a.items[c.item].hx = strconv.FormatFloat(exp, 'f', 0, 64)
 		}
 	}
-	keep := items[:0]
-	for j, it := range items {
-		if dup[j] {
-			out[it.i].Duplicate = true
-			continue
-		}
-		keep = append(keep, it)
-	}
-	return keep, nil
+	return nil
 }
 
 // slotGroup is the items of one slot: one addScript call, atomic on its
@@ -328,10 +392,12 @@ func (s *CounterStore) seenBefore(ctx context.Context, incs []shardcounter.Incre
 type slotGroup struct {
 	slot     int
 	txn      bool
+	take     bool            // takes of rate limits (takeScript)
 	script   *goredis.Script // addScript or txnScript
 	items    []pending
 	keys     []string
 	args     []any
+	hx       []any             // item numbers and expiries, after the items' arguments (see history)
 	counters map[string]string // counter id -> its name in the script's arguments
 	run      *nodeRun          // where it runs, as run.cmds[at]
 	at       int
@@ -342,8 +408,7 @@ type slotGroup struct {
 // items of a transaction form a group of their own, in the slot of its
 // first item's shard.
 func (a *attempt) group() {
-	bySlot := make(map[int]*slotGroup)
-	byTxn := make(map[uint64]*slotGroup)
+	byKey := make(map[groupKey]*slotGroup)
 	ttl := strconv.FormatInt(time.Duration(a.s.ttl.Load()).Milliseconds(), 10)
 	syncDup := "0"
 	if a.s.waitReplicas > 0 {
@@ -354,39 +419,38 @@ func (a *attempt) group() {
 		if a.out[it.i].Err != nil {
 			continue // its shard's sketch failed to decode
 		}
-		slot := 0
-		if a.s.cluster != nil {
-			slot = it.l.keys.slot(it.shard)
-		}
-		txn := a.incs[it.i].Txn
-		g := bySlot[slot]
-		if txn != 0 {
-			g = byTxn[txn]
-		}
-		if g == nil {
-			g = &slotGroup{slot: slot, txn: txn != 0, script: addScript, args: []any{ttl, syncDup}, counters: make(map[string]string)}
-			if g.txn {
-				g.script = txnScript
-				byTxn[txn] = g
-			} else {
-				bySlot[slot] = g
-			}
+		g := byKey[it.g]
+		if g == nil && it.g.take {
+			g = &slotGroup{slot: it.g.slot, take: true, script: takeScript, args: []any{ttl, syncDup, a.s.limitClock()}, counters: make(map[string]string)}
+			byKey[it.g] = g
 			a.groups = append(a.groups, g)
 		}
-		g.add(it, a.incs[it.i], now)
-		if it.l.approx() {
-			n := len(g.args)
-			g.args[n-8], g.args[n-7], g.args[n-3] = a.approxArgs(it.l.keys.shard(it.shard))
+		if it.g.take {
+			g.addTake(it, a.incs[it.i])
+			continue
 		}
+		if g == nil {
+			g = &slotGroup{slot: it.g.slot, txn: it.g.txn != 0, script: addScript, args: []any{ttl, syncDup}, counters: make(map[string]string)}
+			if g.txn {
+				g.script = txnScript
+				if a.s.cluster != nil {
+					g.slot = it.l.keys.slot(it.shard)
+				}
+			}
+			byKey[it.g] = g
+			a.groups = append(a.groups, g)
+		}
+		g.add(it, a.incs[it.i], now, a.sketchOf(it))
 	}
 }
 
-// add appends an item's keys and arguments to g. The mode tells the
-// script what the item is, and aux the key its check reads: a delta on a
-// sum counter, a member of a distinct one (aux its member set), a delta
-// on a bounded one (aux its bounds key); a windowed counter also names
-// its buckets and the bucket the write goes to.
-func (g *slotGroup) add(it pending, inc shardcounter.Increment, now time.Time) {
+// add appends an item's keys and arguments to g (see addScript). The mode
+// tells the script what the item is, and aux the key its check reads: a
+// delta on a sum counter, a member of a distinct one (aux its member
+// set), a delta on a bounded one (aux its bounds key), a member or sketch
+// of an approx one (x its shard's compare-and-set); a windowed counter
+// also names its buckets and the bucket the write goes to.
+func (g *slotGroup) add(it pending, inc shardcounter.Increment, now time.Time, x *shardSketch) {
 	c, ok := g.counters[inc.Counter]
 	if !ok {
 		c = strconv.Itoa(len(g.counters))
@@ -395,30 +459,28 @@ func (g *slotGroup) add(it pending, inc shardcounter.Increment, now time.Time) {
 	g.items = append(g.items, it)
 	k, sk := it.l.keys, it.l.keys.shard(it.shard)
 	mode, aux, wb, wi, ws, cut := modeSum, sk, sk, sk, "", ""
+	nd, arg := any(negate(inc.Delta)), any(it.res)
 	switch {
 	case it.l.distinct():
-		mode, aux = modeDistinct, k.members(it.shard, it.l.memberGen)
+		mode, aux, arg = modeDistinct, k.members(it.shard, it.l.memberGen), inc.Member
 	case it.l.approx():
-		mode = modeApprox // its delta, negation and member are set by approxArgs
+		mode, nd, arg = modeApprox, x.ver, x.carry()
 	case it.l.spec.Bounded():
 		mode, aux = modeBounded, k.bounds()
 	}
 	if w := it.l.spec.Window; w != nil {
 		wb, wi = k.buckets(it.shard), k.bucketIndex(it.shard)
-		ws, cut = bucketStart(now, w.Bucket), bucketStart(now.Add(-time.Duration(w.Retention)), w.Bucket)
+		ws, cut = unix(w.BucketOf(now)), unix(w.BucketOf(now.Add(-time.Duration(w.Retention))))
 	}
 	g.keys = append(g.keys, sk, k.ids(it.shard), aux, wb, wi)
-	g.args = append(g.args, it.l.ep(), inc.Delta, negate(inc.Delta), inc.RequestID, c, mode, inc.Member, ws, cut)
+	g.args = append(g.args, it.l.ep(), inc.Delta, nd, inc.RequestID, c, mode, arg, ws, cut)
+	if it.hx != "" {
+		g.hx = append(g.hx, len(g.items), it.hx)
+	}
 }
 
-// bucketStart returns the start, in Unix seconds, of the bucket of width w
-// that holds t. Buckets are aligned to the Unix epoch, so day buckets
-// start at midnight UTC.
-func bucketStart(t time.Time, w shardcounter.Duration) string {
-	sec := int64(time.Duration(w) / time.Second)
-	u := t.Unix()
-	return strconv.FormatInt(u-((u%sec)+sec)%sec, 10)
-}
+// unix returns t in Unix seconds, as the scripts take a bucket's start.
+func unix(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
 
 // send runs one pipeline per master (one on a single server), with a WAIT
 // at its end when WaitReplicas is set (see wait.go). The shards of new
@@ -433,8 +495,9 @@ func (a *attempt) send(ctx context.Context) error {
 		s.createShards(ctx, a.nr, l)
 	}
 	for _, g := range a.groups {
+		g.args = append(g.args, g.hx...)
 		// A transaction's script takes its marker as its one declared key.
-		if g.txn || (!s.noMarkers && a.needsMarker(g)) {
+		if g.txn || g.take || (!s.noMarkers && a.needsMarker(g)) {
 			g.keys = append(g.keys, s.markerKey(g.slot))
 		}
 		if g.txn {
@@ -446,11 +509,11 @@ func (a *attempt) send(ctx context.Context) error {
 		if g.run == nil {
 			err := storeErr("apply", a.nr.err, false)
 			for _, it := range g.items {
-				a.out[it.i].Err = err
+				a.out[it.i] = shardcounter.Outcome{Err: err}
 			}
 		}
 	}
-	a.tot = s.queueTotals(ctx, a.nr, a.incs, a.todo, a.ls)
+	a.b.queue(ctx, a)
 	s.runOnNodes(ctx, a.nr.runs)
 	return a.nr.loadScripts(ctx)
 }
@@ -473,22 +536,20 @@ func (a *attempt) needsMarker(g *slotGroup) bool {
 // bounded counter's bounds key), each unless its key exists.
 func (s *CounterStore) createShards(ctx context.Context, nr *nodeRuns, l *layout) {
 	rooms := allowances(make([]int64, l.n), nil)
+	create := func(key string, fields ...any) {
+		nr.add(ctx, key, func(p goredis.Pipeliner) *goredis.Cmd { return createScript.EvalSha(ctx, p, []string{key}, fields...) })
+	}
 	for i := range l.n {
-		key := l.keys.shard(i)
-		nr.add(ctx, key, func(p goredis.Pipeliner) *goredis.Cmd {
-			return newShardScript.EvalSha(ctx, p, []string{key}, l.ep(), rooms[i].up, rooms[i].dn)
-		})
+		create(l.keys.shard(i), "v", 0, "e", l.ep(), "up", rooms[i].up, "dn", rooms[i].dn)
 	}
 	if l.spec.Bounded() {
-		key, lo, hi := l.keys.bounds(), "", ""
+		fields := []any{"t", 0}
 		if l.spec.Min != nil {
-			lo = strconv.FormatInt(*l.spec.Min, 10)
+			fields = append(fields, "lo", *l.spec.Min)
 		}
 		if l.spec.Max != nil {
-			hi = strconv.FormatInt(*l.spec.Max, 10)
+			fields = append(fields, "hi", *l.spec.Max)
 		}
-		nr.add(ctx, key, func(p goredis.Pipeliner) *goredis.Cmd {
-			return newBoundsScript.EvalSha(ctx, p, []string{key}, lo, hi)
-		})
+		create(l.keys.bounds(), fields...)
 	}
 }

@@ -16,6 +16,8 @@
 # move with a busy machine, where times on a shared two-core machine
 # swing by ±100% and more. The binaries are built without cgo and run
 # with GODEBUG=asyncpreemptoff=1, which callgrind needs to follow Go, and
+# cpu.rdtscp=off (valgrind cannot run the RDTSCP the runtime times lock
+# contention with), and
 # with GOGC=off: the collector's work per op jumps with where its cycles
 # fall in a run (±2% run to run), and it depends on the bytes allocated,
 # which -benchmem compares exactly; the count is then the code's own.
@@ -54,7 +56,7 @@ echo "A = $rev ($(git log -1 --format=%h "$rev")), B = working tree ($(git rev-p
 instructions() {
   local total=()
   for n in 2000 4000; do
-    (cd "$pkg" && GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
+    (cd "$pkg" && GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
       "$1" -test.run '^$' -test.bench "$2" -test.benchtime ${n}x -test.cpu 1 "${@:3}" >/dev/null 2>"$tmp/cg.log") ||
       { cat "$tmp/cg.log" >&2; exit 1; }
     total+=("$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/cg.log")")

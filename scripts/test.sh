@@ -33,8 +33,11 @@ SHARDCOUNTER_RESP_GOROUTINES=1 go test -race -count=1 -timeout 10m "$@" ./resp/s
 # Go 1.26's fuzz coordinator can report its own -fuzztime deadline as a
 # failure ("context deadline exceeded", no crasher written) when a worker is
 # mid-call as time runs out (go.dev/issue/75804, fixed in Go 1.27). A count
-# has no deadline to race. 50000 executions is a few seconds per target.
-fuzztime=${SHARDCOUNTER_FUZZTIME:-50000x}
+# has no deadline to race. 10000 executions is a few seconds per target:
+# with about 60 targets, each paying its instrumented build and its
+# corpus's baseline, a larger default would take the run past 30 minutes
+# on 2 cores.
+fuzztime=${SHARDCOUNTER_FUZZTIME:-10000x}
 if [ "$fuzztime" != 0 ]; then
   dirs=$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u)
   for dir in $dirs; do

@@ -114,6 +114,13 @@ func Apply(old []byte, members []string, merges [][]byte) (out []byte, changed b
 	if err != nil {
 		return nil, false, err
 	}
+	return s.Apply(old, members, merges)
+}
+
+// Apply is the function Apply on s, the sketch old decodes to, for a
+// caller that decoded old already (to refuse a batch's items on a shard
+// whose sketch does not decode as they come). It changes s.
+func (s *Sketch) Apply(old []byte, members []string, merges [][]byte) (out []byte, changed bool, err error) {
 	var before int64
 	wasDense := dense(old)
 	if !wasDense {

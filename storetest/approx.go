@@ -29,14 +29,10 @@ func MustCreateApprox(tb testing.TB, s shardcounter.CounterStore, id string, sha
 }
 
 // MustSketches returns an approx counter's shard sketches, failing the
-// test unless the store is a SketchStore and reads them.
+// test unless the store reads them.
 func MustSketches(tb testing.TB, s shardcounter.CounterStore, id string) [][]byte {
 	tb.Helper()
-	ss, ok := s.(shardcounter.SketchStore)
-	if !ok {
-		tb.Fatalf("%T is not a shardcounter.SketchStore", s)
-	}
-	_, shards, err := ss.ReadSketches(context.Background(), id)
+	_, shards, err := s.ReadSketches(context.Background(), id)
 	if err != nil {
 		tb.Fatalf("ReadSketches(%q): %v", id, err)
 	}
@@ -129,8 +125,7 @@ func testApprox(t *testing.T, s shardcounter.CounterStore) {
 		if err := s.DeleteCounter(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		ss := s.(shardcounter.SketchStore)
-		if _, _, err := ss.ReadSketches(ctx, id); !errors.Is(err, shardcounter.ErrNotFound) {
+		if _, _, err := s.ReadSketches(ctx, id); !errors.Is(err, shardcounter.ErrNotFound) {
 			t.Fatalf("ReadSketches of a deleted counter: %v, want ErrNotFound", err)
 		}
 		MustCreateApprox(t, s, id, 2)
@@ -179,7 +174,7 @@ func testApproxRefused(t *testing.T, s shardcounter.CounterStore, id string) {
 			t.Fatalf("CreateCounter(approx with %+v): %v, want ErrInvalid", spec, err)
 		}
 	}
-	if _, _, err := s.(shardcounter.SketchStore).ReadSketches(ctx, sum); !errors.Is(err, shardcounter.ErrInvalid) {
+	if _, _, err := s.ReadSketches(ctx, sum); !errors.Is(err, shardcounter.ErrInvalid) {
 		t.Fatalf("ReadSketches of a sum counter: %v, want ErrInvalid", err)
 	}
 }

@@ -189,6 +189,12 @@ func faultLoad(svc shardcounter.CounterService, counters []string, opts FaultOpt
 	return all
 }
 
+// settleTime bounds how long retryAll retries one write that the store
+// answers unavailable or outcome_unknown once the network has healed. It
+// only matters when a retry fails: a store that never recovers still
+// fails the suite, a minute later.
+const settleTime = 60 * time.Second
+
 // retry is the retry of one write with its request id.
 type retry struct {
 	res    shardcounter.WriteResult
@@ -197,8 +203,11 @@ type retry struct {
 }
 
 // retryAll retries, 16 at a time, every write that has a request id,
-// each until the store answers it (for up to 10 s: the pool may hold
-// connections the faults broke).
+// each until the store answers it, for up to settleTime: the pool may hold
+// connections the faults broke, and a store may hold locks for a
+// transaction whose rollback the faults lost (the Datastore emulator does,
+// until it expires the transaction); on a machine loaded by other tests a
+// commit may also outlast the engine's flush timeout for a while.
 func retryAll(ctx context.Context, svc shardcounter.CounterService, writes []faultWrite) []retry {
 	out := make([]retry, len(writes))
 	sem := make(chan struct{}, 16)
@@ -219,7 +228,7 @@ func retryAll(ctx context.Context, svc shardcounter.CounterService, writes []fau
 					return
 				}
 				r.unsure = r.unsure || shardcounter.IsOutcomeUnknown(r.err)
-				if time.Since(start) > 10*time.Second || !(r.unsure || shardcounter.ErrorCode(r.err) == shardcounter.EUNAVAILABLE) {
+				if time.Since(start) > settleTime || !(r.unsure || shardcounter.ErrorCode(r.err) == shardcounter.EUNAVAILABLE) {
 					return
 				}
 			}

@@ -26,7 +26,7 @@ import (
 // the store's clock.
 func RunRankings(t *testing.T, open OpenFunc, opts Options) {
 	t.Run("Definitions", func(t *testing.T) {
-		RunRankingStore(t, open(t).(shardcounter.RankingStore))
+		RunRankingStore(t, open(t))
 	})
 	t.Run("Exact", func(t *testing.T) { testRankingExact(t, open(t), opts, false) })
 	t.Run("Rescan", func(t *testing.T) { testRankingExact(t, open(t), opts, true) })

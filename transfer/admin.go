@@ -21,7 +21,7 @@ import (
 )
 
 // Admin endpoints, which serve mounts beside the API behind its bearer
-// tokens (shttp.Server.RequireToken). They stream for as long as they
+// tokens (shttp.Admin, in the HTTP server's route table). They stream for as long as they
 // need: an export or a backup of a large store outlasts any request
 // timeout.
 const (
@@ -67,18 +67,23 @@ type Conflict struct {
 	Want shardcounter.Spec `json:"want"`
 }
 
-// Admin returns the handler of the admin endpoints over store, the store
+// Admin returns the handlers of the admin endpoints over store, the store
 // a server serves (not the engine over it: an export reads the store
 // itself, and an import writes it through the same Apply the engine
 // uses). Cached reads of imported counters may lag the import by the
 // engine's --max-staleness. An export of an embedded store reads an
 // online copy of it (snapshot), so that it is one consistent snapshot
 // while the server takes writes.
-func Admin(store shardcounter.CounterStore, log *slog.Logger) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+ExportPath, func(w http.ResponseWriter, r *http.Request) {
+func Admin(store shardcounter.CounterStore, log *slog.Logger) shttp.Admin {
+	var a shttp.Admin
+	a.Export = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		noDeadlines(w)
-		prefix := r.URL.Query().Get("prefix")
+		q, err := shttp.CheckQuery(r, "prefix")
+		if err != nil {
+			adminError(w, err)
+			return
+		}
+		prefix := q.Get("prefix")
 		if prefix != "" {
 			if err := shardcounter.ValidateID(shardcounter.CounterIDKind, prefix); err != nil {
 				adminError(w, err)
@@ -98,10 +103,18 @@ func Admin(store shardcounter.CounterStore, log *slog.Logger) http.Handler {
 			log.Warn("admin export stopped", "error", err)
 		}
 	})
-	mux.HandleFunc("POST "+ImportPath, func(w http.ResponseWriter, r *http.Request) {
+	a.Import = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		noDeadlines(w)
+		q, err := shttp.CheckQuery(r, "replace")
+		if replace := q.Get("replace"); err == nil && replace != "" && replace != "true" && replace != "false" {
+			err = shardcounter.Errorf(shardcounter.EINVALID, "replace is %q: give true or false", replace)
+		}
+		if err != nil {
+			adminError(w, err)
+			return
+		}
 		var res ImportResult
-		st, err := Import(r.Context(), store, r.Body, ImportOptions{Replace: r.URL.Query().Get("replace") == "true",
+		st, err := Import(r.Context(), store, r.Body, ImportOptions{Replace: q.Get("replace") == "true",
 			Conflict: func(id string, have, want shardcounter.Spec) {
 				if len(res.Conflicts) < 1000 {
 					res.Conflicts = append(res.Conflicts, Conflict{ID: id, Have: have, Want: want})
@@ -123,11 +136,16 @@ func Admin(store shardcounter.CounterStore, log *slog.Logger) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(res)
 	})
-	mux.HandleFunc("GET "+VerifyPath, func(w http.ResponseWriter, r *http.Request) {
+	a.Verify = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		noDeadlines(w)
+		q, err := shttp.CheckQuery(r, "prefix")
+		if err != nil {
+			adminError(w, err)
+			return
+		}
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		enc := json.NewEncoder(w)
-		n, drifts, err := Verify(r.Context(), store, VerifyOptions{Prefix: r.URL.Query().Get("prefix"), Drift: func(d Drift) {
+		n, drifts, err := Verify(r.Context(), store, VerifyOptions{Prefix: q.Get("prefix"), Drift: func(d Drift) {
 			enc.Encode(VerifyLine{Drift: &d})
 		}})
 		end := VerifyLine{Verified: n, Drifts: len(drifts)}
@@ -136,7 +154,7 @@ func Admin(store shardcounter.CounterStore, log *slog.Logger) http.Handler {
 		}
 		enc.Encode(end)
 	})
-	mux.HandleFunc("GET "+BackupPath, func(w http.ResponseWriter, r *http.Request) {
+	a.Backup = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		noDeadlines(w)
 		rate, err := backupRate(r)
 		if err == nil {
@@ -146,7 +164,7 @@ func Admin(store shardcounter.CounterStore, log *slog.Logger) http.Handler {
 			adminError(w, err)
 		}
 	})
-	return mux
+	return a
 }
 
 // snapshot returns a store that holds what store holds now and that no
@@ -159,8 +177,7 @@ func snapshot(ctx context.Context, store shardcounter.CounterStore) (shardcounte
 	var dir string
 	var open func(string) (shardcounter.CounterStore, error)
 	var copyTo func(string) error
-	switch s := store.(type) {
-	case *bolt.CounterStore:
+	if s, ok := shardcounter.As[*bolt.CounterStore](store); ok {
 		dir = filepath.Dir(s.Path())
 		copyTo = func(tmp string) error {
 			f, err := os.Create(filepath.Join(tmp, "snapshot.db"))
@@ -176,13 +193,13 @@ func snapshot(ctx context.Context, store shardcounter.CounterStore) (shardcounte
 		open = func(tmp string) (shardcounter.CounterStore, error) {
 			return bolt.Open(ctx, filepath.Join(tmp, "snapshot.db"), bolt.Options{})
 		}
-	case *pebble.CounterStore:
+	} else if s, ok := shardcounter.As[*pebble.CounterStore](store); ok {
 		dir = filepath.Dir(filepath.Clean(s.Dir()))
 		copyTo = func(tmp string) error { return s.Checkpoint(filepath.Join(tmp, "pebble")) }
 		open = func(tmp string) (shardcounter.CounterStore, error) {
 			return pebble.Open(ctx, filepath.Join(tmp, "pebble"), pebble.Options{})
 		}
-	default:
+	} else {
 		return store, func() {}, nil
 	}
 	tmp, err := os.MkdirTemp(dir, ".snapshot-")
@@ -219,15 +236,15 @@ func adminError(w http.ResponseWriter, err error) {
 // backup writes the store's online copy to w, a Pebble checkpoint at rate
 // bytes a second (0: as fast as it goes).
 func backup(ctx context.Context, store shardcounter.CounterStore, w http.ResponseWriter, rate int64) error {
-	switch s := store.(type) {
-	case *bolt.CounterStore:
+	if s, ok := shardcounter.As[*bolt.CounterStore](store); ok {
 		w.Header().Set(BackupKindHeader, "bolt")
 		w.Header().Set("Content-Type", "application/octet-stream")
 		// Not paced: the copy holds a read transaction, and bolt's writes
 		// wait for read transactions to end when the file grows.
 		_, err := s.Backup(ctx, w, func(n int64) { w.Header().Set("Content-Length", strconv.FormatInt(n, 10)) })
 		return err
-	case *pebble.CounterStore:
+	}
+	if s, ok := shardcounter.As[*pebble.CounterStore](store); ok {
 		// The checkpoint goes beside the store, on its file system, so
 		// that its sstables are hard links rather than copies.
 		tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(s.Dir())), ".backup-")

@@ -15,6 +15,8 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
+	"github.com/shardcounter/shardcounter/engine"
+	shttp "github.com/shardcounter/shardcounter/http"
 	"github.com/shardcounter/shardcounter/internal/pgtest"
 	"github.com/shardcounter/shardcounter/pebble"
 	"github.com/shardcounter/shardcounter/transfer"
@@ -53,8 +55,7 @@ func TestAdminExportSnapshot(t *testing.T) {
 			if _, err := s.Apply(ctx, incs); err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(transfer.Admin(s, slog.New(slog.DiscardHandler)))
-			defer srv.Close()
+			srv := MustServeAdmin(t, s, nil)
 			var stop atomic.Bool
 			var wg sync.WaitGroup
 			wg.Add(1)
@@ -92,4 +93,22 @@ func TestAdminExportSnapshot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// MustServeAdmin serves the admin endpoints over store as serve does: on
+// the HTTP API's server, over eng, or when it is nil an engine of its own
+// on store; stopped at the end of the test.
+func MustServeAdmin(tb testing.TB, store shardcounter.CounterStore, eng *engine.Engine) *httptest.Server {
+	tb.Helper()
+	if eng == nil {
+		var err error
+		if eng, err = engine.New(store, engine.Config{}); err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { eng.Close(context.Background()) })
+	}
+	log := slog.New(slog.DiscardHandler)
+	srv := httptest.NewServer(shttp.NewServer(eng, shttp.ServerOptions{Logger: log, Admin: transfer.Admin(store, log)}))
+	tb.Cleanup(srv.Close)
+	return srv
 }

@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -209,7 +207,7 @@ func TestBenchBackup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(transfer.Admin(store, slog.New(slog.DiscardHandler)))
+		srv := MustServeAdmin(t, store, eng)
 		writes := func(d time.Duration, during func(stop <-chan struct{})) float64 {
 			var ops atomic.Int64
 			stop := make(chan struct{})

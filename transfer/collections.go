@@ -19,7 +19,7 @@ type collectionLister interface {
 // collectionsOf returns the collection store beside store, or nil for a
 // store without collections.
 func collectionsOf(store shardcounter.CounterStore) shardcounter.CollectionStore {
-	cs, err := dsn.Collections(unwrap(store))
+	cs, err := dsn.Collections(store)
 	if err != nil {
 		return nil
 	}

@@ -9,25 +9,16 @@ import (
 	"github.com/shardcounter/shardcounter/expiry"
 )
 
-// withExpiry returns store with deadlines: store itself when it has
-// them, else expiry.Wrap of it. An import writes through it so that a
+// withExpiry returns store with deadlines: the expiry wrapper in store's
+// chain when it has one (shardcounter.As), else expiry.Wrap of it. An import writes through it so that a
 // deadline is kept as the engine keeps it (records of the store's own,
 // with their index), and a write to a name expired in the target starts
 // a new counter there as it would through the engine.
 func withExpiry(store shardcounter.CounterStore) *expiry.Store {
-	if es, ok := store.(*expiry.Store); ok {
+	if es, ok := shardcounter.As[*expiry.Store](store); ok {
 		return es
 	}
 	return expiry.Wrap(store, expiry.Options{})
-}
-
-// unwrap returns the store under an expiry wrapper: what collections,
-// rankings and snapshots are found on.
-func unwrap(store shardcounter.CounterStore) shardcounter.CounterStore {
-	if es, ok := store.(*expiry.Store); ok {
-		return es.Inner()
-	}
-	return store
 }
 
 // deadlines gives the names of the counters just written the deadlines
@@ -55,7 +46,7 @@ func (im *importer) deadlines(ctx context.Context, entries []*entry) error {
 	// one ReadCounters per MaxReadBatch names, not a read per name.
 	for len(names) > 0 {
 		n := min(len(names), shardcounter.MaxReadBatch)
-		have, err := readDeadlines(ctx, im.store.Inner(), names[:n])
+		have, err := readDeadlines(ctx, im.store.Unwrap(), names[:n])
 		if err != nil {
 			return err
 		}
@@ -83,10 +74,7 @@ func (im *importer) deadlines(ctx context.Context, entries []*entry) error {
 // and creates it anew.
 func (im *importer) ranking(ctx context.Context, rec *Ranking) error {
 	im.st.Rankings++
-	rs, ok := unwrap(im.store).(shardcounter.RankingStore)
-	if !ok {
-		return fmt.Errorf("ranking %q: this store keeps no rankings", rec.Name)
-	}
+	rs := im.store
 	want := rec.RankingOptions.WithDefaults()
 	have, err := rs.GetRanking(ctx, rec.Name)
 	switch {

@@ -44,7 +44,7 @@ func exportDeadlines(t *testing.T) (exp, stamp string, at, now time.Time) {
 	if ok, err := behind.ExpireCounter(ctx, "b", now.Add(-time.Hour)); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	rs := src.(shardcounter.RankingStore)
+	rs := src
 	if _, _, err := rs.CreateRanking(ctx, &shardcounter.Ranking{Name: "top", RankingOptions: shardcounter.RankingOptions{Size: 3}.WithDefaults(), CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestDeadlinesAndRankings(t *testing.T) {
 
 	// A ranking of the same name with other options: reported, kept,
 	// then replaced with Replace.
-	drs := dst.(shardcounter.RankingStore)
+	drs := dst
 	if err := drs.DeleteRanking(ctx, "top"); err != nil {
 		t.Fatal(err)
 	}

@@ -65,8 +65,8 @@ func Export(ctx context.Context, store shardcounter.CounterStore, w io.Writer, o
 	// Deadlines are read from their records in the same view as the
 	// counters (expiry's package doc), so the raw store serves as well
 	// as a wrapped one and a PostgreSQL snapshot holds them too.
-	if es, ok := store.(*expiry.Store); ok {
-		store = es.Inner()
+	if es, ok := shardcounter.As[*expiry.Store](store); ok {
+		store = es.Unwrap()
 	}
 	src, release, err := readView(ctx, store)
 	if err != nil {
@@ -91,7 +91,7 @@ func Export(ctx context.Context, store shardcounter.CounterStore, w io.Writer, o
 		if len(page) == 0 {
 			break
 		}
-		if err := exportPage(ctx, pageSource{src, sketchesOf(src, store)}, enc, page, opts, &st); err != nil {
+		if err := exportPage(ctx, pageSource{src}, enc, page, opts, &st); err != nil {
 			return st, err
 		}
 		after = page[len(page)-1].ID
@@ -208,13 +208,9 @@ func readDeadlines(ctx context.Context, store source, ids []string) ([]int64, er
 }
 
 // exportRankings writes every ranking whose name starts with the prefix,
-// by name, when the store keeps rankings.
+// by name.
 func exportRankings(ctx context.Context, store shardcounter.CounterStore, enc *Encoder, opts ExportOptions, st *Stats) error {
-	rs, ok := store.(shardcounter.RankingStore)
-	if !ok {
-		return nil
-	}
-	list, err := rs.ListRankings(ctx)
+	list, err := store.ListRankings(ctx)
 	if err != nil {
 		return err
 	}
@@ -230,20 +226,9 @@ func exportRankings(ctx context.Context, store shardcounter.CounterStore, enc *E
 	return nil
 }
 
-// pageSource is what an export reads, and where it reads approx
-// counters' sketches: the same view when it has them, else the store
-// (nil when neither does).
+// pageSource is what an export reads a page of counters from.
 type pageSource struct {
 	source
-	sk shardcounter.SketchStore
-}
-
-func sketchesOf(src source, store shardcounter.CounterStore) shardcounter.SketchStore {
-	if sk, ok := src.(shardcounter.SketchStore); ok {
-		return sk
-	}
-	sk, _ := store.(shardcounter.SketchStore)
-	return sk
 }
 
 // approx puts an approx counter's sketches on its line, with the shard
@@ -251,10 +236,7 @@ func sketchesOf(src source, store shardcounter.CounterStore) shardcounter.Sketch
 // store, so the line is consistent in itself even if a write came after
 // the page's values). It returns false for a counter deleted meanwhile.
 func (p pageSource) approx(ctx context.Context, rec *Counter) (bool, error) {
-	if p.sk == nil {
-		return false, shardcounter.Errorf(shardcounter.EINVALID, "counter %q is an approx counter, and this store reads no sketches: export it from a store that does", rec.ID)
-	}
-	_, sks, err := p.sk.ReadSketches(ctx, rec.ID)
+	_, sks, err := p.ReadSketches(ctx, rec.ID)
 	if shardcounter.ErrorCode(err) == shardcounter.ENOTFOUND {
 		return false, nil
 	}
@@ -278,12 +260,13 @@ type source interface {
 	ReadCounters(ctx context.Context, ids []string) ([]*shardcounter.Reading, error)
 	ListMembers(ctx context.Context, id, after string, limit int) ([]string, error)
 	ReadSeries(ctx context.Context, id string, from, to time.Time) ([]shardcounter.Bucket, error)
+	shardcounter.SketchStore
 }
 
 // readView returns what an export of store reads: on PostgreSQL a
 // Snapshot (one REPEATABLE READ transaction), elsewhere the store.
 func readView(ctx context.Context, store shardcounter.CounterStore) (source, func(), error) {
-	if p, ok := store.(*postgres.CounterStore); ok {
+	if p, ok := shardcounter.As[*postgres.CounterStore](store); ok {
 		snap, err := p.Snapshot(ctx)
 		if err != nil {
 			return nil, nil, err

@@ -36,8 +36,9 @@ const (
 // batchScale returns how many times importCounters and applyBatch an
 // import into store takes at once.
 func batchScale(store shardcounter.CounterStore) int {
-	switch store.(type) {
-	case *pebble.CounterStore, *bolt.CounterStore:
+	_, p := shardcounter.As[*pebble.CounterStore](store)
+	_, b := shardcounter.As[*bolt.CounterStore](store)
+	if p || b {
 		return embeddedScale
 	}
 	return 1
@@ -97,7 +98,7 @@ func Import(ctx context.Context, store shardcounter.CounterStore, r io.Reader, o
 // members record follows its counter's.
 func importRecords(ctx context.Context, store shardcounter.CounterStore, next func() (*Record, error), opts ImportOptions) (Stats, error) {
 	im := &importer{store: withExpiry(store), opts: opts, ids: make(map[string]bool)}
-	scale := batchScale(im.store.Inner())
+	scale := batchScale(im.store)
 	im.counters, im.applyBatch = importCounters*scale, applyBatch*scale
 	for {
 		rec, err := next()

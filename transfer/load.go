@@ -24,7 +24,7 @@ const loadChunk = 1000
 // (expired, as the counter reads missing), which the general path
 // purges first.
 func (im *importer) load(ctx context.Context) ([]*entry, error) {
-	l, ok := im.store.Inner().(shardcounter.Loader)
+	l, ok := shardcounter.As[shardcounter.Loader](im.store)
 	if !ok {
 		return nil, nil
 	}

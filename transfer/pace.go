@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	shttp "github.com/shardcounter/shardcounter/http"
 )
 
 // DefaultBackupRate is the pace, in bytes a second, at which BackupPath
@@ -21,7 +22,11 @@ const DefaultBackupRate = 64 << 20
 // backupRate returns the rate a backup request asks for: ?rate=BYTES a
 // second, 0 for no pacing; DefaultBackupRate without one.
 func backupRate(r *http.Request) (int64, error) {
-	v := r.URL.Query().Get("rate")
+	q, err := shttp.CheckQuery(r, "rate")
+	if err != nil {
+		return 0, err
+	}
+	v := q.Get("rate")
 	if v == "" {
 		return DefaultBackupRate, nil
 	}

@@ -137,7 +137,7 @@ func fillDeadlinesAndRanking(t *testing.T, s shardcounter.CounterStore, pfx stri
 		}
 	}
 	r := &shardcounter.Ranking{Name: pfx + "top", RankingOptions: shardcounter.RankingOptions{Prefix: pfx, Size: 5}.WithDefaults(), CreatedAt: time.Now().UTC()}
-	if _, _, err := s.(shardcounter.RankingStore).CreateRanking(ctx, r); err != nil {
+	if _, _, err := s.CreateRanking(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -91,7 +91,27 @@ func run(manifest, failuresFile, doc, charts, fsyncDir, command string) error {
 	}
 	var page bytes.Buffer
 	writePage(&page, ws, notes, pageInfo{fsync: fsync, command: command, charts: rel, failed: failed})
+	page.WriteString(keptTail(doc))
 	return os.WriteFile(doc, page.Bytes(), 0o644)
+}
+
+// doorsMarker begins the part of the page that scripts/bench-doors.sh
+// writes; benchdoc keeps it as it is, so that either script can rewrite
+// its own part alone.
+const doorsMarker = "<!-- Written by scripts/bench-doors.sh from here to the end. -->"
+
+// keptTail returns the page's part from doorsMarker to its end, after a
+// blank line, or "" when the page or the marker is not there.
+func keptTail(doc string) string {
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		return ""
+	}
+	_, tail, ok := strings.Cut(string(b), "\n"+doorsMarker+"\n")
+	if !ok {
+		return ""
+	}
+	return "\n" + doorsMarker + "\n" + tail
 }
 
 // readFailures reads the runs that failed: workload, title, command and

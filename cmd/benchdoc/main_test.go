@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -91,5 +92,27 @@ func TestAnchor(t *testing.T) {
 		if got := anchor(title); got != want {
 			t.Errorf("anchor(%q) = %q, want %q", title, got, want)
 		}
+	}
+}
+
+// TestKeptTail: the part scripts/bench-doors.sh writes survives a rewrite
+// of the page, and a page without it gains nothing.
+func TestKeptTail(t *testing.T) {
+	doc := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	if got := keptTail(doc); got != "" {
+		t.Fatalf("no page: kept %q", got)
+	}
+	tail := doorsMarker + "\n\n## Front doors\n\n| a | b |\n"
+	if err := os.WriteFile(doc, []byte("# Benchmarks\n\nold\n\n"+tail), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := keptTail(doc), "\n"+tail; got != want {
+		t.Fatalf("kept %q, want %q", got, want)
+	}
+	if err := os.WriteFile(doc, []byte("# Benchmarks\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := keptTail(doc); got != "" {
+		t.Fatalf("no marker: kept %q", got)
 	}
 }

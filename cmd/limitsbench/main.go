@@ -3,11 +3,19 @@
 // (VmRSS, VmHWM from /proc) of the server process while many
 // unauthenticated RESP connections send half frames, and while many
 // clients send 1 MiB HTTP bodies at once, and how long the server takes
-// to close or answer them. It starts the binary it is given, on a bolt
-// file in a temporary directory, with a token file.
+// to close or answer them. It starts the binary it is given in a
+// temporary directory, with serve's default store there (or -store), with
+// a token file.
 //
 //	go build -o /tmp/shardcounter ./cmd/shardcounter
-//	go run ./cmd/limitsbench -bin /tmp/shardcounter [-resp 1000] [-http 1000] [-settle 60s]
+//	go run ./cmd/limitsbench -bin /tmp/shardcounter [-resp 1000] [-http 1000] [-shape request_id] [-settle 60s]
+//
+// Each -shape is a 1 MiB body whose decoded form differs: spaces (an
+// increment padded with white space: bytes, decoded to nothing), and one
+// JSON string of 1 MiB as a request_id (an increment), a member (a batch
+// write to a distinct counter) or a document field (a document of a
+// collection); an answer other than the body budget's 503 is a body its
+// handler decoded.
 //
 // Linux only (it reads /proc/PID/status). Its figures depend on the
 // machine; they are measurements, not tests.
@@ -15,6 +23,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -37,6 +46,8 @@ func main() {
 	respConns := flag.Int("resp", 1000, "unauthenticated RESP connections, each sending a half frame (0: skip)")
 	attack := flag.String("frame", "half", "what each RESP connection sends: half (a frame within the limits before AUTH, never finished) or big (an array of 4,000 arguments announced, then bulks of 64 KiB, up to 1 MiB, sent as fast as the server takes them)")
 	httpBodies := flag.Int("http", 1000, "concurrent 1 MiB HTTP bodies (0: skip)")
+	shapes := flag.String("shape", "spaces", "what each 1 MiB body is, comma-separated for one server each: "+strings.Join(shapeNames(), ", "))
+	store := flag.String("store", "", "serve's --store (default: serve's own default, in the temporary directory)")
 	settle := flag.Duration("settle", time.Minute, "how long to watch the server's memory after the HTTP bodies")
 	extra := flag.String("args", "", "more flags for serve, space-separated")
 	flag.Parse()
@@ -44,13 +55,20 @@ func main() {
 		log.Fatal("give -bin: the shardcounter binary to measure")
 	}
 	if *respConns > 0 {
-		s := startServer(*bin, strings.Fields(*extra))
+		s := startServer(*bin, *store, strings.Fields(*extra))
 		measureRESP(s, *respConns, *attack)
 		s.stop()
 	}
-	if *httpBodies > 0 {
-		s := startServer(*bin, strings.Fields(*extra))
-		measureHTTP(s, *httpBodies, *settle)
+	for _, name := range strings.Split(*shapes, ",") {
+		if *httpBodies == 0 {
+			break
+		}
+		sh, ok := bodyShapes[name]
+		if !ok {
+			log.Fatalf("unknown -shape %q: the shapes are %s", name, strings.Join(shapeNames(), ", "))
+		}
+		s := startServer(*bin, *store, strings.Fields(*extra))
+		measureHTTP(s, name, sh, *httpBodies, *settle)
 		s.stop()
 	}
 }
@@ -72,16 +90,19 @@ var (
 	respAddrRE = regexp.MustCompile(`msg="serving the Redis protocol" addr=(\S+)`)
 )
 
-func startServer(bin string, extra []string) *server {
+func startServer(bin, store string, extra []string) *server {
 	dir, err := os.MkdirTemp("", "limitsbench")
 	if err != nil {
 		log.Fatal(err)
 	}
 	tokens := filepath.Join(dir, "tokens")
 	os.WriteFile(tokens, []byte(token+"\n"), 0o600)
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--resp-listen", "127.0.0.1:0",
-		"--auth-token-file", tokens, "--store", "bolt:" + filepath.Join(dir, "data.db")}, extra...)
-	cmd := exec.Command(bin, args...)
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--resp-listen", "127.0.0.1:0", "--auth-token-file", tokens}
+	if store != "" {
+		args = append(args, "--store", store)
+	}
+	cmd := exec.Command(bin, append(args, extra...)...)
+	cmd.Dir = dir // serve's default store is under the working directory
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		log.Fatal(err)
@@ -219,10 +240,55 @@ func measureRESP(s *server, n int, frame string) {
 	fmt.Printf("  after: RSS %.1f MiB, peak over the run %.1f MiB (+%.1f over the start)\n", after, hwm, hwm-base)
 }
 
-func measureHTTP(s *server, n int, settle time.Duration) {
+// bodyShape is a request whose body is 1 MiB: setup prepares what it
+// writes to, if anything.
+type bodyShape struct {
+	method, path string
+	setup        [][3]string // method, path and body of requests made first
+	body         func(pad string) string
+}
+
+// mib1 is the size of every body, give or take the JSON around the pad.
+const mib1 = 1 << 20
+
+var bodyShapes = map[string]bodyShape{
+	"spaces": {method: "POST", path: "/v1/counters/c/increment",
+		body: func(string) string { return `{"by":1}` + strings.Repeat(" ", mib1-8) }},
+	"request_id": {method: "POST", path: "/v1/counters/c/increment",
+		body: func(pad string) string { return `{"by":1,"request_id":"` + pad + `"}` }},
+	"member": {method: "POST", path: "/v1/writes",
+		setup: [][3]string{{"PUT", "/v1/counters/d", `{"kind":"distinct"}`}},
+		body:  func(pad string) string { return `{"writes":[{"counter":"d","member":"` + pad + `"}]}` }},
+	"numbers": {method: "POST", path: "/v1/collections/docs/documents",
+		setup: [][3]string{{"PUT", "/v1/collections/docs", ""}},
+		body:  func(pad string) string { return `{"data":{"n":[` + strings.Repeat("0,", len(pad)/2) + `0]}}` }},
+	"nested": {method: "POST", path: "/v1/collections/docs/documents",
+		setup: [][3]string{{"PUT", "/v1/collections/docs", ""}},
+		body: func(pad string) string {
+			nest := strings.Repeat("[", 9990) + strings.Repeat("]", 9990)
+			return `{"data":{"n":[` + strings.Repeat(nest+",", len(pad)/len(nest)-1) + nest + `]}}`
+		}},
+	"field": {method: "POST", path: "/v1/collections/docs/documents",
+		setup: [][3]string{{"PUT", "/v1/collections/docs", ""}},
+		body:  func(pad string) string { return `{"data":{"note":"` + pad + `"}}` }},
+}
+
+func shapeNames() []string {
+	var names []string
+	for n := range bodyShapes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// messageRE finds the start of an error's message in the API's error body.
+var messageRE = regexp.MustCompile(`"message":"([^"]*)`)
+
+func measureHTTP(s *server, name string, shape bodyShape, n int, settle time.Duration) {
 	base, _ := s.mem()
-	fmt.Printf("HTTP: %d concurrent 1 MiB bodies; server RSS before: %.1f MiB\n", n, base)
-	body := []byte(`{"by":1}` + strings.Repeat(" ", (1<<20)-8))
+	fmt.Printf("HTTP: %d concurrent 1 MiB bodies, shape %s; server RSS before: %.1f MiB\n", n, name, base)
+	body := []byte(shape.body(strings.Repeat("x", mib1-64)))
 	tr := &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: n, DisableKeepAlives: true}
 	client := &http.Client{Transport: tr, Timeout: 5 * time.Minute}
 	var peak float64
@@ -242,6 +308,18 @@ func measureHTTP(s *server, n int, settle time.Duration) {
 			}
 		}
 	}()
+	for _, r := range shape.setup {
+		req, _ := http.NewRequest(r[0], s.url+r[1], strings.NewReader(r[2]))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			log.Fatalf("%s %s: %s", r[0], r[1], resp.Status)
+		}
+	}
 	var mu sync.Mutex
 	statuses := map[string]int{}
 	var wg sync.WaitGroup
@@ -252,7 +330,7 @@ func measureHTTP(s *server, n int, settle time.Duration) {
 		go func() {
 			defer wg.Done()
 			<-begin
-			req, _ := http.NewRequest("POST", s.url+"/v1/counters/c/increment", strings.NewReader(string(body)))
+			req, _ := http.NewRequest(shape.method, s.url+shape.path, bytes.NewReader(body))
 			req.Header.Set("Authorization", "Bearer "+token)
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := client.Do(req)
@@ -263,9 +341,12 @@ func measureHTTP(s *server, n int, settle time.Duration) {
 					key = key[:80]
 				}
 			} else {
-				io.Copy(io.Discard, resp.Body)
+				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				key = strconv.Itoa(resp.StatusCode)
+				if m := messageRE.FindSubmatch(b); m != nil && resp.StatusCode >= 300 {
+					key += " " + string(m[1][:min(len(m[1]), 40)])
+				}
 			}
 			mu.Lock()
 			statuses[key]++
@@ -278,7 +359,13 @@ func measureHTTP(s *server, n int, settle time.Duration) {
 	close(stop)
 	sampler.Wait()
 	_, hwm := s.mem()
-	fmt.Printf("  all answered after %v: %v\n", took.Round(time.Millisecond), statuses)
+	decoded := 0
+	for k, v := range statuses {
+		if !strings.HasPrefix(k, "503 the server holds its limit") && !strings.HasPrefix(k, "error") {
+			decoded += v
+		}
+	}
+	fmt.Printf("  all answered after %v: %v; decoded by their handler (not refused by the body budget): %d\n", took.Round(time.Millisecond), statuses, decoded)
 	fmt.Printf("  peak RSS %.1f MiB (VmHWM; sampled %.1f MiB), %.1f over the start\n", hwm, peak, hwm-base)
 	done := time.Now()
 	for _, at := range []time.Duration{time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, settle} {

@@ -23,6 +23,7 @@ type clientFlags struct {
 	m         *Main
 	server    string
 	tokenFile string
+	user      string
 	json      bool
 }
 
@@ -38,7 +39,8 @@ func (c *clientFlags) registerServer(fs *flag.FlagSet) {
 		server = DefaultServer
 	}
 	fs.StringVar(&c.server, "server", server, "server `URL` (env SHARDCOUNTER_SERVER)")
-	fs.StringVar(&c.tokenFile, "token-file", "", "read the bearer token from the first line of `PATH`")
+	fs.StringVar(&c.tokenFile, "token-file", "", "read the bearer token, or --user's password, from the first line of `PATH`")
+	fs.StringVar(&c.user, "user", c.m.Getenv("SHARDCOUNTER_USER"), "authenticate as `NAME`, a user of the server's --users-file, with the password of --token-file (env SHARDCOUNTER_USER)")
 }
 
 // client returns the API client the flags describe.
@@ -58,6 +60,12 @@ func (c *clientFlags) client() (*shttp.Client, error) {
 			return nil, fmt.Errorf("--token-file %s is empty: put the token on its first line", c.tokenFile)
 		}
 		client.Token = token
+	}
+	if c.user != "" {
+		if client.Token == "" {
+			return nil, usagef("--user %s needs --token-file with the user's password", c.user)
+		}
+		client.User = c.user
 	}
 	return client, nil
 }

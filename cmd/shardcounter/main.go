@@ -40,6 +40,7 @@ var subcommands = []subcommand{
 	{"list", "[--prefix P] [--limit N]", "list counters in id order", newListCommand},
 	{"rank", "create NAME --prefix P [--last D] [--size N] [--max-staleness D] | list | delete NAME", "define the rankings the server keeps", newRankCommand},
 	{"top", "NAME [-k N]", "print the first entries of a ranking", newTopCommand},
+	{"limit", "create NAME POLICY | get [NAME] | delete NAME | take NAME KEY [--cost N] [--request-id S] | peek NAME KEY [--cost N] | reset NAME KEY", "define rate limits, and take from their keys", newLimitCommand},
 	{"collection", "create NAME --shards N [--timestamp-field F] [--index FIELD]...", "create a time-ordered collection with sharded timestamps", newCollectionCommand},
 	{"put", "NAME JSON|- [--id S]", "write one document, or NDJSON documents from stdin", newPutCommand},
 	{"query", "NAME [--where FIELD==VALUE] [--after T] [--before T] [--order desc|asc] [--limit N] [--page-token S]", "print a page of a collection's documents by timestamp", newQueryCommand},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/acl"
 	"github.com/shardcounter/shardcounter/engine"
 	shttp "github.com/shardcounter/shardcounter/http"
 	"github.com/shardcounter/shardcounter/internal/authtoken"
@@ -82,8 +84,12 @@ type serveCommand struct {
 	dedupeWindow  time.Duration
 	maxBody       int64
 	authTokenFile string
+	usersFile     string
 	tlsCert       string
 	tlsKey        string
+	respTLSCert   string
+	respTLSKey    string
+	tlsClientCA   string
 	logFormat     string
 	logLevel      string
 	reqTimeout    time.Duration
@@ -103,6 +109,7 @@ type serveCommand struct {
 	shardInterval *time.Duration
 	// rankingRescan is --ranking-rescan; nil: the store's default (rank.go).
 	rankingRescan *bool
+	rls           rlsOptions // serve_rls.go
 }
 
 func newServeCommand(m *Main) command { return &serveCommand{m: m} }
@@ -122,11 +129,14 @@ func (c *serveCommand) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.flushInterval, "flush-interval", engine.DefaultFlushInterval, "with --durability async, commit a queued write within this `DURATION`")
 	fs.DurationVar(&c.dedupeWindow, "dedupe-window", shardcounter.DefaultDedupeWindow, "a request id repeated within this `DURATION` is not applied again")
 	fs.Int64Var(&c.maxBody, "max-body", shttp.DefaultMaxBodyBytes, "larger request bodies get 413 (`BYTES`)")
-	fs.Int64Var(&c.maxBodyTotal, "max-body-total", shttp.DefaultMaxBodyTotal, "hold at most `BYTES` of request bodies at once, across all requests; past it a request gets 503 before its body is read")
+	fs.Int64Var(&c.maxBodyTotal, "max-body-total", shttp.DefaultMaxBodyTotal, "hold at most `BYTES` of request bodies at once, with what they hold decoded, across all requests; past it a request gets 503")
 	fs.StringVar(&c.authTokenFile, "auth-token-file", c.env("SHARDCOUNTER_AUTH_TOKEN_FILE", ""),
 		"require a bearer token on /v1 from `PATH`, one token a line, reread on SIGHUP (env SHARDCOUNTER_AUTH_TOKEN_FILE)")
+	fs.StringVar(&c.usersFile, "users-file", c.env("SHARDCOUNTER_USERS_FILE", ""),
+		"the users, what each may run and the keys it may touch, from `PATH` in Redis's ACL-file syntax, reread on SIGHUP (env SHARDCOUNTER_USERS_FILE; docs/OPERATIONS.md)")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "serve HTTPS with the certificate chain in `PATH` (PEM; needs --tls-key; reread on SIGHUP)")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "the private key of --tls-cert, in `PATH` (PEM)")
+	c.tlsFlags(fs)
 	fs.StringVar(&c.logFormat, "log-format", "text", "`FORMAT` of the log on stderr: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "`LEVEL` of the log: debug (adds a line per request), info, warn or error")
 	fs.DurationVar(&c.reqTimeout, "request-timeout", shttp.DefaultRequestTimeout, "deadline of each API request, down to the store (`DURATION`)")
@@ -144,6 +154,7 @@ func (c *serveCommand) flags(fs *flag.FlagSet) {
 		return nil
 	})
 	c.rankingRescanFlag(fs)
+	c.rlsFlags(fs)
 	fs.StringVar(&c.respListen, "resp-listen", c.env("SHARDCOUNTER_RESP_LISTEN", ""),
 		"also serve the Redis protocol (RESP2, RESP3) on `ADDR`, such as 127.0.0.1:6380; off unless given (env SHARDCOUNTER_RESP_LISTEN)")
 	fs.DurationVar(&c.respTimeout, "resp-read-timeout", respserver.DefaultReadTimeout,
@@ -213,6 +224,12 @@ func (c *serveCommand) check(args []string) (engine.Config, error) {
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		return engine.Config{}, usagef("--tls-cert and --tls-key go together: give both, or neither for plain HTTP")
 	}
+	if err := c.checkTLS(); err != nil {
+		return engine.Config{}, err
+	}
+	if err := c.checkRLS(); err != nil {
+		return engine.Config{}, err
+	}
 	if c.maxStaleness <= 0 {
 		return engine.Config{}, usagef("--max-staleness is %v: give a positive duration such as 1s", c.maxStaleness)
 	}
@@ -241,10 +258,12 @@ func (c *serveCommand) check(args []string) (engine.Config, error) {
 }
 
 // respServer returns the Redis protocol server over eng, as the flags
-// configure it.
-func (c *serveCommand) respServer(eng *engine.Engine, d engine.Durability, tokens []string, guard *authtoken.Guard, log *slog.Logger) *respserver.Server {
+// configure it, with eng's configuration cfg.
+func (c *serveCommand) respServer(eng *engine.Engine, cfg engine.Config, users *acl.Users, guard *authtoken.Guard, log *slog.Logger, tc *tls.Config) *respserver.Server {
 	return respserver.New(eng, respserver.Options{
-		AuthTokens:     tokens,
+		TLSConfig:      tc,
+		Users:          users,
+		Audit:          &acl.Audit{Logger: log},
 		AuthGuard:      guard,
 		ReadTimeout:    c.respTimeout,
 		MaxClients:     c.respClients,
@@ -253,7 +272,8 @@ func (c *serveCommand) respServer(eng *engine.Engine, d engine.Durability, token
 		ConnGoroutines: c.respGoroutine,
 		AllowFlush:     c.respFlush,
 		Engine:         eng.Stats(),
-		Durability:     d,
+		Durability:     cfg.Durability,
+		Tracer:         cfg.Tracer,
 		Version:        Version(),
 		Logger:         log,
 	})
@@ -269,24 +289,28 @@ func authGuard(log *slog.Logger) *authtoken.Guard {
 	}}
 }
 
-// reload handles SIGHUP: it rereads the token file and the certificate.
-// A file that cannot be read or parsed is logged and the previous tokens
-// or certificate stay in force, so a botched edit never turns
-// authentication off or breaks TLS.
+// reload handles SIGHUP: it rereads the users file, the token file and
+// the certificate. A file that cannot be read or parsed is logged and the
+// previous users or certificate stay in force, so a botched edit never
+// turns authentication off or breaks TLS.
 func (c *serveCommand) reload(log *slog.Logger, api *shttp.Server, rs *respserver.Server, cert *atomic.Pointer[tls.Certificate]) {
-	if c.authTokenFile == "" && c.tlsCert == "" {
-		log.Info("SIGHUP: nothing to reload (no --auth-token-file, no --tls-cert)")
+	if c.authTokenFile == "" && c.usersFile == "" && c.tlsCert == "" && c.respTLSCert == "" && c.tlsClientCA == "" && c.rls.config == "" {
+		log.Info("SIGHUP: nothing to reload (no --auth-token-file, no --users-file, no --tls-cert, no --resp-tls-cert, no --tls-client-ca)")
 		return
 	}
-	if c.authTokenFile != "" {
-		if tokens, err := readTokens(c.authTokenFile); err != nil {
-			log.Error("SIGHUP: keeping the previous auth tokens", "error", err)
+	what := "auth tokens"
+	if c.usersFile != "" {
+		what = "users"
+	}
+	if c.authTokenFile != "" || c.usersFile != "" {
+		if users, err := c.readUsers(); err != nil {
+			log.Error("SIGHUP: keeping the previous "+what, "error", err)
 		} else {
-			api.SetAuthTokens(tokens)
+			api.SetUsers(users)
 			if rs != nil {
-				rs.SetAuthTokens(tokens)
+				rs.SetUsers(users)
 			}
-			log.Info("SIGHUP: auth tokens reloaded", "file", c.authTokenFile, "tokens", len(tokens))
+			log.Info("SIGHUP: "+what+" reloaded", "users", len(users.List()))
 		}
 	}
 	if c.tlsCert != "" {
@@ -306,6 +330,45 @@ func (c *serveCommand) loadCert(cert *atomic.Pointer[tls.Certificate]) error {
 	}
 	cert.Store(&kp)
 	return nil
+}
+
+// readUsers reads the users of --users-file and --auth-token-file, whose
+// tokens are the passwords of the user default (acl.Users.WithTokens);
+// nil when neither is given.
+func (c *serveCommand) readUsers() (*acl.Users, error) {
+	var tokens []string
+	if c.authTokenFile != "" {
+		var err error
+		if tokens, err = readTokens(c.authTokenFile); err != nil {
+			return nil, err
+		}
+	}
+	if c.usersFile == "" {
+		if tokens == nil {
+			return nil, nil
+		}
+		return acl.FromTokens(tokens), nil
+	}
+	b, err := os.ReadFile(c.usersFile)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read --users-file: %w", err)
+	}
+	users, err := acl.Parse(b, permissionTable())
+	if err == nil && tokens != nil {
+		users, err = users.WithTokens(tokens)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--users-file %s: %s", c.usersFile, shardcounter.ErrorMessage(err))
+	}
+	return users, nil
+}
+
+// permissionTable is every RESP command's and HTTP route's categories, by
+// the names +command rules give them.
+func permissionTable() map[string]acl.Category {
+	t := respserver.Permissions()
+	maps.Copy(t, shttp.Permissions())
+	return t
 }
 
 // readTokens reads an --auth-token-file (see http.ParseTokens).

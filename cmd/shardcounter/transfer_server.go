@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,19 +21,6 @@ import (
 	"github.com/shardcounter/shardcounter/pebble"
 	"github.com/shardcounter/shardcounter/transfer"
 )
-
-// withAdmin serves the admin endpoints (transfer.Admin: export, import,
-// backup) under /admin/ behind the API's tokens, and the API elsewhere.
-func withAdmin(api *shttp.Server, store shardcounter.CounterStore, log *slog.Logger) http.Handler {
-	admin := api.RequireToken(transfer.Admin(store, log))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/admin/") {
-			admin.ServeHTTP(w, r)
-			return
-		}
-		api.ServeHTTP(w, r)
-	})
-}
 
 // admin sends one request to a server's admin endpoint and returns its
 // 2xx reply; any other status is the error its body names.

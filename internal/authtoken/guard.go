@@ -1,3 +1,6 @@
+// Package authtoken keeps the Guard that slows clients who keep
+// presenting wrong credentials, on either port (the users and their
+// passwords are package acl's).
 package authtoken
 
 import (

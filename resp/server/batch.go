@@ -1,6 +1,8 @@
 package server
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"sync"
@@ -19,6 +21,7 @@ type pending struct {
 	lo, hi   int
 	errReply string
 	tx       *txRun
+	span     trace.Span // with Options.Tracer
 }
 
 // segment is commands of one connection: those a cycle executes, or a
@@ -41,6 +44,15 @@ type executor struct {
 	reads   []readCmd
 	wsegs   []segment
 	rsegs   []segment
+	bctx    batchContext // the context of its batches' service calls
+	spans   []trace.Span // the span of each write of writeBatch, with Options.Tracer
+}
+
+// ctx arms and returns the context of a batch's service calls; stop it
+// with x.bctx.stop once the batch is done.
+func (x *executor) ctx() context.Context {
+	x.bctx.start(x.s.opts.CommandTimeout)
+	return &x.bctx
 }
 
 // run executes each connection's commands (one segment a connection) in
@@ -74,7 +86,13 @@ func (x *executor) run(turns []segment) {
 					}
 					x.rsegs = append(x.rsegs, segment{c, cmds[:j]})
 				default:
-					c.exec(cmd, cmds[0].Args)
+					if x.s.opts.Tracer != nil {
+						span := x.s.startSpan(c, cmd)
+						c.exec(cmd, cmds[0].Args)
+						span.End()
+					} else {
+						c.exec(cmd, cmds[0].Args)
+					}
 					batched = false
 				}
 				x.s.stats.commands.Add(int64(j))
@@ -111,6 +129,9 @@ func (x *executor) writeBatch(segs []segment) {
 		for _, cm := range sg.cmds {
 			cmd := sg.c.lookup(cm.Args)
 			p := pending{c: sg.c, cmd: cmd, args: cm.Args, lo: len(ws)}
+			if x.s.opts.Tracer != nil {
+				p.span = x.s.startSpan(sg.c, cmd)
+			}
 			if cmd.name == "exec" {
 				ws, p.tx, p.errReply = sg.c.execWrites(ws)
 			} else if ws, p.errReply = cmd.write(sg.c, cm.Args, ws); p.errReply != "" {
@@ -123,9 +144,12 @@ func (x *executor) writeBatch(segs []segment) {
 	var res []shardcounter.WriteResult
 	var err error
 	if len(ws) > 0 {
-		ctx, cancel := x.s.ctx()
+		ctx := x.ctx()
 		ws = x.checkTypes(ctx, ws, ps)
 		if len(ws) > 0 {
+			if x.s.opts.Tracer != nil {
+				ctx, x.spans = withWriteSpans(ctx, ps, len(ws), x.spans)
+			}
 			res, err = x.s.svc.WriteBatch(ctx, ws)
 			if err == nil && len(res) != len(ws) {
 				err = shardcounter.Errorf(shardcounter.EINTERNAL, "the service returned %d results for %d writes", len(res), len(ws))
@@ -141,7 +165,7 @@ func (x *executor) writeBatch(segs []segment) {
 				}
 			}
 		}
-		cancel()
+		x.bctx.stop()
 	}
 	for i := range ps {
 		p := &ps[i]
@@ -158,9 +182,13 @@ func (x *executor) writeBatch(segs []segment) {
 		default:
 			p.cmd.reply(c, p.args, ws[p.lo:p.hi], res[p.lo:p.hi])
 		}
+		if p.span != nil {
+			endWriteSpan(p, err, res)
+		}
 	}
 	clear(ws) // let the ids be collected; keep the capacity
 	clear(ps)
+	clear(x.spans)
 	x.writes, x.pending = ws[:0], ps[:0]
 }
 
@@ -185,8 +213,8 @@ func (x *executor) checkTypes(ctx context.Context, ws []shardcounter.Write, ps [
 	index := make(map[claim]int)
 	at := make([]int, len(ws)) // the claim of each write, -1 for none
 	for i, w := range ws {
-		if w.Expire != nil {
-			at[i] = -1 // a deadline change acts on a name of either type
+		if w.Expire != nil || w.Take != nil {
+			at[i] = -1 // a deadline change acts on a name of either type; a take's state is no key's
 			continue
 		}
 		name, t := writeName(w)
@@ -301,6 +329,7 @@ type readCmd struct {
 	args   [][]byte
 	lo, hi int
 	bad    string
+	span   trace.Span // with Options.Tracer
 }
 
 // readBatch executes runs of strong reads of keys (GET, MGET, EXISTS), of
@@ -318,6 +347,9 @@ func (x *executor) readBatch(segs []segment) {
 	for _, sg := range segs {
 		for _, cm := range sg.cmds {
 			rc := readCmd{c: sg.c, cmd: sg.c.lookup(cm.Args), args: cm.Args, lo: len(ids)}
+			if x.s.opts.Tracer != nil {
+				rc.span = x.s.startSpan(sg.c, rc.cmd)
+			}
 			keys, msg := readIDs(rc.cmd, cm.Args)
 			rc.bad = msg
 			ids = append(ids, keys...)
@@ -335,7 +367,7 @@ func (x *executor) readBatch(segs []segment) {
 	cuts = append(cuts, len(ids))
 	rs := make([]shardcounter.ReadResult, len(ids))
 	errs := make([]error, len(cuts)-1)
-	ctx, cancel := x.s.ctx()
+	ctx := x.ctx()
 	var wg sync.WaitGroup
 	for k := range errs {
 		lo, hi := cuts[k], cuts[k+1]
@@ -367,16 +399,21 @@ func (x *executor) readBatch(segs []segment) {
 				copy(rs[rc.lo:rc.hi], part)
 			}
 		}
+		errReply := rc.bad
 		switch {
 		case rc.bad != "":
 			rc.c.w.Error(rc.bad)
 		case err != nil:
-			rc.c.w.Error(errorReply(err))
+			errReply = errorReply(err)
+			rc.c.w.Error(errReply)
 		default:
 			rc.cmd.readReply(rc.c, rc.args, rs[rc.lo:rc.hi])
 		}
+		if rc.span != nil {
+			endSpan(rc.span, errReply)
+		}
 	}
-	cancel()
+	x.bctx.stop()
 	clear(ids)
 	clear(rcs)
 	x.ids, x.reads = ids[:0], rcs[:0]

@@ -23,6 +23,7 @@ type command struct {
 	// between keys, as COMMAND reports them (0 when there is none).
 	firstKey, lastKey, step int
 	noAuth                  bool // may run before AUTH
+	perm                    perm // the categories and keys a user needs (perms.go)
 
 	run   func(c *conn, args [][]byte)
 	write func(c *conn, args [][]byte, ws []shardcounter.Write) ([]shardcounter.Write, string)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -9,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shardcounter/shardcounter/internal/authtoken"
+	"github.com/shardcounter/shardcounter/acl"
 	"github.com/shardcounter/shardcounter/resp"
 )
 
@@ -25,10 +26,11 @@ type conn struct {
 	raddr   net.Addr // the client's address, kept: the loop closes nc early
 	laddr   net.Addr
 
-	authed   bool             // AUTH succeeded, or none is needed
-	token    authtoken.Digest // the token AUTH succeeded with, when one is needed
-	tokenGen uint64           // the generation of the server's tokens last checked
-	delay    time.Duration    // hold the replies this long before sending them (a throttled WRONGPASS)
+	authed  bool          // AUTH succeeded, or none is needed: user is set
+	user    *acl.User     // the user the connection runs as, once authenticated
+	pass    *acl.Digest   // the password it authenticated with; nil for none (default nopass)
+	userGen uint64        // the generation of the server's users last checked
+	delay   time.Duration // hold the replies this long before sending them (a throttled WRONGPASS)
 
 	// The read deadline of a connection on its own goroutine (timedReader).
 	mu           sync.Mutex // guards interrupted against a read deadline being set
@@ -49,15 +51,16 @@ type conn struct {
 
 func (s *Server) newConn(nc net.Conn) *conn {
 	c := &conn{
-		s:        s,
-		nc:       nc,
-		id:       s.nextID.Add(1),
-		raddr:    nc.RemoteAddr(),
-		laddr:    nc.LocalAddr(),
-		created:  time.Now(),
-		authed:   !s.tokens.Required(),
-		tokenGen: s.tokens.Generation(),
+		s:       s,
+		nc:      nc,
+		id:      s.nextID.Add(1),
+		raddr:   nc.RemoteAddr(),
+		laddr:   nc.LocalAddr(),
+		created: time.Now(),
+		user:    s.users.Unauthenticated(),
+		userGen: s.users.Generation(),
 	}
+	c.authed = c.user != nil
 	c.rd = resp.NewReader(timedReader{c}, c.limits())
 	return c
 }
@@ -72,24 +75,26 @@ func (c *conn) limits() resp.Limits {
 }
 
 // authOK reports whether the connection is authenticated: it did AUTH
-// with a token that the server still accepts (or needs none). When the
-// server's tokens changed since it last looked (one atomic load on every
-// command) and its token is no longer among them, the session ends: it
-// is unauthenticated from then on, and closed after the replies to what
-// it sent so far, each -NOAUTH.
+// as a user that is still on with the password it gave (or needs none).
+// When the server's users changed since it last looked (one atomic load
+// on every command), it takes its user's new rights; when its user is
+// gone, off, or no longer has its password, the session ends: it is
+// unauthenticated from then on, and closed after the replies to what it
+// sent so far, each -NOAUTH.
 func (c *conn) authOK() bool {
 	if !c.authed {
 		return false
 	}
-	gen := c.s.tokens.Generation()
-	if gen == c.tokenGen {
+	gen := c.s.users.Generation()
+	if gen == c.userGen {
 		return true
 	}
-	c.tokenGen = gen
-	if !c.s.tokens.Required() || c.s.tokens.Holds(c.token) {
+	c.userGen = gen
+	if u := c.s.users.Current(c.user, c.pass); u != nil {
+		c.user = u
 		return true
 	}
-	c.authed, c.quit = false, true
+	c.authed, c.user, c.quit = false, nil, true
 	c.rd.SetLimits(c.s.preAuth)
 	c.s.stats.revoked.Add(1)
 	c.s.opts.Logger.Info("resp: ending a session whose token was removed", "client", c.raddr.String(), "id", c.id)
@@ -177,6 +182,9 @@ func (c *conn) serve() {
 		}
 	}()
 	defer c.rd.Close()
+	if tc, ok := c.nc.(*tls.Conn); ok && !c.handshake(tc) {
+		return
+	}
 	for !c.s.shutdown.Load() {
 		cmds, err := c.rd.ReadCommands()
 		if err != nil {
@@ -198,6 +206,33 @@ func (c *conn) serve() {
 			return
 		}
 	}
+}
+
+// handshake completes a TLS connection's handshake within ReadTimeout
+// (10 s when none), and authenticates it as the user its verified client
+// certificate names (acl.Users.ByCertificate), if any. It reports whether
+// the connection may go on.
+func (c *conn) handshake(tc *tls.Conn) bool {
+	d := c.s.opts.ReadTimeout
+	if d <= 0 {
+		d = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.s.opts.Logger.Debug("resp: TLS handshake failed", "client", c.raddr.String(), "error", err)
+		return false
+	}
+	if us := c.s.users.Users(); us != nil {
+		st := tc.ConnectionState()
+		if u := us.ByCertificate(&st); u != nil {
+			if !c.authed {
+				c.rd.SetLimits(c.s.opts.Limits)
+			}
+			c.authed, c.user, c.pass, c.userGen = true, u, nil, c.s.users.Generation()
+		}
+	}
+	return true
 }
 
 // flush sends the replies encoded so far.
@@ -244,10 +279,12 @@ func (c *conn) readsWith(args [][]byte) bool {
 }
 
 // ready reports whether cmd may run with args now: the connection is
-// authenticated (or cmd needs none), the argument count fits, and no
-// transaction is being queued (but for EXEC, which ends it).
+// authenticated (or cmd needs none), the argument count fits, no
+// transaction is being queued (but for EXEC, which ends it), and its
+// user may run it on its keys.
 func (c *conn) ready(cmd *command, args [][]byte) bool {
-	return (cmd.noAuth || c.authOK()) && cmd.arityOK(len(args)) && (c.tx == nil || cmd.name == "exec")
+	return (cmd.noAuth || c.authOK()) && cmd.arityOK(len(args)) && (c.tx == nil || cmd.name == "exec") &&
+		c.permit(cmd, args, false) == ""
 }
 
 // lookup returns the command named by args[0], in any case, or nil.
@@ -267,7 +304,8 @@ func (c *conn) lookup(args [][]byte) *command {
 }
 
 // exec runs one command, checking as Redis does, in Redis's order: that
-// it exists, its argument count, and authentication.
+// it exists, its argument count, authentication, and its user's
+// permission.
 //
 // Within MULTI it queues the command instead (queue), unless it is one
 // that a transaction does not queue.
@@ -281,11 +319,22 @@ func (c *conn) exec(cmd *command, args [][]byte) {
 		c.w.Error("ERR wrong number of arguments for '" + cmd.name + "' command")
 	case !cmd.noAuth && !c.authOK():
 		c.w.Error(errNoAuth)
+	case !cmd.noAuth && c.refused(cmd, args):
 	case cmd.run == nil: // a batched command when the batch cannot take it (EXEC, alone)
 		c.runBatched(cmd, args)
 	default:
 		cmd.run(c, args)
 	}
+}
+
+// refused answers NOPERM when the connection's user may not run cmd
+// with args, and reports whether it did.
+func (c *conn) refused(cmd *command, args [][]byte) bool {
+	if msg := c.permit(cmd, args, true); msg != "" {
+		c.w.Error(msg)
+		return true
+	}
+	return false
 }
 
 // unknownCommand is Redis's reply to a command it does not have.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardcounter/shardcounter/acl"
 	"github.com/shardcounter/shardcounter/engine"
 	"github.com/shardcounter/shardcounter/internal/authtoken"
 	"github.com/shardcounter/shardcounter/resp"
@@ -108,7 +109,7 @@ func cmdHello(c *conn, args [][]byte) {
 func cmdAuth(c *conn, args [][]byte) {
 	switch len(args) {
 	case 2:
-		if !c.s.tokens.Required() {
+		if !c.s.users.Required() {
 			c.w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 			return
 		}
@@ -129,27 +130,31 @@ func cmdAuth(c *conn, args [][]byte) {
 }
 
 // auth checks a user name and password, returning the error reply when
-// they do not match. The only user is "default", whose passwords are the
-// server's tokens; with no tokens it takes any password, as Redis's
-// default user does with nopass.
+// they do not match. Without users (no --users-file, no token file) the
+// only user is "default", which takes any password, as Redis's default
+// user does with nopass; the token file's tokens are default's passwords.
 //
-// A failure is counted by the server's AuthGuard; past its address's
+// A failure is written to the audit trail, with the user name tried and
+// never the password, and counted by the server's AuthGuard; past its address's
 // burst, the reply is held back (conn.delay) by the Guard's wait, at least
 // 100 ms. A right password is never slowed.
 func (c *conn) auth(user, pass []byte) string {
-	gen := c.s.tokens.Generation() // before the check: a change after it is seen by authOK
-	required := c.s.tokens.Required()
-	d := authtoken.DigestOf(pass)
-	if string(user) != "default" || (required && !c.s.tokens.Holds(d)) {
+	gen := c.s.users.Generation() // before the check: a change after it is seen by authOK
+	u := c.s.users.Authenticate(user, pass)
+	if u == nil {
+		outcome := "refused: wrong user name or password, or the user is off"
 		if v := c.s.opts.AuthGuard.Fail(authtoken.RESP, c.raddr.String()); v.Throttled {
 			c.delay = max(c.delay, v.Delay)
+			outcome += "; reply delayed, too many failures from the address"
 		}
+		c.s.opts.Audit.Log("resp", c.raddr.String(), clip(user), "auth", nil, outcome)
 		return errWrongPass
 	}
 	if !c.authed {
 		c.rd.SetLimits(c.s.opts.Limits)
 	}
-	c.authed, c.token, c.tokenGen = true, d, gen
+	d := acl.DigestOf(pass)
+	c.authed, c.user, c.pass, c.userGen = true, u, &d, gen
 	return ""
 }
 
@@ -175,7 +180,8 @@ func cmdReset(c *conn, args [][]byte) {
 	c.w.SetProto(2)
 	c.name = ""
 	c.tx = nil
-	if c.authed = !c.s.tokens.Required(); !c.authed {
+	c.user, c.pass, c.userGen = c.s.users.Unauthenticated(), nil, c.s.users.Generation()
+	if c.authed = c.user != nil; !c.authed {
 		c.rd.SetLimits(c.s.preAuth)
 	}
 	c.w.Simple("RESET")

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/glob"
 	"github.com/shardcounter/shardcounter/resp"
 )
 
@@ -70,7 +71,7 @@ func (cs *cursors) load(id uint64) (string, bool) {
 
 // scanArgs are the arguments of SCAN and SSCAN after the cursor.
 type scanArgs struct {
-	match *glob
+	match *glob.Glob
 	count int
 	typ   string // SCAN's TYPE, lower case; "" for any
 }
@@ -84,7 +85,7 @@ func parseScan(args [][]byte, withType bool) (scanArgs, string) {
 		}
 		switch v := args[i+1]; lower(args[i]) {
 		case "match":
-			g := compileGlob(string(v))
+			g := glob.Compile(string(v))
 			a.match = &g
 		case "count":
 			n, ok := resp.ParseInt(v)
@@ -154,7 +155,7 @@ func cmdScan(c *conn, args [][]byte) {
 	}
 	prefix := ""
 	if a.match != nil {
-		prefix = a.match.prefix()
+		prefix = a.match.Prefix()
 	}
 	if after != "" && !strings.HasPrefix(after, prefix) {
 		if after > prefix {
@@ -174,7 +175,7 @@ func cmdScan(c *conn, args [][]byte) {
 	pending := "" // a hash whose marker was listed, whose fields may follow
 	skip := ""    // a hash already taken: the rest of its ids are passed over
 	want := func(name, typ string) bool {
-		return (a.typ == "" || a.typ == typ) && (a.match == nil || a.match.match(name))
+		return (a.typ == "" || a.typ == typ) && (a.match == nil || a.match.Match(name))
 	}
 	for _, ctr := range list.Counters {
 		hash, field, ok := shardcounter.SplitHashID(ctr.ID)
@@ -440,7 +441,7 @@ func cmdSScan(c *conn, args [][]byte) {
 	}
 	var page []string
 	for _, m := range list.Members {
-		if a.match == nil || a.match.match(m) {
+		if a.match == nil || a.match.Match(m) {
 			page = append(page, m)
 		}
 	}

@@ -106,6 +106,8 @@ func (c *conn) queue(cmd *command, args [][]byte) {
 		refuse("ERR wrong number of arguments for '" + cmd.name + "' command")
 	case !c.authed && !cmd.noAuth:
 		refuse(errNoAuth)
+	case !cmd.noAuth && c.permit(cmd, args, true) != "":
+		refuse(c.permit(cmd, args, false))
 	case cmd.noTx != "":
 		refuse("ERR " + strings.ToUpper(cmd.name) + " cannot be part of a transaction: " + cmd.noTx)
 	case tx.expiryOrder(cmd, args) != "":
@@ -161,6 +163,13 @@ func (c *conn) execWrites(ws []shardcounter.Write) ([]shardcounter.Write, *txRun
 		return ws, nil, "ERR EXEC without MULTI"
 	case tx.dirty:
 		return ws, nil, errExecAbort
+	}
+	// The user's rights may have shrunk since the commands were queued
+	// (SIGHUP): one refused now refuses the whole transaction.
+	for _, q := range tx.cmds {
+		if msg := c.permit(q.cmd, q.args, true); msg != "" {
+			return ws, nil, msg
+		}
 	}
 	run := &txRun{cmds: tx.cmds, parts: make([]part, len(tx.cmds))}
 	lo := len(ws)

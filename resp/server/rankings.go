@@ -18,7 +18,7 @@ func init() {
 		{name: "zrevrange", arity: -4, flags: fRead, firstKey: 1, lastKey: 1, step: 1, run: cmdZRevRange, group: "sorted-set",
 			summary: "The entries start to stop (inclusive, negative from the end) of the ranking of that name, highest first, ties by id; WITHSCORES adds the values. A name that is no ranking is empty, as a missing key is."},
 	} {
-		commands[cmd.name] = cmd
+		register(cmd)
 	}
 }
 
@@ -68,6 +68,9 @@ func cmdSCTop(c *conn, args [][]byte) {
 	top, err := rs.Top(ctx, name, int(k))
 	if err != nil {
 		c.w.Error(errorReply(err))
+		return
+	}
+	if !c.permitRanking("sc.top", top.Prefix) {
 		return
 	}
 	c.w.Map(4)
@@ -123,6 +126,9 @@ func cmdZRevRange(c *conn, args [][]byte) {
 	}
 	if err != nil {
 		c.w.Error(errorReply(err))
+		return
+	}
+	if !c.permitRanking("zrevrange", top.Prefix) {
 		return
 	}
 	es := revRange(top.Entries, start, stop)

@@ -16,7 +16,10 @@
 package server
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -25,6 +28,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/acl"
 	"github.com/shardcounter/shardcounter/engine"
 	"github.com/shardcounter/shardcounter/internal/authtoken"
 	"github.com/shardcounter/shardcounter/resp"
@@ -71,6 +75,14 @@ type Options struct {
 	// HELLO ... AUTH; until a connection authenticates, every other
 	// command gets -NOAUTH. SetAuthTokens replaces them.
 	AuthTokens []string
+	// Users, when set, are the users AUTH and HELLO ... AUTH accept, with
+	// what each may run and touch (package acl); it wins over AuthTokens,
+	// whose tokens the caller adds as default's passwords (Users.WithTokens).
+	// SetUsers replaces them.
+	Users *acl.Users
+	// Audit, when set, receives a line for every command refused for its
+	// user's rights and every @admin or @keyspace command (acl.Audit).
+	Audit *acl.Audit
 	// Limits bound what an authenticated connection may send
 	// (resp.Limits' defaults; its Budget is the server's own, of
 	// MaxInputMemory). Before AUTH, with tokens required, a connection is
@@ -110,6 +122,10 @@ type Options struct {
 	Durability engine.Durability
 	// Version is shardcounter's version, shown by HELLO and INFO.
 	Version string
+	// Tracer, when set, gives every command a span (trace.go), the span
+	// the engine links a write's commit to. Nil, the default, makes none
+	// and costs a command a nil check.
+	Tracer trace.Tracer
 	// Logger receives protocol errors (at debug level) and panics.
 	// Default slog.Default().
 	Logger *slog.Logger
@@ -119,6 +135,12 @@ type Options struct {
 	// loop's cycle. It is what the server does on other systems. The loop
 	// is faster for many small commands (docs/RESP.md, "Serving").
 	ConnGoroutines bool
+	// TLSConfig, when set, makes Serve speak TLS on its listeners. TLS
+	// connections are served each on a goroutine of its own: the event
+	// loop reads raw descriptors. With client certificates required and
+	// verified (ClientAuth), a certificate whose subject CN names a user
+	// that is on authenticates the connection as that user, without AUTH.
+	TLSConfig *tls.Config
 	// AllowFlush lets FLUSHDB and FLUSHALL delete every counter (serve
 	// --resp-allow-flush); without it they are refused.
 	AllowFlush bool
@@ -128,7 +150,7 @@ type Options struct {
 type Server struct {
 	svc     shardcounter.CounterService
 	opts    Options
-	tokens  authtoken.Set
+	users   acl.Set
 	start   time.Time
 	budget  *resp.Budget
 	preAuth resp.Limits // limits of a connection yet to authenticate
@@ -209,16 +231,26 @@ func New(svc shardcounter.CounterService, opts Options) *Server {
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 	}
-	s.SetAuthTokens(opts.AuthTokens)
+	if opts.Users == nil {
+		opts.Users = acl.FromTokens(opts.AuthTokens)
+	}
+	s.SetUsers(opts.Users)
 	return s
 }
 
-// SetAuthTokens replaces the passwords AUTH accepts; none means no AUTH
-// is needed. A connection that authenticated with a token no longer
-// accepted gets -NOAUTH on its next command and is closed; the others
-// stay authenticated. It is safe to call while the server serves (serve
-// calls it on SIGHUP).
-func (s *Server) SetAuthTokens(tokens []string) { s.tokens.Replace(tokens) }
+// SetAuthTokens replaces the passwords AUTH accepts with tokens, the
+// passwords of the user default (acl.FromTokens); none means no AUTH is
+// needed. It is SetUsers of the tokens' users.
+func (s *Server) SetAuthTokens(tokens []string) {
+	s.SetUsers(acl.FromTokens(tokens))
+}
+
+// SetUsers replaces the users; nil means no AUTH is needed. A connection
+// whose user is gone, off or no longer has the password it gave gets
+// -NOAUTH on its next command and is closed; the others run their next
+// command with their user's new rights. It is safe to call while the
+// server serves (serve calls it on SIGHUP).
+func (s *Server) SetUsers(us *acl.Users) { s.users.Replace(us) }
 
 // Serve accepts connections on ln and serves them until Shutdown, when it
 // returns ErrServerClosed. It closes ln. On Linux the server's event loop
@@ -231,6 +263,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		ln.Close()
 		return ErrServerClosed
+	}
+	if s.opts.TLSConfig != nil {
+		ln = tls.NewListener(ln, s.opts.TLSConfig)
 	}
 	s.listeners[ln] = struct{}{}
 	s.mu.Unlock()

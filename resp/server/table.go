@@ -71,6 +71,7 @@ func init() {
 		{name: "incr", arity: 2, flags: fWrite, firstKey: 1, lastKey: 1, step: 1, write: writeIncr, reply: replyValue, group: "string", summary: "Adds 1 to a counter, created when missing; replies its value after the commit."},
 		{name: "decr", arity: 2, flags: fWrite, firstKey: 1, lastKey: 1, step: 1, write: writeDecr, reply: replyValue, group: "string", summary: "Subtracts 1, as INCR."},
 		{name: "incrby", arity: 3, flags: fWrite, firstKey: 1, lastKey: 1, step: 1, write: writeIncrBy, reply: replyValue, group: "string", summary: "Adds n, as INCR."},
+		{name: "increx", arity: -2, flags: fWrite, firstKey: 1, lastKey: 1, step: 1, write: writeIncrEx, reply: replyIncrEx, group: "string", summary: "Adds BYINT n (1) within LBOUND and UBOUND: out of bounds skipped, or clamped with SATURATE; replies [value, increment applied]."},
 		{name: "decrby", arity: 3, flags: fWrite, firstKey: 1, lastKey: 1, step: 1, write: writeDecrBy, reply: replyValue, group: "string", summary: "Subtracts n, as INCR."},
 		{name: "get", arity: 2, flags: fRead, firstKey: 1, lastKey: 1, step: 1, readReply: replyGet, valueRead: true, group: "string", summary: "A counter's value (a strong read), nil when missing."},
 		{name: "set", arity: -3, flags: []string{"write", "denyoom"}, firstKey: 1, lastKey: 1, step: 1, noTx: noTxReset, run: cmdSet, group: "string", summary: "Resets a counter to an integer in one step with the server's writes of it; NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL. Replaces a hash or distinct counter of the name."},
@@ -109,7 +110,7 @@ func init() {
 		{name: "sc.reshard", arity: 3, flags: fWriteSlow, firstKey: 1, lastKey: 1, step: 1, noTx: noTxAdmin, run: cmdSCReshard, group: "shardcounter", summary: "Changes a counter's shard count, keeping its value."},
 		{name: "sc.shards", arity: 2, flags: fReadSlow, firstKey: 1, lastKey: 1, step: 1, run: cmdSCShards, group: "shardcounter", summary: "Each shard's value and the node that holds it."},
 	} {
-		commands[cmd.name] = cmd
+		register(cmd)
 	}
 }
 

@@ -71,6 +71,8 @@ func TestRedisCLI(t *testing.T) {
 		{[]string{"-a", "tok", "-3", "SC.GET", "likes"}, ""},                 // checked below
 		{[]string{"-a", "tok", "INCR", "x y"}, "1"},
 		{[]string{"-a", "tok", "INCRBY", "likes", "x"}, "ERR value is not an integer or out of range"},
+		// redis-cell's README's example: 30 a minute, a burst of 16.
+		{[]string{"-a", "tok", "CL.THROTTLE", "user123", "15", "30", "60", "1"}, "0\n16\n15\n-1\n2"},
 	} {
 		got := cli(tc.args...)
 		if tc.args[len(tc.args)-2] == "SC.GET" {

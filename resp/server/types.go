@@ -115,8 +115,8 @@ func (tc *typeCache) hold(ws []shardcounter.Write) bool {
 	defer tc.mu.Unlock()
 	last, lastType := "", typeNone
 	for _, w := range ws {
-		if w.Expire != nil {
-			continue // a deadline change claims no type: it acts on either
+		if w.Expire != nil || w.Take != nil {
+			continue // a deadline change claims no type: it acts on either; a take's state is no key's
 		}
 		name, t := writeName(w)
 		if t == lastType && name == last {

@@ -305,3 +305,73 @@ func Test8SmallerPoints(t *testing.T) {
 		t.Fatalf("a failed batch read: %d %s", r.Status, r.Body)
 	}
 }
+
+// Test9BodyShapes: --max-body-total counted a body's bytes, not what
+// decoding made of them: 1,000 concurrent 1 MiB bodies, each one JSON
+// string, took a server from 45 to 641 MiB, and a 1 MiB array of small
+// values decodes to some 10 MiB. Now what a body holds decoded comes from
+// the budget too: a body whose decoded form cannot fit the budget at all
+// is refused 413, one that finds no room now 503, and a body nested more
+// than 32 deep 400, each before it is decoded.
+func Test9BodyShapes(t *testing.T) {
+	// Room for one 1 MiB body of white space, not for one 1 MiB string
+	// (its bytes and their decoded copy).
+	s := start(t, "--max-body-total", "1600000")
+	mib := 1 << 20
+	s.do(t, "POST", "/v1/counters/c/increment", `{"by":1}`+strings.Repeat(" ", mib-8)).must(t, 200)
+	s.do(t, "POST", "/v1/counters/c/increment", `{"by":1,"request_id":"`+strings.Repeat("x", mib-32)+`"}`).
+		must(t, 413, "payload_too_large", "once decoded", "--max-body-total")
+	s.do(t, "POST", "/v1/counters/c/increment", `{"by":1,"request_id":"`+strings.Repeat("x", 600<<10)+`"}`).
+		must(t, 400, "request id is 614400 bytes long")
+
+	// Many small values: a 100 KB array of zeros decodes to some 1 MB of
+	// interface values, over the budget with its bytes; 10 KB of them fit.
+	s.do(t, "PUT", "/v1/collections/docs", "").must(t, 201)
+	zeros := func(n int) string { return `{"data":{"n":[` + strings.Repeat("0,", n) + `0]}}` }
+	s.do(t, "POST", "/v1/collections/docs/documents", zeros(50_000)).must(t, 413, "once decoded")
+	s.do(t, "POST", "/v1/collections/docs/documents", zeros(5_000)).must(t, 201)
+
+	// Nesting: 32 levels in all are taken, 33 refused.
+	nested := func(depth int) string {
+		return `{"data":{"n":` + strings.Repeat("[", depth-2) + "1" + strings.Repeat("]", depth-2) + `}}`
+	}
+	s.do(t, "POST", "/v1/collections/docs/documents", nested(32)).must(t, 201)
+	s.do(t, "POST", "/v1/collections/docs/documents", nested(33)).must(t, 400, "more than 32 deep")
+
+	// A burst of 20 bodies of 600 KB strings, two of which fit at once:
+	// each one is answered, decoded (400) or refused for room (503 with
+	// Retry-After), at least one decoded, and the budget is all given
+	// back after.
+	var wg sync.WaitGroup
+	replies := make(chan reply, 20)
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			replies <- s.do(t, "POST", "/v1/counters/c/increment", `{"by":1,"request_id":"`+strings.Repeat("x", 600<<10)+`"}`)
+		}()
+	}
+	wg.Wait()
+	close(replies)
+	decoded := 0
+	for r := range replies {
+		switch {
+		case r.Status == 400 && strings.Contains(r.Body, "request id is 614400 bytes long"):
+			decoded++
+		case r.Status == 503 && r.Header.Get("Retry-After") != "" && strings.Contains(r.Body, "--max-body-total"):
+		default:
+			t.Errorf("a body of the burst was answered %d: %.200s", r.Status, r.Body)
+		}
+	}
+	if decoded == 0 {
+		t.Error("no body of the burst was decoded")
+	}
+	// A handler gives its bytes back just after its reply is sent.
+	deadline := time.Now().Add(10 * time.Second)
+	for m := s.do(t, "GET", "/metrics", "").Body; !strings.Contains(m, "shardcounter_http_body_bytes_in_flight 0\n"); m = s.do(t, "GET", "/metrics", "").Body {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the burst the budget is not all given back:\n%s", grep(m, "body_"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

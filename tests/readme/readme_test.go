@@ -20,7 +20,11 @@ package readme_test
 // only that: the README's ports (8080 for HTTP, 6380 for RESP) become free
 // ones, so that it runs beside other servers; SHARDCOUNTER_* variables
 // from the environment are dropped; and FAKETTY=1 makes redis-cli print
-// replies as it does on a terminal. The commands that cannot run in a
+// replies as it does on a terminal. The server listens on an address of
+// its own, and the README's HTTP address is a proxy to it that checks every
+// request and reply against the API's OpenAPI document
+// (internal/openapitest): a reply the document does not allow fails the
+// test as a wrong output does. The commands that cannot run in a
 // test as they stand (a server in the foreground, the whole test suite,
 // commands that run until interrupted) are each handled as the table
 // handled says, and the test fails when one of them is no longer in the
@@ -32,6 +36,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +47,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardcounter/shardcounter/internal/openapitest"
 	"github.com/shardcounter/shardcounter/internal/testbin"
 )
 
@@ -260,7 +266,8 @@ type runner struct {
 	t          *testing.T
 	dir        string
 	env        []string
-	httpAddr   string
+	httpAddr   string // the checking proxy, where the README's commands go
+	serverAddr string // the server, behind it
 	respAddr   string
 	ports      *strings.Replacer
 	vars       []string // the assignments run so far
@@ -270,7 +277,15 @@ type runner struct {
 }
 
 func newRunner(t *testing.T, dir string) *runner {
-	r := &runner{t: t, dir: dir, httpAddr: freeAddr(t), respAddr: freeAddr(t)}
+	r := &runner{t: t, dir: dir, serverAddr: freeAddr(t), respAddr: freeAddr(t)}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.httpAddr = ln.Addr().String()
+	proxy := &http.Server{Handler: openapitest.MustNew(t).Proxy(t, &url.URL{Scheme: "http", Host: r.serverAddr})}
+	go proxy.Serve(ln)
+	t.Cleanup(func() { proxy.Close() })
 	_, respPort, _ := net.SplitHostPort(r.respAddr)
 	r.ports = strings.NewReplacer("127.0.0.1:8080", r.httpAddr, "127.0.0.1:6380", r.respAddr, "-p 6380", "-p "+respPort)
 	for _, kv := range os.Environ() {
@@ -361,7 +376,11 @@ func (r *runner) command(ctx context.Context, line string) *exec.Cmd {
 func (r *runner) serve(s step, line string) {
 	r.stopServer()
 	r.serverLog = &testbin.Output{}
+	if strings.Contains(line, "--listen") {
+		r.t.Fatalf("%s: --listen: the test puts the server behind its OpenAPI check with SHARDCOUNTER_LISTEN; leave --listen out", s)
+	}
 	cmd := r.command(context.Background(), "exec "+line)
+	cmd.Env = append(cmd.Env, "SHARDCOUNTER_LISTEN="+r.serverAddr)
 	cmd.Stdout, cmd.Stderr = r.serverLog, r.serverLog
 	if err := cmd.Start(); err != nil {
 		r.t.Fatalf("%s: %v", s, err)
@@ -370,7 +389,7 @@ func (r *runner) serve(s step, line string) {
 	go func() { cmd.Wait(); close(r.serverDone) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if ready(r.httpAddr) && (!strings.Contains(line, "--resp-listen") || dials(r.respAddr)) {
+		if ready(r.serverAddr) && (!strings.Contains(line, "--resp-listen") || dials(r.respAddr)) {
 			return
 		}
 		select {

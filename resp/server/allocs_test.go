@@ -1,0 +1,72 @@
+package server
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"testing"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/allocguard"
+	"github.com/shardcounter/shardcounter/resp"
+)
+
+// adder is a CounterService whose writes are an atomic add and whose
+// names all hold counters: what is left of a command's cost in
+// TestWriteAllocs is the RESP server's.
+type adder struct {
+	shardcounter.CounterService // nil: only what the write path calls
+	n                           atomic.Int64
+}
+
+func (a *adder) WriteBatch(_ context.Context, ws []shardcounter.Write) ([]shardcounter.WriteResult, error) {
+	res := make([]shardcounter.WriteResult, len(ws))
+	for i, w := range ws {
+		v := a.n.Add(w.Delta)
+		res[i] = shardcounter.WriteResult{Counter: w.Counter, Applied: true, Value: &v}
+	}
+	return res, nil
+}
+
+// ReadCounter finds nothing: every name is new, and the write creates it.
+func (a *adder) ReadCounter(_ context.Context, id string, _ shardcounter.Consistency) (*shardcounter.Reading, error) {
+	return nil, shardcounter.Errorf(shardcounter.ENOTFOUND, "counter %q not found", id)
+}
+
+// TestWriteAllocs guards the allocations of the RESP write path: INCR
+// alone and a pipeline of 16, parsed, executed as one WriteBatch over a
+// service whose write is an atomic add (one allocation, its results) and
+// replied to, on a connection of the server. The ceilings are today's
+// counts: an allocation more fails the test, so that later work cannot
+// quietly undo the gains (docs/BENCHMARKS.md, "Front doors"). Under the
+// race detector it runs in a build without it (package allocguard).
+func TestWriteAllocs(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		pipeline int
+		max      float64
+	}{
+		{"INCR", 1, 3},
+		{"INCR x16", 16, 33},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			svc := &adder{}
+			s := New(svc, Options{})
+			client, srv := net.Pipe()
+			defer client.Close()
+			defer srv.Close()
+			conn := s.newConn(srv)
+			cmds := make([]resp.Command, c.pipeline)
+			for i := range cmds {
+				cmds[i] = resp.Command{Args: [][]byte{[]byte("INCR"), []byte("hot")}}
+			}
+			ran := allocguard.Check(t, 1000, c.max, func() {
+				conn.run(cmds)
+				conn.w.Reset()
+			})
+			if got, want := svc.n.Load(), int64(1001*c.pipeline); ran && got != want {
+				t.Fatalf("hot is %d after %d INCRs", got, want)
+			}
+		})
+	}
+}
