@@ -121,7 +121,14 @@ func TestWantValueManyCounters(t *testing.T) {
 			t.Fatalf("write %d = %+v, %v; want the value %d", i, results[i], errs[i], want)
 		}
 	}
-	if got := reads.calls.Load(); got != 2 {
-		t.Fatalf("%d store reads for the values of %d counters, want 2", got, n)
+	// The writes were all queued before the first flush ended, so they
+	// are one batch and two reads (MaxReadBatch, then the rest). A loaded
+	// machine may let the flusher cut a batch while they queue: each batch
+	// reads its own counters, in ceil(len/MaxReadBatch) store reads at
+	// most, so k batches of n counters take between 2 and k+1.
+	batches := len(g.entered)
+	got := reads.calls.Load()
+	if got < 2 || got > int64(batches)+1 {
+		t.Fatalf("%d store reads for the values of %d counters in %d batches, want 2 to %d", got, n, batches, batches+1)
 	}
 }
