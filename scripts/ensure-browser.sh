@@ -19,9 +19,9 @@ command -v node >/dev/null 2>&1 || need="$need nodejs"
 command -v npm >/dev/null 2>&1 || need="$need npm"
 if [ -n "$need" ]; then
 	export DEBIAN_FRONTEND=noninteractive
-	$SUDO apt-get update -q
+	$SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
 	# shellcheck disable=SC2086 # a list of package names
-	$SUDO apt-get install -y -q --no-install-recommends $need
+	$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends $need
 fi
 [ -x /usr/bin/chromium ] || { echo "ensure-browser.sh: /usr/bin/chromium still missing after install" >&2; exit 1; }
 major=$(node -p 'process.versions.node.split(".")[0]')

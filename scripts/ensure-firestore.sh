@@ -27,10 +27,10 @@ cat >&2 <<'STEPS'
 
 Install them from Google Cloud's apt repository (as root):
 
-  apt-get update && apt-get install -y apt-transport-https ca-certificates gnupg curl openjdk-17-jre-headless
+  apt-get -o DPkg::Lock::Timeout=600 update && apt-get -o DPkg::Lock::Timeout=600 install -y apt-transport-https ca-certificates gnupg curl openjdk-17-jre-headless
   curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg | gpg --dearmor -o /usr/share/keyrings/cloud.google.gpg
   echo "deb [signed-by=/usr/share/keyrings/cloud.google.gpg] https://packages.cloud.google.com/apt cloud-sdk main" > /etc/apt/sources.list.d/google-cloud-sdk.list
-  apt-get update && apt-get install -y google-cloud-cli google-cloud-cli-firestore-emulator
+  apt-get -o DPkg::Lock::Timeout=600 update && apt-get -o DPkg::Lock::Timeout=600 install -y google-cloud-cli google-cloud-cli-firestore-emulator
 
 Then check with: gcloud emulators firestore start --host-port=127.0.0.1:8081
 STEPS

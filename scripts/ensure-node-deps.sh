@@ -12,8 +12,8 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 		SUDO=sudo
 	fi
 	export DEBIAN_FRONTEND=noninteractive
-	$SUDO apt-get update -q
-	$SUDO apt-get install -y -q --no-install-recommends nodejs npm
+	$SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
+	$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends nodejs npm
 fi
 # npm ls fails when a package is missing or does not match the lock file.
 if [ -d node_modules ] && npm ls --offline >/dev/null 2>&1; then

@@ -12,8 +12,8 @@ if [ "$(id -u)" != 0 ]; then
 	SUDO=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends prometheus
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends prometheus
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
 	$SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
 fi

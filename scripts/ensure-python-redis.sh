@@ -15,6 +15,6 @@ if [ "$(id -u)" != 0 ]; then
 	SUDO=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends python3 python3-redis
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends python3 python3-redis
 "$PY" -I -c 'import redis' || { echo "ensure-python-redis.sh: $PY still cannot import redis after installing python3-redis" >&2; exit 1; }

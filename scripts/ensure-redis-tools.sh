@@ -17,9 +17,9 @@ if [ "$(id -u)" != 0 ]; then
 	SUDO=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
 # shellcheck disable=SC2086 # a list of package names
-$SUDO apt-get install -y -q --no-install-recommends $need
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends $need
 for b in redis-cli redis-benchmark curl; do
 	command -v "$b" >/dev/null 2>&1 || { echo "ensure-redis-tools.sh: $b still not on PATH after installing$need" >&2; exit 1; }
 done

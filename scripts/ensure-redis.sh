@@ -12,7 +12,7 @@ if [ "$(id -u)" != 0 ]; then
 	SUDO=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends redis-server
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends redis-server
 command -v redis-server >/dev/null 2>&1 || { echo "ensure-redis.sh: redis-server still not on PATH after install" >&2; exit 1; }
 # The package starts a system service on port 6379; the tests do not use it.
