@@ -205,15 +205,7 @@ func (s *Store) CreateCounter(ctx context.Context, id string, spec shardcounter.
 
 // GetCounter returns a counter's metadata.
 func (s *Store) GetCounter(ctx context.Context, id string) (*shardcounter.Counter, error) {
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	c, err := s.get(id)
-	if err != nil {
-		return nil, err
-	}
-	return c.meta(), nil
+	return withCounter(ctx, s, id, func(c *counter) (*shardcounter.Counter, error) { return c.meta(), nil })
 }
 
 // ListCounters returns up to limit counters whose ids start with prefix
@@ -239,15 +231,11 @@ func (s *Store) ListCounters(ctx context.Context, prefix, after string, limit in
 
 // DeleteCounter forgets a counter and all it holds.
 func (s *Store) DeleteCounter(ctx context.Context, id string) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	if _, err := s.get(id); err != nil {
-		return err
-	}
-	delete(s.counters, id)
-	return nil
+	_, err := withCounter(ctx, s, id, func(*counter) (struct{}, error) {
+		delete(s.counters, id)
+		return struct{}{}, nil
+	})
+	return err
 }
 
 // value returns a counter's value: its total, its member count, or the

@@ -13,17 +13,24 @@ func (s *Store) reading(c *counter) *shardcounter.Reading {
 	return &shardcounter.Reading{ID: c.c.ID, Value: c.value(), Shards: c.c.Shards, Consistency: shardcounter.Strong, AsOf: s.now()}
 }
 
-// ReadCounter returns a counter's value.
-func (s *Store) ReadCounter(ctx context.Context, id string) (*shardcounter.Reading, error) {
+// withCounter calls f with counter id, under the model's lock, or fails
+// as get does.
+func withCounter[T any](ctx context.Context, s *Store, id string, f func(c *counter) (T, error)) (T, error) {
+	var zero T
 	if err := s.lock(ctx); err != nil {
-		return nil, err
+		return zero, err
 	}
 	defer s.mu.Unlock()
 	c, err := s.get(id)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	return s.reading(c), nil
+	return f(c)
+}
+
+// ReadCounter returns a counter's value.
+func (s *Store) ReadCounter(ctx context.Context, id string) (*shardcounter.Reading, error) {
+	return withCounter(ctx, s, id, func(c *counter) (*shardcounter.Reading, error) { return s.reading(c), nil })
 }
 
 // ReadCounters reads many counters at one moment, nil for a missing one.
@@ -59,53 +66,42 @@ func (c *counter) shardValues() []int64 {
 
 // ReadShards returns a counter and its shards' values.
 func (s *Store) ReadShards(ctx context.Context, id string) (*shardcounter.Counter, []int64, error) {
-	if err := s.lock(ctx); err != nil {
-		return nil, nil, err
-	}
-	defer s.mu.Unlock()
-	c, err := s.get(id)
-	if err != nil {
-		return nil, nil, err
-	}
-	return c.meta(), c.shardValues(), nil
+	var vals []int64
+	meta, err := withCounter(ctx, s, id, func(c *counter) (*shardcounter.Counter, error) {
+		vals = c.shardValues()
+		return c.meta(), nil
+	})
+	return meta, vals, err
 }
 
 // Placement returns each shard's value, all on the one node "model".
 func (s *Store) Placement(ctx context.Context, id string) (*shardcounter.Placement, error) {
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	c, err := s.get(id)
-	if err != nil {
-		return nil, err
-	}
-	p := &shardcounter.Placement{ID: id, Shards: c.c.Shards, AsOf: s.now()}
-	for i, v := range c.shardValues() {
-		p.Places = append(p.Places, shardcounter.ShardPlacement{Shard: i, Value: v, Node: "model"})
-	}
-	return p, nil
+	return withCounter(ctx, s, id, func(c *counter) (*shardcounter.Placement, error) {
+		p := &shardcounter.Placement{ID: id, Shards: c.c.Shards, AsOf: s.now()}
+		for i, v := range c.shardValues() {
+			p.Places = append(p.Places, shardcounter.ShardPlacement{Shard: i, Value: v, Node: "model"})
+		}
+		return p, nil
+	})
 }
 
-// windowed returns a counter that has a window.
-func (s *Store) windowed(id string) (*counter, error) {
-	c, err := s.get(id)
-	if err == nil && c.c.Window == nil {
-		err = shardcounter.CounterHasNoWindow(id)
-	}
-	return c, err
+// withWindow is withCounter for a counter that must have a window.
+func withWindow[T any](ctx context.Context, s *Store, id string, f func(c *counter) (T, error)) (T, error) {
+	return withCounter(ctx, s, id, func(c *counter) (T, error) {
+		if c.c.Window == nil {
+			var zero T
+			return zero, shardcounter.CounterHasNoWindow(id)
+		}
+		return f(c)
+	})
 }
 
 // ReadWindow sums the buckets that start in [from, to).
 func (s *Store) ReadWindow(ctx context.Context, id string, from, to time.Time) (*shardcounter.Reading, error) {
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	c, err := s.windowed(id)
-	if err != nil {
-		return nil, err
-	}
+	return withWindow(ctx, s, id, func(c *counter) (*shardcounter.Reading, error) { return s.windowSum(c, from, to) })
+}
+
+func (s *Store) windowSum(c *counter, from, to time.Time) (*shardcounter.Reading, error) {
 	r := s.reading(c)
 	// The window's value is the buckets' exact sum: buckets may pass
 	// int64's ends on the way (one near the top, the next near the
@@ -115,7 +111,7 @@ func (s *Store) ReadWindow(ctx context.Context, id string, from, to time.Time) (
 		sum.Add(sum, big.NewInt(b.Value))
 	}
 	if !sum.IsInt64() {
-		return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: its buckets from %s to %s sum outside int64", id, from, to)
+		return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: its buckets from %s to %s sum outside int64", c.c.ID, from, to)
 	}
 	r.Value = sum.Int64()
 	r.Window = &shardcounter.Interval{From: from, To: to}
@@ -125,15 +121,7 @@ func (s *Store) ReadWindow(ctx context.Context, id string, from, to time.Time) (
 // ReadSeries returns the non-zero buckets that start in [from, to), oldest
 // first.
 func (s *Store) ReadSeries(ctx context.Context, id string, from, to time.Time) ([]shardcounter.Bucket, error) {
-	if err := s.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	c, err := s.windowed(id)
-	if err != nil {
-		return nil, err
-	}
-	return c.series(from, to), nil
+	return withWindow(ctx, s, id, func(c *counter) ([]shardcounter.Bucket, error) { return c.series(from, to), nil })
 }
 
 func (c *counter) series(from, to time.Time) []shardcounter.Bucket {
@@ -195,20 +183,16 @@ func (s *Store) ListMembers(ctx context.Context, id, after string, limit int) ([
 
 // ReadSketches returns an approx counter's shard sketches.
 func (s *Store) ReadSketches(ctx context.Context, id string) (*shardcounter.Counter, [][]byte, error) {
-	if err := s.lock(ctx); err != nil {
-		return nil, nil, err
-	}
-	defer s.mu.Unlock()
-	c, err := s.get(id)
-	if err != nil {
-		return nil, nil, err
-	}
-	if kind(c) != shardcounter.KindApprox {
-		return nil, nil, shardcounter.Errorf(shardcounter.EINVALID, "counter %q is a %s counter: it keeps no sketches", id, kind(c))
-	}
-	out := make([][]byte, len(c.sketches))
-	for i, b := range c.sketches {
-		out[i] = slices.Clone(b)
-	}
-	return c.meta(), out, nil
+	var out [][]byte
+	meta, err := withCounter(ctx, s, id, func(c *counter) (*shardcounter.Counter, error) {
+		if kind(c) != shardcounter.KindApprox {
+			return nil, shardcounter.Errorf(shardcounter.EINVALID, "counter %q is a %s counter: it keeps no sketches", id, kind(c))
+		}
+		out = make([][]byte, len(c.sketches))
+		for i, b := range c.sketches {
+			out[i] = slices.Clone(b)
+		}
+		return c.meta(), nil
+	})
+	return meta, out, err
 }
