@@ -12,7 +12,8 @@ import (
 // sharing the store), all of them 0 for a key never taken:
 //
 //   - fixed: [window, taken]: the window (Unix time over the period) the
-//     cost taken counts in; a take in a later window starts at 0.
+//     cost taken counts in; a take in a later window starts at 0, and one
+//     at a time in an earlier window counts in the state's, at its start.
 //   - sliding: [slot 0 … slot k−1, taken 0 … taken k−1], k = period over
 //     bucket: bucket j (Unix time over the bucket) lives in slot j mod k
 //     with the cost taken in it; a bucket counts while j > now's − k, and
@@ -40,6 +41,15 @@ func Limit(p shardcounter.LimitPolicy, state []int64, now time.Time, cost int64,
 func fixed(p shardcounter.LimitPolicy, state []int64, t, cost int64, peek bool) (shardcounter.LimitResult, []int64) {
 	period := int64(p.Period)
 	w := floorDiv(t, period)
+	if state[0] > w {
+		// The key's last take counts in a later window than t's: a store
+		// whose commit time is not in the order its takes lock the key
+		// (PostgreSQL's now() is the transaction's start, and a take may
+		// wait for the key's lock past the window's end) decided it at
+		// a time past t. The take counts in that window, at its start:
+		// going back a window would start the count again in each.
+		w, t = state[0], state[0]*period
+	}
 	taken := int64(0)
 	if state[0] == w {
 		taken = state[1]

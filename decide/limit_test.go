@@ -52,6 +52,21 @@ func TestLimitFixed(t *testing.T) {
 	})
 }
 
+// TestLimitFixedBehind takes at times before the window of the key's
+// state, as PostgreSQL decides a take that waited for the key's lock past
+// a window's end (its time is its transaction's start): they count in the
+// state's window, so going back and forth between two windows never
+// starts the count again.
+func TestLimitFixedBehind(t *testing.T) {
+	runSteps(t, "fixed 3/10s", []step{
+		{9 * time.Second, 1, shardcounter.LimitResult{Allowed: true, Remaining: 2, ResetAfterMS: 1000}},
+		{10 * time.Second, 2, shardcounter.LimitResult{Allowed: true, Remaining: 1, ResetAfterMS: 10000}},        // the next window
+		{9900 * time.Millisecond, 1, shardcounter.LimitResult{Allowed: true, Remaining: 0, ResetAfterMS: 10000}}, // behind: counts in the next
+		{9900 * time.Millisecond, 1, shardcounter.LimitResult{Allowed: false, Remaining: 0, ResetAfterMS: 10000, RetryAfterMS: 10000}},
+		{10500 * time.Millisecond, 1, shardcounter.LimitResult{Allowed: false, Remaining: 0, ResetAfterMS: 9500, RetryAfterMS: 9500}},
+	})
+}
+
 func TestLimitSliding(t *testing.T) {
 	runSteps(t, "sliding 3/10s bucket 5s", []step{
 		{0, 2, shardcounter.LimitResult{Allowed: true, Remaining: 1, ResetAfterMS: 10000}},

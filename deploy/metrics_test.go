@@ -33,11 +33,6 @@ type server struct {
 	url, resp string
 }
 
-var (
-	httpAddrRE = regexp.MustCompile(`msg="shardcounter serving" addr=(\S+)`)
-	respAddrRE = regexp.MustCompile(`msg="serving the Redis protocol" addr=(\S+)`)
-)
-
 // buildDir holds the binary the tests of this package share.
 var buildDir string
 
@@ -77,37 +72,13 @@ func start(t *testing.T, args ...string) *server {
 	if err := os.WriteFile(tokens, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--resp-listen", "127.0.0.1:0",
+	ts, err := testbin.Start(bin, dir, time.Minute, append([]string{"--listen", "127.0.0.1:0", "--resp-listen", "127.0.0.1:0",
 		"--auth-token-file", tokens, "--store", "bolt:" + filepath.Join(dir, "data.db")}, args...)...)
-	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	s := &server{}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := httpAddrRE.FindStringSubmatch(sc.Text()); m != nil {
-				s.url = "http://" + m[1]
-			}
-			if m := respAddrRE.FindStringSubmatch(sc.Text()); m != nil {
-				s.resp = m[1]
-				close(ready)
-			}
-		}
-		io.Copy(io.Discard, stderr)
-	}()
-	select {
-	case <-ready:
-	case <-time.After(60 * time.Second):
-		t.Fatal("serve did not start within a minute")
-	}
-	return s
+	t.Cleanup(ts.Kill)
+	return &server{url: ts.URL, resp: ts.RESP}
 }
 
 // do makes one request and returns its status and body.

@@ -258,7 +258,9 @@ end
 -- fixed, sliding and gcra are decide's, on state st (numbers; gcra's a
 -- luaInt64 value): allowed, remaining, reset, retry, and the state after.
 local function fixed(st, limit, P, cost, peek)
-  local w = fdiv(tm, P)
+  local t = tm
+  local w = fdiv(t, P)
+  if st[1] > w then w = st[1]; t = w * P end -- the key's window never goes back
   local taken = 0
   if st[1] == w then taken = st[2] end
   local ok = cost <= limit - taken
@@ -268,7 +270,7 @@ local function fixed(st, limit, P, cost, peek)
     nx = {w, taken}
   end
   local reset, retry = 0, 0
-  local fin = (w + 1) * P - tm
+  local fin = (w + 1) * P - t
   if taken > 0 then reset = fin end
   if not ok then
     if cost > limit then retry = -1 else retry = fin end

@@ -93,6 +93,46 @@ func TestTakesAtExtremes(t *testing.T) {
 	})
 }
 
+// TestFixedBehind takes from a fixed window's key on a clock that goes
+// back across a window's edge (Options.Now; a server's clock stepped
+// back): the script answers as the model, where a take behind the key's
+// window counts in it, so the count never starts again.
+func TestFixedBehind(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		base := time.Unix(1_800_000_000, 0)
+		clk := storetest.NewClock(base)
+		s, err := redis.Open(ctx, dsn, redis.Options{Now: clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		m := model.New(model.Options{Now: clk.Now})
+		p, _ := shardcounter.ParseLimitPolicy("fixed 3/10s")
+		id := shardcounter.LimitKeyID("behind"+runID(), p, "k")
+		allowed := 0
+		for i, at := range []time.Duration{9 * time.Second, 10 * time.Second, 9900 * time.Millisecond, 10 * time.Second, 9900 * time.Millisecond, 10500 * time.Millisecond, 9950 * time.Millisecond} {
+			clk.Set(base.Add(at))
+			incs := []shardcounter.Increment{{Counter: id, Take: &shardcounter.LimitTake{Policy: p, Cost: 1},
+				Create: &shardcounter.Spec{Shards: p.StateShards(), Kind: shardcounter.KindSum}}}
+			mo, merr := m.Apply(ctx, incs)
+			so, serr := s.Apply(ctx, incs)
+			if merr != nil || serr != nil || mo[0].Err != nil || so[0].Err != nil {
+				t.Fatalf("take %d: model %v %v, redis %v %v", i, merr, mo[0].Err, serr, so[0].Err)
+			}
+			if *mo[0].Limit != *so[0].Limit {
+				t.Errorf("take %d at +%v: model %+v, redis %+v", i, at, *mo[0].Limit, *so[0].Limit)
+			}
+			if so[0].Limit.Allowed {
+				allowed++
+			}
+		}
+		if allowed != 4 { // 1 in the first window, 3 in the second
+			t.Errorf("%d takes allowed, want 4", allowed)
+		}
+	})
+}
+
 // TestLimitsOnServerClock runs limits through the engine on Redis's own
 // clock (no Options.Now), as servers sharing a Redis run them: a token
 // bucket whose refill is days long, so that the test's own time changes

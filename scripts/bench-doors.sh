@@ -251,8 +251,9 @@ machine="$(nproc) × $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 echo "machine: $machine"
 [ -z "$page" ] && exit 0
 
-# The page's section: everything from its marker to the end is this
-# script's, rewritten on each run (cmd/benchdoc keeps it when
+# The page's section: everything from its marker to the end (or to
+# scripts/limit-exact.sh's section, kept last) is this script's, rewritten
+# on each run (cmd/benchdoc keeps it when
 # scripts/bench-all.sh rewrites the rest), the table and then
 # scripts/bench-doors-notes.md, what the profiles say bounds each row.
 python3 - docs/BENCHMARKS.md "$rows" "$command" "$machine" "$(date -u +%Y-%m-%d)" <<'EOF'
@@ -261,6 +262,8 @@ page, rows, command, machine, day = sys.argv[1:]
 marker = "<!-- Written by scripts/bench-doors.sh from here to the end. -->"
 heading = "## Front doors: HTTP, RESP and the drop-in commands beside their peers"
 text = open(page).read()
+text, limits, rest = text.partition("\n<!-- Written by scripts/limit-exact.sh from here to the end. -->\n")
+tail = limits + rest  # that script's section stays last
 text = text.split("\n" + marker + "\n")[0].rstrip("\n") + "\n"
 out = [text, marker, "", heading, "",
        f"Measured {day} by `{command}` on {machine}. Each row's first target is shardcounter, durable on",
@@ -283,5 +286,5 @@ out.append("")
 out.append("× is the row's first target's rate over that peer's.")
 out.append("")
 out.append(open("scripts/bench-doors-notes.md").read().rstrip("\n"))
-open(page, "w").write("\n".join(out) + "\n")
+open(page, "w").write("\n".join(out) + "\n" + tail)
 EOF

@@ -31,7 +31,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -39,6 +38,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/shardcounter/shardcounter/internal/testbin"
 )
 
 func main() {
@@ -76,19 +77,10 @@ func main() {
 const token = "limitsbench-token"
 
 type server struct {
-	cmd       *exec.Cmd
+	*testbin.Server
 	url, resp string
 	dir       string
-
-	mu      sync.Mutex
-	errors  []string // the first warnings and errors the server logged
-	nerrors int
 }
-
-var (
-	httpAddrRE = regexp.MustCompile(`msg="shardcounter serving" addr=(\S+)`)
-	respAddrRE = regexp.MustCompile(`msg="serving the Redis protocol" addr=(\S+)`)
-)
 
 func startServer(bin, store string, extra []string) *server {
 	dir, err := os.MkdirTemp("", "limitsbench")
@@ -97,62 +89,35 @@ func startServer(bin, store string, extra []string) *server {
 	}
 	tokens := filepath.Join(dir, "tokens")
 	os.WriteFile(tokens, []byte(token+"\n"), 0o600)
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--resp-listen", "127.0.0.1:0", "--auth-token-file", tokens}
+	args := []string{"--listen", "127.0.0.1:0", "--resp-listen", "127.0.0.1:0", "--auth-token-file", tokens}
 	if store != "" {
 		args = append(args, "--store", store)
 	}
-	cmd := exec.Command(bin, append(args, extra...)...)
-	cmd.Dir = dir // serve's default store is under the working directory
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
+	ts, err := testbin.Start(bin, dir, 30*time.Second, append(args, extra...)...)
+	if err != nil {
 		log.Fatal(err)
 	}
-	s := &server{cmd: cmd, dir: dir}
-	got := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "level=ERROR") || strings.Contains(sc.Text(), "level=WARN") {
-				s.mu.Lock()
-				if len(s.errors) < 5 {
-					s.errors = append(s.errors, sc.Text())
-				}
-				s.nerrors++
-				s.mu.Unlock()
-			}
-			if m := httpAddrRE.FindStringSubmatch(sc.Text()); m != nil {
-				s.url = "http://" + m[1]
-			}
-			if m := respAddrRE.FindStringSubmatch(sc.Text()); m != nil {
-				s.resp = m[1]
-				close(got)
-			}
-		}
-		io.Copy(io.Discard, stderr)
-	}()
-	select {
-	case <-got:
-	case <-time.After(30 * time.Second):
-		log.Fatal("serve did not start")
-	}
 	time.Sleep(time.Second) // let it settle before the baseline
-	return s
+	return &server{Server: ts, url: ts.URL, resp: ts.RESP, dir: dir}
 }
 
 func (s *server) stop() {
-	s.mu.Lock()
-	if s.nerrors > 0 {
-		fmt.Printf("  the server logged %d warnings or errors; the first:\n    %s\n", s.nerrors, strings.Join(s.errors, "\n    "))
+	var errors []string
+	for _, l := range strings.Split(s.Logs.String(), "\n") {
+		if strings.Contains(l, "level=ERROR") || strings.Contains(l, "level=WARN") {
+			errors = append(errors, l)
+		}
 	}
-	s.mu.Unlock()
-	s.cmd.Process.Kill()
-	s.cmd.Wait()
+	if len(errors) > 0 {
+		fmt.Printf("  the server logged %d warnings or errors; the first:\n    %s\n", len(errors), strings.Join(errors[:min(len(errors), 5)], "\n    "))
+	}
+	s.Kill()
 	os.RemoveAll(s.dir)
 }
 
 // mem returns the server's resident set now and its peak, in MiB.
 func (s *server) mem() (rss, hwm float64) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Cmd.Process.Pid))
 	if err != nil {
 		return 0, 0
 	}

@@ -48,7 +48,7 @@ func (b *batch) take(inc shardcounter.Increment, o *shardcounter.Outcome) {
 		id = ""
 	}
 	if at, seen := c.requests[id]; id != "" && seen && now-at < int64(b.s.dedupe) {
-		r := ks.decide(p, now, inc.Take.Cost)
+		r := ks.decide(p, ks.clock(p, now), inc.Take.Cost)
 		r.Duplicate, r.Allowed = true, ks.decision[id]
 		if r.Allowed {
 			r.RetryAfterMS = 0
@@ -56,14 +56,14 @@ func (b *batch) take(inc shardcounter.Increment, o *shardcounter.Outcome) {
 		o.Duplicate, o.Limit = true, &r
 		return
 	}
-	r := ks.decide(p, now, inc.Take.Cost)
+	r := ks.decide(p, ks.clock(p, now), inc.Take.Cost)
 	o.Limit = &r
 	if inc.Take.Peek || (!r.Allowed && id == "") {
 		return
 	}
 	if r.Allowed {
-		ks.record(p, now, inc.Take.Cost)
-		r = ks.after(p, now, r)
+		ks.record(p, ks.clock(p, now), inc.Take.Cost)
+		r = ks.after(p, ks.clock(p, now), r)
 	}
 	if fresh {
 		b.s.counters[inc.Counter] = c
@@ -72,6 +72,21 @@ func (b *batch) take(inc shardcounter.Increment, o *shardcounter.Outcome) {
 		c.requests[id] = now
 		ks.decision[id] = r.Allowed
 	}
+}
+
+// clock returns the time a take at now is decided at: now, except that a
+// fixed window's key never goes back a window: a take at a time before
+// the window of the key's latest take counts at that window's start (the
+// time of a store's batch need not follow the order its takes reach a
+// key).
+func (ks *keyState) clock(p shardcounter.LimitPolicy, now int64) int64 {
+	if p.Kind != shardcounter.LimitFixed {
+		return now
+	}
+	for _, t := range ks.takes {
+		now = max(now, t.at/int64(p.Period)*int64(p.Period))
+	}
+	return now
 }
 
 // decide answers a take of cost at now from the state before it.

@@ -1,6 +1,8 @@
 // Package testbin builds the shardcounter binary for the tests that run it
 // as a user does (tests/browser, tests/readme, tests/hostile and the CLI
-// tests of cmd/shardcounter).
+// tests of cmd/shardcounter), and starts `serve` from it (Start) for those
+// tests and for the programs that measure a running server
+// (cmd/limitsbench, cmd/limitexact).
 package testbin
 
 import (

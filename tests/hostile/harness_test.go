@@ -2,7 +2,6 @@ package hostile_test
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,19 +49,9 @@ const token = "hostile-test-token"
 // server is a running `shardcounter serve` with a token file, HTTP and
 // RESP on free loopback ports.
 type server struct {
-	URL       string // http://host:port
-	RESP      string // host:port
+	*testbin.Server
 	tokenFile string
-	cmd       *exec.Cmd
-	done      chan struct{}
-	mu        sync.Mutex
-	logs      bytes.Buffer
 }
-
-var (
-	httpAddrRE = regexp.MustCompile(`msg="shardcounter serving" addr=(\S+)`)
-	respAddrRE = regexp.MustCompile(`msg="serving the Redis protocol" addr=(\S+)`)
-)
 
 // start runs serve with a token file and --resp-listen on a bolt file in
 // a temporary directory (unless args give a --store), adding args, and
@@ -72,72 +60,25 @@ func start(tb testing.TB, args ...string) *server {
 	tb.Helper()
 	readSources()
 	dir := tb.TempDir()
-	s := &server{tokenFile: filepath.Join(dir, "tokens"), done: make(chan struct{})}
+	s := &server{tokenFile: filepath.Join(dir, "tokens")}
 	if err := os.WriteFile(s.tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	full := []string{"serve", "--listen", "127.0.0.1:0", "--resp-listen", "127.0.0.1:0", "--auth-token-file", s.tokenFile}
+	full := []string{"--listen", "127.0.0.1:0", "--resp-listen", "127.0.0.1:0", "--auth-token-file", s.tokenFile}
 	if !strings.Contains(strings.Join(args, " "), "--store") {
 		full = append(full, "--store", "bolt:"+filepath.Join(dir, "data.db"))
 	}
-	s.cmd = exec.Command(binary, append(full, args...)...)
-	s.cmd.Dir = dir
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SHARDCOUNTER_") {
-			s.cmd.Env = append(s.cmd.Env, kv)
-		}
-	}
-	stderr, err := s.cmd.StderrPipe()
+	ts, err := testbin.Start(binary, dir, 30*time.Second, append(full, args...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := s.cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	addrs := make(chan [2]string, 1)
-	go func() {
-		var h, r string
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			s.mu.Lock()
-			s.logs.WriteString(sc.Text() + "\n")
-			s.mu.Unlock()
-			if m := httpAddrRE.FindStringSubmatch(sc.Text()); m != nil {
-				h = m[1]
-			}
-			if m := respAddrRE.FindStringSubmatch(sc.Text()); m != nil {
-				r = m[1]
-			}
-			if h != "" && r != "" {
-				addrs <- [2]string{h, r}
-				h = ""
-			}
-		}
-		io.Copy(io.Discard, stderr)
-		s.cmd.Wait()
-		close(s.done)
-	}()
-	tb.Cleanup(func() {
-		s.cmd.Process.Kill()
-		<-s.done
-	})
-	select {
-	case a := <-addrs:
-		s.URL, s.RESP = "http://"+a[0], a[1]
-	case <-s.done:
-		tb.Fatalf("serve exited before listening:\n%s", s.Logs())
-	case <-time.After(30 * time.Second):
-		tb.Fatalf("serve did not start:\n%s", s.Logs())
-	}
+	tb.Cleanup(ts.Kill)
+	s.Server = ts
 	return s
 }
 
 // Logs returns what the server has logged so far.
-func (s *server) Logs() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.logs.String()
-}
+func (s *server) Logs() string { return s.Server.Logs.String() }
 
 // waitLog waits until the log holds sub.
 func (s *server) waitLog(tb testing.TB, sub string) {
@@ -159,7 +100,7 @@ func (s *server) reloadTokens(tb testing.TB, tokens ...string) {
 		tb.Fatal(err)
 	}
 	n := strings.Count(s.Logs(), "auth tokens reloaded")
-	s.cmd.Process.Signal(syscall.SIGHUP)
+	s.Cmd.Process.Signal(syscall.SIGHUP)
 	deadline := time.Now().Add(20 * time.Second)
 	for strings.Count(s.Logs(), "auth tokens reloaded") == n {
 		if time.Now().After(deadline) {
