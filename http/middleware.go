@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/acl"
@@ -27,6 +28,17 @@ type request struct {
 	w    statusWriter // one allocation for the state and the writer
 	id   string
 	body []byte
+	// idBytes holds a request id the server made, and idHeader the
+	// X-Request-Id value of the reply: parts of the one allocation.
+	idBytes  [16]byte
+	idHeader [1]string
+	// ctx is the context the route's handler gets (serveRoute): r's,
+	// with this request as the value of requestKey.
+	ctx requestContext
+	// dctx is, on the API, ctx with the request's deadline.
+	dctx deadlineContext
+	// start is when ServeHTTP took the request.
+	start time.Time
 	// bodyTaken is what the body's bytes hold of the body budget, given
 	// back when the handler is done or, sooner, by doneWithBody.
 	bodyTaken int64
@@ -35,6 +47,21 @@ type request struct {
 
 // requestKey is the context key of the *request.
 type requestKey struct{}
+
+// requestContext is a request's context with its *request as the value
+// of requestKey: context.WithValue's work without its allocation, since
+// it is part of the request's.
+type requestContext struct {
+	context.Context
+	req *request
+}
+
+func (c *requestContext) Value(key any) any {
+	if _, ok := key.(requestKey); ok {
+		return c.req
+	}
+	return c.Context.Value(key)
+}
 
 // requestOf returns what the middleware learned about r.
 func requestOf(r *http.Request) *request {
@@ -62,14 +89,16 @@ func writerRequest(w http.ResponseWriter) *request {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := &request{id: r.Header.Get("X-Request-Id")}
 	if !saneRequestID(req.id) {
-		req.id = newRequestID()
+		req.id = newRequestID(&req.idBytes)
 	}
 	id := req.id
-	w.Header()["X-Request-Id"] = []string{id} // canonical already: no Set
+	req.idHeader[0] = id
+	w.Header()["X-Request-Id"] = req.idHeader[:] // canonical already: no Set
 	req.w.ResponseWriter = w
 	req.w.req = req
 	sw := &req.w
 	start := time.Now()
+	req.start = start
 	var span trace.Span
 	if s.opts.Tracer != nil {
 		r, span = s.startSpan(r)
@@ -158,8 +187,11 @@ func (s *Server) serveRoute(rt *Route) http.HandlerFunc {
 	short := class == ClassAPI // a watch stream is bounded by WatchOptions instead
 	pm := newRoutePerm(rt)
 	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
 		req := writerRequest(w)
+		start := req.start // ServeHTTP's clock reading, taken microseconds ago
+		if start.IsZero() {
+			start = time.Now()
+		}
 		if req.user != nil && req.user != acl.Everyone {
 			if !s.permit(w, r, req.user, pm) {
 				return
@@ -171,12 +203,15 @@ func (s *Server) serveRoute(rt *Route) http.HandlerFunc {
 		// One context and one copy of the request for the request's facts
 		// and, on the API, the deadline: each WithContext copies the whole
 		// request.
-		valCtx := context.WithValue(r.Context(), requestKey{}, req)
+		req.ctx = requestContext{Context: r.Context(), req: req}
+		valCtx := context.Context(&req.ctx)
 		ctx := valCtx
 		if short && s.opts.RequestTimeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
-			defer cancel()
+			// context.WithTimeout's work, without its allocations and
+			// runtime timer a request (deadlineContext).
+			s.deadlines.start(&req.dctx, valCtx, start.Add(s.opts.RequestTimeout))
+			defer s.deadlines.stop(&req.dctx)
+			ctx = &req.dctx
 		}
 		r = r.WithContext(ctx)
 		if body {
@@ -453,15 +488,15 @@ func saneRequestID(id string) bool {
 	return true
 }
 
-// newRequestID returns 16 random hex digits. The id only ties a reply to
-// its log line, so it needs to be unique, not secret: math/rand/v2's
+// newRequestID returns 16 random hex digits, written into *x, which the
+// string shares: x must not change after. The id only ties a reply to its
+// log line, so it needs to be unique, not secret: math/rand/v2's
 // generator, which needs no system call per request, will do.
-func newRequestID() string {
+func newRequestID(x *[16]byte) string {
 	var b [8]byte
-	var x [16]byte
 	binary.LittleEndian.PutUint64(b[:], rand.Uint64())
 	hex.Encode(x[:], b[:])
-	return string(x[:])
+	return unsafe.String(&x[0], len(x))
 }
 
 // statusWriter remembers the status of a reply, for the request log and

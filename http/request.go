@@ -136,6 +136,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 		}
 		return nil, taken, shardcounter.Errorf(shardcounter.EINVALID, "request body could not be read: %v", err)
 	}
+	// The body is in, to its end: closed now, net/http has nothing left
+	// to discard once the reply is written (an io.CopyN, its reader and
+	// a read a request).
+	r.Body.Close()
 	if len(body) == 0 {
 		return body, taken, nil
 	}
@@ -199,19 +203,20 @@ func (e unsupportedEncoding) Unwrap() error { return e.err }
 
 // bodies recycles the buffers of small bodies: a request's body is
 // garbage once its handler returns, since decoders copy what they keep.
-var bodies = sync.Pool{New: func() any { b := make([]byte, 0, smallBody); return &b }}
+// It holds arrays, whose pointers, unlike a slice, go into the pool
+// without an allocation.
+var bodies = sync.Pool{New: func() any { return new([smallBody]byte) }}
 
 // getBody returns a buffer of n ≤ smallBody bytes.
 func getBody(n int) []byte {
-	return (*bodies.Get().(*[]byte))[:n]
+	return bodies.Get().(*[smallBody]byte)[:n]
 }
 
 // putBody gives back a buffer from getBody; any other is left to the
 // garbage collector.
 func putBody(b []byte) {
 	if cap(b) == smallBody {
-		b = b[:0]
-		bodies.Put(&b)
+		bodies.Put((*[smallBody]byte)(b[:smallBody]))
 	}
 }
 

@@ -180,6 +180,8 @@ type Server struct {
 	// traceFields are the headers the propagator reads, canonical: a
 	// request with none of them is not given to it (startSpan).
 	traceFields []string
+	// deadlines ends API requests' contexts at their RequestTimeout.
+	deadlines deadlineWatcher
 }
 
 // NewServer returns a Server over svc.
