@@ -110,6 +110,8 @@ func (c *conn) queue(cmd *command, args [][]byte) {
 		refuse(c.permit(cmd, args, false))
 	case cmd.noTx != "":
 		refuse("ERR " + strings.ToUpper(cmd.name) + " cannot be part of a transaction: " + cmd.noTx)
+	case cmd.noTxOn != nil && cmd.noTxOn(c.s) != "":
+		refuse("ERR " + strings.ToUpper(cmd.name) + " cannot be part of a transaction: " + cmd.noTxOn(c.s))
 	case tx.expiryOrder(cmd, args) != "":
 		refuse(tx.expiryOrder(cmd, args))
 	case len(tx.cmds) >= maxTxCommands || tx.bytes+size > maxTxBytes:
