@@ -51,6 +51,16 @@ func (b Bound) Apply(old, delta int64) (int64, bool) {
 	return applied, true
 }
 
+// Skips reports whether a delta under b on a total of old is skipped:
+// without Saturate, when the result would leave the range or int64. A
+// skipped delta applies 0; so may one that is not (a delta of 0 within
+// the range, a saturated one already at the end it moves toward).
+func (b Bound) Skips(old, delta int64) bool {
+	next := old + delta
+	overflowed := (delta > 0 && next < old) || (delta < 0 && next > old)
+	return !b.Saturate && (overflowed || next < b.Lower || next > b.Upper)
+}
+
 // ValidateBound checks a bound: Lower at most Upper.
 func ValidateBound(b Bound) error {
 	if b.Lower > b.Upper {

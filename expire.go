@@ -125,6 +125,12 @@ type ExpireChange struct {
 	// "xx" (a deadline already), "gt" (later than the current one; no
 	// deadline counts as infinite) or "lt" (earlier than it).
 	Cond string
+	// AfterBound makes the change conditional on the write just before
+	// it, a bounded write (Write.Bound) of the same name joined to it
+	// (Write.JoinNext): the change is made only if that write was not
+	// skipped, decided in their one commit. INCREX's deadline options,
+	// which leave the deadline as it was when the increment is skipped.
+	AfterBound bool
 }
 
 // validateExpireWrite checks a write that changes a deadline.

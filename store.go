@@ -76,6 +76,16 @@ type Increment struct {
 	// that decides it through package decide takes it; ValidateIncrement
 	// refuses it (ErrBoundsUnsupported).
 	Bound *Bound
+
+	// If, when not 0, makes the item conditional on item If-1 of the same
+	// batch, an earlier one: it applies only if that item applied and was
+	// not skipped (Outcome.Skipped); otherwise nothing of it applies and
+	// its Outcome.Skipped is set. The engine sets it on the records of a
+	// deadline change that goes with a bounded increment (INCREX's EX), so
+	// that a skipped increment leaves the deadline as it was, in the same
+	// commit. Only a store that decides through package decide takes it;
+	// ValidateIncrement refuses it (ErrBoundsUnsupported).
+	If int
 }
 
 // Outcome is a store's result for one Increment. Err nil and Duplicate
@@ -105,6 +115,12 @@ type Outcome struct {
 	// its request id recorded and its counter created), less than asked
 	// when it saturated.
 	Applied *int64
+
+	// Skipped is set on a bounded item whose result would have left its
+	// bound, without Saturate (Bound.Skips: Applied is 0), and on a
+	// conditional item (Increment.If) whose condition failed, which
+	// applied nothing at all.
+	Skipped bool
 }
 
 // CounterStore is where counters live: metadata, shard values, members
@@ -318,7 +334,7 @@ func ValidateIncrement(inc Increment) error {
 	if inc.Take != nil {
 		return ErrLimitsUnsupported(inc.Counter)
 	}
-	if inc.Bound != nil {
+	if inc.Bound != nil || inc.If != 0 {
 		return ErrBoundsUnsupported(inc.Counter)
 	}
 	if inc.Sketch != nil {

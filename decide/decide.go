@@ -47,7 +47,9 @@ type Batch struct {
 // Max; its window bucket would leave int64), or applied. An applied item
 // (Unchanged included) creates its missing counter with its Create spec,
 // records its request id, and is seen by the items after it. Increment.Txn
-// changes nothing: a batch decided here is applied in one atomic step.
+// changes nothing: a batch decided here is applied in one atomic step. A
+// conditional item (Increment.If) whose earlier item failed or was
+// skipped is Skipped before anything else, and applies nothing.
 func Decide(v View, b Batch, out []shardcounter.Outcome) (Mutations, error) {
 	d := newDecider(v, b, out)
 	for i := range b.Incs {
@@ -152,6 +154,16 @@ func (d *decider) item(i int) error {
 	inc := &d.b.Incs[i]
 	o := &d.out[i]
 	*o = shardcounter.Outcome{}
+	if inc.If != 0 {
+		switch j := inc.If - 1; {
+		case j < 0 || j >= i:
+			o.Err = shardcounter.Errorf(shardcounter.EINVALID, "item %d is conditional on item %d, which is not before it", i, j)
+			return nil
+		case d.out[j].Err != nil || d.out[j].Skipped:
+			o.Skipped = true
+			return nil
+		}
+	}
 	if inc.Take != nil {
 		if d.b.NoTakes {
 			o.Err = shardcounter.ErrLimitsUnsupported(inc.Counter)
@@ -247,11 +259,17 @@ func (d *decider) counterOf(inc *shardcounter.Increment, o *shardcounter.Outcome
 // goes deeper than the last.
 //
 //go:noinline
-func valid(inc *shardcounter.Increment) error { return shardcounter.ValidateIncrement(*inc) }
+func valid(inc *shardcounter.Increment) error {
+	c := *inc
+	c.If = 0 // decided here (item)
+	return shardcounter.ValidateIncrement(c)
+}
 
 //go:noinline
 func validBound(inc *shardcounter.Increment) error {
-	return shardcounter.ValidateBoundIncrement(*inc)
+	c := *inc
+	c.If = 0 // decided here (item)
+	return shardcounter.ValidateBoundIncrement(c)
 }
 
 //go:noinline
@@ -467,8 +485,8 @@ func (d *decider) applySketches() error {
 func (d *decider) totals() {
 	for i := range d.b.Incs {
 		inc := &d.b.Incs[i]
-		if !inc.Total || d.out[i].Err != nil {
-			continue
+		if !inc.Total || d.out[i].Err != nil || (inc.If != 0 && d.out[i].Skipped) {
+			continue // a conditional item skipped did nothing, and gives no total
 		}
 		if st := &d.states[d.idx[inc.Counter]]; st.exists && st.sum == SumExact && st.spec.Kind != shardcounter.KindApprox {
 			v := st.total

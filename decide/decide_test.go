@@ -37,7 +37,7 @@ func windowed(n int) shardcounter.Spec {
 	return shardcounter.Spec{Shards: n, Kind: shardcounter.KindSum, Window: &shardcounter.Window{Bucket: shardcounter.BucketHour, Retention: shardcounter.Duration(24 * time.Hour)}}
 }
 
-// outcomes words each outcome: ok, dup, unch, or the error's code; "=v"
+// outcomes words each outcome: ok, dup, unch, skip, or the error's code; "=v"
 // follows an outcome with a total v.
 func outcomes(out []shardcounter.Outcome) string {
 	var w []string
@@ -50,6 +50,8 @@ func outcomes(out []shardcounter.Outcome) string {
 			s = "dup"
 		case o.Unchanged:
 			s = "unch"
+		case o.Skipped:
+			s = "skip"
 		}
 		if o.Total != nil {
 			s += fmt.Sprint("=", *o.Total)
@@ -261,6 +263,35 @@ func TestDecide(t *testing.T) {
 				{Counter: "b", Delta: 1},
 			},
 			want: "out_of_range ok out_of_range out_of_range ok=3 out_of_range", shards: "b/0-1=0 b/1+3=3",
+		},
+		{
+			// Items conditional on a bounded one (Increment.If): skipped
+			// with it, applied when it applies, even when it applies 0
+			// (saturated at its bound, or a delta of 0 within it); skipped
+			// after a failed item; invalid when the item is not before.
+			name: "Conditional",
+			setup: func(v *view) {
+				v.counters["b"] = decide.Counter{Exists: true, Spec: sum(1)}
+				v.counters["c"] = decide.Counter{Exists: true, Spec: sum(1)}
+				v.setShards("b", 4)
+				v.setShards("c", 0)
+			},
+			incs: []shardcounter.Increment{
+				{Counter: "b", Delta: 3, Bound: &shardcounter.Bound{Lower: math.MinInt64, Upper: 5}},
+				{Counter: "c", Delta: 1, If: 1},
+				{Counter: "b", Delta: 3, Bound: &shardcounter.Bound{Lower: math.MinInt64, Upper: 5, Saturate: true}},
+				{Counter: "c", Delta: 10, If: 3},
+				{Counter: "b", Delta: 3, Bound: &shardcounter.Bound{Lower: math.MinInt64, Upper: 5, Saturate: true}},
+				{Counter: "c", Delta: 100, If: 5},
+				{Counter: "b", Delta: 0, Bound: &shardcounter.Bound{Lower: 0, Upper: 5}},
+				{Counter: "c", Delta: 1000, If: 7},
+				{Counter: "nope", Delta: 1},
+				{Counter: "c", Delta: 1, If: 9},
+				{Counter: "c", Delta: 1, If: 11},
+				{Counter: "c", Delta: 1, If: -1},
+			},
+			want:   "skip skip ok ok ok ok ok ok not_found skip invalid_argument invalid_argument",
+			shards: "b/0+1=5 c/0+1110=1110",
 		},
 		{
 			name: "Int64OnTheTotal",

@@ -34,6 +34,7 @@ func (d *decider) delta(st *state, spec *shardcounter.Spec, inc *shardcounter.In
 			}
 			o.Applied = &dv
 			if dv == 0 {
+				o.Skipped = inc.Bound.Skips(st.total, inc.Delta)
 				d.apply(st, inc, rq, i)
 				return nil
 			}

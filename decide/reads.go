@@ -58,6 +58,7 @@ type Read struct {
 func Reads(incs []shardcounter.Increment) []Read {
 	reads := make([]Read, 0, len(incs))
 	for i, inc := range incs {
+		inc.If = 0 // a condition reads nothing more: an earlier item's outcome decides it
 		if inc.Take != nil {
 			if shardcounter.ValidateTakeIncrement(inc) != nil {
 				continue

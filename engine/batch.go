@@ -15,6 +15,9 @@ type call struct {
 	err error
 	// span is the span of the write's request, with Config.Tracer.
 	span trace.Span
+	// cond, on a deadline change made only if a bounded write is not
+	// skipped (ExpireChange.AfterBound), is that write's call.
+	cond *call
 }
 
 // batch is the writes one flush applies. done is closed once every call

@@ -58,12 +58,19 @@ func splitChanges(b *batch) ([]*call, []*call, []expiry.Change) {
 		written[shardcounter.NameOf(k.counter)] = true
 	}
 	var last *call // the last increment kept
-	for _, c := range b.calls {
+	for i, c := range b.calls {
 		if c.w.Expire == nil {
 			calls = append(calls, c)
 			last = c
 			written[shardcounter.NameOf(c.w.Counter)] = true
 			continue
+		}
+		if c.w.Expire.AfterBound && i > 0 {
+			// INCREX's deadline: made only if its bounded write, the call
+			// before it in its joined run, is not skipped.
+			if p := b.calls[i-1]; p.w.Bound != nil && p.w.JoinNext && p.w.Counter == c.w.Counter {
+				c.cond = p
+			}
 		}
 		// A transaction that ends with a change ends, among the
 		// increments, at its last one: fold reads a transaction's

@@ -163,6 +163,7 @@ func (e *Engine) apply(ctx context.Context, groups []*group, cs *changeSet) []sh
 	}
 	if cs != nil {
 		writes += len(cs.calls)
+		setConds(groups, cs)
 	}
 	c := &shardcounter.Commit{Op: shardcounter.CommitBatch, Incs: incs, Writes: writes}
 	e.observe(ctx, c, func(ctx context.Context) error {
@@ -187,6 +188,31 @@ func (e *Engine) apply(ctx context.Context, groups []*group, cs *changeSet) []sh
 		return err
 	})
 	return c.Outcomes
+}
+
+// setConds makes each deadline change of cs that goes with a bounded
+// write (call.cond) conditional on that write's increment among groups
+// (expiry.Change.If), so that the store makes it only if the increment
+// is not skipped. A bounded write is a group of its own (fold). One that
+// is not among groups (a store call that does not carry it) leaves its
+// change unconditional: only a store that decides bounds carries a
+// condition, and those commit a batch's increments in one call.
+func setConds(groups []*group, cs *changeSet) {
+	var at map[*call]int
+	for k, c := range cs.calls {
+		if c.cond == nil {
+			continue
+		}
+		if at == nil {
+			at = make(map[*call]int)
+			for i, g := range groups {
+				if g.inc.Bound != nil && len(g.calls) == 1 {
+					at[g.calls[0]] = i + 1
+				}
+			}
+		}
+		cs.chs[k].If = at[c.cond]
+	}
 }
 
 // outcomes returns the outcomes of an Apply of incs that returned out and

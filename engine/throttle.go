@@ -59,6 +59,16 @@ func (e *Engine) Throttle(ctx context.Context, key string, p shardcounter.LimitP
 	return &r, nil
 }
 
+// TakesInTransactions reports whether a take (Write.Take) can be one of a
+// run of writes joined by Write.JoinNext (a RESP transaction) and be
+// decided in its commit. On a store that decides a batch through package
+// decide (Pebble, bolt, PostgreSQL) the run is one atomic step with the
+// take in it. A store that applies a transaction in one step of its own
+// (shardcounter.TxnApplier: Redis, Redis Cluster) does it with a script
+// that carries deltas and members but no take (a take is a script of its
+// own there), and refuses it.
+func (e *Engine) TakesInTransactions() bool { return !e.txns }
+
 // countTake counts a take's decision in the engine's statistics, as Take
 // does; a peek, or a take the store did not decide, counts nothing.
 func (e *Engine) countTake(t *shardcounter.LimitTake, r *shardcounter.LimitResult) {

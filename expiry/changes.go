@@ -24,6 +24,12 @@ type Change struct {
 	// store is asked, and a change to a name that holds nothing is not
 	// made.
 	Known bool
+	// If, when not 0, makes the change conditional on increment If-1 of
+	// the batch: it is made only if that increment applied and was not
+	// skipped (shardcounter.Increment.If, which its items carry, decided
+	// in the commit). INCREX's deadline, which a skipped increment leaves
+	// as it was. Only a store deciding through package decide takes it.
+	If int
 }
 
 // ChangeResult is the result of one Change: Set when the deadline
@@ -75,8 +81,13 @@ type plan struct {
 	items   []shardcounter.Increment
 	adds    []int            // per change, its member item in items, or -1
 	deletes []int            // changes whose deadline is past: their names go after the commit
+	conds   []cond           // the items of conditional changes (Change.If)
 	final   map[string]entry // each changed name's record after the commit
 }
+
+// cond is an item of a conditional change: its place in the plan's items
+// and the change's in the batch's.
+type cond struct{ item, change int }
 
 // commitChanges makes the changes with incs in one Apply. It plans them
 // holding the changes' name locks and puts what they will leave in the
@@ -106,6 +117,9 @@ func (s *Store) commitChanges(ctx context.Context, incs []shardcounter.Increment
 			all = append(all, shardcounter.Increment{Counter: inUseID, Delta: 1, Create: indexSpec})
 		}
 	}
+	for _, it := range p.conds {
+		all[len(incs)+it.item].If = chs[it.change].If
+	}
 	var out []shardcounter.Outcome
 	if len(all) > 0 {
 		if out, err = s.CounterStore.Apply(ctx, all); err != nil {
@@ -124,11 +138,17 @@ func (s *Store) commitChanges(ctx context.Context, incs []shardcounter.Increment
 		if k < 0 {
 			continue
 		}
-		if err := out[len(incs)+k].Err; err != nil {
-			res[i] = ChangeResult{Err: err}
-			delete(p.final, chs[i].Name)
-			s.cache.drop(chs[i].Name)
+		o := out[len(incs)+k]
+		switch {
+		case o.Err != nil:
+			res[i] = ChangeResult{Err: o.Err}
+		case o.Skipped:
+			res[i] = ChangeResult{} // its increment was skipped: not made
+		default:
+			continue
 		}
+		delete(p.final, chs[i].Name)
+		s.cache.drop(chs[i].Name)
 	}
 	for n, e := range p.final {
 		s.cache.settle(n, e)
@@ -137,6 +157,10 @@ func (s *Store) commitChanges(ctx context.Context, incs []shardcounter.Increment
 		}
 	}
 	for _, i := range p.deletes {
+		if j := chs[i].If - 1; j >= 0 && (j >= len(incs) || out[j].Err != nil || out[j].Skipped) {
+			res[i] = ChangeResult{} // its increment was skipped: not made
+			continue
+		}
 		if err := s.deleteName(ctx, chs[i].Name); err != nil {
 			res[i] = ChangeResult{Err: err}
 			continue
@@ -184,6 +208,7 @@ func (s *Store) plan(ctx context.Context, chs []Change, res []ChangeResult) (*pl
 			delete(p.final, ch.Name)
 			continue
 		}
+		first := len(p.items)
 		if e.member != "" {
 			p.items = append(p.items, shardcounter.Increment{Counter: rec, Member: e.member, Delta: -1})
 		}
@@ -201,6 +226,11 @@ func (s *Store) plan(ctx context.Context, chs []Change, res []ChangeResult) (*pl
 			}
 		}
 		p.final[ch.Name] = next
+		if ch.If != 0 {
+			for k := first; k < len(p.items); k++ {
+				p.conds = append(p.conds, cond{item: k, change: i})
+			}
+		}
 	}
 	for n, e := range p.final {
 		// Until the commit lands, the cache keeps the index entry it knew

@@ -102,12 +102,12 @@ func (d *diff) related(incs []shardcounter.Increment, mout, sout []shardcounter.
 }
 
 // sameOutcome compares what the contract fixes of an outcome: the error's
-// code, Duplicate, Unchanged, and the total when both give one (and that
+// code, Duplicate, Unchanged, Skipped, and the total when both give one (and that
 // the store gives none where none is due, and, when totals is set, every
 // one that is).
 func (d *diff) sameOutcome(m, s shardcounter.Outcome, totals bool) bool {
 	switch {
-	case shardcounter.ErrorCode(m.Err) != shardcounter.ErrorCode(s.Err), m.Duplicate != s.Duplicate, m.Unchanged != s.Unchanged:
+	case shardcounter.ErrorCode(m.Err) != shardcounter.ErrorCode(s.Err), m.Duplicate != s.Duplicate, m.Unchanged != s.Unchanged, m.Skipped != s.Skipped:
 		return false
 	case !sameLimit(m.Limit, s.Limit):
 		return false
@@ -153,6 +153,8 @@ func outcomeString(o shardcounter.Outcome) string {
 		parts = append(parts, "duplicate")
 	case o.Unchanged:
 		parts = append(parts, "applied, unchanged")
+	case o.Skipped:
+		parts = append(parts, "skipped")
 	default:
 		parts = append(parts, "applied")
 	}
@@ -196,6 +198,9 @@ func (d *diff) incString(inc shardcounter.Increment) string {
 	}
 	if inc.Txn != 0 {
 		s += fmt.Sprintf(" txn %d", inc.Txn)
+	}
+	if inc.If != 0 {
+		s += fmt.Sprintf(" if item %d", inc.If-1)
 	}
 	if b := inc.Bound; b != nil {
 		s += fmt.Sprintf(" bound [%d, %d] saturate %v", b.Lower, b.Upper, b.Saturate)

@@ -322,7 +322,7 @@ func (d *diff) batch(n int) []shardcounter.Increment {
 		switch x := d.rng.IntN(100); {
 		case x < 15 && len(d.history) > 0: // a retry, in this batch or a later one
 			inc = d.history[d.rng.IntN(len(d.history))]
-			inc.Txn = 0
+			inc.Txn, inc.If = 0, 0
 		case x < 18:
 			inc = d.invalid()
 		case x < 26 && !d.noLimits:
@@ -336,6 +336,13 @@ func (d *diff) batch(n int) []shardcounter.Increment {
 			d.history = append(d.history, inc)
 		}
 		incs = append(incs, inc)
+		if inc.Bound != nil && d.rng.IntN(2) == 0 {
+			// An item conditional on the bounded one (Increment.If, as
+			// INCREX's deadline records are): skipped with it.
+			c := d.item(d.ids[d.rng.IntN(len(d.ids))])
+			c.If, c.Total = len(incs), false // a skipped one's total is no store's to give
+			incs = append(incs, c)
+		}
 	}
 	return incs
 }

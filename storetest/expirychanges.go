@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -101,6 +102,51 @@ func testExpiryChanges(t *testing.T, s shardcounter.CounterStore) {
 		t.Fatalf("a deadline that is now did not delete %q: %v", d, err)
 	}
 	wantTTL(t, y, d, false, -2)
+
+	expiryConditional(t, s, x, y, spec, p, now)
+}
+
+// expiryConditional checks changes conditional on a bounded increment of
+// their batch (Change.If, INCREX's deadline) on a store that keeps
+// bounds: made when it applies, saturated at its bound too; left undone,
+// the deadline as it was, when it is skipped or fails.
+func expiryConditional(t *testing.T, s shardcounter.CounterStore, x, y *expiry.Store, spec *shardcounter.Spec, p string, now int64) {
+	ctx := context.Background()
+	b := p + "b"
+	upTo5 := &shardcounter.Bound{Lower: math.MinInt64, Upper: 5}
+	out, res, err := x.ApplyChanges(ctx, []shardcounter.Increment{{Counter: b, Delta: 3, Create: spec, Bound: upTo5, Total: true}},
+		[]expiry.Change{{Name: b, At: now + 60_000, Known: true, If: 1}})
+	if err == nil && shardcounter.IsBoundsUnsupported(out[0].Err) {
+		t.Logf("the store does not keep bounded increments: no conditional changes")
+		return
+	}
+	if err != nil || out[0].Err != nil || out[0].Skipped || !res[0].Set || res[0].Err != nil {
+		t.Fatalf("a change conditional on an applied bounded increment: %v, %+v, %+v; want it set", err, out, res)
+	}
+	wantTTL(t, y, b, true, 60_000)
+	for _, c := range []struct {
+		what string
+		inc  shardcounter.Increment
+		ch   expiry.Change
+	}{
+		{"a skipped increment's", shardcounter.Increment{Counter: b, Delta: 3, Bound: upTo5}, expiry.Change{Name: b, At: now + 90_000, Known: true, If: 1}},
+		{"a skipped increment's PERSIST", shardcounter.Increment{Counter: b, Delta: 3, Bound: upTo5}, expiry.Change{Name: b, Known: true, If: 1}},
+		{"a skipped increment's deletion", shardcounter.Increment{Counter: b, Delta: 3, Bound: upTo5}, expiry.Change{Name: b, At: now, Known: true, If: 1}},
+		{"a failed increment's", shardcounter.Increment{Counter: b, Member: "m", Delta: 1}, expiry.Change{Name: b, At: now + 90_000, Known: true, If: 1}},
+	} {
+		out, res, err := x.ApplyChanges(ctx, []shardcounter.Increment{c.inc}, []expiry.Change{c.ch})
+		if err != nil || res[0].Set || res[0].Err != nil || (out[0].Err == nil && !out[0].Skipped) {
+			t.Fatalf("%s change: %v, %+v, %+v; want the increment skipped or failed and the change not made", c.what, err, out, res)
+		}
+		wantTTL(t, x, b, true, 60_000)
+		wantTTL(t, y, b, true, 60_000)
+	}
+	out, res, err = x.ApplyChanges(ctx, []shardcounter.Increment{{Counter: b, Delta: 3, Bound: &shardcounter.Bound{Lower: math.MinInt64, Upper: 3, Saturate: true}}},
+		[]expiry.Change{{Name: b, At: now + 90_000, Known: true, If: 1}})
+	if err != nil || out[0].Err != nil || out[0].Skipped || out[0].Applied == nil || *out[0].Applied != 0 || !res[0].Set {
+		t.Fatalf("a change after an increment saturated at its bound: %v, %+v, %+v; want it set", err, out, res)
+	}
+	wantTTL(t, y, b, true, 90_000)
 }
 
 func expiryChange(t *testing.T, x *expiry.Store, name string, at int64) {

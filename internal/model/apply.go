@@ -71,13 +71,13 @@ func (b *batch) item(inc shardcounter.Increment, i int, o *shardcounter.Outcome)
 		p.items = append(p.items, i)
 	default:
 		if inc.Bound != nil {
-			applied, err := bounded(c.total, inc)
+			applied, skipped, err := bounded(c.total, inc)
 			if o.Err = err; err != nil {
 				return
 			}
 			inc.Delta = applied
 			if applied == 0 {
-				o.Applied = &applied
+				o.Applied, o.Skipped = &applied, skipped
 				break
 			}
 			if o.Err = b.sum(c, inc); o.Err != nil {
@@ -164,17 +164,17 @@ func checkBound(inc shardcounter.Increment) error {
 // bounded returns what a bounded item applies on a counter whose total
 // is total: all of its delta when the result lies within the bounds;
 // else, saturating, what takes the total to old+delta clamped to the
-// bounds (out_of_range if that is no int64), or nothing. Computed on
-// unbounded integers, so that no overflow is mistaken for a value.
-func bounded(total int64, inc shardcounter.Increment) (int64, error) {
+// bounds (out_of_range if that is no int64), or nothing: skipped. Computed
+// on unbounded integers, so that no overflow is mistaken for a value.
+func bounded(total int64, inc shardcounter.Increment) (int64, bool, error) {
 	t := new(big.Int).Add(big.NewInt(total), big.NewInt(inc.Delta))
 	lo, hi := big.NewInt(inc.Bound.Lower), big.NewInt(inc.Bound.Upper)
 	inside := t.Cmp(lo) >= 0 && t.Cmp(hi) <= 0
 	switch {
 	case inside:
-		return inc.Delta, nil
+		return inc.Delta, false, nil
 	case !inc.Bound.Saturate:
-		return 0, nil
+		return 0, true, nil
 	case t.Cmp(lo) < 0:
 		t = lo
 	default:
@@ -182,9 +182,9 @@ func bounded(total int64, inc shardcounter.Increment) (int64, error) {
 	}
 	applied := new(big.Int).Sub(t, big.NewInt(total))
 	if !applied.IsInt64() {
-		return 0, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: saturating moves it by more than an int64", inc.Counter)
+		return 0, false, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: saturating moves it by more than an int64", inc.Counter)
 	}
-	return applied.Int64(), nil
+	return applied.Int64(), false, nil
 }
 
 // check refuses an item no counter takes, as Increment's doc describes

@@ -358,6 +358,18 @@ func (s *Store) Apply(ctx context.Context, incs []shardcounter.Increment) ([]sha
 	b := &batch{s: s, now: s.now(), created: map[string]*counter{}, sketches: map[sketchKey]*pending{}}
 	out := make([]shardcounter.Outcome, len(incs))
 	for i, inc := range incs {
+		if inc.If != 0 {
+			// Conditional on an earlier item: skipped unless it applied
+			// and was not skipped itself.
+			if j := inc.If - 1; j < 0 || j >= i {
+				out[i].Err = shardcounter.Errorf(shardcounter.EINVALID, "item %d is conditional on item %d, which is not before it", i, j)
+				continue
+			} else if out[j].Err != nil || out[j].Skipped {
+				out[i].Skipped = true
+				continue
+			}
+			inc.If = 0
+		}
 		b.item(inc, i, &out[i])
 	}
 	// Each shard's sketch changes once a commit; its items are unchanged
@@ -373,7 +385,7 @@ func (s *Store) Apply(ctx context.Context, incs []shardcounter.Increment) ([]sha
 		}
 	}
 	for i, inc := range incs {
-		if inc.Total && out[i].Err == nil {
+		if inc.Total && out[i].Err == nil && (inc.If == 0 || !out[i].Skipped) {
 			v := s.counters[inc.Counter].value()
 			out[i].Total = &v
 		}

@@ -44,6 +44,10 @@ type command struct {
 	// is refused, and EXEC aborts.
 	txControl bool
 	noTx      string
+	// noTxOn, when set, says why the command cannot be part of a
+	// transaction on this server's service ("" when it can): queueing it
+	// is then refused as for noTx.
+	noTxOn func(s *Server) string
 	// afterCommit marks PERSIST, TTL and their kin, which a transaction
 	// runs after its writes commit (expire.go).
 	afterCommit bool

@@ -111,7 +111,9 @@ func parseIncrEx(args [][]byte, now time.Time) (increx, string) {
 }
 
 // writeIncrEx is INCREX: one bounded write, committed on its own, and
-// its deadline change joined to the same commit.
+// its deadline change joined to the same commit, made only if the write
+// is not skipped (ExpireChange.AfterBound), as Redis 8.8 leaves the TTL
+// of a skipped increment untouched.
 func writeIncrEx(c *conn, args [][]byte, ws []shardcounter.Write) ([]shardcounter.Write, string) {
 	x, msg := parseIncrEx(args, time.Now())
 	if msg != "" {
@@ -127,6 +129,7 @@ func writeIncrEx(c *conn, args [][]byte, ws []shardcounter.Write) ([]shardcounte
 	b := x.bound
 	ws = append(ws, shardcounter.Write{Counter: id, Delta: x.delta, Bound: &b, WantValue: true, JoinNext: x.expire != nil})
 	if x.expire != nil {
+		x.expire.AfterBound = true // a skipped increment leaves the deadline as it was
 		ws = append(ws, shardcounter.Write{Counter: id, Expire: x.expire})
 	}
 	return ws, ""

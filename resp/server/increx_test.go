@@ -83,3 +83,87 @@ func TestIncrEx(t *testing.T) {
 		}(), "WRONGTYPE Operation against a key holding the wrong kind of value")
 	})
 }
+
+// TestIncrExTransaction checks INCREX inside MULTI/EXEC, each reply as a
+// lone INCREX's at its place in the transaction (bounded, skipped,
+// saturated, with EX joined), and the deadline options of a skipped
+// increment left undone, alone and in a transaction, as Redis 8.8 leaves
+// the TTL of a skipped increment untouched; a saturated increment that
+// applies 0 is not skipped and sets it.
+func TestIncrExTransaction(t *testing.T) {
+	eachProto(t, func(t *testing.T, rdb *redis.Client, proto int) {
+		ctx := context.Background()
+		ttl := func(key string) time.Duration {
+			t.Helper()
+			d, err := rdb.TTL(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Do(ctx, "INCREX", "k", "BYINT", 3, "UBOUND", 5, "EX", 100)
+			p.Do(ctx, "INCREX", "k", "BYINT", 3, "UBOUND", 5)
+			p.Do(ctx, "INCREX", "k", "BYINT", 3, "UBOUND", 5, "SATURATE")
+			p.Get(ctx, "k")
+			p.Do(ctx, "INCREX", "k", "BYINT", -9, "LBOUND", 0)
+			p.Do(ctx, "INCREX", "k", "BYINT", -1, "LBOUND", 0)
+			p.Incr(ctx, "k")
+			return nil
+		})
+		want := []any{[]any{int64(3), int64(3)}, []any{int64(3), int64(0)}, []any{int64(5), int64(2)}, "5",
+			[]any{int64(5), int64(0)}, []any{int64(4), int64(-1)}, int64(5)}
+		if got := results(cmds); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("INCREX in a transaction = %v, %v\nwant %v", got, err, want)
+		}
+		if d := ttl("k"); d <= 0 || d > 100*time.Second {
+			t.Errorf("TTL after INCREX EX 100 in a transaction = %v, want (0, 100s]", d)
+		}
+
+		// A skipped increment leaves the deadline as it was: alone, and
+		// in a transaction.
+		if got, err := rdb.Do(ctx, "INCREX", "s", "EX", 100).Result(); err != nil || !reflect.DeepEqual(got, []any{int64(1), int64(1)}) {
+			t.Fatalf("INCREX s EX 100: %v, %v", got, err)
+		}
+		for _, opt := range [][]any{{"EX", 1000}, {"PX", 1000000}, {"PERSIST"}} {
+			args := append([]any{"INCREX", "s", "BYINT", 10, "UBOUND", 5}, opt...)
+			if got, err := rdb.Do(ctx, args...).Result(); err != nil || !reflect.DeepEqual(got, []any{int64(1), int64(0)}) {
+				t.Errorf("%v: %v, %v; want [1 0], skipped", args, got, err)
+			}
+			if d := ttl("s"); d <= 0 || d > 100*time.Second {
+				t.Errorf("TTL after a skipped %v = %v, want it left in (0, 100s]", args, d)
+			}
+			cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Do(ctx, args...)
+				p.Do(ctx, "INCREX", "s", "BYINT", 0)
+				return nil
+			})
+			if got := results(cmds); err != nil || !reflect.DeepEqual(got, []any{[]any{int64(1), int64(0)}, []any{int64(1), int64(0)}}) {
+				t.Errorf("MULTI %v: %v, %v; want [1 0] skipped", args, got, err)
+			}
+			if d := ttl("s"); d <= 0 || d > 100*time.Second {
+				t.Errorf("TTL after a skipped %v in a transaction = %v, want it left in (0, 100s]", args, d)
+			}
+		}
+		// Saturated at the bound it applies 0 but is not skipped: the
+		// deadline is set.
+		if got, err := rdb.Do(ctx, "INCREX", "s", "BYINT", 10, "UBOUND", 1, "SATURATE", "EX", 1000).Result(); err != nil || !reflect.DeepEqual(got, []any{int64(1), int64(0)}) {
+			t.Errorf("INCREX s saturated at its bound: %v, %v; want [1 0]", got, err)
+		}
+		if d := ttl("s"); d <= 100*time.Second {
+			t.Errorf("TTL after a saturated INCREX EX 1000 = %v, want it set above 100s", d)
+		}
+		// A skipped increment of a missing key creates it at 0 with no
+		// deadline (docs/RESP.md).
+		cmds, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Do(ctx, "INCREX", "fresh", "BYINT", 10, "UBOUND", 5, "EX", 100)
+			return nil
+		})
+		if got := results(cmds); err != nil || !reflect.DeepEqual(got, []any{[]any{int64(0), int64(0)}}) {
+			t.Errorf("a skipped INCREX of a missing key in a transaction: %v, %v; want [0 0]", got, err)
+		}
+		if d := ttl("fresh"); d != -1 {
+			t.Errorf("TTL after a skipped INCREX EX of a missing key = %v, want -1 (no deadline)", d)
+		}
+	})
+}

@@ -110,6 +110,8 @@ func (c *conn) queue(cmd *command, args [][]byte) {
 		refuse(c.permit(cmd, args, false))
 	case cmd.noTx != "":
 		refuse("ERR " + strings.ToUpper(cmd.name) + " cannot be part of a transaction: " + cmd.noTx)
+	case cmd.noTxOn != nil && cmd.noTxOn(c.s) != "":
+		refuse("ERR " + strings.ToUpper(cmd.name) + " cannot be part of a transaction: " + cmd.noTxOn(c.s))
 	case tx.expiryOrder(cmd, args) != "":
 		refuse(tx.expiryOrder(cmd, args))
 	case len(tx.cmds) >= maxTxCommands || tx.bytes+size > maxTxBytes:
@@ -229,11 +231,14 @@ func (c *conn) execWrites(ws []shardcounter.Write) ([]shardcounter.Write, *txRun
 }
 
 // effect is what write w, with result r, added to its counter's value:
-// its delta, or 1 or -1 for a member added or removed.
+// its delta (a bounded write's applied part: 0 when skipped), or 1 or -1
+// for a member added or removed.
 func effect(w shardcounter.Write, r shardcounter.WriteResult) int64 {
 	switch {
 	case r.Error != nil || !r.Applied || r.Duplicate:
 		return 0
+	case r.AppliedDelta != nil:
+		return *r.AppliedDelta
 	case w.Present == nil:
 		return w.Delta
 	case r.Changed == nil || !*r.Changed:

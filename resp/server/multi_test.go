@@ -40,6 +40,8 @@ func results(cmds []redis.Cmder) []any {
 			}
 		case *redis.SliceCmd:
 			out[i] = c.Val()
+		case *redis.Cmd:
+			out[i] = c.Val()
 		default:
 			out[i] = fmt.Sprint(c.Args()...)
 		}

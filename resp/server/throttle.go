@@ -25,8 +25,22 @@ type throttler interface {
 const (
 	errNoThrottle    = "ERR this server's service keeps no rate limits"
 	errThrottleStore = "ERR this store does not decide rate limits: keep CL.THROTTLE's keys on Pebble, bolt, PostgreSQL or Redis"
-	noTxThrottle     = "a take is not part of the batch a transaction commits; send it before MULTI or after EXEC"
+	noTxThrottle     = "this store applies a transaction with a script of its own, which carries no take (takes are a script of their own on Redis); send it before MULTI or after EXEC"
 )
+
+// txTaker is a service that says whether its stores' transactions carry
+// takes (engine.TakesInTransactions).
+type txTaker interface{ TakesInTransactions() bool }
+
+// throttleNoTx says why CL.THROTTLE cannot be part of a transaction on
+// s's service, "" when it can: in a transaction a take is one of the
+// writes EXEC commits as one batch, decided in that commit with them.
+func throttleNoTx(s *Server) string {
+	if t, ok := s.svc.(txTaker); ok && !t.TakesInTransactions() {
+		return noTxThrottle
+	}
+	return ""
+}
 
 // throttleArgs reads CL.THROTTLE's arguments after the key: the policy
 // and the quantity, or the error reply.
@@ -125,6 +139,6 @@ func replyThrottle(c *conn, args [][]byte, ws []shardcounter.Write, res []shardc
 
 func init() {
 	register(&command{name: "cl.throttle", arity: -5, flags: []string{"write", "denyoom", "fast"}, firstKey: 1, lastKey: 1, step: 1,
-		noTx: noTxThrottle, write: writeThrottle, reply: replyThrottle, group: "shardcounter",
+		noTxOn: throttleNoTx, write: writeThrottle, reply: replyThrottle, group: "shardcounter",
 		summary: "redis-cell's GCRA take: key max_burst count period [quantity]; replies limited, limit, remaining, retry after and reset after (seconds). Quantity 0 probes. Decided durably in the group commit."})
 }

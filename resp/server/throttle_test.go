@@ -3,10 +3,20 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/engine"
+	"github.com/shardcounter/shardcounter/internal/pgtest"
+	"github.com/shardcounter/shardcounter/internal/redistest"
+	"github.com/shardcounter/shardcounter/pebble"
+	"github.com/shardcounter/shardcounter/postgres"
+	sredis "github.com/shardcounter/shardcounter/redis"
+	"github.com/shardcounter/shardcounter/resp/server"
 )
 
 // throttle runs CL.THROTTLE and returns its five integers.
@@ -37,7 +47,8 @@ func near(t *testing.T, what string, got [5]int64, limited, limit, remaining, re
 // that takes nothing and is never limited, a quantity above the burst
 // limited for ever (retry after -1), other arguments for the same key
 // keeping a state of their own, and bad arguments refused with nothing
-// taken. A token an hour keeps the refill out of the figures.
+// taken, and takes in a transaction decided in its commit. A token an hour
+// keeps the refill out of the figures.
 func TestThrottle(t *testing.T) {
 	eachProto(t, func(t *testing.T, rdb *redis.Client, proto int) {
 		ctx := context.Background()
@@ -98,13 +109,129 @@ func TestThrottle(t *testing.T) {
 			}
 		}
 
-		// Not in a transaction: its take is a commit of its own.
+		// In a transaction: the takes are writes of EXEC's batch, decided
+		// in its commit in order with the other writes, each replying its
+		// five integers.
+		txc, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Incr(ctx, "tx-count")
+			p.Do(ctx, "CL.THROTTLE", "tx", 1, 1, hour)
+			p.Do(ctx, "CL.THROTTLE", "tx", 1, 1, hour)
+			p.Do(ctx, "CL.THROTTLE", "tx", 1, 1, hour)
+			p.Do(ctx, "CL.THROTTLE", "tx", 1, 1, hour, 0)
+			p.Incr(ctx, "tx-count")
+			return nil
+		})
+		if err != nil || len(txc) != 6 {
+			t.Fatalf("a transaction of takes: %v, %v", results(txc), err)
+		}
+		if n := txc[5].(*redis.IntCmd).Val(); n != 2 {
+			t.Errorf("INCR after the takes in the transaction = %d, want 2", n)
+		}
+		for i, want := range []struct{ limited, remaining, retry, reset int64 }{{0, 1, -1, hour}, {0, 0, -1, 2 * hour}, {1, 0, hour, 2 * hour}, {0, 0, -1, 2 * hour}} {
+			v, err := txc[1+i].(*redis.Cmd).Int64Slice()
+			if err != nil || len(v) != 5 {
+				t.Fatalf("take %d of the transaction: %v, %v; want five integers", i, v, err)
+			}
+			near(t, fmt.Sprint("take ", i, " of the transaction"), [5]int64(v), want.limited, 2, want.remaining, want.retry, want.reset)
+		}
+		near(t, "after the transaction of takes", throttle(t, rdb, "tx", 1, 1, hour, 0), 0, 2, 0, -1, 2*hour)
+
+		// A transaction with a bad take: EXEC replies its error among the
+		// others' replies, and the others apply.
+		txc, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Do(ctx, "CL.THROTTLE", "tx", 1, 1, 0)
+			p.Incr(ctx, "tx-count")
+			return nil
+		})
+		if got := results(txc); err == nil || got[0] != "error: ERR period must be 1 second or more" || got[1] != int64(3) {
+			t.Errorf("a transaction with a bad take: %v, %v; want its error and INCR 3", got, err)
+		}
+
+		// A transaction that aborts takes nothing.
 		tx := rdb.TxPipeline()
 		tx.Do(ctx, "CL.THROTTLE", "user", 4, 1, hour)
-		_, err := tx.Exec(ctx)
-		if err == nil || !strings.Contains(err.Error(), "EXECABORT") {
-			t.Errorf("CL.THROTTLE in MULTI: %v, want EXECABORT", err)
+		tx.Do(ctx, "NOPE")
+		if _, err := tx.Exec(ctx); err == nil || !strings.Contains(err.Error(), "EXECABORT") {
+			t.Errorf("a transaction with an unknown command: %v, want EXECABORT", err)
 		}
 		near(t, "after the transaction", throttle(t, rdb, "user", 4, 1, hour, 0), 0, 5, 0, -1, 5*hour)
 	})
+}
+
+// TestThrottleTransactionStores checks CL.THROTTLE in MULTI/EXEC on the
+// stores that decide takes: on Pebble and PostgreSQL a take is one of the
+// writes EXEC commits, decided in that commit; on Redis, whose
+// transaction script carries no take, queueing it is refused with the
+// reason and EXEC aborts, taking nothing.
+func TestThrottleTransactionStores(t *testing.T) {
+	ctx := context.Background()
+	const hour = 3600
+	for _, tc := range []struct {
+		name  string
+		open  func(t *testing.T) shardcounter.CounterStore
+		inTxn bool
+	}{
+		{"pebble", func(t *testing.T) shardcounter.CounterStore {
+			s, err := pebble.Open(ctx, filepath.Join(t.TempDir(), "db"), pebble.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}, true},
+		{"postgres", func(t *testing.T) shardcounter.CounterStore {
+			s, err := postgres.Open(ctx, pgtest.MustDatabase(t), postgres.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}, true},
+		{"redis", func(t *testing.T) shardcounter.CounterStore {
+			s, err := sredis.Open(ctx, "redis://"+redistest.MustStart(t).Addr, sredis.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := tc.open(t)
+			t.Cleanup(func() { store.Close() })
+			eng, err := engine.New(store, engine.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { eng.Close(ctx) })
+			_, addr := MustServe(t, eng, server.Options{})
+			rdb := MustClient(t, addr, 3, "")
+			cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Do(ctx, "CL.THROTTLE", "k", 0, 1, hour)
+				p.Do(ctx, "CL.THROTTLE", "k", 0, 1, hour)
+				p.Incr(ctx, "n")
+				return nil
+			})
+			if !tc.inTxn {
+				wantPrefix(t, "CL.THROTTLE in MULTI on Redis", err, "EXECABORT")
+				r := MustRaw(t, addr)
+				r.send("MULTI\r\nCL.THROTTLE k 0 1 3600\r\nDISCARD\r\n")
+				r.expect("+OK\r\n", "-ERR CL.THROTTLE cannot be part of a transaction: "+
+					"this store applies a transaction with a script of its own, which carries no take (takes are a script of their own on Redis); send it before MULTI or after EXEC\r\n", "+OK\r\n")
+				near(t, "a take after the refused transaction", throttle(t, rdb, "k", 0, 1, hour), 0, 1, 0, -1, hour)
+				if n, err := rdb.Get(ctx, "n").Result(); err != redis.Nil {
+					t.Errorf("GET n after the aborted transaction = %q, %v; want nothing applied", n, err)
+				}
+				return
+			}
+			if err != nil || len(cmds) != 3 {
+				t.Fatalf("a transaction of takes: %v, %v", results(cmds), err)
+			}
+			for i, want := range [][2]int64{{0, -1}, {1, hour}} {
+				v, err := cmds[i].(*redis.Cmd).Int64Slice()
+				if err != nil || len(v) != 5 {
+					t.Fatalf("take %d of the transaction: %v, %v", i, v, err)
+				}
+				near(t, fmt.Sprint("take ", i, " of the transaction"), [5]int64(v), want[0], 1, 0, want[1], hour)
+			}
+			near(t, "a take after the transaction", throttle(t, rdb, "k", 0, 1, hour), 1, 1, 0, hour, hour)
+		})
+	}
 }
