@@ -261,6 +261,9 @@ page, rows, command, machine, day = sys.argv[1:]
 marker = "<!-- Written by scripts/bench-doors.sh from here to the end. -->"
 heading = "## Front doors: HTTP, RESP and the drop-in commands beside their peers"
 text = open(page).read()
+# scripts/bench-limit.sh's part, after this one, is kept as it is.
+limit_marker = "<!-- Written by scripts/bench-limit.sh from here to the end. -->"
+text, _, limit = text.partition("\n" + limit_marker + "\n")
 text = text.split("\n" + marker + "\n")[0].rstrip("\n") + "\n"
 out = [text, marker, "", heading, "",
        f"Measured {day} by `{command}` on {machine}. Each row's first target is shardcounter, durable on",
@@ -283,5 +286,7 @@ out.append("")
 out.append("× is the row's first target's rate over that peer's.")
 out.append("")
 out.append(open("scripts/bench-doors-notes.md").read().rstrip("\n"))
+if limit:
+    out += ["", limit_marker, limit.rstrip("\n")]
 open(page, "w").write("\n".join(out) + "\n")
 EOF

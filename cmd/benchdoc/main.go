@@ -96,22 +96,33 @@ func run(manifest, failuresFile, doc, charts, fsyncDir, command string) error {
 }
 
 // doorsMarker begins the part of the page that scripts/bench-doors.sh
-// writes; benchdoc keeps it as it is, so that either script can rewrite
+// writes, and limitMarker the part scripts/bench-limit.sh writes after
+// it; benchdoc keeps them as they are, so that each script can rewrite
 // its own part alone.
-const doorsMarker = "<!-- Written by scripts/bench-doors.sh from here to the end. -->"
+const (
+	doorsMarker = "<!-- Written by scripts/bench-doors.sh from here to the end. -->"
+	limitMarker = "<!-- Written by scripts/bench-limit.sh from here to the end. -->"
+)
 
-// keptTail returns the page's part from doorsMarker to its end, after a
-// blank line, or "" when the page or the marker is not there.
+// keptTail returns the page's part from the first of doorsMarker and
+// limitMarker to its end, after a blank line, or "" when the page or the
+// markers are not there.
 func keptTail(doc string) string {
 	b, err := os.ReadFile(doc)
 	if err != nil {
 		return ""
 	}
-	_, tail, ok := strings.Cut(string(b), "\n"+doorsMarker+"\n")
-	if !ok {
+	text := string(b)
+	at := -1
+	for _, m := range []string{doorsMarker, limitMarker} {
+		if i := strings.Index(text, "\n"+m+"\n"); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+	}
+	if at < 0 {
 		return ""
 	}
-	return "\n" + doorsMarker + "\n" + tail
+	return "\n" + text[at+1:]
 }
 
 // readFailures reads the runs that failed: workload, title, command and

@@ -95,8 +95,9 @@ func TestAnchor(t *testing.T) {
 	}
 }
 
-// TestKeptTail: the part scripts/bench-doors.sh writes survives a rewrite
-// of the page, and a page without it gains nothing.
+// TestKeptTail: the parts scripts/bench-doors.sh and scripts/bench-limit.sh
+// write survive a rewrite of the page, and a page without them gains
+// nothing.
 func TestKeptTail(t *testing.T) {
 	doc := filepath.Join(t.TempDir(), "BENCHMARKS.md")
 	if got := keptTail(doc); got != "" {
@@ -108,6 +109,15 @@ func TestKeptTail(t *testing.T) {
 	}
 	if got, want := keptTail(doc), "\n"+tail; got != want {
 		t.Fatalf("kept %q, want %q", got, want)
+	}
+	limit := limitMarker + "\n\n## Rate limits on a hot key\n"
+	for _, tail := range []string{tail + "\n" + limit, limit} {
+		if err := os.WriteFile(doc, []byte("# Benchmarks\n\nold\n\n"+tail), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := keptTail(doc), "\n"+tail; got != want {
+			t.Fatalf("kept %q, want %q", got, want)
+		}
 	}
 	if err := os.WriteFile(doc, []byte("# Benchmarks\n"), 0o644); err != nil {
 		t.Fatal(err)
