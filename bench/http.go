@@ -139,6 +139,7 @@ type httpService struct {
 	spec   shardcounter.Spec
 	store  shardcounter.CounterStore // nil against a running server
 	stop   func(ctx context.Context) error
+	eng    *engine.Engine // the server's engine, when the run started it
 }
 
 func (s *httpService) write(ctx context.Context, w shardcounter.Write) (bool, error) {
@@ -279,6 +280,7 @@ func startHTTP(ctx context.Context, cfg Config, spec shardcounter.Spec) (*httpSe
 		client: shttp.NewClient(url),
 		spec:   spec,
 		store:  cfg.Store,
+		eng:    eng,
 		stop: func(ctx context.Context) error {
 			err := srv.Shutdown(ctx)
 			if cerr := eng.Close(ctx); err == nil {

@@ -379,10 +379,11 @@ func rankPeer(ctx context.Context, cfg RankingConfig, ids []string) (RankingRun,
 }
 
 // startRedis starts a redis-server of its own (append-only file,
-// appendfsync always) on a free loopback port and returns its URL and
-// its stop.
+// appendfsync always; its files in the temporary directory, where a
+// default --store keeps its own) on a free loopback port and returns its
+// URL and its stop. The ranking and limit workloads' peers use it.
 func startRedis() (string, func(), error) {
-	dir, err := os.MkdirTemp("", "bench-ranking-redis")
+	dir, err := os.MkdirTemp("", "bench-redis")
 	if err != nil {
 		return "", nil, err
 	}
@@ -397,7 +398,7 @@ func startRedis() (string, func(), error) {
 		"--appendonly", "yes", "--appendfsync", "always", "--save", "", "--logfile", filepath.Join(dir, "log"))
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("bench: ranking peer: start redis-server: %w", err)
+		return "", nil, fmt.Errorf("bench: peer: start redis-server: %w", err)
 	}
 	stop := func() { cmd.Process.Kill(); cmd.Wait(); os.RemoveAll(dir) }
 	url := fmt.Sprintf("redis://127.0.0.1:%d", port)
@@ -407,7 +408,7 @@ func startRedis() (string, func(), error) {
 	for i := 0; rdb.Ping(context.Background()).Err() != nil; i++ {
 		if i > 100 {
 			stop()
-			return "", nil, errors.New("bench: ranking peer: redis-server did not start")
+			return "", nil, errors.New("bench: peer: redis-server did not start")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -251,20 +251,18 @@ machine="$(nproc) × $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 echo "machine: $machine"
 [ -z "$page" ] && exit 0
 
-# The page's section: everything from its marker to the end (or to
-# scripts/limit-exact.sh's section, kept last) is this script's, rewritten
-# on each run (cmd/benchdoc keeps it when
-# scripts/bench-all.sh rewrites the rest), the table and then
-# scripts/bench-doors-notes.md, what the profiles say bounds each row.
+# The page's section (scripts/pagesection.py: from its marker to the next
+# script's or the end) is this script's, rewritten on each run, the table
+# and then scripts/bench-doors-notes.md, what the profiles say bounds each
+# row.
 python3 - docs/BENCHMARKS.md "$rows" "$command" "$machine" "$(date -u +%Y-%m-%d)" <<'EOF'
 import sys
+sys.path.insert(0, "scripts")
+import pagesection
 page, rows, command, machine, day = sys.argv[1:]
-marker = "<!-- Written by scripts/bench-doors.sh from here to the end. -->"
+marker = pagesection.marker("bench-doors.sh")
 heading = "## Front doors: HTTP, RESP and the drop-in commands beside their peers"
-text = open(page).read()
-text, limits, rest = text.partition("\n<!-- Written by scripts/limit-exact.sh from here to the end. -->\n")
-tail = limits + rest  # that script's section stays last
-text = text.split("\n" + marker + "\n")[0].rstrip("\n") + "\n"
+text, rest = pagesection.split(open(page).read(), "bench-doors.sh")
 out = [text, marker, "", heading, "",
        f"Measured {day} by `{command}` on {machine}. Each row's first target is shardcounter, durable on",
        "Pebble (a write is answered once synced); the ratio is to the row's peers, measured in the same run,",
@@ -286,5 +284,5 @@ out.append("")
 out.append("× is the row's first target's rate over that peer's.")
 out.append("")
 out.append(open("scripts/bench-doors-notes.md").read().rstrip("\n"))
-open(page, "w").write("\n".join(out) + "\n" + tail)
+pagesection.write(page, text, out[1:], rest)
 EOF

@@ -50,15 +50,15 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "machine: $machine; load average before $load_before, after $load_after"
 [ -z "$page" ] && exit "$status"
 
-# The page's section: everything from its marker to the end is this
-# script's, rewritten on each run (scripts/bench-doors.sh and
-# cmd/benchdoc keep it when they rewrite theirs).
+# The page's section (scripts/pagesection.py: from its marker to the next
+# script's or the end) is this script's, rewritten on each run.
 python3 - docs/BENCHMARKS.md "$tmp/out" "$command" "$machine" "$load_before" "$load_after" "$(date -u +%Y-%m-%d)" <<'EOF'
 import sys
+sys.path.insert(0, "scripts")
+import pagesection
 page, outfile, command, machine, before, after, day = sys.argv[1:]
-marker = "<!-- Written by scripts/limit-exact.sh from here to the end. -->"
-text = open(page).read()
-text = text.split("\n" + marker + "\n")[0].rstrip("\n") + "\n"
+marker = pagesection.marker("limit-exact.sh")
+text, rest = pagesection.split(open(page).read(), "limit-exact.sh")
 body = "\n".join(("#" + l) if l.startswith("## ") or l.startswith("### ") else l for l in open(outfile).read().rstrip("\n").split("\n"))
 out = [text, marker, "", "## Rate limits across servers", "",
        f"Measured {day} by `{command}` on {machine}; load average {before} before the run, {after} after.",
@@ -82,7 +82,7 @@ out = [text, marker, "", "## Rate limits across servers", "",
        "Datastore) do not decide takes yet: the run shows the answer it gets.",
        "",
        body]
-open(page, "w").write("\n".join(out) + "\n")
+pagesection.write(page, text, out[1:], rest)
 EOF
 echo "wrote docs/BENCHMARKS.md"
 exit "$status"

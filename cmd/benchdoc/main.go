@@ -95,23 +95,31 @@ func run(manifest, failuresFile, doc, charts, fsyncDir, command string) error {
 	return os.WriteFile(doc, page.Bytes(), 0o644)
 }
 
-// doorsMarker begins the part of the page that scripts/bench-doors.sh
-// writes; benchdoc keeps it as it is, so that either script can rewrite
-// its own part alone.
-const doorsMarker = "<!-- Written by scripts/bench-doors.sh from here to the end. -->"
+// sectionMarker begins each part of the page that a script other than
+// bench-all.sh writes (scripts/pagesection.py): benchdoc keeps them as they
+// are, from the first to the end, so that each script can rewrite its own
+// part alone.
+const sectionMarker = "<!-- Written by scripts/"
 
-// keptTail returns the page's part from doorsMarker to its end, after a
-// blank line, or "" when the page or the marker is not there.
+// keptTail returns the page's part from its first script section to its
+// end, after a blank line, or "" when the page or the sections are not
+// there. The page's own first line, bench-all.sh's, is not a section.
 func keptTail(doc string) string {
 	b, err := os.ReadFile(doc)
 	if err != nil {
 		return ""
 	}
-	_, tail, ok := strings.Cut(string(b), "\n"+doorsMarker+"\n")
-	if !ok {
-		return ""
+	text := string(b)
+	for at := 0; ; {
+		i := strings.Index(text[at:], "\n"+sectionMarker)
+		if i < 0 {
+			return ""
+		}
+		at += i + 1
+		if !strings.HasPrefix(text[at:], sectionMarker+"bench-all.sh") {
+			return "\n" + text[at:]
+		}
 	}
-	return "\n" + doorsMarker + "\n" + tail
 }
 
 // readFailures reads the runs that failed: workload, title, command and

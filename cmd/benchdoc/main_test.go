@@ -95,21 +95,36 @@ func TestAnchor(t *testing.T) {
 	}
 }
 
-// TestKeptTail: the part scripts/bench-doors.sh writes survives a rewrite
-// of the page, and a page without it gains nothing.
+// TestKeptTail: the parts other scripts write (bench-doors.sh,
+// bench-limit.sh) survive a rewrite of the page, and a page without them
+// gains nothing: bench-all.sh's own marker is not one of them.
 func TestKeptTail(t *testing.T) {
 	doc := filepath.Join(t.TempDir(), "BENCHMARKS.md")
 	if got := keptTail(doc); got != "" {
 		t.Fatalf("no page: kept %q", got)
 	}
+	const (
+		head        = "# Benchmarks\n\n<!-- Written by scripts/bench-all.sh (cmd/benchdoc): edit those. -->\n\nold\n\n"
+		doorsMarker = "<!-- Written by scripts/bench-doors.sh from here to the next such line or the end. -->"
+		limitMarker = "<!-- Written by scripts/bench-limit.sh from here to the next such line or the end. -->"
+	)
 	tail := doorsMarker + "\n\n## Front doors\n\n| a | b |\n"
-	if err := os.WriteFile(doc, []byte("# Benchmarks\n\nold\n\n"+tail), 0o644); err != nil {
+	if err := os.WriteFile(doc, []byte(head+tail), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := keptTail(doc), "\n"+tail; got != want {
 		t.Fatalf("kept %q, want %q", got, want)
 	}
-	if err := os.WriteFile(doc, []byte("# Benchmarks\n"), 0o644); err != nil {
+	limit := limitMarker + "\n\n## Rate limits on a hot key\n"
+	for _, tail := range []string{tail + "\n" + limit, limit} {
+		if err := os.WriteFile(doc, []byte(head+tail), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := keptTail(doc), "\n"+tail; got != want {
+			t.Fatalf("kept %q, want %q", got, want)
+		}
+	}
+	if err := os.WriteFile(doc, []byte(head), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if got := keptTail(doc); got != "" {

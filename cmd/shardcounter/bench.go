@@ -156,7 +156,7 @@ func (c *benchCommand) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.clients, "clients", bench.DefaultClients, "concurrent clients, one round trip in flight each")
 	fs.IntVar(&c.counters, "counters", bench.DefaultCounters, "counters written; 1 is one hot counter")
 	fs.Float64Var(&c.zipf, "zipf", 0, "with --counters > 1, pick counters with this Zipf exponent `S` > 1, such as 1.1 (default: uniformly)")
-	fs.StringVar(&c.workload, "workload", bench.WorkloadSingle, "`W`: single (each operation writes or reads one counter), timeline (each operation writes one counter or reads --read-batch counters at once) or ranking (writes with and without a ranking of their counters, top-10 reads, and the Redis sorted-set peer; docs/RANKINGS.md)")
+	fs.StringVar(&c.workload, "workload", bench.WorkloadSingle, "`W`: single (each operation writes or reads one counter), timeline (each operation writes one counter or reads --read-batch counters at once), ranking (writes with and without a ranking of their counters, top-10 reads, and the Redis sorted-set peer; docs/RANKINGS.md) or limit (rate-limit takes on one hot key through CL.THROTTLE and HTTP, and two Redis limiters; docs/LIMITS.md)")
 	fs.DurationVar(&c.last, "last", 0, "--workload ranking: rank by the sum of the trailing `DURATION` (whole minutes, up to 1h) over counters with 1-minute buckets, instead of by value")
 	fs.Float64Var(&c.readRatio, "read-ratio", 0, "the `FRACTION` of operations that read instead of write, from 0 to 1 (default 0; 0.9 for --workload timeline)")
 	fs.IntVar(&c.readBatch, "read-batch", bench.DefaultReadBatch, "--workload timeline: the counters each read asks for at once, 1 to 1000")
@@ -202,8 +202,11 @@ func checkHostPort(addr string) error {
 }
 
 func (c *benchCommand) run(ctx context.Context, args []string) error {
-	if c.workload == bench.WorkloadRanking {
+	switch c.workload {
+	case bench.WorkloadRanking:
 		return c.runRanking(ctx, args)
+	case bench.WorkloadLimit:
+		return c.runLimit(ctx, args)
 	}
 	p, err := c.plan(args)
 	if err != nil {
@@ -326,6 +329,10 @@ func (c *benchCommand) report(runs []bench.Run) error {
 // the chart's default title.
 func (c *benchCommand) workloadText() string {
 	var b strings.Builder
+	if c.workload == bench.WorkloadLimit {
+		fmt.Fprintf(&b, "takes of cost 1 from one hot key, under limits far above the load (every take admitted), %d clients, %v per run", c.clients, c.duration)
+		return b.String()
+	}
 	what := "counter"
 	switch {
 	case len(c.kindList()) > 1:

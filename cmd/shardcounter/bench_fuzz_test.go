@@ -25,6 +25,8 @@ func FuzzBenchFlags(f *testing.F) {
 		"--min 1", "--max -1", "--window 1s:1d", "--read-batch 1001 --workload timeline", "--pipeline 0",
 		"--workload ranking --counters 100000 --last 1h --peer redis-zset --peer-redis redis://h:1",
 		"--workload ranking --shards 1", "--workload ranking --last 90s", "--workload ranking --counters 1",
+		"--workload limit --store pebble:/tmp/x --clients 64 --duration 10s --peer-redis redis://h:1 --json x.json --cpuprofile x.prof",
+		"--workload limit --shards 1", "--workload limit --clients 0", "--workload limit --peer-redis postgres://x", "--workload limit --store nope",
 		"--zipf NaN", "--max-staleness 10s --cache-size 1000000", "--max-staleness -1s", "--cache-size -5", "--decr-ratio Inf", "--resp :0 --path resp", "--kind distinct --min 0", "--kind sum --kind distinct --peer redis-incr --peer redis-sadd --peer-redis redis://h:1",
 	} {
 		f.Add(seed)
@@ -39,6 +41,13 @@ func FuzzBenchFlags(f *testing.F) {
 			cfg, err := c.rankingConfig(m.args)
 			if isUsage(t, "rankingConfig", line, err) && (cfg.Counters < 2 || cfg.Clients < 1 || cfg.Duration <= 0 || cfg.Last < 0) {
 				t.Fatalf("rankingConfig(%q) passed %+v, which bench.Ranking refuses", line, cfg)
+			}
+			return
+		}
+		if c.workload == bench.WorkloadLimit {
+			cfg, err := c.limitConfig(m.args)
+			if isUsage(t, "limitConfig", line, err) && (cfg.Clients < 1 || cfg.Duration <= 0) {
+				t.Fatalf("limitConfig(%q) passed %+v, which bench.Limits refuses", line, cfg)
 			}
 			return
 		}

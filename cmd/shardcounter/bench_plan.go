@@ -118,7 +118,7 @@ func (c *benchCommand) checkLoad() error {
 	case c.zipf != 0 && !(c.zipf > 1 && !math.IsInf(c.zipf, 1)):
 		return usagef("--zipf %v: give an exponent above 1, such as 1.1, or 0 for uniform", c.zipf)
 	case c.workload != bench.WorkloadSingle && !timeline:
-		return usagef("--workload %q is unknown: use single, timeline or ranking", c.workload)
+		return usagef("--workload %q is unknown: use single, timeline, ranking or limit", c.workload)
 	case !(c.readRatio >= 0 && c.readRatio <= 1):
 		return usagef("--read-ratio %v: give a fraction from 0 to 1, such as 0.9", c.readRatio)
 	case c.given("read-batch") && !timeline:

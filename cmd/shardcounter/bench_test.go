@@ -86,6 +86,23 @@ func TestBenchRanking(t *testing.T) {
 	}
 }
 
+// TestBenchLimit runs the limit workload end to end on the default store
+// against its peers on a redis-server of its own: every run verified
+// (each take admitted and counted), with the ratios to the peers.
+func TestBenchLimit(t *testing.T) {
+	dir := t.TempDir()
+	out := Run(t, dir, nil, "bench", "--workload", "limit", "--clients", "4", "--duration", "200ms").MustOK(t)
+	for _, want := range []string{"takes of cost 1 from one hot key", "4 clients", "pebble/resp/CL.THROTTLE", "pebble/http/take",
+		"peer/redis-sliding-zset/appendfsync=always", "peer/redis-fixed-window/appendfsync=always", "vs redis-fixed-window/appendfsync=always"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "false") {
+		t.Errorf("a run was not verified:\n%s", out)
+	}
+}
+
 // TestBenchFlagErrors checks that each new flag refuses what it cannot
 // use with exit 2 and a message that names it and says what to give.
 func TestBenchFlagErrors(t *testing.T) {
@@ -129,6 +146,10 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"--workload", "ranking", "--peer-redis", "redis://127.0.0.1:1"}, "--peer-redis goes with --peer redis-zset"},
 		{[]string{"--workload", "ranking", "--last", "90s"}, "--last 1m30s"},
 		{[]string{"--workload", "ranking", "--counters", "1"}, "--counters must be 2 or more"},
+		{[]string{"--workload", "limit", "--shards", "1"}, "--shards does not go with --workload limit"},
+		{[]string{"--workload", "limit", "--peer-redis", "postgres://x"}, "give a redis://HOST:PORT URL"},
+		{[]string{"--workload", "limit", "--clients", "0"}, "--clients and --duration must be positive"},
+		{[]string{"--workload", "limit", "--peer-redis", "redis://a:1", "--peer-redis", "redis://b:1"}, "takes one"},
 	} {
 		t.Run(strings.Join(c.args, "_"), func(t *testing.T) {
 			msg := Run(t, dir, nil, append([]string{"bench"}, c.args...)...).MustFail(t, 2)
