@@ -233,17 +233,11 @@ func (c *benchCommand) run(ctx context.Context, args []string) error {
 		defer c.prog.done()
 	}
 
-	if c.cpuProfile != "" {
-		f, err := os.Create(c.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := c.startCPUProfile()
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	runs, err := c.runPaths(ctx, cfg, p.storeDSN, p.storeKind, p.needStore, p.storePaths)
 	if err != nil {
 		c.report(runs)
@@ -538,3 +532,23 @@ func (p *progress) update(pr bench.Progress) {
 }
 
 func (p *progress) done() { fmt.Fprint(p.w, "\r\033[K") }
+
+// startCPUProfile starts --cpuprofile's profile, when it is given, and
+// returns what stops it and closes its file.
+func (c *benchCommand) startCPUProfile() (stop func(), err error) {
+	if c.cpuProfile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(c.cpuProfile)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}

@@ -3,10 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
-	"runtime/pprof"
 
 	"github.com/shardcounter/shardcounter/bench"
 	"github.com/shardcounter/shardcounter/dsn"
@@ -65,36 +61,24 @@ func (c *benchCommand) runLimit(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	storeDSN := c.store
-	if storeDSN == "" {
-		dir, err := os.MkdirTemp("", "shardcounter-bench")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		storeDSN, cfg.StoreName = "pebble:"+filepath.Join(dir, "pebble"), dsn.Pebble
+	if c.store == "" {
+		cfg.StoreName = dsn.Pebble
 	}
-	store, err := dsn.Open(ctx, storeDSN)
+	store, storeDSN, closeStore, err := c.openBenchStore(ctx)
 	if err != nil {
-		return fmt.Errorf("open store %s: %w", dsn.Redact(storeDSN), err)
+		return err
 	}
-	defer store.Close()
+	defer closeStore()
 	cfg.Store = store
 	if c.prog = newProgress(c.m.Stderr, 4); c.prog != nil {
 		cfg.Progress = c.prog.update
 		defer c.prog.done()
 	}
-	if c.cpuProfile != "" {
-		f, err := os.Create(c.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := c.startCPUProfile()
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	runs, err := bench.Limits(ctx, cfg)
 	settings := storeSettings(ctx, cfg.StoreName, storeDSN)
 	for i := range runs {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bench"
 	"github.com/shardcounter/shardcounter/dsn"
 )
@@ -76,24 +77,40 @@ func (c *benchCommand) runRanking(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	storeDSN := c.store
-	if storeDSN == "" {
-		dir, err := os.MkdirTemp("", "shardcounter-bench")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		storeDSN = "pebble:" + filepath.Join(dir, "pebble")
-	}
-	store, err := dsn.Open(ctx, storeDSN)
+	store, storeDSN, closeStore, err := c.openBenchStore(ctx)
 	if err != nil {
-		return fmt.Errorf("open store %s: %w", dsn.Redact(storeDSN), err)
+		return err
 	}
-	defer store.Close()
+	defer closeStore()
 	cfg.Store = store
 	fmt.Fprintf(c.m.Stdout, "# store %s\n", dsn.Redact(storeDSN))
 	if _, err := bench.Ranking(ctx, cfg); err != nil {
 		return runError(err)
 	}
 	return nil
+}
+
+// openBenchStore opens --store, or a Pebble store in a temporary directory
+// when it is not given, for the workloads that run on one store; done
+// closes it and removes that directory.
+func (c *benchCommand) openBenchStore(ctx context.Context) (store shardcounter.CounterStore, storeDSN string, done func(), err error) {
+	storeDSN, dir := c.store, ""
+	if storeDSN == "" {
+		if dir, err = os.MkdirTemp("", "shardcounter-bench"); err != nil {
+			return nil, "", nil, err
+		}
+		storeDSN = "pebble:" + filepath.Join(dir, "pebble")
+	}
+	if store, err = dsn.Open(ctx, storeDSN); err != nil {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+		return nil, "", nil, fmt.Errorf("open store %s: %w", dsn.Redact(storeDSN), err)
+	}
+	return store, storeDSN, func() {
+		store.Close()
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+	}, nil
 }
