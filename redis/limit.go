@@ -203,7 +203,12 @@ local ZERO = {0, 0, 0}
 // decision with the key's state now; else it is decided on the state read.
 // An allowed take writes the shards that change (and bumps their version
 // w, see read.go) and records its id; a refused one records its refused
-// id; a peek writes nothing. Each answers resTake.
+// id; a peek writes nothing. Each answers resTake. A call reads a shard
+// once (HMGET) and keeps what its takes leave there; at its end it writes
+// each shard they changed once, its version bumped by as many takes, so
+// that a group commit of many takes on one hot key costs its master two
+// writes a shard, not two a take, in the script and in the append-only
+// file.
 //
 // The clock is read once a call, in nanoseconds exact (luaInt64); a
 // window's edges are whole milliseconds, so a window is decided on the
@@ -345,6 +350,18 @@ local function gcra(st, burst, T, full, cT, peek)
   end
   return ok, rem, reset, retry, nx
 end
+-- A call reads each shard once and writes it once, after its takes:
+-- hs holds a shard's {v, e} as read and as the takes before left it,
+-- bumps how many takes changed it (its version w goes up by as many).
+local hs, bumps, dirty = {}, {}, {}
+local function shardOf(k)
+  local h = hs[k]
+  if not h then
+    h = redis.call('HMGET', k, 'v', 'e')
+    hs[k] = h
+  end
+  return h
+end
 local out, blocked = {}, {}
 local at = 1
 for j = 1, items do
@@ -360,7 +377,7 @@ for j = 1, items do
     out[j] = 6
   else
     for s = 1, n do
-      local h = redis.call('HMGET', sks[s], 'v', 'e')
+      local h = shardOf(sks[s])
       if h[2] ~= ep then
         stale = true
         break
@@ -403,8 +420,12 @@ for j = 1, items do
           local v
           if kind == 'g' then v = S(nx[s]) else v = string.format('%d', nx[s]) end
           if v ~= raw[s] then
-            redis.call('HSET', sks[s], 'v', v)
-            redis.call('HINCRBY', sks[s], 'w', 1)
+            hs[sks[s]][1] = v
+            if not bumps[sks[s]] then
+              bumps[sks[s]] = 0
+              dirty[#dirty + 1] = sks[s]
+            end
+            bumps[sks[s]] = bumps[sks[s]] + 1
           end
         end
       end
@@ -418,6 +439,10 @@ for j = 1, items do
     local function b(x) if x then return '1' end return '0' end
     out[j] = string.format('11:%s:%d:%d:%d:%s:%s', b(ok), rem, reset, retry, b(dup), b(rec))
   end
+end
+for _, k in ipairs(dirty) do
+  redis.call('HSET', k, 'v', hs[k][1])
+  redis.call('HINCRBY', k, 'w', bumps[k])
 end
 if mk then redis.call('SET', mk, table.concat(out, ','), 'PX', ` + markerTTLms + `) end
 return out
