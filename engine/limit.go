@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/shardcounter/shardcounter"
 )
 
@@ -29,6 +31,7 @@ const limitTTL = time.Second
 type limits struct {
 	mu     sync.Mutex
 	byName map[string]cachedLimit
+	reads  singleflight.Group // by name: one store read of a definition at a time
 }
 
 type cachedLimit struct {
@@ -242,11 +245,24 @@ func (e *Engine) limit(ctx context.Context, name, key string) (*shardcounter.Lim
 	cl, ok := e.limits.byName[name]
 	e.limits.mu.Unlock()
 	if !ok || time.Since(cl.read) > limitTTL {
-		l, err := e.GetLimit(ctx, name)
-		if err != nil {
-			return nil, err
+		// The takes whose cached definition expired together wait for one
+		// read of it, not one each: on a hot limit every client's cache
+		// expires in the same second. The read is the first caller's,
+		// bounded by FlushTimeout, and outlives it when it gives up.
+		ch := e.limits.reads.DoChan(name, func() (any, error) {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.FlushTimeout)
+			defer cancel()
+			return e.GetLimit(ctx, name)
+		})
+		select {
+		case r := <-ch:
+			if r.Err != nil {
+				return nil, r.Err
+			}
+			return r.Val.(*shardcounter.Limit), nil
+		case <-ctx.Done():
+			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "reading limit %q: %v", name, ctx.Err())
 		}
-		return l, nil
 	}
 	if cl.l == nil {
 		return nil, shardcounter.LimitNotFound(name)

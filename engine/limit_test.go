@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,4 +160,57 @@ func TestLimitConcurrentTakes(t *testing.T) {
 			t.Errorf("%d takes of 160 allowed; want exactly the quota, 100", allowed)
 		}
 	})
+}
+
+// listGate counts the store's lists of one prefix and holds each until
+// release is closed.
+type listGate struct {
+	shardcounter.CounterStore
+	prefix  string
+	lists   atomic.Int64
+	release chan struct{}
+}
+
+func (g *listGate) ListCounters(ctx context.Context, prefix, after string, limit int) ([]*shardcounter.Counter, error) {
+	if prefix == g.prefix {
+		g.lists.Add(1)
+		<-g.release
+	}
+	return g.CounterStore.ListCounters(ctx, prefix, after, limit)
+}
+
+// TestLimitDefinitionReadShared: takes of a limit whose definition this
+// server has not read (or read over a second ago) wait for one read of it,
+// not one each, however many arrive while it runs.
+func TestLimitDefinitionReadShared(t *testing.T) {
+	ctx := context.Background()
+	store := MustOpenStore(t)
+	p, _ := shardcounter.ParseLimitPolicy("fixed 1000/1m")
+	if _, _, err := MustNew(t, store, engine.Config{}).CreateLimit(ctx, "hot", p); err != nil {
+		t.Fatal(err)
+	}
+	g := &listGate{CounterStore: store, prefix: shardcounter.LimitDefinitionPrefix("hot"), release: make(chan struct{})}
+	e := MustNew(t, g, engine.Config{}) // another server: its cache is empty
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Go(func() {
+			if _, err := e.Take(ctx, "hot", "tenant", 1, ""); err != nil {
+				errs <- err
+			}
+		})
+	}
+	for g.lists.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the others arrive while the read is held
+	close(g.release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := g.lists.Load(); n != 1 {
+		t.Fatalf("64 takes read the definition %d times, want once", n)
+	}
 }
