@@ -1,11 +1,9 @@
 package tracing_test
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	shttp "github.com/shardcounter/shardcounter/http"
-	"github.com/shardcounter/shardcounter/resp/server"
 	"github.com/shardcounter/shardcounter/tracing"
 )
 
@@ -50,24 +47,7 @@ func TestHeadSampled(t *testing.T) {
 	post("")
 	post("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00") // the caller did not sample it
 
-	rs := server.New(eng, server.Options{Tracer: tr.Tracer, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go rs.Serve(ln)
-	defer rs.Shutdown(context.Background())
-	conn, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.Write([]byte("INCR likes\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := bufio.NewReader(conn).ReadString('\n'); err != nil || line != ":5\r\n" {
-		t.Fatalf("INCR replied %q, %v", line, err)
-	}
+	respIncr(t, eng, tr, 5)
 
 	// The sampled request last: once its span has ended, the others'
 	// would have too.

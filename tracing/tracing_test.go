@@ -3,6 +3,7 @@ package tracing_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -202,8 +203,10 @@ func TestHTTPWrite(t *testing.T) {
 
 // TestRESPWrite: an INCR is a root span whose commit is its child, linked
 // from it, and the store call the commit's child.
-func TestRESPWrite(t *testing.T) {
-	eng, tr, sr := setup(t)
+// respIncr sends INCR likes to a RESP server over eng, traced by tr, and
+// wants the reply want.
+func respIncr(t *testing.T, eng *engine.Engine, tr *tracing.Tracing, want int64) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -219,9 +222,14 @@ func TestRESPWrite(t *testing.T) {
 	if _, err := conn.Write([]byte("INCR likes\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	if line, err := bufio.NewReader(conn).ReadString('\n'); err != nil || line != ":1\r\n" {
-		t.Fatalf("INCR replied %q, %v", line, err)
+	if line, err := bufio.NewReader(conn).ReadString('\n'); err != nil || line != fmt.Sprintf(":%d\r\n", want) {
+		t.Fatalf("INCR replied %q, %v; want %d", line, err, want)
 	}
+}
+
+func TestRESPWrite(t *testing.T) {
+	eng, tr, sr := setup(t)
+	respIncr(t, eng, tr, 1)
 	spans := ended(t, sr, "RESP INCR")
 	write := only(t, spans, "RESP INCR")
 	if write.Parent().IsValid() || write.SpanKind() != trace.SpanKindServer || attr(write, server.AttrCommand).AsString() != "INCR" {
