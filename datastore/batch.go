@@ -151,22 +151,28 @@ func (b *batch) readFirst(ctx context.Context) error {
 			b.wantShards(&l, t, t.guess)
 		}
 	}
+	// The request ids deciding may ask about: a take's also under
+	// shardcounter.RefusedRequestID, where a refused take records it.
+	for _, r := range decide.Reads(b.incs) {
+		t := b.targets[r.Counter]
+		if t == nil || r.RequestID == "" {
+			continue
+		}
+		k := requestKey{r.Counter, r.RequestID}
+		if _, ok := b.reqs[k]; !ok {
+			b.reqs[k] = nil
+			e := new(ownEntity)
+			l.add(childKey(t.key, requestKind, Escape(r.RequestID)), e, func(found bool) {
+				if found {
+					b.reqs[k] = e
+				}
+			})
+		}
+	}
 	for _, inc := range b.incs {
 		t := b.targets[inc.Counter]
 		if t == nil {
 			continue
-		}
-		if inc.RequestID != "" && shardcounter.ValidateID("request id", inc.RequestID) == nil {
-			k := requestKey{inc.Counter, inc.RequestID}
-			if _, ok := b.reqs[k]; !ok {
-				b.reqs[k] = nil
-				e := new(ownEntity)
-				l.add(childKey(t.key, requestKind, Escape(inc.RequestID)), e, func(found bool) {
-					if found {
-						b.reqs[k] = e
-					}
-				})
-			}
 		}
 		if b.wantsMember(t, inc) {
 			b.wantMember(&l, t, inc.Member)
@@ -244,6 +250,13 @@ func (b *batch) wantShards(l *loads, t *target, e *counterEntity) {
 			if inc.Counter != t.id {
 				continue
 			}
+			if inc.Take != nil {
+				// A take decides on its key's whole state: every shard.
+				for i := range n {
+					want[i] = true
+				}
+				continue
+			}
 			pick := inc.Pick
 			if inc.Member != "" {
 				pick = shard.ForMember(inc.Member)
@@ -282,7 +295,7 @@ func (b *batch) decide(incs []shardcounter.Increment, out []shardcounter.Outcome
 		t.st, t.create, t.touched, t.vals, t.dirty, t.wide, t.present, t.bw = t.ent, false, false, nil, map[int]bool{}, false, map[string]bool{}, nil
 		t.newSketch = map[int][]byte{}
 	}
-	m, err := decide.Decide(b, decide.Batch{Incs: incs, Now: b.now, Cutoff: b.cutoff, NoTakes: true, NoBounds: true}, out)
+	m, err := decide.Decide(b, decide.Batch{Incs: incs, Now: b.now, Cutoff: b.cutoff}, out)
 	var whole *decide.NeedWhole
 	if errors.As(err, &whole) {
 		for _, id := range whole.Counters {

@@ -39,7 +39,7 @@ type record struct {
 // the view knows only in part that must be checked whole ends the attempt
 // (errFull), to be read again in full.
 func (b *batchState) decide(incs []shardcounter.Increment, out []shardcounter.Outcome, order []string) error {
-	m, err := decide.Decide(b, decide.Batch{Incs: incs, Now: b.now, Cutoff: b.cutoff, NoTakes: true, NoBounds: true}, out)
+	m, err := decide.Decide(b, decide.Batch{Incs: incs, Now: b.now, Cutoff: b.cutoff}, out)
 	var whole *decide.NeedWhole
 	if errors.As(err, &whole) {
 		for _, id := range whole.Counters {
