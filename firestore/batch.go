@@ -142,7 +142,10 @@ func (b *batchState) Member(counter, member string) (bool, error) {
 	t := b.targets[counter]
 	t.verify[shard.Of(shard.ForMember(member), t.st.meta.spec.Shards)] = true // two batches never decide one member at once
 	md := t.members[member]
-	return md != nil && md.present, nil
+	if md == nil { // not known absent: deciding on it could add a present member again
+		return false, fmt.Errorf("firestore: counter %q: member %q decided without reading it", counter, member)
+	}
+	return md.present, nil
 }
 
 func (b *batchState) Bucket(string, time.Time) (int64, bool, error) { return 0, false, nil }
