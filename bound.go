@@ -91,12 +91,11 @@ func ValidateBoundIncrement(inc Increment) error {
 const boundsUnsupported = "this store does not decide bounded increments"
 
 // ErrBoundsUnsupported is the error of a bounded increment (Increment.Bound)
-// on a store that does not decide it: ValidateIncrement, which every store
-// calls, refuses it (Redis's scripts), and package decide on a store that
-// says so (decide.Batch.NoBounds: Firestore, Datastore).
+// on a store that does not decide it through package decide:
+// ValidateIncrement, which every store calls, refuses it (Redis's scripts).
 // IsBoundsUnsupported recognizes it.
 func ErrBoundsUnsupported(counter string) error {
-	return Errorf(EINVALID, "%s (counter %q): INCREX's bounds are kept on Pebble, bolt and PostgreSQL", boundsUnsupported, counter)
+	return Errorf(EINVALID, "%s (counter %q): INCREX's bounds are kept on Pebble, bolt, PostgreSQL, Firestore and Datastore", boundsUnsupported, counter)
 }
 
 // IsBoundsUnsupported reports whether err is ErrBoundsUnsupported's.

@@ -348,7 +348,7 @@ const limitsUnsupported = "this store does not decide takes of rate limits"
 // that does not decide through package decide: ValidateIncrement, which
 // every store calls, refuses it. IsLimitsUnsupported recognizes it.
 func ErrLimitsUnsupported(counter string) error {
-	return Errorf(EINVALID, "%s (counter %q): keep limits on Pebble, bolt, PostgreSQL or Redis", limitsUnsupported, counter)
+	return Errorf(EINVALID, "%s (counter %q): keep limits on Pebble, bolt, PostgreSQL, Redis, Firestore or Datastore", limitsUnsupported, counter)
 }
 
 // IsLimitsUnsupported reports whether err is ErrLimitsUnsupported's.

@@ -151,34 +151,31 @@ func (b *batch) readFirst(ctx context.Context) error {
 			b.wantShards(&l, t, t.guess)
 		}
 	}
+	// The request ids deciding may ask about: a take's also under
+	// shardcounter.RefusedRequestID, where a refused take records it.
+	for _, r := range decide.Reads(b.incs) {
+		t := b.targets[r.Counter]
+		if t == nil || r.RequestID == "" {
+			continue
+		}
+		k := requestKey{r.Counter, r.RequestID}
+		if _, ok := b.reqs[k]; !ok {
+			b.reqs[k] = nil
+			e := new(ownEntity)
+			l.add(childKey(t.key, requestKind, Escape(r.RequestID)), e, func(found bool) {
+				if found {
+					b.reqs[k] = e
+				}
+			})
+		}
+	}
 	for _, inc := range b.incs {
 		t := b.targets[inc.Counter]
 		if t == nil {
 			continue
 		}
-		if inc.RequestID != "" && shardcounter.ValidateID("request id", inc.RequestID) == nil {
-			k := requestKey{inc.Counter, inc.RequestID}
-			if _, ok := b.reqs[k]; !ok {
-				b.reqs[k] = nil
-				e := new(ownEntity)
-				l.add(childKey(t.key, requestKind, Escape(inc.RequestID)), e, func(found bool) {
-					if found {
-						b.reqs[k] = e
-					}
-				})
-			}
-		}
-		if inc.Member != "" && b.wantsMember(t, inc) && shardcounter.ValidateID("member", inc.Member) == nil {
-			k := requestKey{inc.Counter, inc.Member}
-			if _, ok := b.members[k]; !ok {
-				b.members[k] = nil
-				e := new(ownEntity)
-				l.add(childKey(t.key, memberKind, Escape(inc.Member)), e, func(found bool) {
-					if found {
-						b.members[k] = e
-					}
-				})
-			}
+		if b.wantsMember(t, inc) {
+			b.wantMember(&l, t, inc.Member)
 		}
 	}
 	if err := l.run(b.tx); err != nil {
@@ -198,8 +195,10 @@ func (b *batch) readFirst(ctx context.Context) error {
 	return b.readShards()
 }
 
-// readShards reads the shards and buckets the counters need, by their
-// entities as read, that the transaction has not read yet.
+// readShards reads the shards, buckets and members the counters need, by
+// their entities as read, that the transaction has not read yet: the
+// first lookup chose them by a guess (the cached entity, or the items'
+// Create when none is cached), which the entity may contradict.
 func (b *batch) readShards() error {
 	var l loads
 	for _, id := range b.order {
@@ -210,7 +209,31 @@ func (b *batch) readShards() error {
 			b.wantShards(&l, t, t.ent)
 		}
 	}
+	for _, inc := range b.incs {
+		if t := b.targets[inc.Counter]; t != nil && t.ent != nil && !isApprox(t.ent.Kind) {
+			b.wantMember(&l, t, inc.Member)
+		}
+	}
 	return l.run(b.tx)
+}
+
+// wantMember adds to l the entity of t's member, unless the transaction
+// has read it, or it is no member (none, or invalid: the item fails).
+func (b *batch) wantMember(l *loads, t *target, member string) {
+	if member == "" || shardcounter.ValidateID("member", member) != nil {
+		return
+	}
+	k := requestKey{t.id, member}
+	if _, ok := b.members[k]; ok {
+		return
+	}
+	b.members[k] = nil
+	e := new(ownEntity)
+	l.add(childKey(t.key, memberKind, Escape(member)), e, func(found bool) {
+		if found {
+			b.members[k] = e
+		}
+	})
 }
 
 // wantShards adds to l the shards of t that its items need under entity e
@@ -225,6 +248,13 @@ func (b *batch) wantShards(l *loads, t *target, e *counterEntity) {
 	} else {
 		for _, inc := range b.incs {
 			if inc.Counter != t.id {
+				continue
+			}
+			if inc.Take != nil {
+				// A take decides on its key's whole state: every shard.
+				for i := range n {
+					want[i] = true
+				}
 				continue
 			}
 			pick := inc.Pick
@@ -265,7 +295,7 @@ func (b *batch) decide(incs []shardcounter.Increment, out []shardcounter.Outcome
 		t.st, t.create, t.touched, t.vals, t.dirty, t.wide, t.present, t.bw = t.ent, false, false, nil, map[int]bool{}, false, map[string]bool{}, nil
 		t.newSketch = map[int][]byte{}
 	}
-	m, err := decide.Decide(b, decide.Batch{Incs: incs, Now: b.now, Cutoff: b.cutoff, NoTakes: true, NoBounds: true}, out)
+	m, err := decide.Decide(b, decide.Batch{Incs: incs, Now: b.now, Cutoff: b.cutoff}, out)
 	var whole *decide.NeedWhole
 	if errors.As(err, &whole) {
 		for _, id := range whole.Counters {
@@ -359,7 +389,11 @@ func (b *batch) Request(counter, id string) (time.Time, bool, error) {
 }
 
 func (b *batch) Member(counter, member string) (bool, error) {
-	_, present, err := b.members[requestKey{counter, member}].atOf(b.targets[counter].ent)
+	e, read := b.members[requestKey{counter, member}]
+	if !read { // not known absent: deciding on it could add a present member again
+		return false, fmt.Errorf("datastore: counter %q: member %q decided without reading it", counter, member)
+	}
+	_, present, err := e.atOf(b.targets[counter].ent)
 	return present, err
 }
 

@@ -21,15 +21,6 @@ type Batch struct {
 	// recorded at or before it has expired, and is recorded afresh. It is
 	// Now minus the store's dedupe window.
 	Cutoff time.Time
-	// NoTakes is set by a store that does not keep rate limits' takes
-	// yet (Firestore, Datastore: docs/LIMITS.md): each take fails with
-	// shardcounter.ErrLimitsUnsupported, as on a store that does not
-	// call Decide.
-	NoTakes bool
-	// NoBounds is set by a store that does not keep bounded increments
-	// (Increment.Bound; Firestore, Datastore): each fails with
-	// shardcounter.ErrBoundsUnsupported.
-	NoBounds bool
 }
 
 // Decide decides every item of b in order, as one atomic step applying
@@ -165,17 +156,9 @@ func (d *decider) item(i int) error {
 		}
 	}
 	if inc.Take != nil {
-		if d.b.NoTakes {
-			o.Err = shardcounter.ErrLimitsUnsupported(inc.Counter)
-			return nil
-		}
 		return d.take(i)
 	}
 	if inc.Bound != nil {
-		if d.b.NoBounds {
-			o.Err = shardcounter.ErrBoundsUnsupported(inc.Counter)
-			return nil
-		}
 		if o.Err = validBound(inc); o.Err != nil {
 			return nil
 		}

@@ -248,6 +248,13 @@ func (s *CounterStore) targets(ctx context.Context, incs []shardcounter.Incremen
 			}
 			continue
 		}
+		if inc.Take != nil {
+			// A take decides on its key's whole state: every shard.
+			for i := range n {
+				t.shards[i] = true
+			}
+			continue
+		}
 		pick := inc.Pick
 		if inc.Member != "" {
 			pick = shard.ForMember(inc.Member)
@@ -298,18 +305,24 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 	}
 	seenReq := make(map[requestKey]bool)
 	seenMem := make(map[requestKey]bool)
+	// The request ids deciding may ask about: a take's also under
+	// shardcounter.RefusedRequestID, where a refused take records it.
+	for _, r := range decide.Reads(incs) {
+		t := targets[r.Counter]
+		if t == nil || r.RequestID == "" {
+			continue
+		}
+		k := requestKey{r.Counter, r.RequestID}
+		if !seenReq[k] {
+			seenReq[k] = true
+			refs = append(refs, t.ref.Collection(requestsCollection).Doc(Escape(r.RequestID)))
+			slots = append(slots, slot{req: &k})
+		}
+	}
 	for _, inc := range incs {
 		t := targets[inc.Counter]
 		if t == nil {
 			continue
-		}
-		if inc.RequestID != "" && shardcounter.ValidateID("request id", inc.RequestID) == nil {
-			k := requestKey{inc.Counter, inc.RequestID}
-			if !seenReq[k] {
-				seenReq[k] = true
-				refs = append(refs, t.ref.Collection(requestsCollection).Doc(Escape(inc.RequestID)))
-				slots = append(slots, slot{req: &k})
-			}
 		}
 		if inc.Member != "" && !approxTarget(t, inc) && shardcounter.ValidateID("member", inc.Member) == nil {
 			k := requestKey{inc.Counter, inc.Member}

@@ -39,7 +39,7 @@ type record struct {
 // the view knows only in part that must be checked whole ends the attempt
 // (errFull), to be read again in full.
 func (b *batchState) decide(incs []shardcounter.Increment, out []shardcounter.Outcome, order []string) error {
-	m, err := decide.Decide(b, decide.Batch{Incs: incs, Now: b.now, Cutoff: b.cutoff, NoTakes: true, NoBounds: true}, out)
+	m, err := decide.Decide(b, decide.Batch{Incs: incs, Now: b.now, Cutoff: b.cutoff}, out)
 	var whole *decide.NeedWhole
 	if errors.As(err, &whole) {
 		for _, id := range whole.Counters {
@@ -142,7 +142,10 @@ func (b *batchState) Member(counter, member string) (bool, error) {
 	t := b.targets[counter]
 	t.verify[shard.Of(shard.ForMember(member), t.st.meta.spec.Shards)] = true // two batches never decide one member at once
 	md := t.members[member]
-	return md != nil && md.present, nil
+	if md == nil { // not known absent: deciding on it could add a present member again
+		return false, fmt.Errorf("firestore: counter %q: member %q decided without reading it", counter, member)
+	}
+	return md.present, nil
 }
 
 func (b *batchState) Bucket(string, time.Time) (int64, bool, error) { return 0, false, nil }

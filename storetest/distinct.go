@@ -109,6 +109,7 @@ func testDistinct(t *testing.T, s shardcounter.CounterStore) {
 	t.Run("RequestID", func(t *testing.T) { testDistinctRequestID(t, s, id) })
 	t.Run("Errors", func(t *testing.T) { testDistinctErrors(t, s, id) })
 	t.Run("Reshard", func(t *testing.T) { testDistinctReshard(t, s, id) })
+	t.Run("CreateOtherKind", func(t *testing.T) { testDistinctCreateOtherKind(t, s, id) })
 	t.Run("Delete", func(t *testing.T) { testDistinctDelete(t, s, id) })
 }
 
@@ -222,6 +223,34 @@ func testDistinctReshard(t *testing.T, s shardcounter.CounterStore, id string) {
 		}
 		CheckMembers(t, s, id, []string{"bob", "carol", "erin", "zoe"})
 	}
+}
+
+// testDistinctCreateOtherKind checks that members are judged on the
+// counter as it is, not on an item's Create, which an existing counter
+// ignores: member writes whose Create names an approx counter (a spec
+// that does not match) find present members present and absent ones
+// absent, also right after a reshard, when a store may have forgotten
+// what it knew of the counter (its cache).
+func testDistinctCreateOtherKind(t *testing.T, s shardcounter.CounterStore, id string) {
+	approx := func(inc shardcounter.Increment) shardcounter.Increment {
+		inc.Create = &shardcounter.Spec{Shards: 2, Kind: shardcounter.KindApprox}
+		return inc
+	}
+	reshard := func(n int) {
+		if _, err := s.ReshardCounter(context.Background(), id, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reshard(5)
+	wantMemberOutcomes(t, applyMembers(t, s,
+		approx(member(id, "bob", true)), approx(member(id, "yves", true)), approx(member(id, "carol", false)),
+	), true, false, false)
+	CheckMembers(t, s, id, []string{"bob", "erin", "yves", "zoe"})
+	reshard(3)
+	wantMemberOutcomes(t, applyMembers(t, s,
+		approx(member(id, "yves", false)), approx(member(id, "yves", false)), approx(member(id, "erin", true)), approx(member(id, "carol", false)),
+	), false, true, true, true)
+	CheckMembers(t, s, id, []string{"bob", "erin", "zoe"})
 }
 
 // testDistinctDelete deletes the counter and creates it again: no member
