@@ -14,12 +14,14 @@
 # It starts what it needs: a database of its own on the local PostgreSQL
 # (scripts/ensure-postgres.sh; SHARDCOUNTER_TEST_POSTGRES as for the tests),
 # a Redis Cluster of three masters (scripts/ensure-redis.sh), a Firestore
-# emulator (scripts/ensure-firestore.sh checks for it; Firestore refuses
-# takes, and the run says so). Not part of scripts/test.sh.
+# emulator (scripts/ensure-firestore.sh checks for it). Not part of
+# scripts/test.sh.
 #
 #   scripts/limit-exact.sh                 # every store, about 4 minutes
 #   scripts/limit-exact.sh --page          # and write docs/BENCHMARKS.md's section
 #   STORES=postgres scripts/limit-exact.sh
+#   STORES='firestore,firestore?shard_write_interval=0' scripts/limit-exact.sh
+#                                          # Firestore paced (the default) and not
 #
 # Environment: STORES (postgres,redis-cluster,firestore), ARGS (more flags
 # for cmd/limitexact, e.g. "-duration 60s -clients 96").
@@ -31,7 +33,7 @@ stores=${STORES:-postgres,redis-cluster,firestore}
 
 case ",$stores," in *,postgres,*) bash scripts/ensure-postgres.sh ;; esac
 case ",$stores," in *,redis-cluster,*) bash scripts/ensure-redis.sh ;; esac
-case ",$stores," in *,firestore,*) bash scripts/ensure-firestore.sh ;; esac
+case ",$stores," in *,firestore*) bash scripts/ensure-firestore.sh ;; esac
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -78,8 +80,10 @@ out = [text, marker, "", "## Rate limits across servers", "",
        "take answered in the window, what the store had charged, which must equal *admitted* (a take charged",
        "twice, or two takes answered from one count, would part them). After each run every admitted take,",
        "every take sent again and 500 refused ones are sent again with their request ids: each must answer",
-       "`duplicate` with its first decision, and a peek must then find all 300 remaining. Firestore (and",
-       "Datastore) do not decide takes yet: the run shows the answer it gets.",
+       "`duplicate` with its first decision, and a peek must then find all 300 remaining. Firestore paces",
+       "each shard document to one commit a second by default (`shard_write_interval`): a hot key then",
+       "commits once a second across all servers, which bounds what a window admits; a store written",
+       "`firestore?shard_write_interval=0` runs it unpaced.",
        "",
        body]
 pagesection.write(page, text, out[1:], rest)

@@ -30,7 +30,10 @@
 // Stores: postgres (a fresh database on the shared test server,
 // internal/pgtest; scripts/ensure-postgres.sh starts one), redis-cluster
 // (three masters it starts, internal/redistest), firestore (an emulator
-// it starts, internal/firestoretest). A store that refuses takes
+// it starts, internal/firestoretest). A store name may carry a DSN query
+// after "?", appended to its DSN: "firestore?shard_write_interval=0" runs
+// Firestore without its pace of one commit a second a shard document,
+// which bounds what a hot key admits. A store that refuses takes
 // (ErrLimitsUnsupported) is reported as refusing them, and not run.
 //
 //	go build -o /tmp/shardcounter ./cmd/shardcounter
@@ -110,7 +113,10 @@ func runStore(name string) (bool, error) {
 		return false, err
 	}
 	defer os.RemoveAll(dir)
-	var dsn string
+	var dsn, query string
+	if i := strings.IndexByte(name, '?'); i >= 0 {
+		name, query = name[:i], name[i:]
+	}
 	switch name {
 	case "postgres":
 		d, drop, err := pgtest.CreateDatabase(context.Background())
@@ -138,7 +144,14 @@ func runStore(name string) (bool, error) {
 	default:
 		return false, fmt.Errorf("unknown store (the stores are postgres, redis-cluster, firestore)")
 	}
-	fmt.Printf("## %s (%d servers on one store, %d clients, fixed %d/%v, %v a run)\n\n", name, *nServers, *nClients, *quota, *period, *duration)
+	if query != "" {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		dsn += sep + query[1:]
+	}
+	fmt.Printf("## %s (%d servers on one store, %d clients, fixed %d/%v, %v a run)\n\n", name+query, *nServers, *nClients, *quota, *period, *duration)
 	ok := true
 	for _, run := range strings.Split(*runs, ",") {
 		if run != "steady" && run != "kill" {

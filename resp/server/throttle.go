@@ -24,7 +24,7 @@ type throttler interface {
 
 const (
 	errNoThrottle    = "ERR this server's service keeps no rate limits"
-	errThrottleStore = "ERR this store does not decide rate limits: keep CL.THROTTLE's keys on Pebble, bolt, PostgreSQL or Redis"
+	errThrottleStore = "ERR this store does not decide rate limits: keep CL.THROTTLE's keys on a store that does (docs/LIMITS.md lists them)"
 	noTxThrottle     = "this store applies a transaction with a script of its own, which carries no take (takes are a script of their own on Redis); send it before MULTI or after EXEC"
 )
 
