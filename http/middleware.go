@@ -19,6 +19,7 @@ import (
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/acl"
 	"github.com/shardcounter/shardcounter/internal/authtoken"
+	"github.com/shardcounter/shardcounter/metrics"
 )
 
 // request is what the middleware learns about a request before its
@@ -43,6 +44,9 @@ type request struct {
 	// back when the handler is done or, sooner, by doneWithBody.
 	bodyTaken int64
 	user      *acl.User // who sent it, once authenticated (requireToken)
+	// series is the request metrics' series of its route and method,
+	// set by serveRoute; nil for a request no route served.
+	series *metrics.RequestSeries
 }
 
 // requestKey is the context key of the *request.
@@ -123,7 +127,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if status == 0 {
 			status = http.StatusOK // a handler that wrote nothing
 		}
-		s.metrics.ObserveRequest(route, methodLabel(r.Method), status, took)
+		if req.series != nil {
+			req.series.Observe(status, took) // its route's, bound once
+		} else {
+			s.metrics.ObserveRequest(route, methodLabel(r.Method), status, took)
+		}
 		if span != nil {
 			endSpan(span, r, route, status, id)
 		}
@@ -186,8 +194,12 @@ func (s *Server) serveRoute(rt *Route) http.HandlerFunc {
 	body := class == ClassAPI || class == ClassStream
 	short := class == ClassAPI // a watch stream is bounded by WatchOptions instead
 	pm := newRoutePerm(rt)
+	series := s.metrics.RequestSeries(rt.Pattern, rt.Method)
 	return func(w http.ResponseWriter, r *http.Request) {
 		req := writerRequest(w)
+		if r.Method == rt.Method { // not HEAD served by GET's handler
+			req.series = series
+		}
 		start := req.start // ServeHTTP's clock reading, taken microseconds ago
 		if start.IsZero() {
 			start = time.Now()
