@@ -218,10 +218,18 @@ func (s *Server) serveRoute(rt *Route) http.HandlerFunc {
 		req.ctx = requestContext{Context: r.Context(), req: req}
 		valCtx := context.Context(&req.ctx)
 		ctx := valCtx
+		watched := false // whether the deadline watcher bounds the body
 		if short && s.opts.RequestTimeout > 0 {
 			// context.WithTimeout's work, without its allocations and
-			// runtime timer a request (deadlineContext).
-			s.deadlines.start(&req.dctx, valCtx, start.Add(s.opts.RequestTimeout))
+			// runtime timer a request (deadlineContext); and the body's
+			// BodyTimeout, without setting and clearing the connection's
+			// read deadline.
+			var bw http.ResponseWriter
+			var bodyDeadline time.Time
+			if watched = body && s.opts.BodyTimeout > 0 && r.Body != nil && r.Body != http.NoBody; watched {
+				bw, bodyDeadline = w, start.Add(s.opts.BodyTimeout)
+			}
+			s.deadlines.start(&req.dctx, valCtx, start.Add(s.opts.RequestTimeout), bw, bodyDeadline)
 			defer s.deadlines.stop(&req.dctx)
 			ctx = &req.dctx
 		}
@@ -230,8 +238,15 @@ func (s *Server) serveRoute(rt *Route) http.HandlerFunc {
 			// The body first: a slot held while a slow client sends its
 			// body would let a few such clients stop the server.
 			var err error
-			req.body, req.bodyTaken, err = s.readBody(w, r)
+			req.body, req.bodyTaken, err = s.readBody(w, r, watched)
 			defer func() { s.bodies.give(req.bodyTaken) }() // unless doneWithBody gave it
+			if watched && s.deadlines.bodyRead(&req.dctx) && err == nil {
+				// Its last byte came as the watcher cut the reads at the
+				// body's deadline: late all the same, and the
+				// connection's reads now fail.
+				putBody(req.body)
+				req.body, err = nil, s.bodyLate(w)
+			}
 			if err != nil {
 				s.bodyError(w, r, err)
 				return
