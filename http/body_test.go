@@ -113,6 +113,31 @@ func TestBodyTimeout(t *testing.T) {
 	}
 }
 
+// TestBodyPastRequestTimeout checks that a body that arrives after its
+// request's RequestTimeout, within BodyTimeout, is read and served: the
+// request's deadline then counts from the body's arrival, and the body's
+// own deadline is kept past the request's.
+func TestBodyPastRequestTimeout(t *testing.T) {
+	e := MustServe(t, EnvOptions{Server: shttp.ServerOptions{RequestTimeout: 150 * time.Millisecond, BodyTimeout: time.Minute}})
+	conn := slowBody(t, e.URL, path("c")+"/increment", len(`{"by":3}`))
+	time.Sleep(500 * time.Millisecond) // past the request's deadline
+	if _, err := conn.Write([]byte(`"by":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no reply to a late body: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a body in after the request's deadline: status %d, %s", resp.StatusCode, body)
+	}
+	if got := e.MustValue(t, "c"); got != 3 {
+		t.Fatalf("value %d, want 3", got)
+	}
+}
+
 // bufferSizes is a request body that records the size of every buffer it
 // is asked to fill.
 type bufferSizes struct {

@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -31,9 +32,16 @@ type deadlineContext struct {
 	err    error
 	afters []*afterFunc
 
-	// The watcher's list, under deadlineWatcher.mu.
+	// The watcher's list that holds c, under deadlineWatcher.mu.
 	prev, next *deadlineContext
-	listed     bool
+	list       *deadlineList
+
+	// The request's body deadline (start's body, bodyRead), under mu:
+	// while bodyW is set, the watcher cuts its connection's reads at
+	// bodyDeadline, as SetReadDeadline would have, and says so in bodyCut.
+	bodyW        http.ResponseWriter
+	bodyDeadline time.Time
+	bodyCut      bool
 }
 
 type afterFunc struct{ f func() }
@@ -108,34 +116,85 @@ func (c *deadlineContext) cancel(err error) {
 
 // deadlineWatcher cancels the deadlineContexts of the requests in flight:
 // each at its deadline, or, looking every deadlinePoll, once its parent is
-// done. Its goroutine runs only while a request is in flight. Its list is
-// in the order requests started, which with one RequestTimeout for all is
-// the order of their deadlines, give or take the few microseconds between
-// a deadline's reading of the clock and its place in the list.
+// done; and it cuts the reads of a request whose body is still arriving
+// at the body's deadline (start's body). Its goroutine runs only while a
+// request is in flight. Its list is in the order requests started, which
+// with one RequestTimeout for all is the order of their deadlines, give or
+// take the few microseconds between a deadline's reading of the clock and
+// its place in the list. A request canceled while its body is still
+// arriving moves to a second list, bodies, where the watcher keeps its
+// body's deadline until the body is in or stop: a body may take longer
+// than the request's deadline (serveRoute then gives the request a new
+// one).
 type deadlineWatcher struct {
-	mu         sync.Mutex
-	head, tail *deadlineContext
-	running    bool
-	due        []*deadlineContext // the watcher's, reused
+	mu      sync.Mutex
+	live    deadlineList
+	bodies  deadlineList
+	running bool
+	due     []*deadlineContext // the watcher's, reused
+}
+
+// deadlineList is a list of deadlineContexts through their prev and next.
+type deadlineList struct{ head, tail *deadlineContext }
+
+func (l *deadlineList) push(c *deadlineContext) {
+	c.prev, c.next, c.list = l.tail, nil, l
+	if l.tail != nil {
+		l.tail.next = c
+	} else {
+		l.head = c
+	}
+	l.tail = c
 }
 
 // start makes c, over parent, end at deadline, and watches it until stop.
-func (d *deadlineWatcher) start(c *deadlineContext, parent context.Context, deadline time.Time) {
+// With a body (w not nil), the watcher also bounds the reads of w's
+// connection until bodyDeadline, or until bodyRead says the body is in:
+// what SetReadDeadline before the body and its clearing after did,
+// without the two updates of the connection's runtime timer a request.
+func (d *deadlineWatcher) start(c *deadlineContext, parent context.Context, deadline time.Time, w http.ResponseWriter, bodyDeadline time.Time) {
 	c.Context, c.deadline = parent, deadline
+	c.bodyW, c.bodyDeadline = w, bodyDeadline // published by d.mu to the watcher, which reads them under c.mu
 	d.mu.Lock()
-	c.prev, c.next, c.listed = d.tail, nil, true
-	if d.tail != nil {
-		d.tail.next = c
-	} else {
-		d.head = c
-	}
-	d.tail = c
+	d.live.push(c)
 	run := !d.running
 	d.running = true
 	d.mu.Unlock()
 	if run {
 		go d.run()
 	}
+}
+
+// bodyRead stops bounding the reads of c's connection, once its body is
+// in or refused. It reports whether the watcher cut them at the body's
+// deadline: the connection's reads then fail, and the body is late even
+// if its last byte came in the meantime.
+func (d *deadlineWatcher) bodyRead(c *deadlineContext) (cut bool) {
+	c.mu.Lock()
+	c.bodyW, cut = nil, c.bodyCut
+	c.mu.Unlock()
+	return cut
+}
+
+// cutBody cuts the reads of c's connection if its body is still being
+// read at now, past its deadline, and returns the body's deadline while
+// it is still to come (zero once the body is in or cut). The watcher
+// calls it under d.mu, so that stop never races it, and c.mu orders it
+// with bodyRead.
+func (c *deadlineContext) cutBody(now time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bodyW == nil || c.bodyCut {
+		return time.Time{}
+	}
+	if now.Before(c.bodyDeadline) {
+		return c.bodyDeadline
+	}
+	// A read deadline in the past wakes the handler's blocked read with a
+	// timeout, as the deadline SetReadDeadline set would have.
+	http.NewResponseController(c.bodyW).SetReadDeadline(time.Unix(1, 0)) //nolint:errcheck // a writer without deadlines cannot have its body bounded
+	c.bodyCut = true
+	return time.Time{}
 }
 
 // stop stops watching c and cancels it, as the CancelFunc of
@@ -148,47 +207,65 @@ func (d *deadlineWatcher) stop(c *deadlineContext) {
 }
 
 func (d *deadlineWatcher) unlink(c *deadlineContext) {
-	if !c.listed {
+	l := c.list
+	if l == nil {
 		return
 	}
 	if c.prev != nil {
 		c.prev.next = c.next
 	} else {
-		d.head = c.next
+		l.head = c.next
 	}
 	if c.next != nil {
 		c.next.prev = c.prev
 	} else {
-		d.tail = c.prev
+		l.tail = c.prev
 	}
-	c.prev, c.next, c.listed = nil, nil, false
+	c.prev, c.next, c.list = nil, nil, nil
 }
 
 // run is the watcher's goroutine: it sleeps until the first deadline or
-// the next poll, cancels what is due, and ends when nothing is in flight.
+// the next poll, cancels what is due, cuts the bodies that are late, and
+// ends when nothing is in flight.
 func (d *deadlineWatcher) run() {
 	t := time.NewTimer(deadlinePoll)
 	defer t.Stop()
 	for {
 		d.mu.Lock()
-		if d.head == nil {
+		if d.live.head == nil && d.bodies.head == nil {
 			d.running = false
 			d.mu.Unlock()
 			return
 		}
 		now := time.Now()
 		due := d.due[:0]
-		for c := d.head; c != nil; {
+		wait := deadlinePoll
+		for c := d.live.head; c != nil; {
 			next := c.next
+			body := c.cutBody(now)
 			if !now.Before(c.deadline) || c.Context.Err() != nil {
 				d.unlink(c)
 				due = append(due, c)
+				if !body.IsZero() {
+					d.bodies.push(c) // canceled below; its body still arriving
+				}
+			}
+			if !body.IsZero() {
+				wait = min(wait, body.Sub(now))
 			}
 			c = next
 		}
-		wait := deadlinePoll
-		if d.head != nil {
-			wait = min(wait, d.head.deadline.Sub(now))
+		for c := d.bodies.head; c != nil; {
+			next := c.next
+			if body := c.cutBody(now); body.IsZero() {
+				d.unlink(c)
+			} else {
+				wait = min(wait, body.Sub(now))
+			}
+			c = next
+		}
+		if d.live.head != nil {
+			wait = min(wait, d.live.head.deadline.Sub(now))
 		}
 		d.mu.Unlock()
 		for i, c := range due {

@@ -19,6 +19,7 @@ import (
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/acl"
 	"github.com/shardcounter/shardcounter/internal/authtoken"
+	"github.com/shardcounter/shardcounter/metrics"
 )
 
 // request is what the middleware learns about a request before its
@@ -43,6 +44,9 @@ type request struct {
 	// back when the handler is done or, sooner, by doneWithBody.
 	bodyTaken int64
 	user      *acl.User // who sent it, once authenticated (requireToken)
+	// series is the request metrics' series of its route and method,
+	// set by serveRoute; nil for a request no route served.
+	series *metrics.RequestSeries
 }
 
 // requestKey is the context key of the *request.
@@ -123,7 +127,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if status == 0 {
 			status = http.StatusOK // a handler that wrote nothing
 		}
-		s.metrics.ObserveRequest(route, methodLabel(r.Method), status, took)
+		if req.series != nil {
+			req.series.Observe(status, took) // its route's, bound once
+		} else {
+			s.metrics.ObserveRequest(route, methodLabel(r.Method), status, took)
+		}
 		if span != nil {
 			endSpan(span, r, route, status, id)
 		}
@@ -186,8 +194,12 @@ func (s *Server) serveRoute(rt *Route) http.HandlerFunc {
 	body := class == ClassAPI || class == ClassStream
 	short := class == ClassAPI // a watch stream is bounded by WatchOptions instead
 	pm := newRoutePerm(rt)
+	series := s.metrics.RequestSeries(rt.Pattern, rt.Method)
 	return func(w http.ResponseWriter, r *http.Request) {
 		req := writerRequest(w)
+		if r.Method == rt.Method { // not HEAD served by GET's handler
+			req.series = series
+		}
 		start := req.start // ServeHTTP's clock reading, taken microseconds ago
 		if start.IsZero() {
 			start = time.Now()
@@ -206,10 +218,18 @@ func (s *Server) serveRoute(rt *Route) http.HandlerFunc {
 		req.ctx = requestContext{Context: r.Context(), req: req}
 		valCtx := context.Context(&req.ctx)
 		ctx := valCtx
+		watched := false // whether the deadline watcher bounds the body
 		if short && s.opts.RequestTimeout > 0 {
 			// context.WithTimeout's work, without its allocations and
-			// runtime timer a request (deadlineContext).
-			s.deadlines.start(&req.dctx, valCtx, start.Add(s.opts.RequestTimeout))
+			// runtime timer a request (deadlineContext); and the body's
+			// BodyTimeout, without setting and clearing the connection's
+			// read deadline.
+			var bw http.ResponseWriter
+			var bodyDeadline time.Time
+			if watched = body && s.opts.BodyTimeout > 0 && r.Body != nil && r.Body != http.NoBody; watched {
+				bw, bodyDeadline = w, start.Add(s.opts.BodyTimeout)
+			}
+			s.deadlines.start(&req.dctx, valCtx, start.Add(s.opts.RequestTimeout), bw, bodyDeadline)
 			defer s.deadlines.stop(&req.dctx)
 			ctx = &req.dctx
 		}
@@ -218,8 +238,15 @@ func (s *Server) serveRoute(rt *Route) http.HandlerFunc {
 			// The body first: a slot held while a slow client sends its
 			// body would let a few such clients stop the server.
 			var err error
-			req.body, req.bodyTaken, err = s.readBody(w, r)
+			req.body, req.bodyTaken, err = s.readBody(w, r, watched)
 			defer func() { s.bodies.give(req.bodyTaken) }() // unless doneWithBody gave it
+			if watched && s.deadlines.bodyRead(&req.dctx) && err == nil {
+				// Its last byte came as the watcher cut the reads at the
+				// body's deadline: late all the same, and the
+				// connection's reads now fail.
+				putBody(req.body)
+				req.body, err = nil, s.bodyLate(w)
+			}
 			if err != nil {
 				s.bodyError(w, r, err)
 				return

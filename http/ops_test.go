@@ -48,6 +48,12 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Do(t, "GET", path("m"), "").MustError(t, http.StatusUnauthorized, shardcounter.EUNAUTHENTICATED)
+	// HEAD, served by GET's handler, is a series of its own; so is each
+	// code a route answers.
+	if r := e.Do(t, "HEAD", path("m"), "", "Authorization", "Bearer tok"); r.Status != http.StatusOK {
+		t.Fatalf("HEAD: status %d", r.Status)
+	}
+	e.Do(t, "GET", path("nope"), "", "Authorization", "Bearer tok").MustError(t, http.StatusNotFound, shardcounter.ENOTFOUND)
 
 	// /metrics needs no token, like the other operations routes.
 	r := e.Do(t, "GET", "/metrics", "")
@@ -59,6 +65,8 @@ func TestMetrics(t *testing.T) {
 		`shardcounter_http_request_duration_seconds_count{code="200",method="POST",route="/v1/counters/{id}/increment"}`: 3,
 		`shardcounter_http_request_duration_seconds_count{code="201",method="PUT",route="/v1/counters/{id}"}`:            1,
 		`shardcounter_http_request_duration_seconds_count{code="401",method="GET",route="/v1/counters/{id}"}`:            1,
+		`shardcounter_http_request_duration_seconds_count{code="200",method="HEAD",route="/v1/counters/{id}"}`:           1,
+		`shardcounter_http_request_duration_seconds_count{code="404",method="GET",route="/v1/counters/{id}"}`:            1,
 		`shardcounter_cached_read_staleness_seconds_count`:                                                               1,
 		`shardcounter_http_overload_rejections_total`:                                                                    0,
 	} {

@@ -67,8 +67,9 @@ func CheckQuery(r *http.Request, allowed ...string) (url.Values, error) {
 // that ordinary bodies are read into.
 const smallBody = 4 << 10
 
-// readBody reads r's body in full, up to MaxBodyBytes, within BodyTimeout,
-// after taking its size from the server's body budget (MaxBodyTotal); it
+// readBody reads r's body in full, up to MaxBodyBytes, within BodyTimeout
+// (which the server's deadline watcher keeps when watched, and a read
+// deadline on the connection otherwise), after taking its size from the server's body budget (MaxBodyTotal); it
 // returns the bytes taken, to give back once the body is no longer used,
 // also when it fails. A body that is not empty must be JSON: Content-Type
 // application/json (charset utf-8 if any), a +json type, or no
@@ -77,7 +78,7 @@ const smallBody = 4 << 10
 // of that length (a pooled one up to smallBody); one of unknown length
 // (chunked) into a buffer that grows as the bytes arrive, taking each
 // growth from the budget.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, taken int64, err error) {
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, watched bool) (body []byte, taken int64, err error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, 0, nil
 	}
@@ -91,7 +92,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 		return nil, 0, tooLarge(s.opts.MaxBodyBytes)
 	}
 	n := r.ContentLength
-	if s.opts.BodyTimeout > 0 {
+	if s.opts.BodyTimeout > 0 && !watched {
 		rc := http.NewResponseController(w)
 		if rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)) == nil {
 			// No deadline once the body is in: the connection's next read
@@ -127,9 +128,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 			s.drain(w, r)
 			return nil, 0, s.bodiesFull()
 		case errors.As(err, &ne) && ne.Timeout():
-			w.Header().Set("Connection", "close")
-			return nil, taken, shardcounter.Errorf(shardcounter.EINVALID,
-				"request body did not arrive within %v: send the body right after the headers", s.opts.BodyTimeout)
+			return nil, taken, s.bodyLate(w)
 		case err == io.ErrUnexpectedEOF:
 			return nil, taken, shardcounter.Errorf(shardcounter.EINVALID,
 				"request body ended after fewer than the %d bytes of its Content-Length", r.ContentLength)
@@ -155,6 +154,15 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 		}
 	}
 	return body, taken, nil
+}
+
+// bodyLate is the error of a body that did not arrive within
+// BodyTimeout; the connection, whose reads were cut, is closed after the
+// reply.
+func (s *Server) bodyLate(w http.ResponseWriter) error {
+	w.Header().Set("Connection", "close")
+	return shardcounter.Errorf(shardcounter.EINVALID,
+		"request body did not arrive within %v: send the body right after the headers", s.opts.BodyTimeout)
 }
 
 func tooLarge(limit int64) error {

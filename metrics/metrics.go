@@ -28,6 +28,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -165,38 +166,75 @@ func (m *Metrics) RegisterEngine(s *engine.Stats) {
 	m.reg.MustRegister(&statsCollector{s: s})
 }
 
+// statusCodes are the statuses the API answers with, whose labels are
+// made once (statusLabel) and whose histogram children a RequestSeries
+// keeps.
+var statusCodes = [...]int{200, 201, 202, 204, 400, 401, 403, 404, 405, 409, 413, 415, 429, 500, 503, 504}
+
+// statusLabels are the labels of statusCodes, index for index.
+var statusLabels = func() (l [len(statusCodes)]string) {
+	for i, c := range statusCodes {
+		l[i] = strconv.Itoa(c)
+	}
+	return l
+}()
+
+// statusIndex returns the index of status in statusCodes, or -1.
+func statusIndex(status int) int {
+	for i, c := range statusCodes {
+		if c == status {
+			return i
+		}
+	}
+	return -1
+}
+
 // statusLabel turns a status into its label without allocating for the
 // statuses the API uses.
 func statusLabel(status int) string {
-	switch status {
-	case 200:
-		return "200"
-	case 201:
-		return "201"
-	case 204:
-		return "204"
-	case 400:
-		return "400"
-	case 401:
-		return "401"
-	case 404:
-		return "404"
-	case 405:
-		return "405"
-	case 409:
-		return "409"
-	case 413:
-		return "413"
-	case 415:
-		return "415"
-	case 429:
-		return "429"
-	case 500:
-		return "500"
-	case 503:
-		return "503"
+	if i := statusIndex(status); i >= 0 {
+		return statusLabels[i]
 	}
 	return strconv.Itoa(status)
+}
+
+// RequestSeries is ObserveRequest bound to one route and method (a route
+// of the HTTP server's table): it keeps the histogram child of each status
+// of statusCodes once it has seen it, so that an observation is the
+// histogram's own atomics, without WithLabelValues's hashing of the three
+// labels and its map lookup under a lock. A status it has not seen yet
+// makes its child then, so /metrics shows the series a server answered,
+// as with ObserveRequest.
+type RequestSeries struct {
+	vec           *prometheus.HistogramVec
+	route, method string
+	codes         [len(statusCodes)]atomic.Pointer[observer]
+}
+
+type observer struct{ prometheus.Observer }
+
+// RequestSeries returns the series of route and method (see
+// ObserveRequest), to be made once per route and kept.
+func (m *Metrics) RequestSeries(route, method string) *RequestSeries {
+	return &RequestSeries{vec: m.requests, route: route, method: method}
+}
+
+// Observe records one answered request of the series' route and method,
+// as ObserveRequest(route, method, status, d) does.
+func (s *RequestSeries) Observe(status int, d time.Duration) {
+	i := statusIndex(status)
+	if i < 0 {
+		s.vec.WithLabelValues(s.route, s.method, strconv.Itoa(status)).Observe(d.Seconds())
+		return
+	}
+	o := s.codes[i].Load()
+	if o == nil {
+		// Two first requests may both get here: WithLabelValues gives
+		// both the one child.
+		o = &observer{s.vec.WithLabelValues(s.route, s.method, statusLabels[i])}
+		s.codes[i].Store(o)
+	}
+	o.Observe(d.Seconds())
 }
 
 // statsCollector is a prometheus.Collector over engine.Stats.

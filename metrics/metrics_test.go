@@ -294,3 +294,47 @@ shardcounter_limit_takes_total{limit="upload",result="refused"} 0`
 		t.Fatalf("after the delete, /metrics has\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestRequestSeries checks that a route's bound series records into the
+// series ObserveRequest does: the same labels, the counts added up, a
+// status outside the cached ones included, and no series for a status
+// never answered.
+func TestRequestSeries(t *testing.T) {
+	m := metrics.New()
+	s := m.RequestSeries("/v1/counters/{id}/increment", "POST")
+	for range 3 {
+		s.Observe(200, time.Millisecond)
+	}
+	s.Observe(504, time.Second)
+	s.Observe(418, time.Millisecond)
+	m.ObserveRequest("/v1/counters/{id}/increment", "POST", 200, time.Millisecond)
+	want := map[string]uint64{"200": 4, "504": 1, "418": 1}
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "shardcounter_http_request_duration_seconds" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range mt.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["route"] != "/v1/counters/{id}/increment" || labels["method"] != "POST" {
+				t.Errorf("series with labels %v", labels)
+			}
+			got[labels["code"]] = mt.GetHistogram().GetSampleCount()
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("series by code %v, want %v", got, want)
+	}
+	for code, n := range want {
+		if got[code] != n {
+			t.Errorf("code %s: %d requests, want %d (all: %v)", code, got[code], n, got)
+		}
+	}
+}
