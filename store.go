@@ -271,6 +271,22 @@ type CommitPipeliner interface {
 	CommitsInFlight() int
 }
 
+// HotCommitPipeliner is implemented by a CommitPipeliner whose commits
+// overlap even when they write the same counter: a commit holds nothing
+// the next one waits for while it waits for its round trip and its sync
+// (Redis: a commit is a script on each master it writes, each atomic and
+// run in the order the master gets them, and the scripts that reach a
+// master in one pass of its event loop share one fsync).
+// PipelinesHotCommits reports whether they do. The engine then runs up to
+// its MaxInFlight flushes at once on one hot counter too; otherwise a
+// flush narrower than a few counters runs alone, since on a store that
+// locks what a commit writes (PostgreSQL's rows) the second commit of a
+// counter only queues for the first one's lock.
+type HotCommitPipeliner interface {
+	CommitPipeliner
+	PipelinesHotCommits() bool
+}
+
 // MemoryReader is implemented by a CounterStore whose ReadCounters answers
 // from memory, linearizably and without a round trip (Pebble keeps every
 // total in memory). ReadsFromMemory reports whether it does. The engine

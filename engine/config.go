@@ -92,12 +92,14 @@ type Config struct {
 	// was broad (many counters): concurrent commits of batches over many
 	// counters overlap on a store whose commits of different rows run in
 	// parallel (PostgreSQL), while on one hot counter they would
-	// only queue for its row. While all are running, writes gather for the
-	// next. On bolt, whose writes are serialised, keep 1. Async mode
-	// always runs one flush at a time, so that writes commit in the order
-	// they were answered. Default DefaultMaxInFlight, 1; 2 suits
+	// only queue for its row. On a store whose commits of one counter
+	// overlap too (shardcounter.HotCommitPipeliner: Redis) it starts
+	// whatever the last flush was. While all are running, writes gather
+	// for the next. On bolt, whose writes are serialised, keep 1. Async
+	// mode always runs one flush at a time, so that writes commit in the
+	// order they were answered. Default DefaultMaxInFlight, 1; 2 suits
 	// PostgreSQL (docs/DESIGN.md). 0 takes the store's advice when it
-	// gives one (shardcounter.CommitPipeliner: Pebble's is 2).
+	// gives one (shardcounter.CommitPipeliner: Pebble's and Redis's are 2).
 	MaxInFlight int
 	// MaxStaleness bounds how old a cached reading may be. Default 1s.
 	MaxStaleness time.Duration

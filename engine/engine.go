@@ -134,7 +134,9 @@ var _ shardcounter.CounterService = (*Engine)(nil)
 // New returns an engine over store and starts its flusher. It sets the
 // store's dedupe window to cfg.DedupeWindow; when the store (or one it
 // wraps: shardcounter.As) implements shardcounter.CommitPipeliner and
-// cfg.MaxInFlight is 0, the store's advice replaces the default. It
+// cfg.MaxInFlight is 0, the store's advice replaces the default, and when
+// it is a shardcounter.HotCommitPipeliner whose commits of one counter
+// overlap, flushes on a hot counter run MaxInFlight at once too. It
 // returns an invalid_argument error, and starts nothing, when cfg holds a
 // value it cannot use (see Config).
 func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
@@ -181,7 +183,8 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	if cfg.ShardWriteInterval > 0 {
 		e.pacer = newPacer(cfg.ShardWriteInterval, e.store, cfg.CacheSize)
 	}
-	e.queue = newQueue(cfg, &e.stats.Queued, e.flush)
+	h, hot := shardcounter.As[shardcounter.HotCommitPipeliner](store)
+	e.queue = newQueue(cfg, hot && h.PipelinesHotCommits(), &e.stats.Queued, e.flush)
 	return e, nil
 }
 

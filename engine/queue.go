@@ -19,6 +19,10 @@ type queue struct {
 	maxBatch    int // increments a batch may send before it is cut
 	maxQueued   int // writes that may wait; past it, add waits for room
 	maxInFlight int // batches flushing at once, after a broad flush
+	// narrowInFlight is the batches flushing at once after a narrow
+	// flush: 1, or maxInFlight on a store whose commits of one counter
+	// overlap (limit).
+	narrowInFlight int
 	// gatherFor is how long a batch gathers before it is cut: the flush
 	// interval in async mode, 0 in durable mode, where instead the loop
 	// yields while the queue grows.
@@ -40,17 +44,25 @@ type queue struct {
 	done chan struct{} // closed when the loop has exited
 }
 
-func newQueue(cfg Config, queued *atomic.Int64, flush func(*batch) int) *queue {
+// newQueue returns a queue that flushes its batches with flush. hot says
+// that the store's commits of one counter overlap
+// (shardcounter.HotCommitPipeliner), so that narrow flushes may run
+// MaxInFlight at once too.
+func newQueue(cfg Config, hot bool, queued *atomic.Int64, flush func(*batch) int) *queue {
 	q := &queue{
-		maxBatch:    cfg.MaxBatch,
-		maxQueued:   cfg.MaxQueued,
-		maxInFlight: cfg.MaxInFlight,
-		flush:       flush,
-		queued:      queued,
-		pending:     newBatch(),
-		room:        make(chan struct{}),
-		wake:        make(chan struct{}, 1),
-		done:        make(chan struct{}),
+		maxBatch:       cfg.MaxBatch,
+		maxQueued:      cfg.MaxQueued,
+		maxInFlight:    cfg.MaxInFlight,
+		narrowInFlight: 1,
+		flush:          flush,
+		queued:         queued,
+		pending:        newBatch(),
+		room:           make(chan struct{}),
+		wake:           make(chan struct{}, 1),
+		done:           make(chan struct{}),
+	}
+	if hot {
+		q.narrowInFlight = cfg.MaxInFlight
 	}
 	if cfg.Durability == Async {
 		q.gatherFor = cfg.FlushInterval
@@ -359,14 +371,22 @@ func (q *queue) stalled(newest time.Time) bool {
 const broadFlush = 16
 
 // limit is how many flushes may run at once: maxInFlight while the last
-// flush was broad, else one. Concurrent commits pay off when each commit's
-// cost grows with the distinct rows in it and two batches rarely share a
-// row (many counters); on one hot counter the second commit only queues
-// for the first one's row lock, carrying fewer writes (docs/DESIGN.md,
-// "Flushes in flight").
+// flush was broad, else narrowInFlight. Concurrent commits pay off when
+// each commit's cost grows with the distinct rows in it and two batches
+// rarely share a row (many counters); on one hot counter the second commit
+// only queues for the first one's row lock, carrying fewer writes, so
+// narrow flushes run one at a time (docs/DESIGN.md, "Flushes in flight").
+// A store that locks nothing across its commits (Redis: each commit is
+// atomic scripts on the masters, which run them in the order they come
+// and sync those of one pass of the event loop together) runs the next
+// commit of a hot counter beside the one before instead of after its
+// round trip and sync: there narrowInFlight is maxInFlight.
+//
+// Flushes that overlap are independent: each answers only its own writes,
+// after its own commit; lastItems and lastFlush hold whichever ended last.
 func (q *queue) limit() int {
 	if q.lastItems.Load() >= broadFlush {
 		return q.maxInFlight
 	}
-	return 1
+	return q.narrowInFlight
 }

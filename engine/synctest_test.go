@@ -487,3 +487,131 @@ func TestClosedLoopOneBatchPerCommit(t *testing.T) {
 		t.Errorf("c = %d, want %d", got, writers*rounds)
 	}
 }
+
+// gated wraps a store and holds each Apply until the test opens its gate
+// (or opens them all), counting the Applies running at once. It gives the
+// advice of a store whose commits of one counter overlap, as Redis's do
+// (shardcounter.HotCommitPipeliner), when hot is set. Make it inside the
+// bubble.
+type gated struct {
+	shardcounter.CounterStore
+	advice            int
+	hot               bool
+	mu                sync.Mutex
+	gates             []chan struct{}
+	opened            bool
+	inFlight, maxSeen atomic.Int64
+}
+
+func (g *gated) CommitsInFlight() int      { return g.advice }
+func (g *gated) PipelinesHotCommits() bool { return g.hot }
+
+func (g *gated) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
+	gate := make(chan struct{})
+	g.mu.Lock()
+	if g.opened {
+		close(gate)
+	}
+	g.gates = append(g.gates, gate)
+	g.mu.Unlock()
+	n := g.inFlight.Add(1)
+	for {
+		m := g.maxSeen.Load()
+		if n <= m || g.maxSeen.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	defer g.inFlight.Add(-1)
+	<-gate
+	return g.CounterStore.Apply(ctx, incs)
+}
+
+// open lets the i-th Apply (from 0, in the order they began) go on.
+func (g *gated) open(i int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	close(g.gates[i])
+}
+
+// openAll lets every Apply go on, and those that begin later not wait.
+func (g *gated) openAll() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, gate := range g.gates {
+		select {
+		case <-gate:
+		default:
+			close(g.gates[i])
+		}
+	}
+	g.opened = true
+}
+
+// TestHotFlushesInFlight checks the flushes of one hot counter: one at a
+// time, unless the store's commits of one counter overlap
+// (HotCommitPipeliner), where up to MaxInFlight run at once (the store's
+// CommitsInFlight when MaxInFlight is 0) from the first write, each
+// answering its own writes once its own commit returns, whichever commit
+// returns first.
+func TestHotFlushesInFlight(t *testing.T) {
+	const writes = 6
+	for _, tc := range []struct {
+		name        string
+		maxInFlight int
+		hot         bool
+		want        int
+	}{
+		{"advised", 0, true, 2},
+		{"MaxInFlight=3", 3, true, 3},
+		{"MaxInFlight=1", 1, true, 1},
+		{"row locks", 0, false, 1}, // PostgreSQL's case, and Pebble's advice of 2
+		{"row locks/MaxInFlight=3", 3, false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := MustOpenStore(t)
+			storetest.MustCreate(t, store, "c", 4)
+			synctest.Test(t, func(t *testing.T) {
+				g := &gated{CounterStore: store, advice: 2, hot: tc.hot}
+				e := MustStart(t, g, engine.Config{MaxInFlight: tc.maxInFlight})
+				defer e.Close(context.Background())
+				defer g.openAll() // before Close, also when the test fails
+				var wg sync.WaitGroup
+				var answered atomic.Int64
+				for i := range writes {
+					wg.Go(func() {
+						mustWrite(t, e, shardcounter.Write{Counter: "c", Delta: 1})
+						answered.Add(1)
+					})
+					synctest.Wait()
+					if got, want := g.inFlight.Load(), int64(min(i+1, tc.want)); got != want {
+						t.Fatalf("after %d writes to one counter: %d flushes in flight, want %d", i+1, got, want)
+					}
+				}
+				if tc.want > 1 {
+					// The newest flush, of one write, commits first: its
+					// write is answered, the older flushes' are not, and the
+					// writes queued behind them go in a flush of their own.
+					g.open(tc.want - 1)
+					synctest.Wait()
+					if got := answered.Load(); got != 1 {
+						t.Fatalf("%d writes answered once the newest of %d flushes committed, want 1: its own", got, tc.want)
+					}
+					if got := storetest.MustRead(t, store, "c"); got != 1 {
+						t.Fatalf("c = %d with one flush committed, want 1", got)
+					}
+					if got, want := g.inFlight.Load(), int64(tc.want); got != want {
+						t.Fatalf("%d flushes in flight after one committed with writes queued, want %d", got, want)
+					}
+				}
+				g.openAll()
+				wg.Wait()
+				if got := g.maxSeen.Load(); got != int64(tc.want) {
+					t.Errorf("at most %d flushes were in flight, want %d", got, tc.want)
+				}
+				if got := storetest.MustRead(t, store, "c"); got != writes {
+					t.Errorf("c = %d, want %d", got, writes)
+				}
+			})
+		})
+	}
+}

@@ -24,6 +24,27 @@ func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uin
 	return out[0].Err
 }
 
+var _ shardcounter.HotCommitPipeliner = (*CounterStore)(nil)
+
+// CommitsInFlight is 2: the engine sends the next batch while the one
+// before waits for its reply (the round trip, the script, the master's
+// fsync of its append-only file), so that a master gets the next script
+// while it runs or syncs the last, and syncs them together when they
+// reach it in one pass of its event loop.
+func (s *CounterStore) CommitsInFlight() int { return 2 }
+
+// PipelinesHotCommits reports that commits of one counter overlap too
+// (shardcounter.HotCommitPipeliner): nothing is locked from one round trip
+// to the next, each script is atomic on its master, and the scripts of
+// two Apply calls on one key run one after the other there in whichever
+// order they come, as those of two processes sharing the store do. What
+// must follow an earlier commit stays safe: a request id is checked and
+// recorded in the script that applies it, a take reads its key's state in
+// the script that decides it, an approx shard is set only at the version
+// it was read at, and each call's lost replies are settled by its own
+// markers.
+func (s *CounterStore) PipelinesHotCommits() bool { return true }
+
 // pending is an increment of a batch not yet decided.
 type pending struct {
 	i     int // position in the batch

@@ -53,6 +53,7 @@ var capabilities = []capability{
 	capOf[shardcounter.ShardPacer](false),
 	capOf[shardcounter.TxnApplier](false),
 	capOf[shardcounter.CommitPipeliner](false),
+	capOf[shardcounter.HotCommitPipeliner](false),
 	capOf[shardcounter.MemoryReader](false),
 	capOf[shardcounter.Loader](false),
 	capOf[metrics.DocumentStore](false),
