@@ -41,7 +41,7 @@ go build -o "$tmp/shardcounter" ./cmd/shardcounter
 go build -o "$tmp/limitexact" ./cmd/limitexact
 
 command="scripts/limit-exact.sh"
-[ "$stores" != "postgres,redis-cluster,firestore" ] && command="STORES=$stores $command"
+[ "$stores" != "postgres,redis-cluster,firestore" ] && command="STORES='$stores' $command"
 [ -n "${ARGS:-}" ] && command="ARGS=\"$ARGS\" $command"
 machine="$(nproc) × $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n 1), $(uname -sr), $(go env GOVERSION), redis $(redis-server --version | awk '{print $3}' | sed 's/^v=//'), $(psql --version | awk '{print $1, $3}')"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
