@@ -44,8 +44,10 @@ type executor struct {
 	reads   []readCmd
 	wsegs   []segment
 	rsegs   []segment
-	bctx    batchContext // the context of its batches' service calls
-	spans   []trace.Span // the span of each write of writeBatch, with Options.Tracer
+	bctx    batchContext         // the context of its batches' service calls
+	spans   []trace.Span         // the span of each write of writeBatch, with Options.Tracer
+	sent    []shardcounter.Write // a batch's writes with its hashes' markers (withMarkers)
+	marks   []int                // the markers' places in sent
 }
 
 // ctx arms and returns the context of a batch's service calls; stop it
@@ -145,17 +147,21 @@ func (x *executor) writeBatch(segs []segment) {
 	var err error
 	if len(ws) > 0 {
 		ctx := x.ctx()
-		ws = x.checkTypes(ctx, ws, ps)
+		var cl claimed
+		ws, cl = x.checkTypes(ctx, ws, ps)
 		if len(ws) > 0 {
+			sent := x.withMarkers(ws, cl.markers)
 			if x.s.opts.Tracer != nil {
-				ctx, x.spans = withWriteSpans(ctx, ps, len(ws), x.spans)
+				ctx, x.spans = withWriteSpans(ctx, ps, len(sent), x.marks, x.spans)
 			}
-			res, err = x.s.svc.WriteBatch(ctx, ws)
-			if err == nil && len(res) != len(ws) {
-				err = shardcounter.Errorf(shardcounter.EINTERNAL, "the service returned %d results for %d writes", len(res), len(ws))
+			res, err = x.s.svc.WriteBatch(ctx, sent)
+			if err == nil && len(res) != len(sent) {
+				err = shardcounter.Errorf(shardcounter.EINTERNAL, "the service returned %d results for %d writes", len(res), len(sent))
 			}
+			x.s.types.settle(cl.made)
 			if err == nil {
-				x.s.readValues(ctx, ws, res)
+				x.s.readValues(ctx, sent, res)
+				res = x.markersDone(ctx, sent, res)
 			} else {
 				// The claims of writes that failed whole may be of names
 				// that hold nothing: ask the store again next time.
@@ -164,6 +170,12 @@ func (x *executor) writeBatch(segs []segment) {
 					x.s.types.forget(name)
 				}
 			}
+			if len(x.marks) > 0 {
+				clear(sent)
+				x.sent = sent[:0]
+			}
+		} else {
+			x.s.types.settle(cl.made)
 		}
 		x.bctx.stop()
 	}
@@ -204,10 +216,12 @@ func writeName(w shardcounter.Write) (string, nameType) {
 // checkTypes claims the names the batch's writes write (claimTypes) and
 // drops the writes of every command (every command of an EXEC) that one
 // of its names refuses, giving it the error reply. It returns the writes
-// left, with the commands' ranges and an EXEC's joins moved to match.
-func (x *executor) checkTypes(ctx context.Context, ws []shardcounter.Write, ps []pending) []shardcounter.Write {
+// left, with the commands' ranges and an EXEC's joins moved to match,
+// and the claims' outcome: the hashes whose markers the batch writes, and
+// the names to settle once it committed.
+func (x *executor) checkTypes(ctx context.Context, ws []shardcounter.Write, ps []pending) ([]shardcounter.Write, claimed) {
 	if x.s.types.hold(ws) {
-		return ws // the common case: every name known, of its writes' type
+		return ws, claimed{} // the common case: every name known, of its writes' type
 	}
 	claims := make([]claim, 0, len(ws))
 	index := make(map[claim]int)
@@ -227,7 +241,8 @@ func (x *executor) checkTypes(ctx context.Context, ws []shardcounter.Write, ps [
 		}
 		at[i] = j
 	}
-	refused := x.s.claimTypes(ctx, claims)
+	cl := x.s.claimTypes(ctx, claims)
+	refused := cl.refused
 	keep := make([]bool, len(ws))
 	for i := range keep {
 		keep[i] = true
@@ -282,6 +297,71 @@ func (x *executor) checkTypes(ctx context.Context, ws []shardcounter.Write, ps [
 		for i := p.lo; i < p.hi; i++ {
 			out[i].JoinNext = i < p.hi-1
 		}
+	}
+	return out, cl
+}
+
+// withMarkers returns ws with the write of each of markers (hashes the
+// batch makes) before the hash's first write, joined to it
+// (markerWrite): the marker commits with the field, so that a field is
+// never committed without its hash's marker. x.marks holds the markers'
+// places in the writes returned. Without markers it returns ws itself.
+func (x *executor) withMarkers(ws []shardcounter.Write, markers []string) []shardcounter.Write {
+	x.marks = x.marks[:0]
+	if len(markers) == 0 {
+		return ws
+	}
+	want := make(map[string]bool, len(markers))
+	for _, h := range markers {
+		want[h] = true
+	}
+	sent := x.sent[:0]
+	for _, w := range ws {
+		if w.Expire == nil && w.Take == nil {
+			if hash, _, ok := shardcounter.SplitHashID(w.Counter); ok && want[hash] {
+				delete(want, hash)
+				x.marks = append(x.marks, len(sent))
+				sent = append(sent, markerWrite(hash))
+			}
+		}
+		sent = append(sent, w)
+	}
+	x.sent = sent
+	return sent
+}
+
+// markersDone checks the markers' writes of a batch that committed
+// (x.marks, in sent), and returns res without their results, matching
+// the batch's own writes. A hash whose marker's write failed while its
+// field's was applied gets its marker made on its own (createMarker), and
+// is forgotten by the cache when that fails too.
+func (x *executor) markersDone(ctx context.Context, sent []shardcounter.Write, res []shardcounter.WriteResult) []shardcounter.WriteResult {
+	if len(x.marks) == 0 {
+		return res
+	}
+	var redo []string
+	for _, m := range x.marks {
+		if res[m].Error != nil && res[m+1].Error == nil {
+			hash, _, _ := shardcounter.SplitHashID(sent[m].Counter)
+			redo = append(redo, hash)
+		}
+	}
+	if len(redo) > 0 {
+		errs := make([]error, len(redo))
+		eachAtOnce(len(redo), func(k int) { errs[k] = x.s.createMarker(ctx, redo[k]) })
+		for k, err := range errs {
+			if err != nil {
+				x.s.types.forget(redo[k])
+			}
+		}
+	}
+	out, next := res[:0], 0
+	for i := range res {
+		if next < len(x.marks) && x.marks[next] == i {
+			next++
+			continue
+		}
+		out = append(out, res[i])
 	}
 	return out
 }
