@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/shardcounter/shardcounter"
@@ -160,6 +161,7 @@ func (x *executor) writeBatch(segs []segment) {
 			}
 			x.s.types.settle(cl.made)
 			if err == nil {
+				x.redoCrossSlot(ctx, sent, res)
 				x.s.readValues(ctx, sent, res)
 				res = x.markersDone(ctx, sent, res)
 			} else {
@@ -328,6 +330,90 @@ func (x *executor) withMarkers(ws []shardcounter.Write, markers []string) []shar
 	}
 	x.sent = sent
 	return sent
+}
+
+// redoCrossSlot sends again, without its markers, each run of joined
+// writes of sent that a store refused whole as a cross-slot transaction
+// (a Redis Cluster whose masters hold no shard of both a new hash's
+// marker and its field: shardcounter.CrossSlot, nothing of it applied),
+// once it made the markers on their own (createMarker): a marker was what
+// made the run a cross-slot one, unless the run is a transaction that is
+// one without it, which is then refused again. The writes' results in
+// res are replaced with those of the second sending.
+func (x *executor) redoCrossSlot(ctx context.Context, sent []shardcounter.Write, res []shardcounter.WriteResult) {
+	crossSlot := func(r shardcounter.WriteResult) bool { return r.Error != nil && shardcounter.IsCrossSlot(r.Error) }
+	var runs [][2]int // [lo, hi] of each run to send again
+	var hashes []string
+	for _, m := range x.marks {
+		if !crossSlot(res[m]) || !crossSlot(res[m+1]) {
+			continue
+		}
+		lo, hi := m, m+1
+		for lo > 0 && sent[lo-1].JoinNext {
+			lo--
+		}
+		for hi < len(sent)-1 && sent[hi].JoinNext {
+			hi++
+		}
+		hash, _, _ := shardcounter.SplitHashID(sent[m].Counter)
+		hashes = append(hashes, hash)
+		if len(runs) == 0 || runs[len(runs)-1][0] != lo {
+			runs = append(runs, [2]int{lo, hi})
+		}
+	}
+	if len(runs) == 0 {
+		return
+	}
+	errs := make([]error, len(hashes))
+	eachAtOnce(len(hashes), func(k int) { errs[k] = x.s.createMarker(ctx, hashes[k]) })
+	failed := map[string]bool{}
+	for k, err := range errs {
+		if err != nil {
+			failed[hashes[k]] = true
+			x.s.types.forget(hashes[k])
+		}
+	}
+	var again []shardcounter.Write
+	var at []int // the place in sent of each write of again
+	for _, r := range runs {
+		ok := true
+		for i := r[0]; i <= r[1]; i++ {
+			if h, f, _ := shardcounter.SplitHashID(sent[i].Counter); f == "" && failed[h] && isMarkerAt(x.marks, i) {
+				ok = false // its marker could not be made: the run keeps its error
+			}
+		}
+		if !ok {
+			continue
+		}
+		for i := r[0]; i <= r[1]; i++ {
+			if isMarkerAt(x.marks, i) {
+				res[i] = shardcounter.WriteResult{Counter: sent[i].Counter, Applied: true} // made on its own
+			} else {
+				again, at = append(again, sent[i]), append(at, i)
+			}
+		}
+	}
+	if len(again) == 0 {
+		return
+	}
+	got, err := x.s.svc.WriteBatch(ctx, again)
+	if err == nil && len(got) != len(again) {
+		err = shardcounter.Errorf(shardcounter.EINTERNAL, "the service returned %d results for %d writes", len(got), len(again))
+	}
+	for k, i := range at {
+		if err != nil {
+			res[i] = shardcounter.WriteResult{Counter: sent[i].Counter, Error: &shardcounter.Error{Code: shardcounter.ErrorCode(err), Message: shardcounter.ErrorMessage(err)}}
+		} else {
+			res[i] = got[k]
+		}
+	}
+}
+
+// isMarkerAt reports whether place i of a batch's writes is a marker's
+// (marks: executor.marks, in order).
+func isMarkerAt(marks []int, i int) bool {
+	_, ok := slices.BinarySearch(marks, i)
+	return ok
 }
 
 // markersDone checks the markers' writes of a batch that committed

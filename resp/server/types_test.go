@@ -12,6 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/engine"
+	"github.com/shardcounter/shardcounter/internal/redistest"
+	sredis "github.com/shardcounter/shardcounter/redis"
 	"github.com/shardcounter/shardcounter/resp/server"
 )
 
@@ -245,4 +248,40 @@ func TestHashMarkerFallback(t *testing.T) {
 	}
 	_, addr2 := MustServe(t, eng, server.Options{})
 	wantPrefix(t, "INCR on the hash from a fresh server", MustClient(t, addr2, 2, "").Incr(ctx, "post:1").Err(), "WRONGTYPE")
+}
+
+// TestNewHashesOneShardCluster writes new hashes whose fields are
+// counters of one shard on a Redis Cluster of three masters: a field and
+// its marker then often live on two masters, which no one transaction
+// spans, so the joined write of the two is refused whole (CROSSSLOT).
+// The server then makes the marker on its own and writes the field again:
+// each HINCRBY passes, and each hash has its marker.
+func TestNewHashesOneShardCluster(t *testing.T) {
+	ctx := context.Background()
+	a := redistest.MustStartCluster(t, 3).Addrs()
+	store, err := sredis.Open(ctx, "redis+cluster://"+a[0]+"?addr="+strings.Join(a[1:], "&addr="), sredis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	eng, err := engine.New(store, engine.Config{DefaultShards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(ctx) })
+	for i := range 16 { // load the store's scripts on every master (TestHashesEveryStore says why)
+		eng.WriteCounter(ctx, shardcounter.Write{Counter: fmt.Sprint("warm-up/", i), Delta: 1})
+	}
+	_, addr := MustServe(t, eng, server.Options{})
+	rdb := MustClient(t, addr, 2, "")
+	for i := range 24 {
+		name := fmt.Sprint("post:", i)
+		if v, err := rdb.HIncrBy(ctx, name, "likes", 2).Result(); err != nil || v != 2 {
+			t.Errorf("HINCRBY %s = %d, %v; want 2", name, v, err)
+			continue
+		}
+		if _, err := eng.GetCounter(ctx, shardcounter.HashMarkerID(name)); err != nil {
+			t.Errorf("%s's marker: %v", name, err)
+		}
+	}
 }
