@@ -20,10 +20,11 @@ import "strings"
 // "a:b:c" (FuzzHashIDs checks this).
 //
 // The id of the hash's name followed by the separator alone, with no
-// field, is the hash's marker: a counter that the RESP front end creates
-// with the hash's first field, so that whether a name holds a hash can be
-// asked with one read of a known id (docs/RESP.md, "Types"). It counts
-// nothing; a hash exists while it has a field.
+// field, is the hash's marker: a counter of one shard that the RESP front
+// end writes with the hash's first field, in the same commit (a write
+// joined to the field's), so that whether a name holds a hash can be
+// asked with one read of a known id (docs/RESP.md, "Types"). Its value
+// means nothing, only its existence; a hash exists while it has a field.
 //
 // Stores need to know none of this: they check ids with ValidateID("counter
 // id", id), which accepts the three forms, and list them in byte order,

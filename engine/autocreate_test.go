@@ -200,3 +200,43 @@ func TestAutoCreateInTheCommit(t *testing.T) {
 		}
 	})
 }
+
+// TestAutoCreateMarker writes a new hash's marker joined to its first
+// field, as the RESP front end does: the field is a counter of the
+// default shards, the marker one of a single shard (it is only looked
+// for), both made by the writes, on a store that creates on write and on
+// one that leaves creating to the engine.
+func TestAutoCreateMarker(t *testing.T) {
+	ctx := context.Background()
+	for _, onApply := range []bool{true, false} {
+		t.Run(fmt.Sprintf("createOnWrite=%v", onApply), func(t *testing.T) {
+			var store shardcounter.CounterStore = MustOpenStore(t)
+			if !onApply {
+				store = &createOnApply{CounterStore: store}
+			}
+			eng, err := engine.New(store, engine.Config{DefaultShards: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { eng.Close(ctx) })
+			marker, field := shardcounter.HashMarkerID("post:1"), shardcounter.HashFieldID("post:1", "likes")
+			res, err := eng.WriteBatch(ctx, []shardcounter.Write{
+				{Counter: marker, Delta: 1, JoinNext: true},
+				{Counter: field, Delta: 1},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range res {
+				if r.Error != nil || !r.Applied {
+					t.Errorf("write %d: %+v", i, r)
+				}
+			}
+			for id, shards := range map[string]int{marker: 1, field: 8} {
+				if c, err := eng.GetCounter(ctx, id); err != nil || c.Shards != shards || c.Kind != shardcounter.KindSum {
+					t.Errorf("%q: %+v, %v; want a sum counter of %d shards", id, c, err, shards)
+				}
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/overflow"
@@ -22,10 +23,12 @@ type group struct {
 
 // autoCreate holds the specs of the counters a write creates: a sum
 // counter for a delta write, a distinct counter for a member write, or
-// the kind the write names (Write.Kind). A nil *autoCreate creates
-// nothing.
+// the kind the write names (Write.Kind); a hash's marker
+// (shardcounter.HashMarkerID), which the RESP front end writes with a
+// hash's first field, is a sum counter of one shard: it is only ever
+// looked for, never counted on. A nil *autoCreate creates nothing.
 type autoCreate struct {
-	sum, distinct, approx *shardcounter.Spec
+	sum, distinct, approx, marker *shardcounter.Spec
 }
 
 func newAutoCreate(shards, approxShards int) *autoCreate {
@@ -33,8 +36,13 @@ func newAutoCreate(shards, approxShards int) *autoCreate {
 		sum:      &shardcounter.Spec{Shards: shards, Kind: shardcounter.KindSum},
 		distinct: &shardcounter.Spec{Shards: shards, Kind: shardcounter.KindDistinct},
 		approx:   &shardcounter.Spec{Shards: approxShards, Kind: shardcounter.KindApprox},
+		marker:   &shardcounter.Spec{Shards: 1, Kind: shardcounter.KindSum},
 	}
 }
+
+// isMarker reports whether id is a hash's marker: the only id that ends
+// with the separator (a field is not empty, and no name holds it).
+func isMarker(id string) bool { return strings.HasSuffix(id, shardcounter.HashSeparator) }
 
 // increment is w as one store increment: on a random shard, or for a
 // request id on the shard every retry of it picks (shard.PickFor); a
@@ -64,6 +72,8 @@ func (ac *autoCreate) increment(w shardcounter.Write) shardcounter.Increment {
 			inc.Create = ac.approx
 		case w.Kind == shardcounter.KindDistinct, w.Kind == "" && w.Present != nil:
 			inc.Create = ac.distinct
+		case isMarker(w.Counter):
+			inc.Create = ac.marker
 		default:
 			inc.Create = ac.sum
 		}

@@ -54,13 +54,14 @@ func endSpan(span trace.Span, errReply string) {
 	span.End()
 }
 
-// withWriteSpans returns ctx with the span of each of ws's writes, that
-// of the command it belongs to, for the engine to link each write to the
-// commit that carried it (engine.WithWriteSpans). spans is scratch space
-// reused from one call to the next. When no command is sampled ctx is
-// returned as it is: the engine makes no span for writes none of whose
-// spans is sampled.
-func withWriteSpans(ctx context.Context, ps []pending, n int, spans []trace.Span) (context.Context, []trace.Span) {
+// withWriteSpans returns ctx with the span of each of the n writes sent,
+// that of the command it belongs to, for the engine to link each write to
+// the commit that carried it (engine.WithWriteSpans). marks are the places
+// in them of hashes' markers (executor.withMarkers), each of which has
+// the span of the write after it. spans is scratch space reused from one
+// call to the next. When no command is sampled ctx is returned as it is:
+// the engine makes no span for writes none of whose spans is sampled.
+func withWriteSpans(ctx context.Context, ps []pending, n int, marks []int, spans []trace.Span) (context.Context, []trace.Span) {
 	spans = spans[:0]
 	sampled := false
 	for i := range ps {
@@ -72,8 +73,13 @@ func withWriteSpans(ctx context.Context, ps []pending, n int, spans []trace.Span
 	if !sampled {
 		return ctx, spans
 	}
+	next := 0 // of marks
 	for _, p := range ps {
 		for range p.hi - p.lo {
+			if next < len(marks) && marks[next] == len(spans) {
+				spans = append(spans, p.span)
+				next++
+			}
 			spans = append(spans, p.span)
 		}
 	}
