@@ -92,10 +92,11 @@ const boundsUnsupported = "this store does not decide bounded increments"
 
 // ErrBoundsUnsupported is the error of a bounded increment (Increment.Bound)
 // on a store that does not decide it through package decide:
-// ValidateIncrement, which every store calls, refuses it (Redis's scripts).
+// ValidateIncrement, which every store calls, refuses it (Redis Cluster's
+// scripts, and items conditional on another on one Redis server).
 // IsBoundsUnsupported recognizes it.
 func ErrBoundsUnsupported(counter string) error {
-	return Errorf(EINVALID, "%s (counter %q): INCREX's bounds are kept on Pebble, bolt, PostgreSQL, Firestore and Datastore", boundsUnsupported, counter)
+	return Errorf(EINVALID, "%s (counter %q): INCREX's bounds are kept on Pebble, bolt, PostgreSQL, Firestore and Datastore, and on one Redis server without deadline options", boundsUnsupported, counter)
 }
 
 // IsBoundsUnsupported reports whether err is ErrBoundsUnsupported's.

@@ -449,8 +449,13 @@ return out
 `)
 
 // validate checks an item as Apply receives it: a take by the rules of a
-// store that decides takes, any other item as decide does.
-func validate(inc shardcounter.Increment) error {
+// store that decides takes, a bounded delta by those of one that decides
+// bounds (on a single server only, see bound.go), any other item as
+// decide does.
+func (s *CounterStore) validate(inc shardcounter.Increment) error {
+	if inc.Bound != nil && s.cluster == nil {
+		return validBound(inc)
+	}
 	if inc.Take == nil {
 		return decide.Validate(inc)
 	}

@@ -57,6 +57,10 @@ type result struct {
 	code  int64
 	total int64
 
+	bound   bool  // a bounded item decided by its bound: applied and skipped are set
+	applied int64 // bound: the delta the bound let apply (Outcome.Applied)
+	skipped bool  // bound: the delta was skipped (Outcome.Skipped)
+
 	limit    *shardcounter.LimitResult // resTake: the decision
 	recorded bool                      // resTake: the take wrote (its counter is created)
 }
@@ -96,15 +100,33 @@ func (a *attempt) results(ctx context.Context, g *slotGroup) ([]result, error, e
 				}
 				continue
 			}
-			code, total, _ := strings.Cut(v, ":")
-			res[j].code, _ = strconv.ParseInt(code, 10, 64)
-			res[j].total, err = strconv.ParseInt(total, 10, 64)
-			if err != nil || res[j].code != resBounds {
+			var ok bool
+			if res[j], ok = parseResult(v); !ok {
 				return nil, nil, outcomeUnknown("apply", fmt.Errorf("the add script returned %q", v))
 			}
 		}
 	}
 	return res, waitErr, nil
+}
+
+// parseResult reads a result the add script gave as text: resBounds's
+// "8:TOTAL", and a bounded item's "CODE:TOTAL:APPLIED:SKIPPED" (TOTAL
+// resBounds's, else 0; SKIPPED 1 or 0).
+func parseResult(v string) (result, bool) {
+	f := strings.Split(v, ":")
+	if len(f) != 2 && len(f) != 4 {
+		return result{}, false
+	}
+	var r result
+	var err1, err2, err3 error
+	r.code, err1 = strconv.ParseInt(f[0], 10, 64)
+	r.total, err2 = strconv.ParseInt(f[1], 10, 64)
+	if len(f) == 2 {
+		return r, err1 == nil && err2 == nil && r.code == resBounds
+	}
+	r.bound, r.skipped = true, f[3] == "1"
+	r.applied, err3 = strconv.ParseInt(f[2], 10, 64)
+	return r, err1 == nil && err2 == nil && err3 == nil && (f[3] == "0" || r.skipped)
 }
 
 // failGroup handles a group whose script failed as a whole. A retryable
@@ -148,6 +170,9 @@ func (a *attempt) settle(it pending, r result, waitErr error) {
 		a.retry = append(a.retry, it.i)
 		return
 	case resNoRoom:
+		if r.bound {
+			it.need = r.applied // the room the bound's delta needs
+		}
 		if a.cramped[it.l.id] == nil {
 			a.crampedOrder = append(a.crampedOrder, it.l.id)
 		}
@@ -180,19 +205,26 @@ func (a *attempt) settle(it pending, r result, waitErr error) {
 // codes meet the core. An approx item's Unchanged is its shard's, x, as
 // decide.SketchShard.Apply computed it.
 func outcome(r result, inc shardcounter.Increment, spec shardcounter.Spec, x *shardSketch) shardcounter.Outcome {
+	delta := inc.Delta
+	if r.bound {
+		delta = r.applied
+	}
 	switch r.code {
 	case resApplied:
+		if r.bound {
+			return shardcounter.Outcome{Applied: &r.applied, Skipped: r.skipped}
+		}
 		return shardcounter.Outcome{Unchanged: x != nil && !x.changed}
 	case resUnchanged:
 		return shardcounter.Outcome{Unchanged: true}
 	case resDuplicate:
 		return shardcounter.Outcome{Duplicate: true}
 	case resInt64:
-		return shardcounter.Outcome{Err: decide.ErrInt64(inc.Counter, inc.Delta)}
+		return shardcounter.Outcome{Err: decide.ErrInt64(inc.Counter, delta)}
 	case resBucket:
-		return shardcounter.Outcome{Err: decide.ErrBucketInt64(inc.Counter, inc.Delta)}
+		return shardcounter.Outcome{Err: decide.ErrBucketInt64(inc.Counter, delta)}
 	case resBounds:
-		if err := decide.CheckBounds(inc.Counter, spec, inc.Delta, r.total); err != nil {
+		if err := decide.CheckBounds(inc.Counter, spec, delta, r.total); err != nil {
 			return shardcounter.Outcome{Err: err}
 		}
 	}
@@ -285,7 +317,11 @@ func (a *attempt) makeRoom(ctx context.Context, id string, its []pending) {
 	slices.SortFunc(its, func(p, q pending) int { return p.i - q.i })
 	first := its[0]
 	a.s.stats.rebalances.Add(1)
-	vals, _, err := a.s.freeze(ctx, first.l, &need{shard: first.shard, delta: a.incs[first.i].Delta})
+	d := a.incs[first.i].Delta
+	if a.incs[first.i].Bound != nil {
+		d = first.need
+	}
+	vals, _, err := a.s.freeze(ctx, first.l, &need{shard: first.shard, delta: d})
 	a.s.forget(id)
 	for j, it := range its {
 		switch {

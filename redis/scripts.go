@@ -28,6 +28,15 @@ const (
 	modeBounded  = "b" // a delta on a bounded counter: its exact total in the bounds key
 	modeDistinct = "m" // a member added (delta 1) or removed (delta -1)
 	modeApprox   = "x" // a member added to, or a sketch merged into, an approx counter's shard (approx.go)
+
+	// A bounded delta (Increment.Bound, INCREX) on a single server: the
+	// mode's argument is the bound, "SAT LO HI" (SAT 1 to saturate), and
+	// for modeSumBound then a line per shard key of the counter, whose
+	// values the script sums for the exact total (on a cluster they lie
+	// on several masters, which one script cannot read: Apply refuses
+	// bounds there).
+	modeSumBound     = "S" // as modeSum, the delta decided by the bound on the shards' total
+	modeBoundedBound = "B" // as modeBounded, the delta decided by the bound on the bounds key's total
 )
 
 // luaLess is a Lua function lt(a, b): a < b for canonical decimal int64
@@ -99,6 +108,12 @@ end
 // later ones are deferred, unapplied, to be tried after it. The id set
 // expires with its newest id, so that a shard that stops getting ids does
 // not keep them for ever.
+//
+// A bounded item (modeSumBound, modeBoundedBound) is first decided by its
+// bound on the counter's exact total (shardcounter.Bound.Apply), then
+// goes on as a plain one with the delta the bound lets apply; it answers
+// "CODE:TOTAL:APPLIED:SKIPPED" (parseResult in resolve.go), unless it
+// was a duplicate or stale before its bound was judged.
 //
 // A last key after the items' (the key count is then 5n+1) is the
 // group's marker (see marker.go): when it exists the script changes
@@ -199,6 +214,75 @@ local function bound(bk, d)
     return nil, '8:' .. b[1]
   end
   return old
+end
+-- plus returns a + b (decimal int64 strings), exactly, through the
+-- scratch field bx of hash sk (HINCRBY; Lua numbers are doubles), or nil
+-- when the sum leaves int64.
+local function plus(sk, a, b)
+  redis.call('HSET', sk, 'bx', a)
+  local r = redis.pcall('HINCRBY', sk, 'bx', b)
+  local v = redis.call('HGET', sk, 'bx')
+  redis.call('HDEL', sk, 'bx')
+  if type(r) == 'table' and r.err then return nil end
+  return v
+end
+local MAXI, MINI = '9223372036854775807', '-9223372036854775808'
+local function neg(a)
+  if a == '0' then return a end
+  if string.sub(a, 1, 1) == '-' then return string.sub(a, 2) end
+  return '-' .. a
+end
+-- minus returns a - b, or nil past int64.
+local function minus(sk, a, b)
+  if b == MINI then
+    local r = plus(sk, a, MAXI)
+    if r then r = plus(sk, r, '1') end
+    return r
+  end
+  return plus(sk, a, neg(b))
+end
+-- total sums the values of the shards ks (at epoch ep) exactly, adding a
+-- negative to a positive sum and a positive to a negative one, so that
+-- no partial sum leaves int64 when the total does not. It returns the
+-- total, or nil and why: resStale (a shard is not at ep), resInt64.
+local function total(sk, ks, ep)
+  local ps, ns = {}, {}
+  for _, k in ipairs(ks) do
+    local h = redis.call('HMGET', k, 'v', 'e')
+    if h[2] ~= ep then return nil, 3 end
+    local v = h[1] or '0'
+    if string.sub(v, 1, 1) == '-' then ns[#ns + 1] = v else ps[#ps + 1] = v end
+  end
+  local t, i, j = '0', 1, 1
+  while i <= #ps or j <= #ns do
+    local v
+    if j > #ns or (i <= #ps and string.sub(t, 1, 1) == '-') then
+      v, i = ps[i], i + 1
+    else
+      v, j = ns[j], j + 1
+    end
+    t = plus(sk, t, v)
+    if not t then return nil, 4 end
+  end
+  return t
+end
+-- bounded applies the bound b ("SAT LO HI") to delta d on total old, as
+-- shardcounter.Bound.Apply: it returns the delta that applies and
+-- whether d was skipped (Bound.Skips), or nil when a saturated move is
+-- not an int64.
+local function bounded(sk, b, old, d)
+  local sat, lo, hi = string.match(b, '^(%d) (%S+) (%S+)')
+  local nx = plus(sk, old, d)
+  if sat == '0' then
+    if not nx or lt(nx, lo) or lt(hi, nx) then return '0', true end
+    return d, false
+  end
+  if not nx then
+    if string.sub(d, 1, 1) ~= '-' then nx = MAXI else nx = MINI end
+  end
+  if lt(nx, lo) then nx = lo end
+  if lt(hi, nx) then nx = hi end
+  return minus(sk, nx, old), false
 end
 -- add adds d to the bucket ws of hash wb, when there is one, and then to
 -- shard sk's value. It returns nil, or why it added nothing: resBucket
@@ -339,19 +423,44 @@ for j = 1, nk / 5 do
     touch(sk)
     record(rk, rid)
   else
-    local old, why
-    if mode == 'b' then
+    local old, why, ap, skip
+    if mode == 'S' or mode == 'B' then
+      local b, t = string.match(arg, '^([^\n]*)')
+      if mode == 'B' then
+        t = redis.call('HGET', ak, 't') or '0'
+      else
+        local ks = {}
+        for k in string.gmatch(string.sub(arg, #b + 2), '[^\n]+') do ks[#ks + 1] = k end
+        t, why = total(sk, ks, ep)
+      end
+      if t then
+        ap, skip = bounded(sk, b, t, d)
+        if not ap then why = 4 end
+      end
+      if ap then
+        d, nd, arg = ap, neg(ap), ''
+        if ap == MINI then nd = MAXI end
+        if mode == 'S' then mode = 's' else mode = 'b' end
+      end
+    end
+    if why then
+    elseif ap == '0' then
+      touch(sk)
+      record(rk, rid)
+    elseif mode == 'b' then
       old, why = bound(ak, d)
     elseif not reserved[j] and not spend(sk, d, nd, arg) then
       why = 5
     end
-    if not why then
+    if not why and ap ~= '0' then
       why = add(sk, wb, ws, d)
       if why and mode == 'b' then redis.call('HSET', ak, 't', old) elseif why then unspend(sk, d, nd) end
     end
     if why then
       out[j] = why
-      if why == 5 then blocked[c] = true end
+      if why == 5 or why == 3 then blocked[c] = true end
+    elseif ap == '0' then
+      out[j] = 1
     else
       if mode ~= 'b' then
         if string.sub(d, 1, 1) ~= '-' then widen(sk, 'dn', d) else widen(sk, 'up', nd) end
@@ -366,6 +475,11 @@ for j = 1, nk / 5 do
       end
       out[j] = 1
       record(rk, rid)
+    end
+    if ap then
+      local r = out[j]
+      if type(r) == 'number' then r = r .. ':0' end
+      out[j] = r .. ':' .. ap .. ':' .. (skip and '1' or '0')
     end
   end
 end

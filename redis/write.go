@@ -53,6 +53,7 @@ type pending struct {
 	g     groupKey // the script call it goes in
 	res   string   // an unbounded sum's reservation (see order), "" for none
 	hx    string   // its request id's expiry under an earlier layout (see history), "" for none
+	need  int64    // a bounded item short of room: the delta its bound let apply
 }
 
 // Apply applies a batch. Items are grouped by the slot of their shard
@@ -71,7 +72,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 	out := make([]shardcounter.Outcome, len(incs))
 	todo := make([]int, 0, len(incs))
 	for i, inc := range incs {
-		if out[i].Err = validate(inc); out[i].Err == nil {
+		if out[i].Err = s.validate(inc); out[i].Err == nil {
 			todo = append(todo, i)
 		}
 	}
@@ -488,6 +489,9 @@ func (g *slotGroup) add(it pending, inc shardcounter.Increment, now time.Time, x
 		mode, nd, arg = modeApprox, x.ver, x.carry()
 	case it.l.spec.Bounded():
 		mode, aux = modeBounded, k.bounds()
+	}
+	if b := inc.Bound; b != nil {
+		mode, arg = boundMode(mode, arg, *b, k.shards(it.l.n))
 	}
 	if w := it.l.spec.Window; w != nil {
 		wb, wi = k.buckets(it.shard), k.bucketIndex(it.shard)

@@ -28,6 +28,16 @@ func (d *diff) setupBounds() {
 	} else if shardcounter.ErrorCode(out[0].Err) != shardcounter.ENOTFOUND {
 		d.t.Fatalf("a bounded item on a missing counter: %v, want not_found", out[0].Err)
 	}
+	// A store may keep bounds and still refuse an item conditional on
+	// another (Increment.If; Redis): the run then sends none.
+	out, err = d.store.Apply(ctx, []shardcounter.Increment{{Counter: d.p + "boundprobe", Delta: 1}, {Counter: d.p + "boundprobe", Delta: 1, If: 1}})
+	if err != nil {
+		d.t.Fatalf("a conditional item: %v", err)
+	}
+	if shardcounter.IsBoundsUnsupported(out[1].Err) {
+		d.t.Logf("the store refuses conditional items (%v): the run sends none", out[1].Err)
+		d.noIf = true
+	}
 }
 
 // bound makes inc (a delta) a bounded item, with bounds around the

@@ -72,13 +72,17 @@ func held(incs []shardcounter.Increment, out []shardcounter.Outcome, i int) []in
 	vals := []int64{v}
 	for j := len(incs) - 1; j > i || (j >= 0 && out[i].Duplicate); j-- {
 		inc, o := incs[j], out[j]
-		if inc.Counter != incs[i].Counter || o.Err != nil || o.Duplicate || o.Unchanged || inc.Sketch != nil {
+		if inc.Counter != incs[i].Counter || o.Err != nil || o.Duplicate || o.Unchanged || o.Skipped || inc.Sketch != nil {
 			continue
 		}
 		if inc.Member != "" && inc.Delta != -1 && inc.Delta != 1 {
 			continue
 		}
-		v -= inc.Delta
+		if o.Applied != nil {
+			v -= *o.Applied // a bounded item's (Increment.Bound)
+		} else {
+			v -= inc.Delta
+		}
 		if j > i || out[i].Duplicate {
 			vals = append(vals, v)
 		}

@@ -128,6 +128,7 @@ type diff struct {
 	keys     []string                            // the same, in order
 	noLimits bool                                // the store refuses takes
 	noBounds bool                                // the store refuses bounded items
+	noIf     bool                                // the store refuses conditional items (Increment.If)
 }
 
 // role is what a counter of the run is for, which decides its items.
@@ -336,7 +337,7 @@ func (d *diff) batch(n int) []shardcounter.Increment {
 			d.history = append(d.history, inc)
 		}
 		incs = append(incs, inc)
-		if inc.Bound != nil && d.rng.IntN(2) == 0 {
+		if inc.Bound != nil && !d.noIf && d.rng.IntN(2) == 0 {
 			// An item conditional on the bounded one (Increment.If, as
 			// INCREX's deadline records are): skipped with it.
 			c := d.item(d.ids[d.rng.IntN(len(d.ids))])

@@ -116,8 +116,8 @@ func expiryConditional(t *testing.T, s shardcounter.CounterStore, x, y *expiry.S
 	upTo5 := &shardcounter.Bound{Lower: math.MinInt64, Upper: 5}
 	out, res, err := x.ApplyChanges(ctx, []shardcounter.Increment{{Counter: b, Delta: 3, Create: spec, Bound: upTo5, Total: true}},
 		[]expiry.Change{{Name: b, At: now + 60_000, Known: true, If: 1}})
-	if err == nil && shardcounter.IsBoundsUnsupported(out[0].Err) {
-		t.Logf("the store does not keep bounded increments: no conditional changes")
+	if err == nil && (shardcounter.IsBoundsUnsupported(out[0].Err) || len(res) > 0 && shardcounter.IsBoundsUnsupported(res[0].Err)) {
+		t.Logf("the store does not keep bounded increments, or items conditional on them: no conditional changes")
 		return
 	}
 	if err != nil || out[0].Err != nil || out[0].Skipped || !res[0].Set || res[0].Err != nil {
