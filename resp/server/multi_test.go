@@ -212,20 +212,7 @@ func TestTransactionAtomic(t *testing.T) {
 // nothing and running none of its other commands.
 func TestTransactionCluster(t *testing.T) {
 	ctx := context.Background()
-	a := redistest.MustStartCluster(t, 3).Addrs()
-	store, err := sredis.Open(ctx, "redis+cluster://"+a[0]+"?addr="+strings.Join(a[1:], "&addr="), sredis.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	eng, err := engine.New(store, engine.Config{DefaultShards: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close(ctx) })
-	for i := range 16 { // load the scripts on every master (see TestHashes)
-		eng.WriteCounter(ctx, shardcounter.Write{Counter: fmt.Sprint("warm-up/", i), Delta: 1})
-	}
+	eng, store := clusterEngine(t, 16)
 	_, addr := MustServe(t, eng, server.Options{})
 	rdb := MustClient(t, addr, 3, "")
 	cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -353,4 +340,27 @@ func testCrossSlotRefused(t *testing.T, eng *engine.Engine, store *sredis.Counte
 	}); err != nil {
 		t.Errorf("the writes without MULTI: %v", err)
 	}
+}
+
+// clusterEngine starts a Redis Cluster of three masters, its store and an
+// engine on it whose counters have shards shards, with the store's scripts loaded
+// on every master (TestHashes says why).
+func clusterEngine(t *testing.T, shards int) (*engine.Engine, *sredis.CounterStore) {
+	t.Helper()
+	ctx := context.Background()
+	a := redistest.MustStartCluster(t, 3).Addrs()
+	store, err := sredis.Open(ctx, "redis+cluster://"+a[0]+"?addr="+strings.Join(a[1:], "&addr="), sredis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	eng, err := engine.New(store, engine.Config{DefaultShards: shards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(ctx) })
+	for i := range 16 {
+		eng.WriteCounter(ctx, shardcounter.Write{Counter: fmt.Sprint("warm-up/", i), Delta: 1})
+	}
+	return eng, store
 }

@@ -12,9 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/engine"
-	"github.com/shardcounter/shardcounter/internal/redistest"
-	sredis "github.com/shardcounter/shardcounter/redis"
 	"github.com/shardcounter/shardcounter/resp/server"
 )
 
@@ -258,20 +255,7 @@ func TestHashMarkerFallback(t *testing.T) {
 // each HINCRBY passes, and each hash has its marker.
 func TestNewHashesOneShardCluster(t *testing.T) {
 	ctx := context.Background()
-	a := redistest.MustStartCluster(t, 3).Addrs()
-	store, err := sredis.Open(ctx, "redis+cluster://"+a[0]+"?addr="+strings.Join(a[1:], "&addr="), sredis.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	eng, err := engine.New(store, engine.Config{DefaultShards: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close(ctx) })
-	for i := range 16 { // load the store's scripts on every master (TestHashesEveryStore says why)
-		eng.WriteCounter(ctx, shardcounter.Write{Counter: fmt.Sprint("warm-up/", i), Delta: 1})
-	}
+	eng, _ := clusterEngine(t, 1)
 	_, addr := MustServe(t, eng, server.Options{})
 	rdb := MustClient(t, addr, 2, "")
 	for i := range 24 {
