@@ -169,12 +169,16 @@ type part struct {
 	refuse bool // one group, a transaction past the limit
 }
 
+// names lists the part's counters, the first three of them.
 func (p part) names(incs []shardcounter.Increment) string {
 	var ids []string
 	for _, i := range p.items {
-		if !slices.Contains(ids, incs[i].Counter) {
-			ids = append(ids, fmt.Sprintf("%q", incs[i].Counter))
+		if q := fmt.Sprintf("%q", incs[i].Counter); !slices.Contains(ids, q) {
+			ids = append(ids, q)
 		}
+	}
+	if len(ids) > 3 {
+		return fmt.Sprintf("%s and %d more", strings.Join(ids[:3], ", "), len(ids)-3)
 	}
 	return strings.Join(ids, ", ")
 }
