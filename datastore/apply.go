@@ -35,8 +35,16 @@ func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uin
 // the batch, decides every item on them, and commits the shards, members,
 // buckets and request ids it changes together. A transaction aborted for
 // contention applied nothing; it is tried again with backoff and counted
-// in Stats.Conflicts.
+// in Stats.Conflicts. A batch whose commit would pass Datastore's 10 MiB
+// is split between counters, a transaction a part (docstore.Split).
 func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
+	return docstore.Split(ctx, "datastore", incs, s.commitLimit, s.applyWhole)
+}
+
+// applyWhole applies the batch in one transaction (see Apply), or refuses
+// it, nothing committed, with a *docstore.TooLarge when its commit would
+// pass limit (0 for none).
+func (s *CounterStore) applyWhole(ctx context.Context, incs []shardcounter.Increment, limit int) ([]shardcounter.Outcome, error) {
 	out := make([]shardcounter.Outcome, len(incs))
 	if len(incs) == 0 {
 		return out, nil
@@ -44,7 +52,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 	pause := time.Millisecond
 	m := s.newMarker(incs)
 	for {
-		recorded, detached, err := s.attempt(ctx, incs, out, m)
+		recorded, detached, err := s.attempt(ctx, incs, out, m, limit)
 		if detached {
 			// The attempt goes on without us, with m. Unless it was in its
 			// commit (an unknown outcome), it never commits, nor touches
@@ -57,7 +65,7 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 		if err != nil && m != nil && m.unsure {
 			// A commit of the batch got no clear answer: its marker
 			// says whether it applied; absent, try again with it.
-			if recorded, err = s.settle(ctx, m, out, err); err != nil && !errors.Is(err, errConflict) {
+			if recorded, err = s.settle(ctx, m, out, err); err != nil && !errors.Is(err, errConflict) && !docstore.IsTooLarge(err) {
 				if serr := docstore.Sleep(ctx, markerWait); serr != nil {
 					return nil, m.unknown(serr)
 				}
@@ -67,6 +75,11 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 		if err == nil {
 			s.expire(ctx, recorded)
 			return out, nil
+		}
+		if m != nil && m.unsure && docstore.IsTooLarge(err) {
+			// Split, the parts' own markers would not stop the unclear
+			// commit from applying too, should it yet arrive.
+			return nil, shardcounter.OutcomeUnknownf("datastore: commit failed (%v), and the batch, decided again, is too large for one commit: not settled", m.first)
 		}
 		if !errors.Is(err, errConflict) {
 			return nil, err
@@ -96,10 +109,10 @@ const txGrace = 5 * time.Second
 // attempt never commits: nothing was applied. Abandoned in its commit, its
 // outcome is unknown. detached says the attempt was left running (it
 // still uses m).
-func (s *CounterStore) attempt(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, m *marker) (recorded int, detached bool, err error) {
+func (s *CounterStore) attempt(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, m *marker, limit int) (recorded int, detached bool, err error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		recorded, err = s.applyOnce(ctx, incs, out, m, nil)
+		recorded, err = s.applyOnce(ctx, incs, out, m, limit, nil)
 		return recorded, false, err
 	}
 	txCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(txGrace))
@@ -113,7 +126,7 @@ func (s *CounterStore) attempt(ctx context.Context, incs []shardcounter.Incremen
 	done := make(chan result, 1)
 	go func() {
 		defer cancel()
-		n, err := s.applyOnce(txCtx, incs, mine, m, func() bool { return state.CompareAndSwap(running, committing) })
+		n, err := s.applyOnce(txCtx, incs, mine, m, limit, func() bool { return state.CompareAndSwap(running, committing) })
 		done <- result{n, err}
 	}()
 	select {
@@ -136,8 +149,10 @@ func (s *CounterStore) attempt(ctx context.Context, incs []shardcounter.Incremen
 
 // applyOnce makes one attempt in one transaction, its commit marked by m
 // (see marker.go); it returns how many request ids it recorded. It
-// commits only if mayCommit (when set) says it still may.
-func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, m *marker, mayCommit func() bool) (int, error) {
+// commits only if mayCommit (when set) says it still may, and only a
+// commit under limit (0 for none): past it, its error is a
+// *docstore.TooLarge.
+func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, m *marker, limit int, mayCommit func() bool) (int, error) {
 	ids := make([]string, len(incs))
 	for i, inc := range incs {
 		ids[i] = inc.Counter
@@ -179,6 +194,11 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	}
 	m.attempt++
 	muts = append(muts, datastore.NewInsert(m.key, m.entity(b.now)))
+	b.count(m.key, m.entity(b.now))
+	if err := b.size.Check("datastore", limit); err != nil {
+		m.attempt-- // not sent
+		return 0, err
+	}
 	if _, err := tx.Mutate(muts...); err != nil {
 		return 0, txError("write", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/decide"
+	"github.com/shardcounter/shardcounter/internal/docstore"
 	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
@@ -29,6 +30,7 @@ type batch struct {
 	recorded int
 	records  []requestKey
 	sweeps   []*datastore.Key
+	size     *docstore.Sizes // of the commit's mutations
 }
 
 type requestKey struct{ counter, id string }

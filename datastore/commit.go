@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/datastore"
+
+	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
 // sweepBatch bounds the buckets one batch deletes per counter.
@@ -46,15 +48,25 @@ type shardWrite struct {
 func (b *batch) mutations() ([]*datastore.Mutation, []shardWrite) {
 	var muts []*datastore.Mutation
 	var sw []shardWrite
+	b.size = docstore.NewSizes()
+	put := func(k *datastore.Key, e any) {
+		muts = append(muts, datastore.NewUpsert(k, e))
+		b.count(k, e)
+	}
+	del := func(k *datastore.Key) {
+		muts = append(muts, datastore.NewDelete(k))
+		b.count(k, nil)
+	}
 	for _, id := range b.order {
 		t := b.targets[id]
 		if !t.touched {
 			continue
 		}
+		b.size.For(id)
 		if t.create || (t.wide && !t.st.Wide) {
 			e := *t.st
 			e.Wide = e.Wide || t.wide
-			muts = append(muts, datastore.NewUpsert(t.key, &e))
+			put(t.key, &e)
 		}
 		for i := range t.vals {
 			if !t.create && !t.dirty[i] {
@@ -69,30 +81,51 @@ func (b *batch) mutations() ([]*datastore.Mutation, []shardWrite) {
 			if sk, ok := t.newSketch[i]; ok {
 				e.Sketch = sk
 			}
-			muts = append(muts, datastore.NewUpsert(b.s.ShardKey(t.id, i), &e))
+			put(b.s.ShardKey(t.id, i), &e)
 			sw = append(sw, shardWrite{t: t, shard: i})
 		}
 		for m, present := range t.present {
 			k := childKey(t.key, memberKind, Escape(m))
 			if present {
-				muts = append(muts, datastore.NewUpsert(k, &ownEntity{Of: t.st.CreatedAt}))
+				put(k, &ownEntity{Of: t.st.CreatedAt})
 			} else {
-				muts = append(muts, datastore.NewDelete(k))
+				del(k)
 			}
 		}
 		if w := t.bw; w != nil {
 			be := bucketEntity{Start: w.Start, Count: w.Value}
-			muts = append(muts, datastore.NewUpsert(childKey(t.key, bucketKind, bucketName(w.Start.Unix())), &be))
+			put(childKey(t.key, bucketKind, bucketName(w.Start.Unix())), &be)
 		}
 	}
 	for _, k := range b.records {
 		t := b.targets[k.counter]
-		muts = append(muts, datastore.NewUpsert(childKey(t.key, requestKind, Escape(k.id)), &ownEntity{Of: t.st.CreatedAt, At: b.now}))
+		b.size.For(k.counter)
+		put(childKey(t.key, requestKind, Escape(k.id)), &ownEntity{Of: t.st.CreatedAt, At: b.now})
 	}
 	for _, k := range b.sweeps {
-		muts = append(muts, datastore.NewDelete(k))
+		id, _ := Unescape(k.Parent.Name) // a bucket of the counter
+		b.size.For(id)
+		del(k)
 	}
+	b.size.For("")
 	return muts, sw
+}
+
+// count adds a mutation of key k, writing entity e (nil for a delete),
+// to the commit's estimated size.
+func (b *batch) count(k *datastore.Key, e any) {
+	b.size.Write(b.s.project + k.Namespace + k.String())
+	var ps []datastore.Property
+	switch e := e.(type) {
+	case nil:
+	case datastore.PropertyLoadSaver:
+		ps, _ = e.Save()
+	default:
+		ps, _ = datastore.SaveStruct(e)
+	}
+	for _, p := range ps {
+		b.size.Field(p.Name, p.Value)
+	}
 }
 
 // committed takes in a committed batch: the per-entity commit counts, and

@@ -86,6 +86,9 @@ type CounterStore struct {
 	kind      string
 	namespace string
 	now       func() time.Time
+	// commitLimit is the most a commit's estimate may take
+	// (docstore.CommitLimit; tests lower it): a batch past it is split.
+	commitLimit int
 	base
 	reads
 
@@ -193,7 +196,7 @@ func newStore(ctx context.Context, project string, opts Options, extra ...option
 	if err != nil {
 		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: connect to project %s: %v (set DATASTORE_EMULATOR_HOST for the emulator, or Application Default Credentials for Google Cloud)", project, err)
 	}
-	s := &CounterStore{client: client, project: project, kind: opts.Kind, namespace: opts.Namespace, now: opts.Now}
+	s := &CounterStore{client: client, project: project, kind: opts.Kind, namespace: opts.Namespace, now: opts.Now, commitLimit: docstore.CommitLimit}
 	if s.kind == "" {
 		s.kind = DefaultKind
 	}

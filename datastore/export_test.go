@@ -20,3 +20,6 @@ const ExpireBatch = docstore.ExpireBatch
 // IsMarker reports whether a request document's name is a batch marker's
 // (marker.go), which tests that count request ids leave out.
 func IsMarker(name string) bool { return strings.HasPrefix(name, markerPrefix) }
+
+// SetCommitLimit lowers the size past which a batch's commit is split.
+func SetCommitLimit(s *CounterStore, n int) { s.commitLimit = n }

@@ -44,8 +44,17 @@ func (s *CounterStore) Add(ctx context.Context, id string, delta int64, pick uin
 // precondition, with the request ids, members and buckets of the batch
 // beside them. A conflict (a precondition that no longer holds) applies
 // nothing; the batch is decided again on fresh reads and committed again,
-// with backoff, and counted in Stats.Conflicts.
+// with backoff, and counted in Stats.Conflicts. A batch whose commit
+// would pass Firestore's 10 MiB is split between counters, a commit a
+// part (docstore.Split).
 func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
+	return docstore.Split(ctx, "firestore", incs, s.commitLimit, s.applyWhole)
+}
+
+// applyWhole applies the batch in one commit (see Apply), or refuses it,
+// nothing sent, with a *docstore.TooLarge when the commit would pass
+// limit (0 for none).
+func (s *CounterStore) applyWhole(ctx context.Context, incs []shardcounter.Increment, limit int) ([]shardcounter.Outcome, error) {
 	out := make([]shardcounter.Outcome, len(incs))
 	if len(incs) == 0 {
 		return out, nil
@@ -53,11 +62,11 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 	pause := time.Millisecond
 	m := s.newMarker(incs)
 	for {
-		recorded, err := s.applyOnce(ctx, incs, out, m)
+		recorded, err := s.applyOnce(ctx, incs, out, m, limit)
 		if err != nil && m != nil && m.unsure {
 			// A commit of the batch failed, perhaps after applying: its
 			// marker says; absent, go on with it.
-			if recorded, err = s.settle(ctx, m, out, err); err != nil && !errors.Is(err, errConflict) && !errors.Is(err, errFull) {
+			if recorded, err = s.settle(ctx, m, out, err); err != nil && !errors.Is(err, errConflict) && !errors.Is(err, errFull) && !docstore.IsTooLarge(err) {
 				if serr := docstore.Sleep(ctx, markerWait); serr != nil {
 					return nil, m.unknown(serr)
 				}
@@ -70,6 +79,10 @@ func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment)
 			return out, nil
 		case errors.Is(err, errFull):
 			continue
+		case m != nil && m.unsure && docstore.IsTooLarge(err):
+			// Split, the parts' own markers would not stop the failed
+			// commit from applying too, should it yet arrive.
+			return nil, shardcounter.OutcomeUnknownf("firestore: commit failed (%v), and the batch, decided again, is too large for one commit: not settled", m.first)
 		case !errors.Is(err, errConflict):
 			return nil, err
 		}
@@ -113,8 +126,10 @@ type memberDoc struct {
 type requestKey struct{ counter, id string }
 
 // applyOnce makes one attempt, its commit marked by m (see marker.go); it
-// returns how many request ids it recorded, and the marker, on commit.
-func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, m *marker) (int, error) {
+// returns how many request ids it recorded, and the marker, on commit. A
+// commit that would pass limit is not sent: its error is a
+// *docstore.TooLarge.
+func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, m *marker, limit int) (int, error) {
 	clear(out)
 	now := s.now()
 	targets, order, err := s.targets(ctx, incs, now)
@@ -144,6 +159,11 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	shardWrites := b.writes(wb, order)
 	if len(b.writesList) == 0 {
 		return b.recorded, nil
+	}
+	b.size.For("")
+	b.count(m.ref, m.fields(b.now, m.attempt+1), nil)
+	if err := b.size.Check("firestore", limit); err != nil {
+		return 0, err
 	}
 	m.send(wb, b, out, shardWrites, order)
 	results, err := wb.Commit(ctx)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/decide"
+	"github.com/shardcounter/shardcounter/internal/docstore"
 	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
@@ -25,6 +26,7 @@ type batchState struct {
 	records     []record
 	sweeps      []*firestore.DocumentRef
 	writesList  []string // what the commit writes, for its results
+	size        *docstore.Sizes
 }
 
 // record is a request id the commit records.
@@ -204,15 +206,19 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 		b.writesList = append(b.writesList, what)
 		return len(b.writesList) - 1
 	}
+	b.size = docstore.NewSizes()
 	for _, id := range order {
 		t := b.targets[id]
 		if t.st == nil || !t.touched {
 			continue
 		}
+		b.size.For(id)
 		st := t.st
 		n := st.meta.spec.Shards
 		if t.create {
-			wb.Create(t.ref, metaFields(id, st.meta))
+			fields := metaFields(id, st.meta)
+			wb.Create(t.ref, fields)
+			b.count(t.ref, fields, nil)
 			add("counter")
 			for i := range n {
 				fields := map[string]any{b.s.field: st.shards[i].value, fieldNumShards: int64(n), fieldBy: b.s.writer}
@@ -220,6 +226,7 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 					fields[fieldSketch] = sk
 				}
 				wb.Create(shardRef(t.ref, i), fields)
+				b.count(shardRef(t.ref, i), fields, nil)
 				sw = append(sw, shardWrite{t: t, shard: i, result: add("shard")})
 			}
 		} else {
@@ -230,6 +237,7 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 				continue
 			}
 			ref := t.ref.Collection(membersCollection).Doc(Escape(m))
+			b.count(ref, map[string]any{fieldOf: st.meta.created}, nil)
 			switch {
 			case md.present && md.snap != nil && md.snap.Exists():
 				wb.Update(ref, []firestore.Update{{Path: fieldOf, Value: st.meta.created}}, firestore.LastUpdateTime(md.snap.UpdateTime))
@@ -242,12 +250,16 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 		}
 		for _, w := range t.buckets { // more than one only when the batch's deltas leave int64
 			ref := t.ref.Collection(bucketsCollection).Doc(strconv.FormatInt(w.Start.Unix(), 10))
-			wb.Set(ref, map[string]any{fieldStart: w.Start.UTC(), b.s.field: firestore.Increment(w.Delta)}, firestore.MergeAll)
+			fields := map[string]any{fieldStart: w.Start.UTC(), b.s.field: firestore.Increment(w.Delta)}
+			wb.Set(ref, fields, firestore.MergeAll)
+			b.count(ref, fields, nil)
 			add("bucket")
 		}
 	}
 	for _, r := range b.records {
 		fields := map[string]any{fieldAt: b.now, fieldOf: r.t.st.meta.created}
+		b.size.For(r.t.id)
+		b.count(r.ref, fields, nil)
 		if r.snap != nil && r.snap.Exists() {
 			wb.Update(r.ref, []firestore.Update{{Path: fieldAt, Value: b.now}, {Path: fieldOf, Value: r.t.st.meta.created}}, firestore.LastUpdateTime(r.snap.UpdateTime))
 		} else {
@@ -256,10 +268,26 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 		add("request")
 	}
 	for _, ref := range b.sweeps {
+		id, _ := Unescape(ref.Parent.Parent.ID) // a bucket of the counter
+		b.size.For(id)
+		b.count(ref, nil, nil)
 		wb.Delete(ref)
 		add("sweep")
 	}
+	b.size.For("")
 	return sw
+}
+
+// count adds a write of ref, its fields or updates, to the commit's
+// estimated size.
+func (b *batchState) count(ref *firestore.DocumentRef, fields map[string]any, ups []firestore.Update) {
+	b.size.Write(ref.Path)
+	for k, v := range fields {
+		b.size.Field(k, v)
+	}
+	for _, u := range ups {
+		b.size.Field(u.Path, u.Value)
+	}
 }
 
 // writeShards adds to wb the writes of an existing counter's shards the
@@ -303,6 +331,7 @@ func (b *batchState) writeShards(wb *firestore.WriteBatch, t *target, add func(s
 		}
 		if sh.exists {
 			wb.Update(ref, ups, firestore.LastUpdateTime(sh.ut))
+			b.count(ref, nil, ups)
 		} else {
 			checkCounter = true
 			fields := map[string]any{b.s.field: sh.value, fieldBy: b.s.writer}
@@ -313,11 +342,14 @@ func (b *batchState) writeShards(wb *firestore.WriteBatch, t *target, add func(s
 				fields[fieldSketch] = sk
 			}
 			wb.Create(ref, fields)
+			b.count(ref, fields, nil)
 		}
 		sw = append(sw, shardWrite{t: t, shard: i, result: add("shard"), wide: st.full && wide})
 	}
 	if checkCounter {
-		wb.Update(t.ref, []firestore.Update{{Path: fieldNumShards, Value: int64(n)}}, firestore.LastUpdateTime(st.meta.ut))
+		ups := []firestore.Update{{Path: fieldNumShards, Value: int64(n)}}
+		wb.Update(t.ref, ups, firestore.LastUpdateTime(st.meta.ut))
+		b.count(t.ref, nil, ups)
 		add("counter")
 	}
 	return sw

@@ -1,7 +1,10 @@
 package firestore
 
 import (
+	"context"
 	"strings"
+
+	"google.golang.org/api/option"
 
 	"github.com/shardcounter/shardcounter/internal/docstore"
 )
@@ -12,3 +15,11 @@ const ExpireBatch = docstore.ExpireBatch
 // IsMarker reports whether a request document's name is a batch marker's
 // (marker.go), which tests that count request ids leave out.
 func IsMarker(name string) bool { return strings.HasPrefix(name, markerPrefix) }
+
+// SetCommitLimit lowers the size past which a batch's commit is split.
+func SetCommitLimit(s *CounterStore, n int) { s.commitLimit = n }
+
+// NewWith is New with client options added.
+func NewWith(ctx context.Context, project, database string, opts Options, extra ...option.ClientOption) (*CounterStore, error) {
+	return newStore(ctx, project, database, opts, extra...)
+}

@@ -11,6 +11,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"google.golang.org/api/option"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -71,6 +72,9 @@ type CounterStore struct {
 	database string
 	field    string
 	now      func() time.Time
+	// commitLimit is the most a commit's estimate may take
+	// (docstore.CommitLimit; tests lower it): a batch past it is split.
+	commitLimit int
 	base
 	reads
 
@@ -166,14 +170,19 @@ func Open(ctx context.Context, dsn string) (*CounterStore, error) {
 
 // New opens the store on project's database (("default") when empty).
 func New(ctx context.Context, project, database string, opts Options) (*CounterStore, error) {
+	return newStore(ctx, project, database, opts)
+}
+
+// newStore is New with client options added (tests watch its calls).
+func newStore(ctx context.Context, project, database string, opts Options, extra ...option.ClientOption) (*CounterStore, error) {
 	if database == "" {
 		database = firestore.DefaultDatabaseID
 	}
-	client, err := firestore.NewClientWithDatabase(ctx, project, database)
+	client, err := firestore.NewClientWithDatabase(ctx, project, database, extra...)
 	if err != nil {
 		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: connect to project %s: %v (set FIRESTORE_EMULATOR_HOST for the emulator, or Application Default Credentials for Google Cloud)", project, err)
 	}
-	s := &CounterStore{client: client, project: project, database: database, field: opts.CountField, now: opts.Now, writer: newWriter()}
+	s := &CounterStore{client: client, project: project, database: database, field: opts.CountField, now: opts.Now, writer: newWriter(), commitLimit: docstore.CommitLimit}
 	if s.field == "" {
 		s.field = DefaultCountField
 	}

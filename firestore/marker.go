@@ -72,8 +72,13 @@ func (s *CounterStore) newMarker(incs []shardcounter.Increment) *marker {
 // the marker's creation to its commit.
 func (m *marker) send(wb *firestore.WriteBatch, b *batchState, out []shardcounter.Outcome, sw []shardWrite, order []string) { //nolint:staticcheck // see applyOnce
 	m.attempt++
-	wb.Create(m.ref, map[string]any{fieldAt: b.now, fieldAttempt: m.attempt})
+	wb.Create(m.ref, m.fields(b.now, m.attempt))
 	m.sent[m.attempt] = sentAttempt{b: b, out: append([]shardcounter.Outcome(nil), out...), recorded: b.recorded, sw: sw, order: order}
+}
+
+// fields are the marker's fields as attempt writes it.
+func (m *marker) fields(now time.Time, attempt int64) map[string]any {
+	return map[string]any{fieldAt: now, fieldAttempt: attempt}
 }
 
 // failed notes a commit of the batch that failed with err, a conflict or

@@ -2,9 +2,10 @@
 // 000's layout, commits with preconditions) and datastore (seed 002's
 // layout, transactions), share beyond their SDKs: the running totals, the
 // pace and dedupe window, the in-process lock stripes, the throttle of
-// request-id expiry, the snapshot readings and the approx counters'
-// sketch arithmetic. Each store keeps its own layout, DSN, error mapping
-// and indexes, and embeds a Base.
+// request-id expiry, the snapshot readings, the approx counters' sketch
+// arithmetic, and the estimate of a commit's size with the split of a
+// batch too large for one commit (split.go). Each store keeps its own
+// layout, DSN, error mapping and indexes, and embeds a Base.
 package docstore
 
 import (

@@ -1,0 +1,27 @@
+package datastore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/shardcounter/shardcounter/datastore"
+	"github.com/shardcounter/shardcounter/internal/firestoretest"
+	"github.com/shardcounter/shardcounter/storetest"
+)
+
+// TestCommitSplit lowers the commit limit to 16 KiB and counts the
+// commits the client sends, and their sizes (storetest.RunCommitSplit).
+func TestCommitSplit(t *testing.T) {
+	watch, commits, err := firestoretest.CountCommits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := datastore.NewWith(context.Background(), firestoretest.Project(t), datastore.Options{}, watch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const limit = 16 << 10
+	datastore.SetCommitLimit(s, limit)
+	storetest.RunCommitSplit(t, s, limit, commits)
+}

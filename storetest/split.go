@@ -1,0 +1,105 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/shardcounter/shardcounter"
+)
+
+// RunCommitSplit checks a store that splits a batch whose commit would
+// pass its limit between counters (Firestore, Datastore), its limit
+// lowered to limit bytes. commits returns how many commits the store has
+// sent and the largest's size in bytes, as its client sent them.
+//
+// A batch creating 50 counters, with request ids, a transaction over
+// three of them and an item conditional on another's, goes out in several
+// commits, none past the limit, and every counter ends exact; sent again,
+// every item is a duplicate. A transaction too large for one commit is
+// refused whole, each item with the one error, none of its counters made,
+// while the rest of its batch applies.
+func RunCommitSplit(t *testing.T, s shardcounter.CounterStore, limit int, commits func() (n, most int64)) {
+	ctx := context.Background()
+	id := func(i int) string { return fmt.Sprintf("%ssplit-%02d", prefix(t), i) }
+	spec := &shardcounter.Spec{Shards: 4}
+	var batch []shardcounter.Increment
+	for i := range 50 {
+		inc := shardcounter.Increment{Counter: id(i), Delta: int64(i + 1), Pick: uint64(i), Create: spec, RequestID: "r"}
+		if i >= 10 && i < 13 {
+			inc.Txn = 1
+		}
+		batch = append(batch, inc)
+	}
+	// Conditional on the first item: it goes where that one goes.
+	batch = append(batch, shardcounter.Increment{Counter: id(50), Delta: 51, Create: spec, If: 1})
+	before, _ := commits()
+	out, err := s.Apply(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range out {
+		if o.Err != nil || o.Duplicate || o.Skipped {
+			t.Errorf("item %d: %+v", i, o)
+		}
+	}
+	n, most := commits()
+	if n-before < 3 || most > int64(limit) {
+		t.Errorf("%d commits, the largest %d bytes: want several, none past %d", n-before, most, limit)
+	}
+	t.Logf("51 counters in %d commits, the largest %d bytes (limit %d)", n-before, most, limit)
+	for i := range 51 {
+		if got := MustRead(t, s, id(i)); got != int64(i+1) {
+			t.Errorf("%s: %d, want %d", id(i), got, i+1)
+		}
+	}
+	out, err = s.Apply(ctx, batch[:50])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range out {
+		if o.Err != nil || !o.Duplicate {
+			t.Errorf("sent again, item %d: %+v, want a duplicate", i, o)
+		}
+	}
+	for i := range 50 {
+		if got := MustRead(t, s, id(i)); got != int64(i+1) {
+			t.Errorf("sent again, %s: %d, want %d", id(i), got, i+1)
+		}
+	}
+
+	// A transaction of 40 counters does not fit; the item beside it does.
+	var txn []shardcounter.Increment
+	for i := range 40 {
+		txn = append(txn, shardcounter.Increment{Counter: fmt.Sprintf("%stxn-%02d", prefix(t), i), Delta: 1, Create: spec, RequestID: "r", Txn: 7})
+	}
+	txn = append(txn, shardcounter.Increment{Counter: id(0), Delta: 100})
+	before, _ = commits()
+	out, err = s.Apply(ctx, txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := out[0].Err
+	if shardcounter.ErrorCode(first) != shardcounter.EINVALID || !strings.Contains(first.Error(), "smaller transactions") {
+		t.Errorf("a transaction past the limit: %v, want invalid_argument asking for smaller transactions", first)
+	}
+	for i, o := range out[:40] {
+		if o.Err == nil || o.Err.Error() != first.Error() {
+			t.Errorf("transaction item %d: %+v, want %v", i, o, first)
+		}
+		if _, err := s.GetCounter(ctx, txn[i].Counter); !errors.Is(err, shardcounter.ErrNotFound) {
+			t.Errorf("%s of the refused transaction: %v, want not found", txn[i].Counter, err)
+		}
+	}
+	if o := out[40]; o.Err != nil {
+		t.Errorf("the item beside the transaction: %+v", o)
+	}
+	if got := MustRead(t, s, id(0)); got != 101 {
+		t.Errorf("%s: %d, want 101", id(0), got)
+	}
+	if n, _ := commits(); n-before != 1 {
+		t.Errorf("%d commits for the refused transaction and one item, want 1", n-before)
+	}
+}
