@@ -3,6 +3,8 @@ package redis_test
 import (
 	"context"
 	"math"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/shardcounter/shardcounter"
@@ -113,3 +115,50 @@ func TestBounds(t *testing.T) {
 }
 
 func ptr(v int64) *int64 { return &v }
+
+// TestBoundsReshardCluster races bounded increments on a cluster (under
+// a ceiling the counter's total reaches) with reshards of their counter,
+// whose shards share one slot (it has a Min): the bound is decided on the
+// exact total whatever the layout, so the increments applied add up to
+// the final total and no more than the ceiling is ever reached.
+func TestBoundsReshardCluster(t *testing.T) {
+	ctx := context.Background()
+	s := MustOpen(t, clusterDSN(sharedCluster(t)))
+	id := "boundsreshard" + runID()
+	if _, err := s.CreateCounter(ctx, id, shardcounter.Spec{Shards: 4, Min: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	const ceiling, writers, each = 60, 4, 25
+	var applied atomic.Int64
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range each {
+				out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, Pick: uint64(w*each + k), Bound: &shardcounter.Bound{Lower: math.MinInt64, Upper: ceiling}}})
+				if err != nil || out[0].Err != nil {
+					t.Errorf("bounded increment: %v, %+v", err, out)
+					return
+				}
+				applied.Add(*out[0].Applied)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 1; n <= 40 && applied.Load() < ceiling; n++ {
+			if _, err := s.ReshardCounter(ctx, id, 1+n%6); err != nil {
+				t.Errorf("reshard: %v", err)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	<-done
+	r, err := s.ReadCounter(ctx, id)
+	if err != nil || r.Value != applied.Load() || r.Value != ceiling {
+		t.Fatalf("after the race: %+v, %v; want %d, the increments applied (%d)", r, err, ceiling, applied.Load())
+	}
+}
