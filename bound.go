@@ -96,7 +96,14 @@ const boundsUnsupported = "this store does not decide bounded increments"
 // scripts, and items conditional on another on one Redis server).
 // IsBoundsUnsupported recognizes it.
 func ErrBoundsUnsupported(counter string) error {
-	return Errorf(EINVALID, "%s (counter %q): INCREX's bounds are kept on Pebble, bolt, PostgreSQL, Firestore and Datastore, and on one Redis server without deadline options", boundsUnsupported, counter)
+	return Errorf(EINVALID, "%s (counter %q): INCREX's bounds are kept on Pebble, bolt, PostgreSQL, Firestore, Datastore and Redis, on a Redis Cluster on counters whose shards share one slot", boundsUnsupported, counter)
+}
+
+// ErrBoundsUnsupportedOn is ErrBoundsUnsupported's error on a store that
+// decides bounded increments on some counters only (a Redis Cluster):
+// why says on which, and what to do. IsBoundsUnsupported recognizes it.
+func ErrBoundsUnsupportedOn(counter, why string) error {
+	return Errorf(EINVALID, "%s on counter %q: %s", boundsUnsupported, counter, why)
 }
 
 // IsBoundsUnsupported reports whether err is ErrBoundsUnsupported's.

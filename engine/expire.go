@@ -119,7 +119,11 @@ type deferredChange struct {
 
 // txnIncrements maps each deadline change of a transaction that also
 // writes increments to those increments, when the store applies a
-// transaction in one step of its own; nil otherwise.
+// transaction in one step of its own; nil otherwise. INCREX's deadline
+// alone with its bounded write (Expire.AfterBound) is no such
+// transaction: its increment is not a transaction's (splitChanges ends
+// the run before the change), and the change joins the first commit,
+// conditional on it (setConds), which the store decides with it.
 func (e *Engine) txnIncrements(all []*call) map[*call][]*call {
 	if !e.txns {
 		return nil
@@ -138,7 +142,7 @@ func (e *Engine) txnIncrements(all []*call) map[*call][]*call {
 			}
 		}
 		for _, m := range chain {
-			if m.w.Expire != nil && len(incs) > 0 {
+			if m.w.Expire != nil && len(incs) > 0 && !(m.w.Expire.AfterBound && len(incs) == 1 && incs[0].w.Bound != nil) {
 				if incsOf == nil {
 					incsOf = make(map[*call][]*call)
 				}

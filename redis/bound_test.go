@@ -3,6 +3,8 @@ package redis_test
 import (
 	"context"
 	"math"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/shardcounter/shardcounter"
@@ -13,8 +15,9 @@ import (
 // bounds it skips (0 applied), with Saturate it clamps, on a counter of
 // four shards (whose total the script sums) and on a bounded one (whose
 // floors then judge what the bound applies). A saturated move to int64's
-// end needs a rebalance of the sharded counter. A cluster, a
-// transaction and a conditional item are refused.
+// end needs a rebalance of the sharded counter. A transaction is
+// refused; a cluster decides bounds only on a counter whose shards share
+// one slot.
 func TestBounds(t *testing.T) {
 	ctx := context.Background()
 	s := MustOpen(t, serverDSN(sharedServer(t)))
@@ -74,15 +77,88 @@ func TestBounds(t *testing.T) {
 		{Counter: id, Delta: 1},
 		{Counter: id, Delta: 1, If: 2},
 	})
-	if err != nil || shardcounter.ErrorCode(out[0].Err) != shardcounter.EINVALID || out[1].Err != nil || !shardcounter.IsBoundsUnsupported(out[2].Err) {
-		t.Fatalf("in a transaction, conditional: %v, %+v; want both refused", err, out)
+	if err != nil || shardcounter.ErrorCode(out[0].Err) != shardcounter.EINVALID || out[1].Err != nil || out[2].Err != nil || out[2].Skipped {
+		t.Fatalf("in a transaction, conditional: %v, %+v; want the first refused, the others applied", err, out)
 	}
 
+	// A cluster decides bounds on counters whose shards share one slot:
+	// of one shard, or with Min or Max; refuses them on others, and on a
+	// counter of one shard once it is resharded to more.
 	c := MustOpen(t, clusterDSN(sharedCluster(t)))
-	out, err = c.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, Bound: b(lo, hi, false), Create: &shardcounter.Spec{Shards: 1}}})
-	if err != nil || !shardcounter.IsBoundsUnsupported(out[0].Err) {
-		t.Fatalf("on a cluster: %v, %+v; want refused", err, out)
+	one, four, floor := "boundsone"+runID(), "boundsfour"+runID(), "boundsfloors"+runID()
+	for _, st := range []struct {
+		id      string
+		spec    shardcounter.Spec
+		applied int64
+	}{
+		{one, shardcounter.Spec{Shards: 1}, 5},
+		{floor, shardcounter.Spec{Shards: 4, Min: new(int64)}, 5},
+		{one, shardcounter.Spec{Shards: 1}, 0},
+	} {
+		out, err = c.Apply(ctx, []shardcounter.Increment{{Counter: st.id, Delta: 7, Bound: b(lo, 5, true), Create: &st.spec, Total: true}})
+		if err != nil || out[0].Err != nil || *out[0].Applied != st.applied {
+			t.Fatalf("on a cluster, %s: %v, %+v; want %d applied", st.id, err, out, st.applied)
+		}
+	}
+	if _, err := c.ReshardCounter(ctx, one, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{one, four} {
+		out, err = c.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, Bound: b(lo, hi, false), Create: &shardcounter.Spec{Shards: 4}}})
+		if err != nil || !shardcounter.IsBoundsUnsupported(out[0].Err) {
+			t.Fatalf("on a cluster, %s of several slots: %v, %+v; want refused", id, err, out)
+		}
+	}
+	if _, err := c.GetCounter(ctx, four); shardcounter.ErrorCode(err) != shardcounter.ENOTFOUND {
+		t.Fatalf("a refused bounded item created its counter: %v", err)
 	}
 }
 
 func ptr(v int64) *int64 { return &v }
+
+// TestBoundsReshardCluster races bounded increments on a cluster (under
+// a ceiling the counter's total reaches) with reshards of their counter,
+// whose shards share one slot (it has a Min): the bound is decided on the
+// exact total whatever the layout, so the increments applied add up to
+// the final total and no more than the ceiling is ever reached.
+func TestBoundsReshardCluster(t *testing.T) {
+	ctx := context.Background()
+	s := MustOpen(t, clusterDSN(sharedCluster(t)))
+	id := "boundsreshard" + runID()
+	if _, err := s.CreateCounter(ctx, id, shardcounter.Spec{Shards: 4, Min: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	const ceiling, writers, each = 60, 4, 25
+	var applied atomic.Int64
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range each {
+				out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 1, Pick: uint64(w*each + k), Bound: &shardcounter.Bound{Lower: math.MinInt64, Upper: ceiling}}})
+				if err != nil || out[0].Err != nil {
+					t.Errorf("bounded increment: %v, %+v", err, out)
+					return
+				}
+				applied.Add(*out[0].Applied)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 1; n <= 40 && applied.Load() < ceiling; n++ {
+			if _, err := s.ReshardCounter(ctx, id, 1+n%6); err != nil {
+				t.Errorf("reshard: %v", err)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	<-done
+	r, err := s.ReadCounter(ctx, id)
+	if err != nil || r.Value != applied.Load() || r.Value != ceiling {
+		t.Fatalf("after the race: %+v, %v; want %d, the increments applied (%d)", r, err, ceiling, applied.Load())
+	}
+}

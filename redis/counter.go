@@ -249,3 +249,25 @@ func scriptKey(c *goredis.Cmd) string {
 	}
 	return ""
 }
+
+// createShards queues on nr what makes the shards of a new counter (and a
+// bounded counter's bounds key), each unless its key exists.
+func (s *CounterStore) createShards(ctx context.Context, nr *nodeRuns, l *layout) {
+	rooms := allowances(make([]int64, l.n), nil)
+	create := func(key string, fields ...any) {
+		nr.add(ctx, key, func(p goredis.Pipeliner) *goredis.Cmd { return createScript.EvalSha(ctx, p, []string{key}, fields...) })
+	}
+	for i := range l.n {
+		create(l.keys.shard(i), "v", 0, "e", l.ep(), "up", rooms[i].up, "dn", rooms[i].dn)
+	}
+	if l.spec.Bounded() {
+		fields := []any{"t", 0}
+		if l.spec.Min != nil {
+			fields = append(fields, "lo", *l.spec.Min)
+		}
+		if l.spec.Max != nil {
+			fields = append(fields, "hi", *l.spec.Max)
+		}
+		create(l.keys.bounds(), fields...)
+	}
+}

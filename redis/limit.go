@@ -450,10 +450,17 @@ return out
 
 // validate checks an item as Apply receives it: a take by the rules of a
 // store that decides takes, a bounded delta by those of one that decides
-// bounds (on a single server only, see bound.go), any other item as
-// decide does.
+// bounds (on a cluster its counter is checked too: see checkItem), a
+// conditional item as the item it is once its condition is met (and
+// validIf), any other item as decide does.
 func (s *CounterStore) validate(inc shardcounter.Increment) error {
-	if inc.Bound != nil && s.cluster == nil {
+	if inc.If != 0 {
+		if err := validIf(inc); err != nil {
+			return err
+		}
+		inc.If = 0
+	}
+	if inc.Bound != nil {
 		return validBound(inc)
 	}
 	if inc.Take == nil {
@@ -470,12 +477,19 @@ func (s *CounterStore) validate(inc shardcounter.Increment) error {
 
 // checkItem fails an item that its counter, of spec, does not take: a
 // take on a counter that is not a key's state, any other item meant for
-// another kind (decide.CheckKind).
-func checkItem(inc shardcounter.Increment, spec shardcounter.Spec) error {
+// another kind (decide.CheckKind), and on a cluster a bounded item on a
+// counter whose shards do not share one slot (boundHere).
+func (s *CounterStore) checkItem(inc shardcounter.Increment, spec shardcounter.Spec) error {
 	if inc.Take != nil {
 		return checkTake(inc, spec)
 	}
-	return decide.CheckKind(inc, spec)
+	if err := decide.CheckKind(inc, spec); err != nil {
+		return err
+	}
+	if inc.Bound != nil && s.cluster != nil {
+		return boundHere(inc.Counter, spec)
+	}
+	return nil
 }
 
 // limitClock is takeScript's clock argument: Options.Now's time in Unix

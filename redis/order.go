@@ -28,9 +28,7 @@ func (a *attempt) order() {
 	one := true // every item in one call, the first's: nothing to order
 	for j := range a.items {
 		it := &a.items[j]
-		if it.g.txn = a.incs[it.i].Txn; a.s.cluster != nil && it.g.txn == 0 {
-			it.g.slot = it.l.keys.slot(it.shard)
-		}
+		it.g = a.groupOf(*it)
 		one = one && it.g == a.items[0].g && !(it.l.approx() && a.incs[it.i].RequestID != "")
 	}
 	for _, i := range a.retry {
@@ -58,11 +56,13 @@ func (a *attempt) order() {
 func (a *attempt) orderOnce(held map[uint64]bool) (keep []pending, wait []int, more bool) {
 	sent := make(map[*layout][]int) // each counter's items kept, as indexes into keep
 	blocked := make(map[*layout]bool)
+	waited := make(map[int]bool) // by batch index: a conditional item waits with its condition
 	keep = make([]pending, 0, len(a.items))
 	for _, it := range a.items {
 		t := it.g.txn
-		if t != 0 && held[t] || blocked[it.l] || a.waits(&it, keep, sent[it.l]) {
+		if t != 0 && held[t] || blocked[it.l] || it.cond != 0 && waited[it.cond-1] || a.waits(&it, keep, sent[it.l]) {
 			blocked[it.l] = true
+			waited[it.i] = true
 			wait = append(wait, it.i)
 			if t != 0 && !held[t] {
 				held[t], more = true, true

@@ -37,7 +37,8 @@ func TestSharedStore(t *testing.T) {
 // suiteOptions says what the store offers: on a cluster, ReadCounters is
 // linearizable per counter, not one snapshot across counters on several
 // masters (docs/REDIS.md, Reads), and only writes to counters of one
-// shard come with their totals (totals.go, TestTotalsAndCollects).
+// shard come with their totals (totals.go, TestTotalsAndCollects), and
+// bounded items only on counters whose shards share one slot (bound.go).
 // Request ids age by the server's clock (Options.Now), and the items of a
 // counter after one that waits for a rebalance apply in a later script.
 func suiteOptions(dsn string) storetest.Options {
@@ -45,6 +46,7 @@ func suiteOptions(dsn string) storetest.Options {
 		SplitBatches:            true,
 		NoBatchSnapshot:         strings.HasPrefix(dsn, "redis+cluster:"),
 		Totals:                  !strings.HasPrefix(dsn, "redis+cluster:"),
+		BoundsOneSlot:           strings.HasPrefix(dsn, "redis+cluster:"),
 		RequestIDsOnServerClock: true,
 		BucketPartsPerShard:     true,
 		OpenWithClock: func(tb testing.TB, now func() time.Time) shardcounter.CounterStore {

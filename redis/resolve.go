@@ -219,6 +219,8 @@ func outcome(r result, inc shardcounter.Increment, spec shardcounter.Spec, x *sh
 		return shardcounter.Outcome{Unchanged: true}
 	case resDuplicate:
 		return shardcounter.Outcome{Duplicate: true}
+	case resSkipped:
+		return shardcounter.Outcome{Skipped: true}
 	case resInt64:
 		return shardcounter.Outcome{Err: decide.ErrInt64(inc.Counter, delta)}
 	case resBucket:
@@ -358,6 +360,7 @@ func (a *attempt) first(it pending) bool {
 // room).
 func frozen(l *layout, vals []int64, inc shardcounter.Increment) (shardcounter.Outcome, decide.Mutations) {
 	var out [1]shardcounter.Outcome
+	inc.If = 0 // met: the script found its condition applied (cond.go)
 	m, err := decide.Decide(frozenView{l, vals}, decide.Batch{Incs: []shardcounter.Increment{inc}}, out[:])
 	if err != nil {
 		out[0].Err = err

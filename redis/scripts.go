@@ -20,6 +20,7 @@ const (
 	resBounds    = 8  // a bounded counter's total would leave [min, max]: "8:TOTAL", the total it would make
 	resConflict  = 9  // an approx item's shard sketch changed since it was read: read it again
 	resBucket    = 10 // the item's window bucket would leave the int64 range
+	resSkipped   = 12 // a conditional item whose condition failed or was skipped: nothing applied (cond.go)
 )
 
 // Item modes of addScript.
@@ -29,12 +30,11 @@ const (
 	modeDistinct = "m" // a member added (delta 1) or removed (delta -1)
 	modeApprox   = "x" // a member added to, or a sketch merged into, an approx counter's shard (approx.go)
 
-	// A bounded delta (Increment.Bound, INCREX) on a single server: the
+	// A bounded delta (Increment.Bound, INCREX): the
 	// mode's argument is the bound, "SAT LO HI" (SAT 1 to saturate), and
 	// for modeSumBound then a line per shard key of the counter, whose
-	// values the script sums for the exact total (on a cluster they lie
-	// on several masters, which one script cannot read: Apply refuses
-	// bounds there).
+	// values the script sums for the exact total (on a cluster only a
+	// counter whose shards share one slot takes bounds: see bound.go).
 	modeSumBound     = "S" // as modeSum, the delta decided by the bound on the shards' total
 	modeBoundedBound = "B" // as modeBounded, the delta decided by the bound on the bounds key's total
 )
@@ -77,7 +77,9 @@ end
 // the start before which buckets are past retention. After the items'
 // come pairs of an item's number j and its request id's expiry on a
 // shard of an earlier layout (see history in write.go), for the items
-// that have one. The mode's argument is a distinct counter's member; an
+// that have one, and pairs of minus an item's number j and the number of
+// the earlier item of the call it is conditional on (Increment.If, see
+// cond.go), for the items that have one. The mode's argument is a distinct counter's member; an
 // unbounded sum's reservation "UP DN" ("" for none; see order in
 // write.go); an approx item's new shard sketch (approx.go), on the first
 // item of its shard when its bytes changed, "" otherwise, whose negation
@@ -108,6 +110,12 @@ end
 // later ones are deferred, unapplied, to be tried after it. The id set
 // expires with its newest id, so that a shard that stops getting ids does
 // not keep them for ever.
+//
+// A conditional item is decided on its condition's result first: when
+// that item failed or was skipped it answers resSkipped, when that item
+// is to be tried again (stale, short of room, deferred, in conflict)
+// resDeferred, blocking its counter as a stale item does; else it goes on
+// as any item.
 //
 // A bounded item (modeSumBound, modeBoundedBound) is first decided by its
 // bound on the counter's exact total (shardcounter.Bound.Apply), then
@@ -331,6 +339,20 @@ local function cas(sk, ver, blob, c)
   end
   return xs[sk]
 end
+-- passed is what item result r says of a condition on its item: 1 it
+-- applied and was not skipped (applied, unchanged, a duplicate), 2 it is
+-- to be tried again, 0 it failed or was skipped.
+local function passed(r)
+  if type(r) ~= 'number' then
+    local f = {}
+    for x in string.gmatch(r, '[^:]+') do f[#f + 1] = x end
+    if #f == 4 and f[4] == '1' then return 0 end
+    r = tonumber(f[1])
+  end
+  if r == 1 or r == 2 or r == 7 then return 1 end
+  if r == 3 or r == 5 or r == 6 or r == 9 then return 2 end
+  return 0
+end
 local reserved = {}
 -- reserve is the first pass of a transaction (atomic): it checks every
 -- item's epoch and each approx item's version and request id, reading
@@ -395,8 +417,15 @@ for j = 1, nk / 5 do
   local a = 9*j - 6
   local ep, d, nd, rid, c = A[a], A[a+1], A[a+2], A[a+3], A[a+4]
   local mode, arg, ws, cut = A[a+5], A[a+6], A[a+7], A[a+8]
+  local cond = hxs[-j]
+  if cond then cond = passed(out[tonumber(cond)]) end
   if blocked[c] then
     out[j] = 6
+  elseif cond == 2 then
+    out[j] = 6
+    blocked[c] = true
+  elseif cond == 0 then
+    out[j] = 12
   elseif redis.call('HGET', sk, 'e') ~= ep then
     out[j] = 3
     blocked[c] = true

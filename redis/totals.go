@@ -113,10 +113,11 @@ func (t *totals) take() {
 }
 
 // give sets Outcome.Total on each item that asked for it and did not
-// fail, where its counter's total is known.
+// fail, where its counter's total is known: not on a conditional item
+// that was skipped, which decide gives none.
 func (t *totals) give(incs []shardcounter.Increment, out []shardcounter.Outcome) {
 	for i, inc := range incs {
-		if sum, ok := t.sums[inc.Counter]; ok && inc.Total && out[i].Err == nil {
+		if sum, ok := t.sums[inc.Counter]; ok && inc.Total && out[i].Err == nil && (inc.If == 0 || !out[i].Skipped) {
 			out[i].Total = &sum
 		}
 	}

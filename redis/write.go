@@ -54,6 +54,7 @@ type pending struct {
 	res   string   // an unbounded sum's reservation (see order), "" for none
 	hx    string   // its request id's expiry under an earlier layout (see history), "" for none
 	need  int64    // a bounded item short of room: the delta its bound let apply
+	cond  int      // 1 + the batch index of the item of the same call it is conditional on, 0 for none (cond.go)
 }
 
 // Apply applies a batch. Items are grouped by the slot of their shard
@@ -71,12 +72,19 @@ type pending struct {
 func (s *CounterStore) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
 	out := make([]shardcounter.Outcome, len(incs))
 	todo := make([]int, 0, len(incs))
+	b := &batch{totals: newTotals(incs)}
 	for i, inc := range incs {
-		if out[i].Err = s.validate(inc); out[i].Err == nil {
+		if out[i].Err = condBefore(i, inc); out[i].Err == nil {
+			if err := s.validate(inc); err != nil && inc.If != 0 {
+				b.refuse(i, err) // once its condition is met (cond.go)
+			} else {
+				out[i].Err = err
+			}
+		}
+		if out[i].Err == nil {
 			todo = append(todo, i)
 		}
 	}
-	b := &batch{totals: newTotals(incs)}
 	fail := func(err error) {
 		for _, i := range todo {
 			out[i] = shardcounter.Outcome{Err: err}
@@ -193,6 +201,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 type batch struct {
 	totals
 	sketched map[string]*sketched // by shard key
+	invalid  map[int]error        // conditional items refused once their condition is met (cond.go)
 }
 
 // sketched is an approx shard's applied items in a batch, and whether one
@@ -277,13 +286,24 @@ func (a *attempt) plan(ctx context.Context) error {
 	}
 	a.ls = ls
 	a.items = make([]pending, 0, len(a.todo))
+	pend := make(map[int]bool, len(a.todo))
 	for _, i := range a.todo {
+		pend[i] = true
+	}
+	sent := make(map[int]groupKey) // the call of each item planned (cond.go)
+	for _, i := range a.todo {
+		planned, cond := a.condition(i, pend, sent)
+		if !planned {
+			continue
+		}
 		if l := a.layoutFor(i); l != nil {
-			p := pending{i: i, l: l, shard: shard.Of(pickOf(a.incs[i]), l.n)}
+			p := pending{i: i, l: l, shard: shard.Of(pickOf(a.incs[i]), l.n), cond: cond}
 			if a.incs[i].Take != nil {
 				p.shard, p.g.take = 0, true // a take reads every shard; its request ids are shard 0's
 			}
-			a.items = append(a.items, p)
+			if a.sameCall(&p, sent) {
+				a.items = append(a.items, p)
+			}
 		}
 	}
 	a.placeTxns(ctx)
@@ -313,7 +333,7 @@ func (a *attempt) layoutFor(i int) *layout {
 		a.out[i] = shardcounter.Outcome{Err: shardcounter.CounterNotFound(inc.Counter)}
 		return nil
 	case l == nil:
-		if err := checkItem(inc, *inc.Create); err != nil {
+		if err := a.s.checkItem(inc, *inc.Create); err != nil {
 			a.out[i] = shardcounter.Outcome{Err: err} // creates nothing
 			return nil
 		}
@@ -326,7 +346,7 @@ func (a *attempt) layoutFor(i int) *layout {
 		a.wait(inc.Counter, i)
 		return nil
 	}
-	if err := checkItem(inc, l.counter().Spec); err != nil {
+	if err := a.s.checkItem(inc, l.counter().Spec); err != nil {
 		a.out[i] = shardcounter.Outcome{Err: err}
 		return nil
 	}
@@ -421,6 +441,7 @@ type slotGroup struct {
 	args     []any
 	hx       []any             // item numbers and expiries, after the items' arguments (see history)
 	counters map[string]string // counter id -> its name in the script's arguments
+	pos      map[int]int       // batch index -> the item's number in the call, from 1
 	run      *nodeRun          // where it runs, as run.cmds[at]
 	at       int
 }
@@ -441,9 +462,13 @@ func (a *attempt) group() {
 		if a.out[it.i].Err != nil {
 			continue // its shard's sketch failed to decode
 		}
+		if it.cond != 0 && a.out[it.cond-1].Err != nil {
+			a.out[it.i] = shardcounter.Outcome{Skipped: true} // its condition's sketch failed
+			continue
+		}
 		g := byKey[it.g]
 		if g == nil && it.g.take {
-			g = &slotGroup{slot: it.g.slot, take: true, script: takeScript, args: []any{ttl, syncDup, a.s.limitClock()}, counters: make(map[string]string)}
+			g = &slotGroup{slot: it.g.slot, take: true, script: takeScript, args: []any{ttl, syncDup, a.s.limitClock()}, counters: make(map[string]string), pos: make(map[int]int)}
 			byKey[it.g] = g
 			a.groups = append(a.groups, g)
 		}
@@ -452,7 +477,7 @@ func (a *attempt) group() {
 			continue
 		}
 		if g == nil {
-			g = &slotGroup{slot: it.g.slot, txn: it.g.txn != 0, script: addScript, args: []any{ttl, syncDup}, counters: make(map[string]string)}
+			g = &slotGroup{slot: it.g.slot, txn: it.g.txn != 0, script: addScript, args: []any{ttl, syncDup}, counters: make(map[string]string), pos: make(map[int]int)}
 			if g.txn {
 				g.script = txnScript
 				if a.s.cluster != nil {
@@ -479,6 +504,7 @@ func (g *slotGroup) add(it pending, inc shardcounter.Increment, now time.Time, x
 		g.counters[inc.Counter] = c
 	}
 	g.items = append(g.items, it)
+	g.pos[it.i] = len(g.items)
 	k, sk := it.l.keys, it.l.keys.shard(it.shard)
 	mode, aux, wb, wi, ws, cut := modeSum, sk, sk, sk, "", ""
 	nd, arg := any(negate(inc.Delta)), any(it.res)
@@ -501,6 +527,9 @@ func (g *slotGroup) add(it pending, inc shardcounter.Increment, now time.Time, x
 	g.args = append(g.args, it.l.ep(), inc.Delta, nd, inc.RequestID, c, mode, arg, ws, cut)
 	if it.hx != "" {
 		g.hx = append(g.hx, len(g.items), it.hx)
+	}
+	if it.cond != 0 {
+		g.hx = append(g.hx, -len(g.items), g.pos[it.cond-1]) // see addScript
 	}
 }
 
@@ -555,26 +584,4 @@ func (a *attempt) needsMarker(g *slotGroup) bool {
 		}
 	}
 	return false
-}
-
-// createShards queues on nr what makes the shards of a new counter (and a
-// bounded counter's bounds key), each unless its key exists.
-func (s *CounterStore) createShards(ctx context.Context, nr *nodeRuns, l *layout) {
-	rooms := allowances(make([]int64, l.n), nil)
-	create := func(key string, fields ...any) {
-		nr.add(ctx, key, func(p goredis.Pipeliner) *goredis.Cmd { return createScript.EvalSha(ctx, p, []string{key}, fields...) })
-	}
-	for i := range l.n {
-		create(l.keys.shard(i), "v", 0, "e", l.ep(), "up", rooms[i].up, "dn", rooms[i].dn)
-	}
-	if l.spec.Bounded() {
-		fields := []any{"t", 0}
-		if l.spec.Min != nil {
-			fields = append(fields, "lo", *l.spec.Min)
-		}
-		if l.spec.Max != nil {
-			fields = append(fields, "hi", *l.spec.Max)
-		}
-		create(l.keys.bounds(), fields...)
-	}
 }

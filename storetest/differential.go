@@ -64,7 +64,7 @@ func testDifferential(t *testing.T, opts Options) {
 	if n, _ := diffRuns.LoadOrStore(seed, new(atomic.Int64)); n.(*atomic.Int64).Add(1) > 1 {
 		p = fmt.Sprintf("diff%d.%d/", seed, n.(*atomic.Int64).Load())
 	}
-	d := &diff{t: t, seed: seed, rng: rng, crng: rand.New(rand.NewPCG(seed, 35)), clk: clk, p: p, totals: opts.Totals, split: opts.SplitBatches, bucketParts: opts.BucketPartsPerShard, tally: map[string]int{},
+	d := &diff{t: t, seed: seed, rng: rng, crng: rand.New(rand.NewPCG(seed, 35)), clk: clk, p: p, totals: opts.Totals, split: opts.SplitBatches, bucketParts: opts.BucketPartsPerShard, oneSlot: opts.BoundsOneSlot, tally: map[string]int{},
 		store: opts.OpenWithClock(t, clk.Now), model: storemodel.New(storemodel.Options{Now: clk.Now})}
 	window := 2 * time.Hour
 	if opts.RequestIDsOnServerClock {
@@ -128,6 +128,7 @@ type diff struct {
 	keys     []string                            // the same, in order
 	noLimits bool                                // the store refuses takes
 	noBounds bool                                // the store refuses bounded items
+	oneSlot  bool                                // it takes them on counters with Min and Max only (Options.BoundsOneSlot)
 	noIf     bool                                // the store refuses conditional items (Increment.If)
 }
 
@@ -397,7 +398,7 @@ func (d *diff) item(id string) shardcounter.Increment {
 		k = d.fresh[id].Kind
 		d.create(&inc)
 	}
-	if !d.noBounds && (d.roles[id] == roleSum || d.roles[id] == roleBounded || d.roles[id] == roleWindow) && d.rng.IntN(4) == 0 {
+	if r := d.roles[id]; !d.noBounds && (r == roleBounded || !d.oneSlot && (r == roleSum || r == roleWindow)) && d.rng.IntN(4) == 0 {
 		d.bound(&inc)
 	}
 	switch x := d.rng.IntN(100); { // an item of another shape: refused

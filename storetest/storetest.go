@@ -104,6 +104,14 @@ type Options struct {
 	// ends such a store is known to differ from the contract.
 	BucketPartsPerShard bool
 
+	// BoundsOneSlot is set by a store that decides bounded items
+	// (Increment.Bound) only on counters whose shards it can read in one
+	// atomic step, a counter with Min or Max among them (Redis Cluster:
+	// one slot), and refuses the others (ErrBoundsUnsupported): the
+	// differential test then bounds the items of its counters with Min
+	// and Max only.
+	BoundsOneSlot bool
+
 	// NoDifferential skips the differential test, for a second run of the
 	// suite over a store whose first run has it (the same code with a
 	// shared store, say), so that it is not paid for twice.
