@@ -276,6 +276,11 @@ func measureRun(ctx context.Context, cfg Config, t target, mem memoryProbe, stop
 	if sampler != nil {
 		run.Memory = sampler.stop(ctx)
 	}
+	if err == nil && cfg.AfterLoad != nil {
+		if err = cfg.AfterLoad(run.Name); err != nil {
+			err = fmt.Errorf("after the load: %w", err)
+		}
+	}
 	if stop != nil {
 		// A fresh context: the engine must commit what it queued even
 		// when ctx ended the run.

@@ -121,6 +121,12 @@ type Config struct {
 	// Progress, when set, is called about twice a second during a run
 	// with what it has done so far, for a progress line.
 	Progress func(Progress)
+
+	// AfterLoad, when set, is called with the run's name as each run's
+	// load ends, before the run stops what it started and reads its
+	// counters back: while the process still holds everything the run
+	// made, for a heap profile. Its error fails the run.
+	AfterLoad func(run string) error
 }
 
 // Progress is a run's state, as Config.Progress receives it.

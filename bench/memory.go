@@ -31,6 +31,16 @@ type fileProbe interface {
 	split() (anon, files int64, ok bool)
 }
 
+// peakProbe is a memoryProbe whose process keeps its own high-water
+// mark of resident memory, which catches a peak between two samples.
+// resetPeak starts the mark afresh at the resident memory of the moment
+// and reports whether it could: a mark it could not reset spans the
+// process's life, not the run, and is not reported.
+type peakProbe interface {
+	resetPeak() bool
+	peak() (int64, bool)
+}
+
 // selfMemory is this process, which serves the naive, engine and
 // in-process http runs: the figure includes the load generator, which
 // keeps a bit per counter and makes ids as it needs them.
@@ -49,6 +59,14 @@ func (selfMemory) split() (anon, files int64, ok bool) {
 	files, ok2 := statusField(status, "RssFile")
 	return anon, files, ok1 && ok2
 }
+
+// resetPeak writes 5 to /proc/self/clear_refs, which resets VmHWM to
+// VmRSS (Linux 4.0 and later).
+func (selfMemory) resetPeak() bool {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+func (selfMemory) peak() (int64, bool) { return statusField(selfStatus(), "VmHWM") }
 
 // selfStatus returns /proc/self/status, "" where there is none (not
 // Linux: no figure).
@@ -90,6 +108,7 @@ type memorySampler struct {
 	max    int64
 	anon   *int64 // the anonymous part of the sample that set max, when known
 	files  *int64 // the mapped files' part of the sample that set max, when known
+	peaks  bool   // the probe's high-water mark was reset as the run started
 }
 
 // sample reads the probe and keeps the figure when it is the largest yet.
@@ -119,6 +138,9 @@ func (s *memorySampler) sample(ctx context.Context) (int64, bool, error) {
 // returns nil, and no error, when the probe has no figure.
 func startSampler(ctx context.Context, p memoryProbe) (*memorySampler, error) {
 	s := &memorySampler{probe: p, done: make(chan struct{})}
+	if pp, can := p.(peakProbe); can {
+		s.peaks = pp.resetPeak()
+	}
 	n, ok, err := s.sample(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("memory of the %s process: %w", p.process(), err)
@@ -156,12 +178,19 @@ func (s *memorySampler) stop(ctx context.Context) *Memory {
 	if err != nil || !ok {
 		return nil
 	}
+	var peak int64
+	if s.peaks {
+		if n, ok := s.probe.(peakProbe).peak(); ok {
+			peak = max(n, s.max)
+		}
+	}
 	return &Memory{
 		Process:     s.probe.process(),
 		RSSBefore:   s.before,
 		RSSMax:      s.max,
 		RSSMaxAnon:  s.anon,
 		RSSMaxFiles: s.files,
+		RSSPeak:     peak,
 		RSSAfter:    after,
 		SampleEvery: sampleEvery.String(),
 	}

@@ -67,6 +67,12 @@ type Memory struct {
 	// in-process runs on Linux.
 	RSSMaxAnon  *int64 `json:"rss_max_anon_bytes,omitempty"`
 	RSSMaxFiles *int64 `json:"rss_max_files_bytes,omitempty"`
+	// RSSPeak is the process's own high-water mark of resident memory
+	// over the run (VmHWM, reset as the run starts, before the prefill),
+	// which sees a peak that falls between two samples; 0 where there is
+	// none (in-process runs on Linux have one). The kernel does not split
+	// it into anonymous memory and files.
+	RSSPeak     int64  `json:"rss_peak_bytes,omitempty"`
 	RSSAfter    int64  `json:"rss_after_bytes"`
 	SampleEvery string `json:"sample_every"` // how often RSSMax was sampled
 }

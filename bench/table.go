@@ -54,16 +54,22 @@ func WriteTable(w io.Writer, runs []Run) error {
 // mib formats a byte count in MiB with one decimal.
 func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
 
-// maxText is the most resident memory seen, with its anonymous and mapped
-// files' parts when known: "590.0 (anon 180.0, files 400.0)".
+// maxText is the most resident memory sampled, with its anonymous and
+// mapped files' parts when known, and the process's own peak when it has
+// one: "590.0 (anon 180.0, files 400.0), peak 601.5".
 func maxText(m *Memory) string {
+	t := mib(m.RSSMax)
 	switch {
 	case m.RSSMaxFiles == nil:
-		return mib(m.RSSMax)
 	case m.RSSMaxAnon == nil:
-		return fmt.Sprintf("%s (files %s)", mib(m.RSSMax), mib(*m.RSSMaxFiles))
+		t += fmt.Sprintf(" (files %s)", mib(*m.RSSMaxFiles))
+	default:
+		t += fmt.Sprintf(" (anon %s, files %s)", mib(*m.RSSMaxAnon), mib(*m.RSSMaxFiles))
 	}
-	return fmt.Sprintf("%s (anon %s, files %s)", mib(m.RSSMax), mib(*m.RSSMaxAnon), mib(*m.RSSMaxFiles))
+	if m.RSSPeak > 0 {
+		t += ", peak " + mib(m.RSSPeak)
+	}
+	return t
 }
 
 // WriteRatios writes, under the table, each of shardcounter's runs as a

@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -148,4 +149,40 @@ func TestPipelineRESP(t *testing.T) {
 	if _, err := bench.Paths(context.Background(), cfg, bench.PathEngine); err == nil {
 		t.Error("the engine path accepted a pipeline")
 	}
+}
+
+// TestAfterLoadBolt calls Config.AfterLoad once a run, as its load ends
+// and before its counters are read back and deleted, and reports the
+// process's own peak of resident memory over each run, where Linux keeps
+// one: at least the most sampled.
+func TestAfterLoadBolt(t *testing.T) {
+	s := mustBolt(t)
+	var called []string
+	cfg := bench.Config{
+		Store: s, StoreName: "bolt", Clients: 4, Duration: 200 * time.Millisecond, Shards: []int{1, 2},
+		Counters: 50, Prefill: true,
+		AfterLoad: func(run string) error {
+			if cs, err := s.ListCounters(context.Background(), "bench/", "", 10); err != nil || len(cs) == 0 {
+				t.Errorf("AfterLoad(%s): its counters are gone: %v, %v", run, cs, err)
+			}
+			called = append(called, run)
+			return nil
+		},
+	}
+	runs, err := bench.Paths(context.Background(), cfg, bench.PathEngine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRuns(t, runs, 2)
+	if len(called) != 2 || called[0] != runs[0].Name || called[1] != runs[1].Name {
+		t.Errorf("AfterLoad called with %q, want the runs %s and %s", called, runs[0].Name, runs[1].Name)
+	}
+	if _, err := os.Stat("/proc/self/clear_refs"); err == nil {
+		for _, r := range runs {
+			if m := r.Memory; m == nil || m.RSSPeak <= 0 || m.RSSPeak < m.RSSMax {
+				t.Errorf("run %s: memory %+v, want a peak of at least the most sampled", r.Name, m)
+			}
+		}
+	}
+	mustNoCounters(t, s)
 }

@@ -90,7 +90,7 @@ type view struct {
 }
 
 func (v *view) Counter(id string) (decide.Counter, error) {
-	c := v.s.counters[id]
+	c := v.s.counter(id)
 	if c == nil || c.spec == 0 {
 		return decide.Counter{}, nil
 	}
@@ -268,11 +268,10 @@ func (s *CounterStore) publish(m decide.Mutations) []update {
 		if !changed {
 			continue
 		}
-		c := s.counters[cw.ID]
+		c := s.counter(cw.ID)
 		if c == nil {
-			c = s.newCtr()
 			s.pub.Lock()
-			s.addCounter([]byte(cw.ID), c)
+			c = s.addCounter([]byte(cw.ID))
 			s.pub.Unlock()
 		}
 		if cw.Create {

@@ -45,7 +45,7 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 	if err := s.locked(ctx); err != nil {
 		return nil, err
 	}
-	c := s.counters[id]
+	c := s.counter(id)
 	if c != nil && c.spec != 0 {
 		return nil, s.refuse(shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists", id))
 	}
@@ -57,9 +57,8 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "pebble: write failed, nothing applied: %v", err)
 	}
 	if c == nil {
-		c = s.newCtr()
 		s.pub.Lock()
-		s.addCounter([]byte(id), c)
+		c = s.addCounter([]byte(id))
 		s.pub.Unlock()
 	}
 	c.spec, c.pending = s.intern(r.meta.spec), 0
@@ -130,7 +129,7 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 	if err := s.locked(ctx); err != nil {
 		return err
 	}
-	c := s.counters[id]
+	c := s.counter(id)
 	if c == nil || c.spec == 0 {
 		return s.refuse(shardcounter.CounterNotFound(id))
 	}
@@ -152,7 +151,7 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 	s.mu.Lock()
 	if !s.closed && c.spec == 0 {
 		s.pub.Lock()
-		if c.shards == 0 && s.counters[id] == c {
+		if c.shards == 0 && s.counter(id) == c {
 			s.removeCounter(id, c)
 			if st := s.approx[id]; st != nil && st.pending == nil {
 				delete(s.approx, id)
@@ -208,7 +207,7 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 	if err := s.locked(ctx); err != nil {
 		return nil, err
 	}
-	c := s.counters[id]
+	c := s.counter(id)
 	if c == nil || c.spec == 0 {
 		return nil, s.refuse(shardcounter.CounterNotFound(id))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -72,13 +73,18 @@ type CounterStore struct {
 	// belong to it. The counters map changes under mu and pub together.
 	mu       sync.Mutex
 	closed   bool
-	counters map[string]*ctr
 	approx   map[string]*apxState // approx counters' sketches (sketch.go); changes under mu and pub
 	oldestID int64                // no request id was recorded before (unix ns)
 	reads    sync.WaitGroup       // reads on a snapshot, which Close waits for
-	// The allocators of the counters in memory (table.go).
-	slab     []ctr
-	freeCtrs []*ctr
+	// The counters in memory (table.go), and the index that finds them
+	// (index.go).
+	slabs    []*[slabSize]ctr
+	cut      int      // ctrs cut from the slabs
+	freeRefs []uint32 // the refs of forgotten counters' ctrs, for reuse
+	index    []uint64
+	indexed  int      // counters in the index
+	retired  []uint64 // the index Close took away, which unmap releases
+	seed     maphash.Seed
 	ids      []byte               // the free part of the current chunk of ids
 	chunks   []*idChunk           // the chunks of ids; 0 is none
 	mapped   [][]byte             // what offHeap mapped
@@ -151,7 +157,7 @@ func Open(ctx context.Context, dir string, opts Options) (*CounterStore, error) 
 		}
 		return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
 	}
-	s := &CounterStore{db: db, dir: dir, now: opts.Now, counters: make(map[string]*ctr), specIx: make(map[string]uint32)}
+	s := &CounterStore{db: db, dir: dir, now: opts.Now, seed: maphash.MakeSeed(), specIx: make(map[string]uint32)}
 	s.cond = sync.NewCond(&s.pub)
 	if s.now == nil {
 		s.now = time.Now
@@ -175,14 +181,16 @@ func isLocked(err error) bool {
 // load reads every counter record into memory, and when the oldest
 // request id was recorded.
 func (s *CounterStore) load() error {
-	// The count at the last Close sizes the map: growing it one doubling
-	// at a time would hash every id again and again.
+	// The count at the last Close sizes the index: growing it one
+	// doubling at a time would move every slot again and again.
+	n := int64(0)
 	if v, closer, err := s.db.Get([]byte{keyCountHint}); err == nil {
-		if n := decodeInt(v); n > 0 && n < 1<<32 {
-			s.counters = make(map[string]*ctr, n+n/8)
+		if n = decodeInt(v); n < 0 || n >= 1<<32 {
+			n = 0
 		}
 		closer.Close()
 	}
+	s.growIndex(indexSize(int(n)))
 	it, err := s.db.NewIter(&pdb.IterOptions{LowerBound: []byte{prefixCounter}, UpperBound: []byte{prefixCounter + 1}})
 	if err != nil {
 		return err
@@ -198,9 +206,8 @@ func (s *CounterStore) load() error {
 			it.Close()
 			return fmt.Errorf("pebble: load counter %q: %w", it.Key()[1:], err)
 		}
-		c := s.newCtr()
-		*c = ctr{spec: spec, pending: total, total: total, shards: uint16(shards)}
-		s.addCounter(it.Key()[1:], c)
+		c := s.addCounter(it.Key()[1:])
+		c.spec, c.pending, c.total, c.shards = spec, total, total, uint16(shards)
 		if s.specs[spec].Kind == shardcounter.KindApprox {
 			if s.approx == nil {
 				s.approx = make(map[string]*apxState)
@@ -250,8 +257,8 @@ func (s *CounterStore) Close() error {
 	for len(s.queue) > 0 {
 		s.cond.Wait()
 	}
-	n, failed := len(s.counters), s.failed != nil
-	s.counters = nil
+	n, failed := s.indexed, s.failed != nil
+	s.retired, s.index = s.index, nil // unmapped with the rest below
 	s.pub.Unlock()
 	s.mu.Lock()
 	s.unmap()

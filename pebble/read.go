@@ -48,12 +48,12 @@ func (s *CounterStore) ReadCounters(ctx context.Context, ids []string) ([]*shard
 	}
 	var approx []approxRead
 	s.pub.RLock()
-	if s.counters == nil {
+	if s.index == nil { // closed
 		s.pub.RUnlock()
 		return nil, errClosed
 	}
 	for i, id := range ids {
-		if c := s.counters[id]; c != nil && c.shards != 0 {
+		if c := s.counter(id); c != nil && c.shards != 0 {
 			readings[i] = shardcounter.Reading{ID: id, Value: c.total, Shards: int(c.shards), Consistency: shardcounter.Strong, AsOf: asOf}
 			out[i] = &readings[i]
 			if st := s.approx[id]; st != nil && st.published != nil {
@@ -130,10 +130,10 @@ func (s *CounterStore) Counters() int {
 	s.pub.RLock()
 	defer s.pub.RUnlock()
 	n := 0
-	for _, c := range s.counters {
+	s.eachCounter(func(c *ctr) {
 		if c.shards != 0 {
 			n++
 		}
-	}
+	})
 	return n
 }

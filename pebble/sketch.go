@@ -180,7 +180,7 @@ func reshardSketches(b *pdb.Batch, id string, old [][]byte, shards int) ([][]byt
 // loadSketches puts every approx counter's sketches in memory, at Open.
 func (s *CounterStore) loadSketches() error {
 	for id, st := range s.approx {
-		c := s.counters[id]
+		c := s.counter(id)
 		n := int(c.shards)
 		st.pending = make([][]byte, n)
 		st.published = make([][]byte, n)

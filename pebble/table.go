@@ -11,14 +11,15 @@ import (
 // The counters in memory are laid out for the garbage collector, since a
 // store holds millions: a ctr holds no pointer (its spec is an index into
 // the interned specs) and is cut from slabs of slabSize mapped outside the
-// Go heap, and ids are copied into chunks of idChunkSize bytes mapped the same
-// way. So the collector neither scans nor counts them: what the Go heap
-// holds, and what a collection's headroom doubles, is the map alone. The
-// ctr of a deleted counter is reused; a chunk of ids is unmapped once
-// every counter whose id it holds is deleted. The map's keys never leave
-// the store (readings carry the caller's ids), so nothing refers to a
-// chunk after that. The fields below belong to s.mu (and to s.pub as well
-// where the map changes).
+// Go heap, ids are copied into chunks of idChunkSize bytes mapped the same
+// way, and the index that finds a ctr by its id (index.go) is mapped the
+// same way too. So the collector neither scans nor counts them, and a
+// collection's headroom does not double them. The ctr of a deleted counter
+// is reused; a chunk of ids is unmapped once every counter whose id it
+// holds is deleted. The ids in the chunks never leave the store (readings
+// carry the caller's ids), so nothing refers to a chunk after that. The
+// fields below belong to s.mu (and to s.pub as well where the index
+// changes).
 
 const slabSize = 4096
 
@@ -28,43 +29,41 @@ var idChunkSize = 256 << 10
 // ctr is a counter in memory: what a write checks (its spec, and the
 // total every batch handed to Pebble leaves, durable or not) under mu, and
 // what a strong read returns (the total and shard count once durable)
-// under pub. 32 bytes.
+// under pub; and where its id is, for the index. 32 bytes.
 type ctr struct {
 	pending int64  // mu
 	total   int64  // pub
 	spec    uint32 // mu: index into s.specs; 0 while the counter does not exist
-	chunk   uint32 // mu: index into s.chunks of the chunk holding its id
+	chunk   uint32 // index into s.chunks of the chunk holding its id
+	off     uint32 // where its id starts in the chunk
+	idLen   uint16 // the id's length (at most shardcounter.MaxIDLen)
 	shards  uint16 // pub; 0 while it does not exist
 }
 
-// idChunk is a mapping that holds ids, and how many counters in the map
+// idChunk is a mapping that holds ids, and how many counters in the index
 // have their id in it.
 type idChunk struct {
 	mem  []byte
 	live int
 }
 
-// newCtr returns a zero ctr, reusing one of a forgotten counter when there
-// is one.
-func (s *CounterStore) newCtr() *ctr {
-	if n := len(s.freeCtrs); n > 0 {
-		c := s.freeCtrs[n-1]
-		s.freeCtrs = s.freeCtrs[:n-1]
-		*c = ctr{}
-		return c
+// addCounter puts a zero ctr in the index under id, with id's bytes
+// copied into the current chunk, and returns it. It reuses the ctr of a
+// forgotten counter when there is one. The caller holds s.mu and s.pub,
+// and the index holds no id.
+func (s *CounterStore) addCounter(id []byte) *ctr {
+	var ref uint32
+	if n := len(s.freeRefs); n > 0 {
+		ref = s.freeRefs[n-1]
+		s.freeRefs = s.freeRefs[:n-1]
+	} else {
+		if s.cut == len(s.slabs)*slabSize {
+			mem := s.offHeap(slabSize * int(unsafe.Sizeof(ctr{})))
+			s.slabs = append(s.slabs, (*[slabSize]ctr)(unsafe.Pointer(&mem[0])))
+		}
+		s.cut++
+		ref = uint32(s.cut)
 	}
-	if len(s.slab) == 0 {
-		mem := s.offHeap(slabSize * int(unsafe.Sizeof(ctr{})))
-		s.slab = unsafe.Slice((*ctr)(unsafe.Pointer(&mem[0])), slabSize)
-	}
-	c := &s.slab[0]
-	s.slab = s.slab[1:]
-	return c
-}
-
-// addCounter puts c in the map under id, with id's bytes copied into the
-// current chunk. The caller holds s.mu and s.pub.
-func (s *CounterStore) addCounter(id []byte, c *ctr) {
 	n := len(s.chunks) - 1
 	if n < 1 || len(id) > cap(s.ids)-len(s.ids) {
 		if len(s.chunks) == 0 {
@@ -78,29 +77,29 @@ func (s *CounterStore) addCounter(id []byte, c *ctr) {
 		s.chunks = append(s.chunks, &idChunk{mem: s.ids[:cap(s.ids)]})
 		n = len(s.chunks) - 1
 	}
-	start := len(s.ids)
+	c := s.ctrOf(ref)
+	*c = ctr{chunk: uint32(n), off: uint32(len(s.ids)), idLen: uint16(len(id))}
 	s.ids = append(s.ids, id...)
-	c.chunk = uint32(n)
 	s.chunks[n].live++
-	key := ""
-	if len(id) > 0 {
-		key = unsafe.String(&s.ids[start], len(id))
-	}
-	s.counters[key] = c
+	s.indexPut(s.idOf(c), ref)
+	return c
 }
 
-// removeCounter takes c, the counter of id, out of the map, for reuse,
+// removeCounter takes c, the counter of id, out of the index, for reuse,
 // and unmaps its id's chunk when no other counter's id is in it (and it is
 // not the chunk ids are added to). The caller holds s.mu and s.pub.
 func (s *CounterStore) removeCounter(id string, c *ctr) {
-	delete(s.counters, id)
+	i, ok := s.find(id, s.hashID(id))
+	if !ok {
+		return
+	}
+	s.freeRefs = append(s.freeRefs, s.indexDelete(i))
 	if ch := s.chunks[c.chunk]; ch != nil {
 		if ch.live--; ch.live == 0 && int(c.chunk) != len(s.chunks)-1 {
 			syscall.Munmap(ch.mem)
 			s.chunks[c.chunk] = nil
 		}
 	}
-	s.freeCtrs = append(s.freeCtrs, c)
 }
 
 // offHeap returns n zeroed bytes mapped outside the Go heap, unmapped by
@@ -133,7 +132,9 @@ func (s *CounterStore) unmap() {
 			syscall.Munmap(ch.mem)
 		}
 	}
-	s.mapped, s.slab, s.freeCtrs, s.ids, s.chunks = nil, nil, nil, nil, nil
+	unmapIndex(s.index)
+	unmapIndex(s.retired)
+	s.mapped, s.slabs, s.freeRefs, s.ids, s.chunks, s.index, s.retired = nil, nil, nil, nil, nil, nil, nil
 }
 
 // specOf returns the spec of c, nil when the counter does not exist.

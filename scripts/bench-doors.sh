@@ -17,6 +17,9 @@
 #     always
 #   - distinct adds over 1,000,000 counters (Zipf 1.1) against SADD, and the
 #     ranking mix against ZINCRBY + ZREVRANGE (shardcounter bench)
+#   - the peak resident memory of those two in-process runs (1,000,000
+#     counters; 1,000,000 distinct counters of 1,000,000 members), from
+#     their reports: a table of its own under the first
 #
 # For the two servers it loads it also prints, from /proc and /metrics, the
 # server's CPU µs a request, allocations a request (serve's Go runtime),
@@ -133,6 +136,8 @@ EOF
 
 rows="$tmp/rows" # lines: ROW|TARGET|RATE|CPU|ALLOCS|SYSCALLS|REQ/COMMIT
 : >"$rows"
+memory="$tmp/memory" # lines: memory|ROW|RUN|PEAK MiB|the largest sample's anon and files
+: >"$memory"
 row() { echo "$1|$2|$3|${4:--}|${5:--}|${6:--}|${7:--}" >>"$rows"; printf '%-34s %-30s %12s %8s %8s %8s %8s\n' "$1" "$2" "$3" "${4:--}" "${5:--}" "${6:--}" "${7:--}"; }
 want() { [[ " $ROWS " == *" $1 "* ]]; }
 printf '%-34s %-30s %12s %8s %8s %8s %8s\n' row target 'req/s' 'cpu us' allocs syscalls 'req/cmt'
@@ -185,6 +190,18 @@ bench() {
 import json, sys
 for r in json.load(open(sys.argv[1]))["runs"]:
     print(f"{r['name']}|{r['ops_per_sec']:.0f}")
+EOF
+  # The runs served in this process report its resident memory: a row of
+  # the memory table each.
+  python3 - "$file" "$name" <<'EOF' | tee -a "$memory"
+import json, sys
+mib = lambda b: f"{b / (1 << 20):.0f}"
+for r in json.load(open(sys.argv[1]))["runs"]:
+    m = r.get("memory") or {}
+    if m.get("process") == "bench":
+        anon, files = m.get("rss_max_anon_bytes"), m.get("rss_max_files_bytes")
+        split = f"anon {mib(anon)}, files {mib(files)}" if anon is not None and files is not None else "-"
+        print(f"memory|{sys.argv[2]}|{r['name']}|{mib(max(m.get('rss_peak_bytes', 0), m['rss_max_bytes']))}|{split}")
 EOF
 }
 if want zipf; then
@@ -255,11 +272,11 @@ echo "machine: $machine"
 # script's or the end) is this script's, rewritten on each run, the table
 # and then scripts/bench-doors-notes.md, what the profiles say bounds each
 # row.
-python3 - docs/BENCHMARKS.md "$rows" "$command" "$machine" "$(date -u +%Y-%m-%d)" <<'EOF'
+python3 - docs/BENCHMARKS.md "$rows" "$command" "$machine" "$(date -u +%Y-%m-%d)" "$memory" <<'EOF'
 import sys
 sys.path.insert(0, "scripts")
 import pagesection
-page, rows, command, machine, day = sys.argv[1:]
+page, rows, command, machine, day, memory = sys.argv[1:]
 marker = pagesection.marker("bench-doors.sh")
 heading = "## Front doors: HTTP, RESP and the drop-in commands beside their peers"
 text, rest = pagesection.split(open(page).read(), "bench-doors.sh")
@@ -283,6 +300,15 @@ for name, rs in groups.items():
 out.append("")
 out.append("× is the row's first target's rate over that peer's.")
 out.append("")
+mem = [line.rstrip("\n").split("|") for line in open(memory)]
+if mem:
+    out += ["Resident memory of the in-process rows' shardcounter runs, one process holding the engine, the",
+            "Pebble store and the load generator, from before the prefill to the end of the load: the peak is",
+            "the kernel's high-water mark (`VmHWM`, reset as the run starts), anon and files the split of the",
+            "largest sample (one every 250 ms).", "",
+            "| workload | run | peak MiB | largest sample's anon, files MiB |", "|---|---|---:|---|"]
+    out += [f"| {m[1]} | {m[2]} | {m[3]} | {m[4]} |" for m in mem]
+    out.append("")
 out.append(open("scripts/bench-doors-notes.md").read().rstrip("\n"))
 pagesection.write(page, text, out[1:], rest)
 EOF

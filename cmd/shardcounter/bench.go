@@ -76,6 +76,7 @@ type benchCommand struct {
 	svgFile      string
 	title        string
 	cpuProfile   string
+	memProfile   string
 	prog         *progress // nil when stderr is not a terminal
 }
 
@@ -175,6 +176,7 @@ func (c *benchCommand) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.svgFile, "svg", "", "also draw throughput against shard count, with the peers as reference lines, as SVG to this `FILE`")
 	fs.StringVar(&c.title, "title", "", "the chart's title (default: the workload)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run, load generator and in-process servers alike, to this `FILE`, for go tool pprof")
+	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile to this `FILE` as each run's load ends, before its counters are read back (a later run's replaces an earlier's), load generator and in-process servers alike, for go tool pprof; and the Go runtime's memory on stderr")
 }
 
 // given reports whether the flag name was on the command line.
@@ -233,6 +235,9 @@ func (c *benchCommand) run(ctx context.Context, args []string) error {
 		defer c.prog.done()
 	}
 
+	if c.memProfile != "" {
+		cfg.AfterLoad = c.writeHeapProfile
+	}
 	stopProfile, err := c.startCPUProfile()
 	if err != nil {
 		return err

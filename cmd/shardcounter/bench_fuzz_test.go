@@ -18,6 +18,8 @@ func FuzzBenchFlags(f *testing.F) {
 	for _, seed := range []string{
 		"",
 		"--path engine --counters 1000000 --zipf 1.1 --prefill",
+		"--store pebble:/tmp/x --path engine --shards 1 --kind distinct --members 1000000 --prefill --memprofile x.prof --cpuprofile y.prof",
+		"--workload limit --memprofile x.prof", "--workload ranking --memprofile x.prof", "--memprofile",
 		"--workload timeline --read-ratio 0.9 --read-batch 20 --read-consistency strong",
 		"--kind distinct --members 1000 --peer redis-sadd --peer-redis redis://127.0.0.1:6379",
 		"--min 0 --window 1m:1d --decr-ratio 0.5 --shards 1",

@@ -196,3 +196,30 @@ func TestNoChartLibraries(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchMemprofile writes a heap profile as the run's load ends, with
+// what the Go runtime holds on stderr, and reports the process's peak of
+// resident memory next to the most sampled.
+func TestBenchMemprofile(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "heap.prof")
+	r := Run(t, dir, nil, "bench", "--path", "engine", "--shards", "1", "--clients", "4", "--duration", "200ms",
+		"--counters", "50", "--prefill", "--memprofile", prof)
+	out := r.MustOK(t)
+	if !strings.Contains(out, ", peak ") {
+		t.Errorf("output lacks the peak of resident memory:\n%s", out)
+	}
+	if !strings.Contains(r.Stderr, "pebble/engine/shards=1: Go heap in use ") || !strings.Contains(r.Stderr, "heap profile in "+prof) {
+		t.Errorf("stderr lacks the runtime's memory: %q", r.Stderr)
+	}
+	data, err := os.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b { // pprof's protobuf, gzipped
+		t.Errorf("--memprofile wrote %d bytes, not a gzipped profile", len(data))
+	}
+	if out, err := exec.Command("go", "tool", "pprof", "-sample_index=inuse_space", "-top", prof).CombinedOutput(); err != nil {
+		t.Errorf("go tool pprof: %v\n%s", err, out)
+	}
+}
