@@ -74,9 +74,14 @@ func (e *Engine) WriteBatch(ctx context.Context, ws []shardcounter.Write) ([]sha
 			return nil, shardcounter.Errorf(se.Code, "write %d: %s", i, se.Message)
 		}
 	}
+	// The calls are one allocation, not one a write: the serving loops
+	// hand a batch of many connections' commands in one call, and each
+	// call lives as long as its batch's wait.
 	calls := make([]*call, len(ws))
+	slab := make([]call, len(ws))
 	for i, w := range ws {
-		calls[i] = &call{w: w}
+		slab[i].w = w
+		calls[i] = &slab[i]
 	}
 	e.setSpans(ctx, calls)
 	batches := make([]*batch, len(ws)) // the batch of each queued write

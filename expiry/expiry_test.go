@@ -1,6 +1,8 @@
 package expiry
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +61,23 @@ func TestCache(t *testing.T) {
 	c.put("c", entry{deadline: 2})
 	if _, ok := c.get("a"); ok {
 		t.Fatal("an entry of a dropped generation was kept")
+	}
+}
+
+// TestMember checks a record's member against its format, %016x of the
+// stamp's complement and %016x of the deadline, which stored records
+// hold and parseMember reads back.
+func TestMember(t *testing.T) {
+	for _, c := range [][2]int64{{1, 1}, {1764087062500123456, 1764087062500}, {0, 0}, {math.MaxInt64, math.MaxInt64}} {
+		got := member(c[0], c[1])
+		if want := fmt.Sprintf("%016x%016x", math.MaxInt64-c[0], c[1]); got != want {
+			t.Errorf("member(%d, %d) = %q, want %q", c[0], c[1], got, want)
+		}
+		if d, ok := parseMember(got); !ok || d != c[1] {
+			t.Errorf("parseMember(member(%d, %d)) = %d, %v", c[0], c[1], d, ok)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = member(42, 1764087062500) }); n > 1 {
+		t.Errorf("member made %.0f allocations, want 1", n)
 	}
 }

@@ -2,7 +2,6 @@ package expiry
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -34,7 +33,19 @@ var (
 // member returns the member of a deadline at ms set at stamp: the
 // stamp's complement first, so that the newest member sorts first.
 func member(stamp, ms int64) string {
-	return fmt.Sprintf("%016x%016x", math.MaxInt64-stamp, ms)
+	var b [32]byte
+	hex16(b[:16], uint64(math.MaxInt64-stamp))
+	hex16(b[16:], uint64(ms))
+	return string(b[:]) // one allocation a change, where fmt's boxing made three
+}
+
+// hex16 writes v into b as 16 lowercase hex digits, zero-padded: %016x.
+func hex16(b []byte, v uint64) {
+	const digits = "0123456789abcdef"
+	for i := 15; i >= 0; i-- {
+		b[i] = digits[v&0xf]
+		v >>= 4
+	}
 }
 
 // parseMember returns the deadline a member holds.

@@ -129,7 +129,8 @@ func (v *view) Request(counter, id string) (time.Time, bool, error) {
 }
 
 func (v *view) Member(counter, member string) (bool, error) {
-	_, ok, err := v.get(memberKey(counter, member))
+	v.s.key = appendMemberKey(v.s.key[:0], counter, member)
+	_, ok, err := v.get(v.s.key)
 	return ok, err
 }
 
@@ -192,10 +193,11 @@ func (v *view) write(pb *pdb.Batch, m decide.Mutations, ns int64) error {
 	}
 	for _, w := range m.Members {
 		var err error
+		v.s.key = appendMemberKey(v.s.key[:0], w.Counter, w.Member)
 		if w.Present {
-			err = pb.Set(memberKey(w.Counter, w.Member), nil, nil)
+			err = pb.Set(v.s.key, nil, nil)
 		} else {
-			err = pb.Delete(memberKey(w.Counter, w.Member), nil)
+			err = pb.Delete(v.s.key, nil)
 		}
 		if err != nil {
 			return err

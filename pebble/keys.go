@@ -46,7 +46,15 @@ func prefixKey(kind byte, id string) []byte {
 }
 
 func memberKey(id, member string) []byte {
-	return append(prefixKey(prefixMember, id), member...)
+	return appendMemberKey(make([]byte, 0, 2+len(id)+len(member)), id, member)
+}
+
+// appendMemberKey appends member's key in distinct counter id to dst.
+func appendMemberKey(dst []byte, id, member string) []byte {
+	dst = append(dst, prefixMember)
+	dst = append(dst, id...)
+	dst = append(dst, 0)
+	return append(dst, member...)
 }
 
 func requestKey(id, requestID string) []byte {

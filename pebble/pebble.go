@@ -91,6 +91,12 @@ type CounterStore struct {
 	specs    []*shardcounter.Spec // interned specs; 0 is none
 	specIx   map[string]uint32
 	specKey  []byte
+	// key is the scratch buffer of a batch's member keys (view.Member,
+	// view.write): Pebble copies a key it is given, so one buffer serves
+	// every member read and write of a batch, where a key of its own
+	// each was two allocations (a distinct add, or a deadline change's
+	// two members).
+	key []byte
 
 	ticket atomic.Uint64 // the last batch handed to Pebble
 

@@ -31,6 +31,13 @@
 #   DURATION=3s PFADD_N=1000000 scripts/bench-doors.sh   # a quicker pass
 #   ROWS="http resp" scripts/bench-doors.sh              # some rows only
 #
+# With PROFILE=DIR it also keeps, for each row of the server's, a CPU
+# profile of its run (DIR/ROW.cpu, at most the run's first DURATION) and
+# the allocations made during it (DIR/ROW.allocs and DIR/ROW.allocs.base:
+# go tool pprof -sample_index=alloc_objects -base DIR/ROW.allocs.base
+# DIR/ROW.allocs), from serve's --pprof-listen; the in-process rows (zipf,
+# distinct) a CPU profile of the whole bench (DIR/ROW.cpu).
+#
 # Environment: DURATION (10s, each timed run), CLIENTS (64), PFADD_N
 # (3000000: a sketch is dense past some 12,000 members, so more only
 # lengthens the run; the issue's 10,000,000 takes minutes a target),
@@ -55,6 +62,7 @@ N1=${N1:-300000}
 N16=${N16:-2000000}
 COUNTERS=${COUNTERS:-1000000}
 ROWS=${ROWS:-http resp zipf pfadd tx hincrby distinct ranking}
+PROFILE=${PROFILE:-}
 seconds=$(python3 -c 'import re, sys; v, u = re.fullmatch(r"([\d.]+)(ms|s|m)", sys.argv[1]).groups(); print(float(v) * {"ms": 0.001, "s": 1, "m": 60}[u])' "$DURATION")
 
 bash scripts/ensure-redis.sh >/dev/null
@@ -93,9 +101,14 @@ redis() {
 redis always yes always
 redis nofsync no always
 
-hport=$(freeport) rport=$(freeport) bport=$(freeport)
+hport=$(freeport) rport=$(freeport) bport=$(freeport) pport=$(freeport)
+profiling=()
+if [ -n "$PROFILE" ]; then
+  mkdir -p "$PROFILE"
+  profiling=(--pprof-listen "127.0.0.1:$pport")
+fi
 "$tmp/shardcounter" serve --listen "127.0.0.1:$hport" --resp-listen "127.0.0.1:$rport" \
-  --store "pebble:$tmp/pebble" --log-level warn >"$tmp/serve.log" 2>&1 &
+  --store "pebble:$tmp/pebble" --log-level warn "${profiling[@]}" >"$tmp/serve.log" 2>&1 &
 serve=$!
 pids+=($serve)
 "$tmp/httpbare" -listen "127.0.0.1:$bport" >"$tmp/bare.log" 2>&1 &
@@ -132,6 +145,20 @@ f = [f"{d(0) / n * 1e6:.1f}", f"{d(2) / n:.1f}" if a[2] != "-" else "-", f"{d(1)
 f.append(f"{d(4) / d(3):.1f}" if a[2] != "-" and d(3) else "-")
 print(" ".join(f))
 EOF
+}
+
+# profile_start ROW, profile_end ROW: with PROFILE, serve's CPU profile
+# of the run between them (its first DURATION) and its allocations.
+profile_start() {
+  [ -n "$PROFILE" ] || return 0
+  curl -fsS "http://127.0.0.1:$pport/debug/pprof/allocs" >"$PROFILE/$1.allocs.base"
+  curl -fsS "http://127.0.0.1:$pport/debug/pprof/profile?seconds=$(python3 -c 'import sys; print(max(1, int(float(sys.argv[1]))))' "$seconds")" >"$PROFILE/$1.cpu" &
+  cpuprof=$!
+}
+profile_end() {
+  [ -n "$PROFILE" ] || return 0
+  wait "$cpuprof"
+  curl -fsS "http://127.0.0.1:$pport/debug/pprof/allocs" >"$PROFILE/$1.allocs"
 }
 
 rows="$tmp/rows" # lines: ROW|TARGET|RATE|CPU|ALLOCS|SYSCALLS|REQ/COMMIT
@@ -182,9 +209,10 @@ fi
 # bench ROW FILE ARGS...: shardcounter bench ARGS --json FILE, a row for
 # each run it reports.
 bench() {
-  local name=$1 file=$tmp/$2.json
+  local name=$1 file=$tmp/$2.json prof=()
+  [ -z "$PROFILE" ] || prof=(--cpuprofile "$PROFILE/$2.cpu")
   shift 2
-  "$tmp/shardcounter" bench --clients "$CLIENTS" --duration "$DURATION" --keep-counters --json "$file" "$@" >"$tmp/bench.out" 2>&1 ||
+  "$tmp/shardcounter" bench "${prof[@]}" --clients "$CLIENTS" --duration "$DURATION" --keep-counters --json "$file" "$@" >"$tmp/bench.out" 2>&1 ||
     { cat "$tmp/bench.out" >&2; exit 1; }
   python3 - "$file" <<'EOF' | while IFS='|' read -r target rate; do row "$name" "$target" "$rate"; done
 import json, sys
@@ -214,7 +242,9 @@ if want pfadd; then
     port=$rport name="shardcounter serve (pebble)"
     [ $t = always ] && port=$always name="redis appendfsync always"
     before=$(snap "$serve")
+    [ $t = serve ] && profile_start pfadd
     out=$("$tmp/pfadd" -addr "127.0.0.1:$port" -n "$PFADD_N" -c "$CLIENTS" -key "hll:doors")
+    [ $t = serve ] && profile_end pfadd
     rate=$(sed -E 's/.* rps=([0-9]+) .*/\1/' <<<"$out")
     if [ $t = serve ]; then
       # shellcheck disable=SC2046
@@ -233,7 +263,9 @@ respbench() {
     port=$rport target="shardcounter serve (pebble)"
     [ $t = always ] && port=$always target="redis appendfsync always"
     before=$(snap "$serve")
+    [ $t = serve ] && profile_start "$workload"
     out=$("$tmp/respbench" -addr "127.0.0.1:$port" -workload "$workload" -clients "$CLIENTS" -duration "$DURATION" -prefix "doors:$workload:" "$@")
+    [ $t = serve ] && profile_end "$workload"
     if grep -q 'first error' <<<"$out"; then echo "$out" >&2; exit 1; fi
     rate=$(awk 'NR == 1 {print $3}' <<<"$out")
     n=$(python3 -c 'import sys; print(int(float(sys.argv[1]) * float(sys.argv[2])))' "$rate" "$seconds")

@@ -110,6 +110,7 @@ type serveCommand struct {
 	// rankingRescan is --ranking-rescan; nil: the store's default (rank.go).
 	rankingRescan *bool
 	rls           rlsOptions // serve_rls.go
+	pprofListen   string     // serve_pprof.go
 }
 
 func newServeCommand(m *Main) command { return &serveCommand{m: m} }
@@ -155,6 +156,7 @@ func (c *serveCommand) flags(fs *flag.FlagSet) {
 	})
 	c.rankingRescanFlag(fs)
 	c.rlsFlags(fs)
+	c.pprofFlags(fs)
 	fs.StringVar(&c.respListen, "resp-listen", c.env("SHARDCOUNTER_RESP_LISTEN", ""),
 		"also serve the Redis protocol (RESP2, RESP3) on `ADDR`, such as 127.0.0.1:6380; off unless given (env SHARDCOUNTER_RESP_LISTEN)")
 	fs.DurationVar(&c.respTimeout, "resp-read-timeout", respserver.DefaultReadTimeout,

@@ -279,3 +279,23 @@ func TestServeUnreachableStore(t *testing.T) {
 		})
 	}
 }
+
+// TestServePprof serves Go's profiles on --pprof-listen, and only there:
+// the API's port has none.
+func TestServePprof(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s := StartServer(t, t.TempDir(), "--pprof-listen", addr)
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/allocs", "/debug/pprof/profile?seconds=1"} {
+		if got := status(t, http.DefaultClient, "GET", "http://"+addr+path, ""); got != http.StatusOK {
+			t.Errorf("GET %s on --pprof-listen: %d, want 200", path, got)
+		}
+	}
+	if got := status(t, http.DefaultClient, "GET", s.URL+"/debug/pprof/", ""); got != http.StatusNotFound {
+		t.Errorf("GET /debug/pprof/ on the API's port: %d, want 404", got)
+	}
+}

@@ -101,6 +101,9 @@ func (c *serveCommand) run(ctx context.Context, args []string) (err error) {
 	if err := c.listenBoth(sv); err != nil {
 		return err
 	}
+	if err := c.startPprof(sv); err != nil {
+		return err
+	}
 	if err := c.startRLS(ctx, sv); err != nil {
 		return err
 	}

@@ -35,6 +35,10 @@ type txState struct {
 	// afterCommit holds the keys of queued commands that run after the
 	// commit (expiryOrder).
 	afterCommit map[string]bool
+	// argv and buf are the free part of the chunks that hold the queued
+	// commands' arguments (queue).
+	argv [][]byte
+	buf  []byte
 }
 
 // queued is one command of a transaction, its arguments copied.
@@ -120,11 +124,24 @@ func (c *conn) queue(cmd *command, args [][]byte) {
 	case tx.dirty:
 		c.w.Simple("QUEUED") // EXEC will abort: no need to keep it
 	default:
-		q := queued{cmd: cmd, args: make([][]byte, len(args))}
-		buf := make([]byte, 0, size)
-		for i, a := range args {
-			buf = append(buf, a...)
-			q.args[i] = buf[len(buf)-len(a):]
+		// The copies go to the transaction's chunks, a chunk taken when
+		// the last is full: a transaction's few short commands take two
+		// allocations, not two a command, and a chunk of a long one is
+		// no larger than its command.
+		if cap(tx.buf)-len(tx.buf) < size {
+			tx.buf = make([]byte, 0, max(256, size))
+		}
+		if cap(tx.argv)-len(tx.argv) < len(args) {
+			tx.argv = make([][]byte, 0, max(16, len(args)))
+		}
+		lo := len(tx.argv)
+		for _, a := range args {
+			tx.buf = append(tx.buf, a...)
+			tx.argv = append(tx.argv, tx.buf[len(tx.buf)-len(a):len(tx.buf):len(tx.buf)])
+		}
+		q := queued{cmd: cmd, args: tx.argv[lo:len(tx.argv):len(tx.argv)]}
+		if tx.cmds == nil {
+			tx.cmds = make([]queued, 0, 4)
 		}
 		tx.cmds = append(tx.cmds, q)
 		tx.bytes += size
