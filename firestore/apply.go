@@ -143,7 +143,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		return 0, err
 	}
 	if s.ShardWriteInterval() > 0 {
-		if incs, err = s.pace(ctx, incs, targets, order); err != nil {
+		if err := s.pace(ctx, targets, order); err != nil {
 			return 0, err
 		}
 		now = s.now()

@@ -82,8 +82,6 @@ type CounterStore struct {
 	// fullHint holds counters found near the int64 limits, whose writes
 	// check their total until they are created again.
 	fullHint sync.Map
-	// moves are the shards pace moved batches to lately (pace.go).
-	moves moves
 }
 
 // base is the state and the methods the store shares with datastore's:
