@@ -13,6 +13,7 @@
 #   2. one hot counter of 16 shards, 64 clients.
 #
 #   scripts/bench-firestore-pace.sh          # 15 s runs; DURATION=3s for a quick look
+#   scripts/bench-firestore-pace.sh --page   # and write the output into docs/BENCHMARKS.md
 #
 # It starts its own emulator on a free loopback port and stops it at the
 # end; scripts/ensure-firestore.sh says how to install it. The hot
@@ -21,6 +22,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${DURATION:-15s}
+page=""
+[ "${1:-}" = "--page" ] && page=1
 bash scripts/ensure-firestore.sh >/dev/null
 
 tmp=$(mktemp -d)
@@ -42,11 +45,40 @@ grep -q "Dev App Server is now running" "$tmp/emulator.log" || { cat "$tmp/emula
 export FIRESTORE_EMULATOR_HOST=127.0.0.1:$port
 go build -o "$tmp/shardcounter" ./cmd/shardcounter
 sc=$tmp/shardcounter
-common=(--clients 64 --duration "$duration" --shards 16 --path naive --path engine)
+common=(--clients 64 --duration "$duration" --shards 16 --path naive --path engine --keep-counters)
+out=$tmp/out.txt
 
-echo "== machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== 1. 100,000 counters, Zipf s=1.1, pacing 1 s"
-"$sc" bench --store firestore://bench-pace-zipf "${common[@]}" --counters 100000 --zipf 1.1
-echo "== 2. one hot counter, 16 shards, pacing 1 s"
-"$sc" bench --store firestore://bench-pace-hot "${common[@]}" --counters 1
-echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+{
+  echo "# Model name: $(lscpu | sed -n 's/^Model name: *//p'); $(nproc) cores; $(go env GOVERSION); $(java -version 2>&1 | head -1)"
+  echo "## 1. 100,000 counters, Zipf s=1.1, pacing 1 s; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "\$ shardcounter bench --store firestore://bench-pace-zipf ${common[*]} --counters 100000 --zipf 1.1"
+  "$sc" bench --store firestore://bench-pace-zipf "${common[@]}" --counters 100000 --zipf 1.1
+  echo
+  echo "## 2. one hot counter, 16 shards, pacing 1 s; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "\$ shardcounter bench --store firestore://bench-pace-hot ${common[*]} --counters 1"
+  "$sc" bench --store firestore://bench-pace-hot "${common[@]}" --counters 1
+  echo
+  echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$out"
+[ -z "$page" ] && exit 0
+
+# The page's section (scripts/pagesection.py: from its marker to the next
+# script's or the end) is this script's, rewritten on each run.
+python3 - docs/BENCHMARKS.md "$out" "$(date -u +%Y-%m-%d)" <<'PY'
+import sys
+sys.path.insert(0, "scripts")
+import pagesection
+page, out, day = sys.argv[1:]
+marker = pagesection.marker("bench-firestore-pace.sh")
+text, rest = pagesection.split(open(page).read(), "bench-firestore-pace.sh")
+lines = [text, marker, "", "## Firestore, paced: shard-document commits per increment", "",
+         f"Measured {day} by `scripts/bench-firestore-pace.sh --page` on the Firestore emulator (its own,",
+         "on a free port), the store's pace on (one commit a second per shard document, as `serve` keeps",
+         "it): the engine path against the naive one, which is the seed's way through the store (each",
+         "increment its own commit of one random shard document). `shard commits/write` is the figure",
+         "Firestore bills and a document's one write a second limits: shard documents committed during",
+         "the load per acknowledged increment (a counter the engine creates with its first write counts",
+         "as the one document that write needed). The emulator is not production: read the ratios.",
+         "", "```", open(out).read().rstrip("\n"), "```"]
+pagesection.write(page, text, lines[1:], rest)
+PY
