@@ -55,6 +55,7 @@ import (
 	"time"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
 // Naive runs the naive path, the seed algorithm, once per shard count.
@@ -272,6 +273,11 @@ func measureRun(ctx context.Context, cfg Config, t target, mem memoryProbe, stop
 			cfg.Progress(Progress{Run: run.Name, Elapsed: elapsed, Duration: cfg.Duration, Ops: ops})
 		}
 	}
+	commits := shardCommitsOf(cfg, run.Path)
+	var commitsBefore int64
+	if commits != nil {
+		commitsBefore = commits()
+	}
 	m, err := measure(ctx, cfg.Clients, cfg.Duration, clientsOf(cfg, t), progress)
 	if sampler != nil {
 		run.Memory = sampler.stop(ctx)
@@ -295,6 +301,10 @@ func measureRun(ctx context.Context, cfg Config, t target, mem memoryProbe, stop
 	if err != nil {
 		return fail(err)
 	}
+	var shardCommits int64
+	if commits != nil {
+		shardCommits = commits() - commitsBefore
+	}
 	total, err := t.total(ctx)
 	if err != nil {
 		return fail(fmt.Errorf("read back: %w", err))
@@ -308,6 +318,18 @@ func measureRun(ctx context.Context, cfg Config, t target, mem memoryProbe, stop
 		windowOK = w == total
 	}
 	run.Touched = t.touched()
+	if commits != nil && m.Writes > 0 {
+		if run.Path == PathEngine && run.Variant == VariantPlain && !cfg.Prefill {
+			// The engine created each counter the run wrote with its
+			// first write, in a commit of every shard document: counted
+			// as the one document that write needed, as a counter there
+			// before would have taken it (the naive path creates its
+			// counters apart, uncounted).
+			shardCommits -= run.Touched * int64(run.Shards-1)
+		}
+		run.ShardCommits = shardCommits
+		run.ShardCommitsPerWrite = float64(shardCommits) / float64(m.Writes)
+	}
 	if err := t.cleanup(ctx); err != nil {
 		return fmt.Errorf("bench: %s: clean up: %w", run.Name, err)
 	}
@@ -318,6 +340,21 @@ func measureRun(ctx context.Context, cfg Config, t target, mem memoryProbe, stop
 	run.Errors = m.Errors
 	run.Verified = total == expect+m.Delta && windowOK
 	return nil
+}
+
+// shardCommitsOf returns the running count of shard-document commits of
+// the store the run writes, when it is a document store and the path
+// the naive or the engine one, or nil. The run reads it after the
+// prefill and after the engine's last flush.
+func shardCommitsOf(cfg Config, path string) func() int64 {
+	if path != PathNaive && path != PathEngine {
+		return nil
+	}
+	s, ok := cfg.Store.(interface{ Stats() *docstore.Stats })
+	if !ok {
+		return nil
+	}
+	return s.Stats().Commits.Load
 }
 
 // prefill writes once to every counter, in chunks of prefillChunk from

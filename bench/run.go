@@ -48,6 +48,14 @@ type Run struct {
 	// and how many writes its store commits carried on average.
 	MaxInFlight     int     `json:"max_in_flight,omitempty"`
 	WritesPerCommit float64 `json:"writes_per_commit,omitempty"`
+	// ShardCommits is how many shard documents (entities) the store
+	// committed during the load, a commit that wrote k of them counting
+	// k, on a document store (Firestore, Datastore) that the run writes
+	// in process; ShardCommitsPerWrite is that per acknowledged write:
+	// the figure the service bills and that a document's one write a
+	// second limits. 1.0 is the seed's way, one commit an increment.
+	ShardCommits         int64   `json:"shard_commits,omitempty"`
+	ShardCommitsPerWrite float64 `json:"shard_commits_per_write,omitempty"`
 	// Memory is the resident memory of the process serving the run,
 	// when it could be read.
 	Memory *Memory `json:"memory,omitempty"`

@@ -13,10 +13,11 @@ import (
 // some workloads have (writes refused by a bound, resident memory) are
 // shown when a run has them.
 func WriteTable(w io.Writer, runs []Run) error {
-	var refused, memory bool
+	var refused, memory, docs bool
 	for _, r := range runs {
 		refused = refused || r.Refused > 0
 		memory = memory || r.Memory != nil
+		docs = docs || r.ShardCommitsPerWrite > 0
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "name\tpath\tshards\tclients\tops\tops/s\tp50 ms\tp99 ms\terrors\t")
@@ -27,7 +28,11 @@ func WriteTable(w io.Writer, runs []Run) error {
 	if memory {
 		fmt.Fprint(tw, "RSS MiB before\tmax\tafter\t")
 	}
-	fmt.Fprintln(tw, "vs first\twrites/commit\t")
+	fmt.Fprint(tw, "vs first\twrites/commit\t")
+	if docs {
+		fmt.Fprint(tw, "shard commits/write\t")
+	}
+	fmt.Fprintln(tw)
 	for _, r := range runs {
 		perCommit := "-"
 		if r.WritesPerCommit > 0 {
@@ -46,7 +51,15 @@ func WriteTable(w io.Writer, runs []Run) error {
 				fmt.Fprint(tw, "-\t-\t-\t")
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t\n", Ratio(r.OpsPerSec, runs[0].OpsPerSec), perCommit)
+		fmt.Fprintf(tw, "%s\t%s\t", Ratio(r.OpsPerSec, runs[0].OpsPerSec), perCommit)
+		if docs {
+			if r.ShardCommitsPerWrite > 0 {
+				fmt.Fprintf(tw, "%.3f\t", r.ShardCommitsPerWrite)
+			} else {
+				fmt.Fprint(tw, "-\t")
+			}
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
@@ -106,10 +119,11 @@ func WriteRatios(w io.Writer, runs []Run) error {
 // WriteMarkdown writes runs as a Markdown table, followed by the ratios of
 // WriteRatios as a second table when runs has peers.
 func WriteMarkdown(w io.Writer, runs []Run) error {
-	var refused, memory bool
+	var refused, memory, docs bool
 	for _, r := range runs {
 		refused = refused || r.Refused > 0
 		memory = memory || r.Memory != nil
+		docs = docs || r.ShardCommitsPerWrite > 0
 	}
 	fmt.Fprint(w, "| run | shards | clients | ops/s | p50 ms | p99 ms | errors |")
 	sep := "|---|---:|---:|---:|---:|---:|---:|"
