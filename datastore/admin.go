@@ -144,27 +144,27 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 		return shardcounter.CounterNotFound(id)
 	}
 	for _, kind := range []string{memberKind, bucketKind, requestKind} {
-		if err := s.deleteChildren(ctx, id, kind); err != nil {
+		if err := s.deleteChildren(ctx, "delete counter", s.counterKey(id), kind); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// deleteChildren deletes every entity of kind under the counter entity, a
-// commit per page.
-func (s *CounterStore) deleteChildren(ctx context.Context, id, kind string) error {
+// deleteChildren deletes every entity of kind under parent, a commit per
+// page.
+func (s *CounterStore) deleteChildren(ctx context.Context, op string, parent *datastore.Key, kind string) error {
 	for {
-		q := datastore.NewQuery(kind).Namespace(s.namespace).Ancestor(s.counterKey(id)).KeysOnly().Limit(400)
+		q := datastore.NewQuery(kind).Namespace(s.namespace).Ancestor(parent).KeysOnly().Limit(400)
 		keys, err := s.client.GetAll(ctx, q, nil)
 		if err != nil {
-			return readError("delete counter", err)
+			return readError(op, err)
 		}
 		if len(keys) == 0 {
 			return nil
 		}
 		if err := s.client.DeleteMulti(ctx, keys); err != nil {
-			return readError("delete counter", err)
+			return readError(op, err)
 		}
 	}
 }

@@ -47,8 +47,11 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 	return m.counter(id), nil
 }
 
-// writeError maps a failed commit of an administrative write.
+// writeError maps a failed commit of an administrative write (nil: none).
 func writeError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
 	if errors.Is(commitError(err), errConflict) {
 		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: %s: another writer came first; nothing applied, try again", op)
 	}
