@@ -8,9 +8,7 @@ import (
 	"cloud.google.com/go/datastore"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/decide"
 	"github.com/shardcounter/shardcounter/internal/docstore"
-	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 // errExists ends a create's transaction on a counter that exists.
@@ -70,17 +68,12 @@ func (s *CounterStore) getIn(tx *datastore.Transaction, id string) (*counterEnti
 // CreateCounter writes the counter entity and its zeroed shards in one
 // transaction.
 func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
+	spec, err := docstore.CheckCreate(id, spec)
+	if err != nil {
 		return nil, err
-	}
-	if err := shardcounter.ValidateSpec(spec); err != nil {
-		return nil, err
-	}
-	if spec.Kind == "" {
-		spec.Kind = shardcounter.KindSum
 	}
 	e := newCounterEntity(id, spec, s.now().UTC().Truncate(time.Microsecond))
-	err := s.transact(ctx, "create counter", id, func(tx *datastore.Transaction) error {
+	err = s.transact(ctx, "create counter", id, func(tx *datastore.Transaction) error {
 		old, err := s.getIn(tx, id)
 		if err != nil {
 			return err
@@ -144,27 +137,27 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 		return shardcounter.CounterNotFound(id)
 	}
 	for _, kind := range []string{memberKind, bucketKind, requestKind} {
-		if err := s.deleteChildren(ctx, id, kind); err != nil {
+		if err := s.deleteChildren(ctx, "delete counter", s.counterKey(id), kind); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// deleteChildren deletes every entity of kind under the counter entity, a
-// commit per page.
-func (s *CounterStore) deleteChildren(ctx context.Context, id, kind string) error {
+// deleteChildren deletes every entity of kind under parent, a commit per
+// page.
+func (s *CounterStore) deleteChildren(ctx context.Context, op string, parent *datastore.Key, kind string) error {
 	for {
-		q := datastore.NewQuery(kind).Namespace(s.namespace).Ancestor(s.counterKey(id)).KeysOnly().Limit(400)
+		q := datastore.NewQuery(kind).Namespace(s.namespace).Ancestor(parent).KeysOnly().Limit(400)
 		keys, err := s.client.GetAll(ctx, q, nil)
 		if err != nil {
-			return readError("delete counter", err)
+			return readError(op, err)
 		}
 		if len(keys) == 0 {
 			return nil
 		}
 		if err := s.client.DeleteMulti(ctx, keys); err != nil {
-			return readError("delete counter", err)
+			return readError(op, err)
 		}
 	}
 }
@@ -207,28 +200,19 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, n int) (*s
 		if err := l.run(tx); err != nil {
 			return err
 		}
-		vals := make([]int64, old)
+		vals, sks := make([]int64, old), make([][]byte, old)
 		for i := range vals {
-			vals[i] = ses[i].Count
+			vals[i], sks[i] = ses[i].Count, ses[i].Sketch
 		}
-		if vals, err = decide.FoldShards(id, vals, n); err != nil {
+		vals, sks, wide, err := docstore.Reshard("datastore", id, shardcounter.Kind(e.Kind), vals, sks, n, func() ([]string, error) { return s.members(ctx, tx, id, e) })
+		if err != nil {
 			return err
 		}
-		if shardcounter.Kind(e.Kind) == shardcounter.KindDistinct {
-			if vals, err = s.countMembers(ctx, tx, id, e, n); err != nil {
-				return err
-			}
-		}
-		if isApprox(e.Kind) {
-			if err := reshardSketches(id, ses, old, n); err != nil {
-				return err
-			}
+		for i, b := range sks {
+			ses[i].Sketch = b
 		}
 		ne := *e
-		ne.NumShards, ne.Wide = int64(n), false
-		for _, v := range vals {
-			ne.Wide = ne.Wide || v > zone(n) || v < -zone(n)
-		}
+		ne.NumShards, ne.Wide = int64(n), wide
 		muts := []*datastore.Mutation{datastore.NewUpdate(s.counterKey(id), &ne)}
 		for i := range keys {
 			if i >= n {
@@ -250,22 +234,21 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, n int) (*s
 	return res.counter(id), nil
 }
 
-// countMembers counts a distinct counter's members per shard of n, in the
-// transaction.
-func (s *CounterStore) countMembers(ctx context.Context, tx *datastore.Transaction, id string, e *counterEntity, n int) ([]int64, error) {
+// members lists a distinct counter's members in the transaction, for a
+// reshard.
+func (s *CounterStore) members(ctx context.Context, tx *datastore.Transaction, id string, e *counterEntity) ([]string, error) {
 	q := datastore.NewQuery(memberKind).Namespace(s.namespace).Ancestor(s.counterKey(id)).Transaction(tx)
 	var ms []ownEntity
 	keys, err := s.client.GetAll(ctx, q, &ms)
 	if err != nil {
 		return nil, txError("reshard", err)
 	}
-	vals := make([]int64, n)
+	var out []string
 	for i, k := range keys {
 		member, err := Unescape(k.Name)
-		if err != nil || !ms[i].Of.Equal(e.CreatedAt) {
-			continue
+		if err == nil && ms[i].Of.Equal(e.CreatedAt) {
+			out = append(out, member)
 		}
-		vals[shard.Of(shard.ForMember(member), n)]++
 	}
-	return vals, nil
+	return out, nil
 }

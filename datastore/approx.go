@@ -35,19 +35,4 @@ func (b *batch) wantsMember(t *target, inc shardcounter.Increment) bool {
 	return inc.Create == nil || inc.Create.Kind != shardcounter.KindApprox
 }
 
-// reshardSketches sets the sketches of the kept and new shards' entities
-// (the first n of ses) after a reshard from old shards
-// (docstore.ReshardSketches).
-func reshardSketches(id string, ses []shardEntity, old, n int) error {
-	sks := make([][]byte, old)
-	for i := range sks {
-		sks[i] = ses[i].Sketch
-	}
-	sks, err := docstore.ReshardSketches("datastore", id, sks, n)
-	for i, b := range sks {
-		ses[i].Sketch = b
-	}
-	return err
-}
-
 func hasNoMembers(id, kind string) error { return docstore.HasNoMembers(id, shardcounter.Kind(kind)) }

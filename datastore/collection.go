@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/docindex"
+	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
 // Collections (seed 001's sharded timestamps) live in two kinds: a
@@ -31,151 +32,35 @@ const (
 	documentKind   = "SC_Document"
 )
 
+// collectionsTable holds the collections' metadata entities.
+var collectionsTable = docstore.Table{Name: collectionKind, Noun: "collection"}
+
 // CollectionStore is a shardcounter.CollectionStore on the same database
-// as a CounterStore. It is safe for concurrent use.
+// as a CounterStore: docstore.Collections on the store's records, and the
+// documents. It is safe for concurrent use.
 type CollectionStore struct {
+	docstore.Collections
 	s *CounterStore
 }
 
 var _ shardcounter.CollectionStore = (*CollectionStore)(nil)
 
 // Collections returns the collection store on the counters' database.
-func (s *CounterStore) Collections() *CollectionStore { return &CollectionStore{s: s} }
+func (s *CounterStore) Collections() *CollectionStore {
+	return &CollectionStore{Collections: docstore.NewCollections(records{s}, collectionsTable, func(ctx context.Context, name string) error {
+		return s.deleteChildren(ctx, "delete collection", s.metaKey(name), documentKind)
+	}), s: s}
+}
 
 // MaxScanShards is 1: a query reads one shard's index range.
 func (cs *CollectionStore) MaxScanShards() int { return 1 }
 
-type collectionEntity struct {
-	Name           string    `datastore:"name,noindex"`
-	Shards         int64     `datastore:"shards,noindex"`
-	TimestampField string    `datastore:"timestamp_field,noindex"`
-	Indexes        string    `datastore:"indexes,noindex"` // JSON array
-	ShardKey       string    `datastore:"shard_key,noindex"`
-	CreatedAt      time.Time `datastore:"created_at,noindex"`
+func (s *CounterStore) metaKey(name string) *datastore.Key {
+	return records{s}.key(collectionsTable, name)
 }
 
-func (e *collectionEntity) collection() *shardcounter.Collection {
-	c := &shardcounter.Collection{Name: e.Name, Shards: int(e.Shards), TimestampField: e.TimestampField, ShardKey: shardcounter.ShardKey(e.ShardKey), CreatedAt: e.CreatedAt.UTC(), Indexes: []string{}}
-	json.Unmarshal([]byte(e.Indexes), &c.Indexes)
-	if c.Indexes == nil {
-		c.Indexes = []string{}
-	}
-	return c
-}
-
-func (cs *CollectionStore) metaKey(name string) *datastore.Key {
-	k := datastore.NameKey(collectionKind, Escape(name), nil)
-	k.Namespace = cs.s.namespace
-	return k
-}
-
-func (cs *CollectionStore) docKey(name, id string) *datastore.Key {
-	return childKey(cs.metaKey(name), documentKind, Escape(id))
-}
-
-// lockName is the in-process lock of a collection (see stripes).
-func lockName(name string) string { return "\x00collection " + name }
-
-// CreateCollection writes the metadata entity, in a transaction that
-// finds none.
-func (cs *CollectionStore) CreateCollection(ctx context.Context, c *shardcounter.Collection) error {
-	c.CreatedAt = c.CreatedAt.UTC().Truncate(time.Microsecond)
-	ix, _ := json.Marshal(c.Indexes)
-	e := &collectionEntity{Name: c.Name, Shards: int64(c.Shards), TimestampField: c.TimestampField, Indexes: string(ix), ShardKey: string(c.ShardKey), CreatedAt: c.CreatedAt}
-	err := cs.s.transact(ctx, "create collection", lockName(c.Name), func(tx *datastore.Transaction) error {
-		var old collectionEntity
-		err := tx.Get(cs.metaKey(c.Name), &old)
-		switch {
-		case err == nil:
-			return errExists
-		case !errors.Is(err, datastore.ErrNoSuchEntity):
-			return txError("create collection", err)
-		}
-		_, err = tx.Put(cs.metaKey(c.Name), e)
-		return txErr(err)
-	})
-	if errors.Is(err, errExists) {
-		return shardcounter.Errorf(shardcounter.EEXISTS, "collection %q already exists", c.Name)
-	}
-	return err
-}
-
-// GetCollection reads the metadata entity.
-func (cs *CollectionStore) GetCollection(ctx context.Context, name string) (*shardcounter.Collection, error) {
-	var e collectionEntity
-	err := cs.s.client.Get(ctx, cs.metaKey(name), &e)
-	if errors.Is(err, datastore.ErrNoSuchEntity) {
-		return nil, shardcounter.CollectionNotFound(name)
-	}
-	if err != nil {
-		return nil, readError("read collection", err)
-	}
-	return e.collection(), nil
-}
-
-// getIn reads the metadata entity in tx.
-func (cs *CollectionStore) getIn(tx *datastore.Transaction, name string) (*collectionEntity, error) {
-	var e collectionEntity
-	err := tx.Get(cs.metaKey(name), &e)
-	if errors.Is(err, datastore.ErrNoSuchEntity) {
-		return nil, shardcounter.CollectionNotFound(name)
-	}
-	if err != nil {
-		return nil, txError("read collection", err)
-	}
-	return &e, nil
-}
-
-// GrowCollection raises the shard count in a transaction.
-func (cs *CollectionStore) GrowCollection(ctx context.Context, name string, shards int) (*shardcounter.Collection, error) {
-	var c *shardcounter.Collection
-	err := cs.s.transact(ctx, "grow collection", lockName(name), func(tx *datastore.Transaction) error {
-		e, err := cs.getIn(tx, name)
-		if err != nil {
-			return err
-		}
-		c = e.collection()
-		if shards < c.Shards {
-			return shardcounter.Errorf(shardcounter.EINVALID, "collection %q has %d shards: a count never shrinks, documents stay on the shard they were written to", name, c.Shards)
-		}
-		if shards == c.Shards {
-			return nil
-		}
-		e.Shards = int64(shards)
-		c.Shards = shards
-		_, err = tx.Put(cs.metaKey(name), e)
-		return txErr(err)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// DeleteCollection deletes the metadata entity, then the documents.
-func (cs *CollectionStore) DeleteCollection(ctx context.Context, name string) error {
-	err := cs.s.transact(ctx, "delete collection", lockName(name), func(tx *datastore.Transaction) error {
-		if _, err := cs.getIn(tx, name); err != nil {
-			return err
-		}
-		return txErr(tx.Delete(cs.metaKey(name)))
-	})
-	if err != nil {
-		return err
-	}
-	for {
-		q := datastore.NewQuery(documentKind).Namespace(cs.s.namespace).Ancestor(cs.metaKey(name)).KeysOnly().Limit(400)
-		keys, err := cs.s.client.GetAll(ctx, q, nil)
-		if err != nil {
-			return readError("delete collection", err)
-		}
-		if len(keys) == 0 {
-			return nil
-		}
-		if err := cs.s.client.DeleteMulti(ctx, keys); err != nil {
-			return readError("delete collection", err)
-		}
-	}
+func (s *CounterStore) docKey(name, id string) *datastore.Key {
+	return childKey(s.metaKey(name), documentKind, Escape(id))
 }
 
 // docProps is a document as an entity's properties.
@@ -224,7 +109,7 @@ func fromProps(c *shardcounter.Collection, k *datastore.Key, ps datastore.Proper
 			data, _ = p.Value.(string)
 		}
 	}
-	if !of.Equal(c.CreatedAt.UTC().Truncate(time.Microsecond)) {
+	if !of.Equal(docstore.CreatedOf(c)) {
 		return nil, false
 	}
 	id, err := Unescape(k.Name)
@@ -245,20 +130,20 @@ func fromProps(c *shardcounter.Collection, k *datastore.Key, ps datastore.Proper
 func (cs *CollectionStore) PutDocuments(ctx context.Context, c *shardcounter.Collection, docs []*shardcounter.Document) error {
 	keys := make([]*datastore.Key, len(docs))
 	props := make([]datastore.PropertyList, len(docs))
-	for i, d := range docs {
+	for i, doc := range docs {
 		var err error
-		if props[i], err = docProps(c, d); err != nil {
+		if props[i], err = docProps(c, doc); err != nil {
 			return err
 		}
-		keys[i] = cs.docKey(c.Name, d.ID)
+		keys[i] = cs.s.docKey(c.Name, doc.ID)
 	}
-	return cs.s.transact(ctx, "put documents", lockName(c.Name), func(tx *datastore.Transaction) error {
-		e, err := cs.getIn(tx, c.Name)
+	return cs.s.transact(ctx, "put documents", recordLock(collectionsTable, c.Name), func(tx *datastore.Transaction) error {
+		rec, err := records{cs.s}.getIn(tx, collectionsTable, c.Name)
 		if err != nil {
 			return err
 		}
-		if !e.CreatedAt.Equal(c.CreatedAt.UTC().Truncate(time.Microsecond)) {
-			return shardcounter.CollectionNotFound(c.Name)
+		if err := docstore.Current(c, rec); err != nil {
+			return err
 		}
 		_, err = tx.PutMulti(keys, props)
 		return txErr(err)
@@ -268,7 +153,7 @@ func (cs *CollectionStore) PutDocuments(ctx context.Context, c *shardcounter.Col
 // GetDocument reads one document.
 func (cs *CollectionStore) GetDocument(ctx context.Context, c *shardcounter.Collection, id string) (*shardcounter.Document, error) {
 	var ps datastore.PropertyList
-	k := cs.docKey(c.Name, id)
+	k := cs.s.docKey(c.Name, id)
 	err := cs.s.client.Get(ctx, k, &ps)
 	if errors.Is(err, datastore.ErrNoSuchEntity) {
 		return nil, shardcounter.DocumentNotFound(c.Name, id)
@@ -285,8 +170,8 @@ func (cs *CollectionStore) GetDocument(ctx context.Context, c *shardcounter.Coll
 
 // DeleteDocument deletes one document in a transaction that finds it.
 func (cs *CollectionStore) DeleteDocument(ctx context.Context, c *shardcounter.Collection, id string) error {
-	k := cs.docKey(c.Name, id)
-	return cs.s.transact(ctx, "delete document", lockName(c.Name), func(tx *datastore.Transaction) error {
+	k := cs.s.docKey(c.Name, id)
+	return cs.s.transact(ctx, "delete document", recordLock(collectionsTable, c.Name), func(tx *datastore.Transaction) error {
 		var ps datastore.PropertyList
 		err := tx.Get(k, &ps)
 		if errors.Is(err, datastore.ErrNoSuchEntity) {
@@ -320,7 +205,7 @@ func (cs *CollectionStore) ScanDocuments(ctx context.Context, c *shardcounter.Co
 		past, upto, ord = "<", ">=", "-"
 	}
 	base := func() *datastore.Query {
-		q := datastore.NewQuery(documentKind).Namespace(cs.s.namespace).Ancestor(cs.metaKey(c.Name)).FilterField("shard", "=", int64(r.Shards[0]))
+		q := datastore.NewQuery(documentKind).Namespace(cs.s.namespace).Ancestor(cs.s.metaKey(c.Name)).FilterField("shard", "=", int64(r.Shards[0]))
 		if r.Index != "" {
 			q = q.FilterField("ix", "=", r.Index+shardcounter.HashSeparator+r.Value)
 		}
@@ -331,7 +216,7 @@ func (cs *CollectionStore) ScanDocuments(ctx context.Context, c *shardcounter.Co
 	if from != nil {
 		if from.ID != "" {
 			queries = append(queries, base().FilterField("ts", "=", from.Time.UTC()).
-				FilterField("__key__", past, cs.docKey(c.Name, from.ID)).Order(ord+"__key__"))
+				FilterField("__key__", past, cs.s.docKey(c.Name, from.ID)).Order(ord+"__key__"))
 			main = main.FilterField("ts", past, from.Time.UTC())
 		} else {
 			main = main.FilterField("ts", map[bool]string{false: ">=", true: "<="}[desc], from.Time.UTC())

@@ -91,6 +91,9 @@ type CounterStore struct {
 	commitLimit int
 	base
 	reads
+	// Rankings are the store's shardcounter.RankingStore, on its records
+	// (records.go).
+	docstore.Rankings
 
 	// shards remembers each counter's shard count and whether its writes
 	// read every shard, so that a transaction reads what it needs in one
@@ -204,6 +207,7 @@ func newStore(ctx context.Context, project string, opts Options, extra ...option
 		s.now = time.Now
 	}
 	s.Init(opts.ShardWriteInterval, DefaultShardWriteInterval, opts.DedupeWindow)
+	s.Rankings = docstore.NewRankings(records{s}, rankingsTable)
 	s.reads = reads{Store: "datastore", Now: s.now, Snap: s.read, Meta: s.GetCounter, Buckets: s.buckets, Node: s.node}
 	s.shards, _ = lru.New[string, *counterEntity](docstore.CacheSize)
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)

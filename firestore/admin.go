@@ -12,22 +12,15 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/decide"
 	"github.com/shardcounter/shardcounter/internal/docstore"
-	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 // CreateCounter writes the counter document and its zeroed shards in one
 // commit, as seed 000's createCounter does with a batch.
 func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
+	spec, err := docstore.CheckCreate(id, spec)
+	if err != nil {
 		return nil, err
-	}
-	if err := shardcounter.ValidateSpec(spec); err != nil {
-		return nil, err
-	}
-	if spec.Kind == "" {
-		spec.Kind = shardcounter.KindSum
 	}
 	m := meta{spec: spec, created: s.now().UTC().Truncate(time.Microsecond)}
 	ref := s.counterRef(id)
@@ -47,8 +40,11 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 	return m.counter(id), nil
 }
 
-// writeError maps a failed commit of an administrative write.
+// writeError maps a failed commit of an administrative write (nil: none).
 func writeError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
 	if errors.Is(commitError(err), errConflict) {
 		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: %s: another writer came first; nothing applied, try again", op)
 	}
@@ -186,36 +182,18 @@ func (s *CounterStore) reshardOnce(ctx context.Context, id string, ref *firestor
 	if m.spec.Shards != old {
 		return nil, errConflict
 	}
-	vals := make([]int64, old)
+	vals, prev := make([]int64, old), make([][]byte, old)
 	for i := range vals {
-		vals[i] = s.shardFromSnap(snaps[1+i]).value
+		vals[i], prev[i] = s.shardFromSnap(snaps[1+i]).value, sketchOf(snaps[1+i])
 	}
-	if vals, err = decide.FoldShards(id, vals, n); err != nil {
+	vals, sks, wide, err := docstore.Reshard("firestore", id, kindOf(m.spec), vals, prev, n, func() ([]string, error) { return s.members(ctx, ref, m) })
+	if err != nil {
 		return nil, err
 	}
-	if kindOf(m.spec) == shardcounter.KindDistinct {
-		if vals, err = s.countMembers(ctx, ref, m, n); err != nil {
-			return nil, err
+	for i := range min(old, n) { // sks: the approx shards' sketches that change
+		if sks != nil && bytes.Equal(sks[i], prev[i]) {
+			sks[i] = nil
 		}
-	}
-	var sks [][]byte // the approx shards' sketches that change
-	if isApprox(m.spec) {
-		prev := make([][]byte, old)
-		for i := range prev {
-			prev[i] = sketchOf(snaps[1+i])
-		}
-		if sks, err = docstore.ReshardSketches("firestore", id, prev, n); err != nil {
-			return nil, err
-		}
-		for i := range min(old, n) {
-			if bytes.Equal(sks[i], prev[i]) {
-				sks[i] = nil
-			}
-		}
-	}
-	wide := false
-	for _, v := range vals {
-		wide = wide || v > zone(n) || v < -zone(n)
 	}
 	wb := s.client.Batch() //nolint:staticcheck // see CreateCounter
 	wb.Update(ref, []firestore.Update{{Path: fieldNumShards, Value: int64(n)}}, firestore.LastUpdateTime(snaps[0].UpdateTime))
@@ -255,21 +233,20 @@ func (s *CounterStore) reshardOnce(ctx context.Context, id string, ref *firestor
 	return m.counter(id), nil
 }
 
-// countMembers counts a distinct counter's members per shard of n.
-func (s *CounterStore) countMembers(ctx context.Context, ref *firestore.DocumentRef, m meta, n int) ([]int64, error) {
+// members lists a distinct counter's members, for a reshard.
+func (s *CounterStore) members(ctx context.Context, ref *firestore.DocumentRef, m meta) ([]string, error) {
 	docs, err := ref.Collection(membersCollection).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, readError("reshard", err)
 	}
-	vals := make([]int64, n)
+	var out []string
 	for _, d := range docs {
 		member, err := Unescape(d.Ref.ID)
-		if err != nil || !sameTime(d.Data()[fieldOf], m.created) {
-			continue
+		if err == nil && sameTime(d.Data()[fieldOf], m.created) {
+			out = append(out, member)
 		}
-		vals[shard.Of(shard.ForMember(member), n)]++
 	}
-	return vals, nil
+	return out, nil
 }
 
 // expire deletes up to docstore.ExpireBatch+recorded expired request

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
 // Collections (seed 001's sharded timestamps) live as the seed's example
@@ -31,145 +32,59 @@ const (
 	fieldDocOf            = "sc_of"
 )
 
+// collectionsTable holds the collections' metadata records.
+var collectionsTable = docstore.Table{Name: collectionsCollection, Noun: "collection"}
+
 // CollectionStore is a shardcounter.CollectionStore on the same database
-// as a CounterStore. It is safe for concurrent use.
+// as a CounterStore: docstore.Collections on the store's records, and the
+// documents. It is safe for concurrent use.
 type CollectionStore struct {
+	docstore.Collections
 	s *CounterStore
 }
 
 var _ shardcounter.CollectionStore = (*CollectionStore)(nil)
 
 // Collections returns the collection store on the counters' database.
-func (s *CounterStore) Collections() *CollectionStore { return &CollectionStore{s: s} }
+func (s *CounterStore) Collections() *CollectionStore {
+	return &CollectionStore{Collections: docstore.NewCollections(records{s}, collectionsTable, func(ctx context.Context, name string) error {
+		return s.deleteAll(ctx, s.docs(name))
+	}), s: s}
+}
 
 // MaxScanShards is Firestore's limit on the values of one `in` filter.
 func (cs *CollectionStore) MaxScanShards() int { return 30 }
 
-func (cs *CollectionStore) metaRef(name string) *firestore.DocumentRef {
-	return cs.s.client.Collection(collectionsCollection).Doc(Escape(name))
+func (s *CounterStore) docs(name string) *firestore.CollectionRef {
+	return s.client.Collection(Escape(name))
 }
 
-func (cs *CollectionStore) docs(name string) *firestore.CollectionRef {
-	return cs.s.client.Collection(Escape(name))
-}
-
-// CreateCollection writes the collection's metadata document.
+// CreateCollection writes the collection's metadata document, unless the
+// name's documents would be among the store's own.
 func (cs *CollectionStore) CreateCollection(ctx context.Context, c *shardcounter.Collection) error {
 	if n := Escape(c.Name); n == countersCollection || strings.HasPrefix(n, "sc_") {
 		return shardcounter.Errorf(shardcounter.EINVALID, "collection name %q is taken by the store's own documents on Firestore: choose another", c.Name)
 	}
-	c.CreatedAt = c.CreatedAt.UTC().Truncate(time.Microsecond)
-	_, err := cs.metaRef(c.Name).Create(ctx, map[string]any{
-		"name": c.Name, "shards": int64(c.Shards), "timestamp_field": c.TimestampField,
-		"indexes": c.Indexes, "shard_key": string(c.ShardKey), "created_at": c.CreatedAt,
-	})
-	if status.Code(err) == codes.AlreadyExists {
-		return shardcounter.Errorf(shardcounter.EEXISTS, "collection %q already exists", c.Name)
-	}
-	if err != nil {
-		return writeError("create collection", err)
-	}
-	return nil
+	return cs.Collections.CreateCollection(ctx, c)
 }
 
-// GetCollection reads the metadata document.
-func (cs *CollectionStore) GetCollection(ctx context.Context, name string) (*shardcounter.Collection, error) {
-	c, _, err := cs.get(ctx, name)
-	return c, err
-}
-
-func (cs *CollectionStore) get(ctx context.Context, name string) (*shardcounter.Collection, *firestore.DocumentSnapshot, error) {
-	snap, err := cs.metaRef(name).Get(ctx)
-	if status.Code(err) == codes.NotFound {
-		return nil, nil, shardcounter.CollectionNotFound(name)
-	}
-	if err != nil {
-		return nil, nil, readError("read collection", err)
-	}
-	d := snap.Data()
-	c := &shardcounter.Collection{Name: name, Indexes: []string{}}
-	n, _ := d["shards"].(int64)
-	c.Shards = int(n)
-	c.TimestampField, _ = d["timestamp_field"].(string)
-	if k, ok := d["shard_key"].(string); ok {
-		c.ShardKey = shardcounter.ShardKey(k)
-	}
-	c.CreatedAt, _ = d["created_at"].(time.Time)
-	if ix, ok := d["indexes"].([]any); ok {
-		for _, f := range ix {
-			if s, ok := f.(string); ok {
-				c.Indexes = append(c.Indexes, s)
-			}
-		}
-	}
-	return c, snap, nil
-}
-
-// GrowCollection raises the shard count, with the metadata document's
-// version as precondition.
-func (cs *CollectionStore) GrowCollection(ctx context.Context, name string, shards int) (*shardcounter.Collection, error) {
-	for attempt := 0; ; attempt++ {
-		c, snap, err := cs.get(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		if shards < c.Shards {
-			return nil, shardcounter.Errorf(shardcounter.EINVALID, "collection %q has %d shards: a count never shrinks, documents stay on the shard they were written to", name, c.Shards)
-		}
-		if shards == c.Shards {
-			return c, nil
-		}
-		_, err = snap.Ref.Update(ctx, []firestore.Update{{Path: "shards", Value: int64(shards)}}, firestore.LastUpdateTime(snap.UpdateTime))
-		if err == nil {
-			c.Shards = shards
-			return c, nil
-		}
-		if !errors.Is(commitError(err), errConflict) || attempt == 10 {
-			return nil, writeError("grow collection", err)
-		}
-	}
-}
-
-// DeleteCollection deletes the metadata document, then the documents.
-func (cs *CollectionStore) DeleteCollection(ctx context.Context, name string) error {
-	if _, _, err := cs.get(ctx, name); err != nil {
-		return err
-	}
-	if _, err := cs.metaRef(name).Delete(ctx, firestore.Exists); err != nil {
-		if status.Code(err) == codes.NotFound {
-			return shardcounter.CollectionNotFound(name)
-		}
-		return writeError("delete collection", err)
-	}
-	return cs.s.deleteAll(ctx, cs.docs(name))
-}
-
-// current checks that c is still the collection of its name.
-func (cs *CollectionStore) current(ctx context.Context, c *shardcounter.Collection) error {
-	got, _, err := cs.get(ctx, c.Name)
-	if err != nil {
-		return err
-	}
-	if !got.CreatedAt.Equal(c.CreatedAt.UTC().Truncate(time.Microsecond)) {
-		return shardcounter.CollectionNotFound(c.Name)
-	}
-	return nil
-}
-
-// PutDocuments writes the documents in one commit, each replacing any
-// document of its id.
+// PutDocuments checks the metadata document, then writes the documents
+// in one commit, each replacing any document of its id.
 func (cs *CollectionStore) PutDocuments(ctx context.Context, c *shardcounter.Collection, docs []*shardcounter.Document) error {
-	if err := cs.current(ctx, c); err != nil {
+	rec, err := records{cs.s}.GetRecord(ctx, collectionsTable, c.Name)
+	if err != nil {
+		return err
+	}
+	if err := docstore.Current(c, rec); err != nil {
 		return err
 	}
 	wb := cs.s.client.Batch() //nolint:staticcheck // see CreateCounter
-	of := c.CreatedAt.UTC().Truncate(time.Microsecond)
-	for _, d := range docs {
-		fields, err := toFields(c, d, of)
+	for _, doc := range docs {
+		fields, err := toFields(c, doc, docstore.CreatedOf(c))
 		if err != nil {
 			return err
 		}
-		wb.Set(cs.docs(c.Name).Doc(Escape(d.ID)), fields)
+		wb.Set(cs.s.docs(c.Name).Doc(Escape(doc.ID)), fields)
 	}
 	if _, err := wb.Commit(ctx); err != nil {
 		return writeError("put documents", err)
@@ -211,7 +126,7 @@ func setPath(m map[string]any, path []string, v any) map[string]any {
 // when it belongs to an earlier collection of the name.
 func fromSnap(c *shardcounter.Collection, snap *firestore.DocumentSnapshot) (*shardcounter.Document, bool) {
 	data := snap.Data()
-	if !sameTime(data[fieldDocOf], c.CreatedAt.UTC().Truncate(time.Microsecond)) {
+	if !sameTime(data[fieldDocOf], docstore.CreatedOf(c)) {
 		return nil, false
 	}
 	id, err := Unescape(snap.Ref.ID)
@@ -246,33 +161,33 @@ func lookupTime(m map[string]any, path []string) (time.Time, bool) {
 	return lookupTime(sub, path[1:])
 }
 
-// GetDocument reads one document.
-func (cs *CollectionStore) GetDocument(ctx context.Context, c *shardcounter.Collection, id string) (*shardcounter.Document, error) {
-	snap, err := cs.docs(c.Name).Doc(Escape(id)).Get(ctx)
+// get reads one document of c, or returns ErrNotFound.
+func (cs *CollectionStore) get(ctx context.Context, c *shardcounter.Collection, id string) (*shardcounter.Document, *firestore.DocumentSnapshot, error) {
+	snap, err := cs.s.docs(c.Name).Doc(Escape(id)).Get(ctx)
 	if status.Code(err) == codes.NotFound {
-		return nil, shardcounter.DocumentNotFound(c.Name, id)
+		return nil, nil, shardcounter.DocumentNotFound(c.Name, id)
 	}
 	if err != nil {
-		return nil, readError("read document", err)
+		return nil, nil, readError("read document", err)
 	}
 	d, ok := fromSnap(c, snap)
 	if !ok {
-		return nil, shardcounter.DocumentNotFound(c.Name, id)
+		return nil, nil, shardcounter.DocumentNotFound(c.Name, id)
 	}
-	return d, nil
+	return d, snap, nil
+}
+
+// GetDocument reads one document.
+func (cs *CollectionStore) GetDocument(ctx context.Context, c *shardcounter.Collection, id string) (*shardcounter.Document, error) {
+	d, _, err := cs.get(ctx, c, id)
+	return d, err
 }
 
 // DeleteDocument deletes one document, the version it read.
 func (cs *CollectionStore) DeleteDocument(ctx context.Context, c *shardcounter.Collection, id string) error {
-	snap, err := cs.docs(c.Name).Doc(Escape(id)).Get(ctx)
-	if status.Code(err) == codes.NotFound {
-		return shardcounter.DocumentNotFound(c.Name, id)
-	}
+	_, snap, err := cs.get(ctx, c, id)
 	if err != nil {
-		return readError("read document", err)
-	}
-	if _, ok := fromSnap(c, snap); !ok {
-		return shardcounter.DocumentNotFound(c.Name, id)
+		return err
 	}
 	if _, err := snap.Ref.Delete(ctx, firestore.LastUpdateTime(snap.UpdateTime)); err != nil {
 		if errors.Is(commitError(err), errConflict) {
@@ -291,7 +206,7 @@ func (cs *CollectionStore) ScanDocuments(ctx context.Context, c *shardcounter.Co
 	for i, s := range r.Shards {
 		shards[i] = int64(s)
 	}
-	q := cs.docs(c.Name).Query
+	q := cs.s.docs(c.Name).Query
 	if len(shards) == 1 {
 		q = q.Where(fieldShard, "==", shards[0])
 	} else {

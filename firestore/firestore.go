@@ -77,6 +77,9 @@ type CounterStore struct {
 	commitLimit int
 	base
 	reads
+	// Rankings are the store's shardcounter.RankingStore, on its records
+	// (records.go).
+	docstore.Rankings
 
 	cache *lru.Cache[string, *counterState]
 	// fullHint holds counters found near the int64 limits, whose writes
@@ -190,6 +193,7 @@ func newStore(ctx context.Context, project, database string, opts Options, extra
 		s.now = time.Now
 	}
 	s.Init(opts.ShardWriteInterval, DefaultShardWriteInterval, opts.DedupeWindow)
+	s.Rankings = docstore.NewRankings(records{s}, rankingsTable)
 	s.reads = reads{Store: "firestore", Now: s.now, Snap: s.snap, Meta: s.GetCounter, Buckets: s.buckets,
 		Node: func(id string, i int) string { return s.node(id) + "/shards/" + strconv.Itoa(i) }}
 	s.cache, _ = lru.New[string, *counterState](docstore.CacheSize)

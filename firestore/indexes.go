@@ -1,11 +1,7 @@
 package firestore
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-
-	"google.golang.org/api/iterator"
 
 	"github.com/shardcounter/shardcounter"
 )
@@ -67,29 +63,4 @@ func Indexes(colls []*shardcounter.Collection) ([]byte, error) {
 		}
 	}
 	return json.MarshalIndent(f, "", "  ")
-}
-
-// ListCollections returns every collection, in name order.
-func (cs *CollectionStore) ListCollections(ctx context.Context) ([]*shardcounter.Collection, error) {
-	it := cs.s.client.Collection(collectionsCollection).Documents(ctx)
-	defer it.Stop()
-	var out []*shardcounter.Collection
-	for {
-		snap, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, readError("list collections", err)
-		}
-		name, err := Unescape(snap.Ref.ID)
-		if err != nil {
-			continue
-		}
-		c, _, err := cs.get(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
 }

@@ -6,6 +6,10 @@
 // arithmetic, and the estimate of a commit's size with the split of a
 // batch too large for one commit (split.go). Each store keeps its own
 // layout, DSN, error mapping and indexes, and embeds a Base.
+//
+// The rankings and the collections' metadata are written once too, over
+// Records: a read and an atomic read-and-write of a named record, which
+// each store adapts (records.go, collection.go).
 package docstore
 
 import (
