@@ -3,7 +3,6 @@ package datastore
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -49,50 +48,18 @@ func (s *CounterStore) applyWhole(ctx context.Context, incs []shardcounter.Incre
 	if len(incs) == 0 {
 		return out, nil
 	}
-	pause := time.Millisecond
-	m := s.newMarker(incs)
-	for {
-		recorded, detached, err := s.attempt(ctx, incs, out, m, limit)
-		if detached {
-			// The attempt goes on without us, with m. Unless it was in its
-			// commit (an unknown outcome), it never commits, nor touches
-			// m.unsure, which an earlier attempt may have set.
-			if !shardcounter.IsOutcomeUnknown(err) && m != nil && m.unsure {
-				return nil, m.unknown(ctx.Err())
-			}
-			return nil, err
-		}
-		if err != nil && m != nil && m.unsure {
-			// A commit of the batch got no clear answer: its marker
-			// says whether it applied; absent, try again with it.
-			if recorded, err = s.settle(ctx, m, out, err); err != nil && !errors.Is(err, errConflict) && !docstore.IsTooLarge(err) {
-				if serr := docstore.Sleep(ctx, markerWait); serr != nil {
-					return nil, m.unknown(serr)
-				}
-				continue
-			}
-		}
-		if err == nil {
-			s.expire(ctx, recorded)
-			return out, nil
-		}
-		if m != nil && m.unsure && docstore.IsTooLarge(err) {
-			// Split, the parts' own markers would not stop the unclear
-			// commit from applying too, should it yet arrive.
-			return nil, shardcounter.OutcomeUnknownf("datastore: commit failed (%v), and the batch, decided again, is too large for one commit: not settled", m.first)
-		}
-		if !errors.Is(err, errConflict) {
-			return nil, err
-		}
-		s.Stats().Conflicts.Add(1)
-		if err := docstore.Sleep(ctx, rand.N(pause)+pause/2); err != nil {
-			if m != nil && m.unsure {
-				return nil, m.unknown(err)
-			}
-			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: the batch kept meeting other writers until %v; nothing applied", err)
-		}
-		pause = min(2*pause, 200*time.Millisecond)
+	m := docstore.NewMarker[sentAttempt]("datastore", incs)
+	r := docstore.Attempts[sentAttempt]{Store: "datastore", Stats: s.Stats(), Marker: m, Conflict: errConflict,
+		Try:  func() (int, bool, error) { return s.attempt(ctx, incs, out, m, limit) },
+		Get:  func(ctx context.Context) (int64, bool, error) { return s.markerAttempt(ctx, s.markerKey(m)) },
+		Done: func(a sentAttempt) { a.b.committed(a.sw) },
 	}
+	recorded, err := r.Run(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	s.expire(ctx, recorded)
+	return out, nil
 }
 
 // txGrace is how long a transaction may outlive the deadline of its
@@ -190,13 +157,14 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	}
 	muts, shardWrites := b.mutations()
 	if len(muts) == 0 {
-		return b.recorded, nil
+		return len(b.Records), nil
 	}
-	m.attempt++
-	muts = append(muts, datastore.NewInsert(m.key, m.entity(b.now)))
-	b.count(m.key, m.entity(b.now))
+	m.Attempt++
+	mk, me := s.markerKey(m), &ownEntity{At: b.now, Attempt: m.Attempt}
+	muts = append(muts, datastore.NewInsert(mk, me))
+	b.count(mk, me)
 	if err := b.size.Check("datastore", limit); err != nil {
-		m.attempt-- // not sent
+		m.Attempt-- // not sent
 		return 0, err
 	}
 	if _, err := tx.Mutate(muts...); err != nil {
@@ -205,20 +173,18 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	if mayCommit != nil && !mayCommit() {
 		return 0, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: the batch did not reach its commit in time; nothing applied")
 	}
-	m.send(b, out, shardWrites)
+	m.Send(sentAttempt{b: b, sw: shardWrites}, out, len(b.Records))
 	done = true
 	if _, err := tx.Commit(); err != nil {
 		err = commitError(err)
 		if shardcounter.IsOutcomeUnknown(err) {
 			tx.Rollback() //nolint:errcheck // best effort: frees its locks if the commit never arrived
-			if !m.unsure {
-				m.unsure, m.first = true, err
-			}
+			m.Failed(err)
 		}
 		return 0, err
 	}
 	b.committed(shardWrites)
-	return b.recorded, nil
+	return len(b.Records), nil
 }
 
 // txError maps a failed read or write inside a transaction: nothing was

@@ -11,7 +11,6 @@ import (
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/decide"
 	"github.com/shardcounter/shardcounter/internal/docstore"
-	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 // batch is one attempt of Apply: what its transaction read, and the
@@ -26,37 +25,27 @@ type batch struct {
 	reqs        map[requestKey]*ownEntity // nil: no such entity
 	members     map[requestKey]*ownEntity
 
-	// decisions of the last pass
-	recorded int
-	records  []requestKey
-	sweeps   []*datastore.Key
-	size     *docstore.Sizes // of the commit's mutations
+	// the view of the last pass over the items, and its decisions
+	docstore.View
+	sweeps []*datastore.Key
+	size   *docstore.Sizes // of the commit's mutations
 }
 
-type requestKey struct{ counter, id string }
+type requestKey = docstore.Key
 
-// target is one counter of the batch.
+// target is one counter of the batch: the view's (docstore.Target), and
+// the entities its transaction read.
 type target struct {
+	docstore.Target
 	id     string
 	key    *datastore.Key
-	read   bool           // the counter entity was read
-	ent    *counterEntity // as read; nil when it does not exist
-	guess  *counterEntity // the cached entity, before the read
-	err    error
+	read   bool                 // the counter entity was read
+	ent    *counterEntity       // as read; nil when it does not exist
+	guess  *counterEntity       // the cached entity, before the read
 	shards map[int]*shardEntity // shards read (an absent entity is one with exists false)
 	bucket *bucketEntity        // the bucket of now, when read
 	full   bool                 // writes read every shard and check the total
-
-	// the last pass's decisions
-	st        *counterEntity // the entity the items apply to (ent, or the one created)
-	create    bool
-	touched   bool
-	vals      []int64
-	dirty     map[int]bool
-	wide      bool            // the commit marks the counter entity wide
-	present   map[string]bool // member → present, as the batch leaves it
-	bw        *decide.BucketWrite
-	newSketch map[int][]byte
+	st     *counterEntity       // the entity the items apply to (ent, or the one Decide created)
 }
 
 func (s *CounterStore) newBatch(tx *datastore.Transaction, incs []shardcounter.Increment, now time.Time) *batch {
@@ -143,7 +132,7 @@ func (b *batch) readFirst(ctx context.Context) error {
 			t.read = true
 			if found {
 				if err := e.check(t.key); err != nil {
-					t.err = err
+					t.Err = err
 				} else {
 					t.ent = e
 				}
@@ -160,7 +149,7 @@ func (b *batch) readFirst(ctx context.Context) error {
 		if t == nil || r.RequestID == "" {
 			continue
 		}
-		k := requestKey{r.Counter, r.RequestID}
+		k := requestKey{Counter: r.Counter, ID: r.RequestID}
 		if _, ok := b.reqs[k]; !ok {
 			b.reqs[k] = nil
 			e := new(ownEntity)
@@ -225,7 +214,7 @@ func (b *batch) wantMember(l *loads, t *target, member string) {
 	if member == "" || shardcounter.ValidateID("member", member) != nil {
 		return
 	}
-	k := requestKey{t.id, member}
+	k := requestKey{Counter: t.id, ID: member}
 	if _, ok := b.members[k]; ok {
 		return
 	}
@@ -241,31 +230,7 @@ func (b *batch) wantMember(l *loads, t *target, member string) {
 // wantShards adds to l the shards of t that its items need under entity e
 // (all of them when its writes check the total), and the bucket of now.
 func (b *batch) wantShards(l *loads, t *target, e *counterEntity) {
-	n := int(e.NumShards)
-	want := map[int]bool{}
-	if t.full || e.full() {
-		for i := range n {
-			want[i] = true
-		}
-	} else {
-		for _, inc := range b.incs {
-			if inc.Counter != t.id {
-				continue
-			}
-			if inc.Take != nil {
-				// A take decides on its key's whole state: every shard.
-				for i := range n {
-					want[i] = true
-				}
-				continue
-			}
-			pick := inc.Pick
-			if inc.Member != "" {
-				pick = shard.ForMember(inc.Member)
-			}
-			want[shard.Of(pick, n)] = true
-		}
-	}
+	want := docstore.Shards(b.incs, t.id, int(e.NumShards), t.full || e.full())
 	for i := range want {
 		if _, ok := t.shards[i]; ok {
 			continue
@@ -286,21 +251,42 @@ func (b *batch) wantShards(l *loads, t *target, e *counterEntity) {
 	}
 }
 
-// decide decides the batch with package decide on what the transaction
-// read (the batch is the view) and takes its mutations into the targets.
-// It returns more when a counter turned out to need its total checked (a
-// shard would leave its zone): its shards are then read and the batch
-// decided again.
+// decide decides the batch on what the transaction read (the view),
+// and makes the entity of a counter it creates. It returns more when a
+// counter turned out to need its total checked (a shard would leave its
+// zone): its shards are then read and the batch decided again.
 func (b *batch) decide(incs []shardcounter.Increment, out []shardcounter.Outcome) (more bool, err error) {
-	b.recorded, b.records = 0, nil
-	for _, t := range b.targets {
-		t.st, t.create, t.touched, t.vals, t.dirty, t.wide, t.present, t.bw = t.ent, false, false, nil, map[int]bool{}, false, map[string]bool{}, nil
-		t.newSketch = map[int][]byte{}
+	b.View = docstore.View{Store: "datastore", Targets: map[string]*docstore.Target{}, Requests: map[docstore.Key]docstore.Request{}}
+	for _, id := range b.order {
+		t := b.targets[id]
+		b.Targets[id], t.st = &t.Target, t.ent
+		t.Spec, t.Full, t.Vals, t.Sketches, t.Members, t.Bucket = nil, t.full, map[int]int64{}, map[int][]byte{}, map[string]bool{}, nil
+		if t.ent == nil {
+			continue
+		}
+		spec := t.ent.spec()
+		t.Spec = &spec
+		for i, se := range t.shards {
+			t.Vals[i], t.Sketches[i] = se.Count, se.Sketch
+		}
+		if t.bucket != nil {
+			t.Bucket = &shardcounter.Bucket{Start: t.bucket.Start, Value: t.bucket.Count}
+		}
 	}
-	m, err := decide.Decide(b, decide.Batch{Incs: incs, Now: b.now, Cutoff: b.cutoff}, out)
-	var whole *decide.NeedWhole
-	if errors.As(err, &whole) {
-		for _, id := range whole.Counters {
+	// An id entity is the counter's when of its incarnation (of).
+	for k, e := range b.reqs {
+		if t := b.targets[k.Counter]; e != nil && t.ent != nil {
+			b.Requests[k] = docstore.Request{At: e.At, Seen: e.Of.Equal(t.ent.CreatedAt)}
+		}
+	}
+	for k, e := range b.members {
+		if t := b.targets[k.Counter]; t.ent != nil {
+			t.Members[k.ID] = e != nil && e.Of.Equal(t.ent.CreatedAt)
+		}
+	}
+	whole, err := b.View.Decide(incs, b.now, b.cutoff, out)
+	if len(whole) > 0 {
+		for _, id := range whole {
 			b.targets[id].full = true
 		}
 		return true, nil
@@ -308,117 +294,16 @@ func (b *batch) decide(incs []shardcounter.Increment, out []shardcounter.Outcome
 	if err != nil {
 		return false, err
 	}
-	for _, c := range m.Counters {
-		t := b.targets[c.ID]
-		t.touched = true
-		if c.Create {
-			t.st, t.create = newCounterEntity(c.ID, *c.Spec, b.now.UTC().Truncate(time.Microsecond)), true
+	for _, id := range b.order {
+		t := b.targets[id]
+		if t.Create {
+			t.st = newCounterEntity(id, *t.Spec, b.now.UTC().Truncate(time.Microsecond))
 		}
-		t.vals = make([]int64, t.st.NumShards)
-		for i, se := range t.shards {
-			if i < len(t.vals) && !t.create {
-				t.vals[i] = se.Count
+		for _, w := range t.Buckets {
+			if !w.Known {
+				return false, fmt.Errorf("datastore: counter %q: its bucket decided without its value", id)
 			}
 		}
-	}
-	for _, w := range m.Shards {
-		t := b.targets[w.Counter]
-		if !w.Known { // the view has every shard decide asks for
-			return false, fmt.Errorf("datastore: counter %q, shard %d: decided without its value", w.Counter, w.Shard)
-		}
-		t.vals[w.Shard], t.dirty[w.Shard] = w.Value, true
-		if !decide.InZone(w.Value, len(t.vals)) {
-			t.wide = true
-		}
-	}
-	for _, w := range m.Members {
-		b.targets[w.Counter].present[w.Member] = w.Present
-	}
-	for _, w := range m.Buckets {
-		t := b.targets[w.Counter]
-		if !w.Known {
-			return false, fmt.Errorf("datastore: counter %q: its bucket decided without its value", w.Counter)
-		}
-		t.bw = &w
-	}
-	for _, w := range m.Sketches {
-		t := b.targets[w.Counter]
-		t.newSketch[w.Shard], t.dirty[w.Shard] = w.New, true
-	}
-	for _, r := range m.Requests {
-		b.recorded++
-		b.records = append(b.records, requestKey{r.Counter, r.ID})
 	}
 	return false, nil
-}
-
-// The batch's view (decide.View) answers from what its transaction read.
-
-func (b *batch) Counter(id string) (decide.Counter, error) {
-	t := b.targets[id]
-	switch {
-	case t.err != nil:
-		return decide.Counter{Exists: true, Err: t.err}, nil
-	case t.ent == nil:
-		return decide.Counter{}, nil
-	}
-	c := decide.Counter{Exists: true, Spec: t.ent.spec(), Sum: decide.SumInZone}
-	if t.full {
-		vals := make([]int64, t.ent.NumShards)
-		for i := range vals {
-			se := t.shards[i]
-			if se == nil {
-				return decide.Counter{}, fmt.Errorf("datastore: counter %q read whole without its shard %d", id, i)
-			}
-			vals[i] = se.Count
-		}
-		c.Total, c.Sum = decide.Total(vals)
-	}
-	return c, nil
-}
-
-func (b *batch) Shard(counter string, k int) (int64, bool, error) {
-	se := b.targets[counter].shards[k]
-	if se == nil {
-		return 0, false, nil
-	}
-	return se.Count, true, nil
-}
-
-func (b *batch) Request(counter, id string) (time.Time, bool, error) {
-	e := b.reqs[requestKey{counter, id}]
-	return e.atOf(b.targets[counter].ent)
-}
-
-func (b *batch) Member(counter, member string) (bool, error) {
-	e, read := b.members[requestKey{counter, member}]
-	if !read { // not known absent: deciding on it could add a present member again
-		return false, fmt.Errorf("datastore: counter %q: member %q decided without reading it", counter, member)
-	}
-	_, present, err := e.atOf(b.targets[counter].ent)
-	return present, err
-}
-
-// atOf returns when an id entity was written and whether it is one of
-// e's incarnation of the counter.
-func (o *ownEntity) atOf(e *counterEntity) (time.Time, bool, error) {
-	if o == nil {
-		return time.Time{}, false, nil
-	}
-	return o.At, o.Of.Equal(e.CreatedAt), nil
-}
-
-func (b *batch) Bucket(counter string, start time.Time) (int64, bool, error) {
-	be := b.targets[counter].bucket
-	if be == nil || !be.Start.Equal(start) {
-		return 0, false, nil
-	}
-	return be.Count, true, nil
-}
-
-func (b *batch) Sketch(counter string, k int) ([]byte, error) {
-	if se := b.targets[counter].shards[k]; se != nil {
-		return se.Sketch, nil
-	}
-	return nil, nil
 }

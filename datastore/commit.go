@@ -20,10 +20,10 @@ func (b *batch) sweep(ctx context.Context) error {
 	b.sweeps = nil
 	for _, id := range b.order {
 		t := b.targets[id]
-		if !t.touched || t.create || t.bw == nil {
+		if !t.Touched || t.Create || len(t.Buckets) == 0 {
 			continue
 		}
-		cut := t.bw.Sweep.Unix()
+		cut := t.Buckets[0].Sweep.Unix()
 		q := datastore.NewQuery(bucketKind).Namespace(b.s.namespace).Ancestor(t.key).
 			FilterField("__key__", "<", childKey(t.key, bucketKind, bucketName(cut))).KeysOnly().Limit(sweepBatch).Transaction(b.tx)
 		keys, err := b.s.client.GetAll(ctx, q, nil)
@@ -59,32 +59,33 @@ func (b *batch) mutations() ([]*datastore.Mutation, []shardWrite) {
 	}
 	for _, id := range b.order {
 		t := b.targets[id]
-		if !t.touched {
+		if !t.Touched {
 			continue
 		}
 		b.size.For(id)
-		if t.create || (t.wide && !t.st.Wide) {
+		if t.Create || (t.Wide && !t.st.Wide) {
 			e := *t.st
-			e.Wide = e.Wide || t.wide
+			e.Wide = e.Wide || t.Wide
 			put(t.key, &e)
 		}
-		for i := range t.vals {
-			if !t.create && !t.dirty[i] {
+		for i := range int(t.st.NumShards) {
+			sk, newSketch := t.Sketch[i]
+			if !t.Create && !t.Written[i] && !newSketch {
 				continue
 			}
 			se := t.shards[i]
-			if se == nil || t.create {
+			if se == nil || t.Create {
 				se = &shardEntity{}
 			}
 			e := *se
-			e.Target, e.Count = t.id, t.vals[i]
-			if sk, ok := t.newSketch[i]; ok {
+			e.Target, e.Count = t.id, t.Vals[i]
+			if newSketch {
 				e.Sketch = sk
 			}
 			put(b.s.ShardKey(t.id, i), &e)
 			sw = append(sw, shardWrite{t: t, shard: i})
 		}
-		for m, present := range t.present {
+		for m, present := range t.Present {
 			k := childKey(t.key, memberKind, Escape(m))
 			if present {
 				put(k, &ownEntity{Of: t.st.CreatedAt})
@@ -92,15 +93,15 @@ func (b *batch) mutations() ([]*datastore.Mutation, []shardWrite) {
 				del(k)
 			}
 		}
-		if w := t.bw; w != nil {
-			be := bucketEntity{Start: w.Start, Count: w.Value}
-			put(childKey(t.key, bucketKind, bucketName(w.Start.Unix())), &be)
+		if n := len(t.Buckets); n > 0 { // the last: more than one only when the batch's deltas leave int64
+			be := bucketEntity{Start: t.Buckets[n-1].Start, Count: t.Buckets[n-1].Value}
+			put(childKey(t.key, bucketKind, bucketName(be.Start.Unix())), &be)
 		}
 	}
-	for _, k := range b.records {
-		t := b.targets[k.counter]
-		b.size.For(k.counter)
-		put(childKey(t.key, requestKind, Escape(k.id)), &ownEntity{Of: t.st.CreatedAt, At: b.now})
+	for _, r := range b.Records {
+		t := b.targets[r.Counter]
+		b.size.For(r.Counter)
+		put(childKey(t.key, requestKind, Escape(r.ID)), &ownEntity{Of: t.st.CreatedAt, At: b.now})
 	}
 	for _, k := range b.sweeps {
 		id, _ := Unescape(k.Parent.Name) // a bucket of the counter
@@ -136,9 +137,9 @@ func (b *batch) committed(sw []shardWrite) {
 	}
 	for _, id := range b.order {
 		t := b.targets[id]
-		if t.touched && (t.create || t.wide) {
+		if t.Touched && (t.Create || t.Wide) {
 			e := *t.st
-			e.Wide = e.Wide || t.wide
+			e.Wide = e.Wide || t.Wide
 			b.s.shards.Add(id, &e)
 		}
 	}

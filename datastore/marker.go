@@ -2,112 +2,49 @@ package datastore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
 
 	"cloud.google.com/go/datastore"
 
-	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
-// A commit that gets no clear answer (the connection cut while the reply
-// was on its way, the deadline passing while the commit waited) may or may
-// not have been applied. Every commit of a batch therefore inserts one
-// entity more, the batch's marker: a request entity (kind SC_Request,
-// under the batch's first counter) whose name no request id escapes to
-// (".b" and 32 hex digits: Escape never puts a "." before anything but
-// "_" or "~"), holding when it was written and which attempt of the batch
-// wrote it. Every attempt of one Apply inserts the same marker, so of two
-// attempts at most one commits (the other finds the entity there, or
-// conflicts with the first on the shards both read and write): after an
-// unclear commit, the marker present says which attempt applied and its
-// decisions are the batch's answer; absent, the batch is tried again with
-// the same marker. Markers are request entities with their "at": the
-// expiry of request ids deletes them once the dedupe window has passed.
-type marker struct {
-	key     *datastore.Key
-	attempt int64
-	unsure  bool  // a commit of the batch got no clear answer
-	first   error // that commit's error
-	sent    map[int64]sentAttempt
-}
+// A batch's commits are marked (docstore.Marker) by a request entity
+// (kind SC_Request, under the batch's first counter) with its "at" and
+// "attempt". Of two attempts at most one commits: the other finds the
+// entity there, or conflicts with the first on the shards both read and
+// write.
+type marker = docstore.Marker[sentAttempt]
 
-// sentAttempt is an attempt whose commit was sent: what the batch answers
-// if its marker shows it applied.
+// sentAttempt is an attempt whose commit was sent: the bookkeeping of its
+// commit, if its marker shows it applied.
 type sentAttempt struct {
-	b        *batch
-	out      []shardcounter.Outcome
-	recorded int
-	sw       []shardWrite
+	b  *batch
+	sw []shardWrite
 }
 
 // markerPrefix starts every marker's name.
-const markerPrefix = ".b"
+const markerPrefix = docstore.MarkerPrefix
 
-// newMarker returns the marker of a batch: under the first counter of
-// incs with a valid id, or nil when there is none (the batch commits
-// nothing).
-func (s *CounterStore) newMarker(incs []shardcounter.Increment) *marker {
-	for _, inc := range incs {
-		if shardcounter.ValidateID("counter id", inc.Counter) != nil {
-			continue
-		}
-		var r [16]byte
-		rand.Read(r[:]) //nolint:errcheck // never fails (crypto/rand)
-		return &marker{key: childKey(s.counterKey(inc.Counter), requestKind, markerPrefix+hex.EncodeToString(r[:])), sent: map[int64]sentAttempt{}}
-	}
-	return nil
+// markerKey is the marker's entity.
+func (s *CounterStore) markerKey(m *marker) *datastore.Key {
+	return childKey(s.counterKey(m.Counter), requestKind, m.Name)
 }
 
-// entity is the marker as the current attempt writes it.
-func (m *marker) entity(now time.Time) *ownEntity { return &ownEntity{At: now, Attempt: m.attempt} }
-
-// send records the attempt about to commit, with its outcomes.
-func (m *marker) send(b *batch, out []shardcounter.Outcome, sw []shardWrite) {
-	m.sent[m.attempt] = sentAttempt{b: b, out: append([]shardcounter.Outcome(nil), out...), recorded: b.recorded, sw: sw}
-}
-
-// markerWait is the pause between two reads of a marker that failed.
-const markerWait = 50 * time.Millisecond
-
-// settle looks up the marker after an attempt failed with err, when some
-// commit of the batch had no clear answer. Found, the attempt that wrote
-// it applied: out gets its outcomes and settle returns its request ids
-// recorded, and a nil error. Absent, it returns err, for Apply to try the
-// batch again; unreadable until ctx ends, it returns ctx's error.
-func (s *CounterStore) settle(ctx context.Context, m *marker, out []shardcounter.Outcome, err error) (int, error) {
+// markerAttempt reads the marker: the attempt it names, found false
+// when it is absent.
+func (s *CounterStore) markerAttempt(ctx context.Context, key *datastore.Key) (int64, bool, error) {
 	var e ownEntity
-	for {
-		gerr := s.client.Get(ctx, m.key, &e)
-		if errors.Is(gerr, datastore.ErrNoSuchEntity) {
-			return 0, err
-		}
-		var fm *datastore.ErrFieldMismatch
-		if gerr == nil || errors.As(gerr, &fm) {
-			break
-		}
-		if serr := docstore.Sleep(ctx, markerWait); serr != nil {
-			return 0, serr
-		}
+	err := s.client.Get(ctx, key, &e)
+	var fm *datastore.ErrFieldMismatch
+	switch {
+	case errors.Is(err, datastore.ErrNoSuchEntity):
+		return 0, false, nil
+	case err == nil || errors.As(err, &fm):
+		return e.Attempt, true, nil
 	}
-	a, ok := m.sent[e.Attempt]
-	if !ok {
-		return 0, shardcounter.OutcomeUnknownf("datastore: the batch's marker names attempt %d, which this batch did not send", e.Attempt)
-	}
-	copy(out, a.out)
-	a.b.committed(a.sw)
-	s.Stats().Resolved.Add(1)
-	return a.recorded, nil
-}
-
-// unknown is the error of a batch whose unclear commit could not be
-// settled before its deadline: its outcome is unknown.
-func (m *marker) unknown(cause error) error {
-	return shardcounter.OutcomeUnknownf("datastore: commit failed (%v), and the batch was not settled before %v", m.first, cause)
+	return 0, false, err
 }
 
 // serviceConfig is the gRPC service config of the store's client: the

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
-	mrand "math/rand/v2"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -16,7 +15,6 @@ import (
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/decide"
 	"github.com/shardcounter/shardcounter/internal/docstore"
-	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 // errConflict is an attempt whose reads were out of date at its commit
@@ -59,71 +57,34 @@ func (s *CounterStore) applyWhole(ctx context.Context, incs []shardcounter.Incre
 	if len(incs) == 0 {
 		return out, nil
 	}
-	pause := time.Millisecond
-	m := s.newMarker(incs)
-	for {
-		recorded, err := s.applyOnce(ctx, incs, out, m, limit)
-		if err != nil && m != nil && m.unsure {
-			// A commit of the batch failed, perhaps after applying: its
-			// marker says; absent, go on with it.
-			if recorded, err = s.settle(ctx, m, out, err); err != nil && !errors.Is(err, errConflict) && !errors.Is(err, errFull) && !docstore.IsTooLarge(err) {
-				if serr := docstore.Sleep(ctx, markerWait); serr != nil {
-					return nil, m.unknown(serr)
-				}
-				continue
-			}
-		}
-		switch {
-		case err == nil:
-			s.expire(ctx, recorded)
-			return out, nil
-		case errors.Is(err, errFull):
-			continue
-		case m != nil && m.unsure && docstore.IsTooLarge(err):
-			// Split, the parts' own markers would not stop the failed
-			// commit from applying too, should it yet arrive.
-			return nil, shardcounter.OutcomeUnknownf("firestore: commit failed (%v), and the batch, decided again, is too large for one commit: not settled", m.first)
-		case !errors.Is(err, errConflict):
-			return nil, err
-		}
-		s.Stats().Conflicts.Add(1)
-		if err := docstore.Sleep(ctx, mrand.N(pause)+pause/2); err != nil {
-			if m != nil && m.unsure {
-				return nil, m.unknown(err)
-			}
-			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: the batch kept meeting other writers until %v; nothing applied", err)
-		}
-		pause = min(2*pause, 200*time.Millisecond)
+	m := docstore.NewMarker[sentAttempt]("firestore", incs)
+	r := docstore.Attempts[sentAttempt]{Store: "firestore", Stats: s.Stats(), Marker: m, Conflict: errConflict, Again: errFull, Done: s.settled,
+		Try: func() (int, bool, error) {
+			n, err := s.applyOnce(ctx, incs, out, m, limit)
+			return n, false, err
+		},
+		Get: func(ctx context.Context) (int64, bool, error) { return markerAttempt(ctx, s.markerRef(m)) },
 	}
+	recorded, err := r.Run(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	s.expire(ctx, recorded)
+	return out, nil
 }
 
-// target is one counter as a batch's items leave it.
+// target is one counter of a batch: the view's (docstore.Target), and
+// the documents its commit states as preconditions.
 type target struct {
+	docstore.Target
 	id      string
 	ref     *firestore.DocumentRef
-	st      *counterState // nil while the counter does not exist
-	create  bool          // the batch creates it
-	err     error         // every item on it fails with err
-	shards  map[int]bool  // shards read for the batch
-	written map[int]bool  // shards the batch changes
-	verify  map[int]bool  // shards decided on, whose version the commit checks
-	touched bool          // an item on it applied: the commit writes it
-	members map[string]*memberDoc
-	buckets []decide.BucketWrite
-
-	// approx counters: the sketches of the shards read, and the sketches
-	// the commit writes.
-	sketches  map[int][]byte
-	newSketch map[int][]byte
+	st      *counterState                          // nil while the counter does not exist
+	shards  map[int]bool                           // shards read for the batch
+	members map[string]*firestore.DocumentSnapshot // member documents read
 }
 
-type memberDoc struct {
-	snap    *firestore.DocumentSnapshot
-	present bool // as the batch leaves it
-	was     bool // before the batch
-}
-
-type requestKey struct{ counter, id string }
+type requestKey = docstore.Key
 
 // applyOnce makes one attempt, its commit marked by m (see marker.go); it
 // returns how many request ids it recorded, and the marker, on commit. A
@@ -148,7 +109,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		}
 		now = s.now()
 	}
-	b := &batchState{s: s, now: now, cutoff: now.Add(-s.Window()), targets: targets, reqs: reqs}
+	b := &batchState{s: s, now: now, targets: targets, reqs: reqs}
 	if err := b.decide(incs, out, order); err != nil {
 		return 0, err
 	}
@@ -158,14 +119,17 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	wb := s.client.Batch() //nolint:staticcheck // the one atomic commit in one round trip; a transaction takes two more
 	shardWrites := b.writes(wb, order)
 	if len(b.writesList) == 0 {
-		return b.recorded, nil
+		return len(b.Records), nil
 	}
 	b.size.For("")
-	b.count(m.ref, m.fields(b.now, m.attempt+1), nil)
+	mref := s.markerRef(m)
+	b.count(mref, markerFields(b.now, m.Attempt+1), nil)
 	if err := b.size.Check("firestore", limit); err != nil {
 		return 0, err
 	}
-	m.send(wb, b, out, shardWrites, order)
+	m.Attempt++
+	wb.Create(mref, markerFields(b.now, m.Attempt))
+	m.Send(sentAttempt{b: b, sw: shardWrites, order: order}, out, len(b.Records))
 	results, err := wb.Commit(ctx)
 	if err != nil {
 		for _, id := range order {
@@ -173,12 +137,12 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		}
 		err = commitError(err)
 		if errors.Is(err, errConflict) || shardcounter.IsOutcomeUnknown(err) {
-			m.failed(err) // perhaps after a first send applied it
+			m.Failed(err) // perhaps after a first send applied it
 		}
 		return 0, err
 	}
 	b.committed(results, shardWrites, order)
-	return b.recorded, nil
+	return len(b.Records), nil
 }
 
 // targets reads the counters of incs that the store does not know yet,
@@ -191,7 +155,7 @@ func (s *CounterStore) targets(ctx context.Context, incs []shardcounter.Incremen
 		if _, ok := targets[inc.Counter]; ok || shardcounter.ValidateID("counter id", inc.Counter) != nil {
 			continue
 		}
-		t := &target{id: inc.Counter, ref: s.counterRef(inc.Counter), shards: map[int]bool{}, written: map[int]bool{}, verify: map[int]bool{}}
+		t := &target{id: inc.Counter, ref: s.counterRef(inc.Counter), shards: map[int]bool{}}
 		targets[inc.Counter] = t
 		order = append(order, inc.Counter)
 		if st, ok := s.cache.Get(inc.Counter); ok {
@@ -213,7 +177,7 @@ func (s *CounterStore) targets(ctx context.Context, incs []shardcounter.Incremen
 			}
 			m, err := decodeMeta(snap)
 			if err != nil {
-				t.err = err
+				t.Err = err
 				continue
 			}
 			t.st = &counterState{meta: m, shards: make([]shardState, m.spec.Shards), full: m.spec.Bounded()}
@@ -226,30 +190,10 @@ func (s *CounterStore) targets(ctx context.Context, incs []shardcounter.Incremen
 			}
 		}
 	}
-	for _, inc := range incs {
-		t := targets[inc.Counter]
-		if t == nil || t.st == nil {
-			continue
+	for _, id := range order {
+		if t := targets[id]; t.st != nil {
+			t.shards = docstore.Shards(incs, id, t.st.meta.spec.Shards, t.st.full)
 		}
-		n := t.st.meta.spec.Shards
-		if t.st.full {
-			for i := range n {
-				t.shards[i] = true
-			}
-			continue
-		}
-		if inc.Take != nil {
-			// A take decides on its key's whole state: every shard.
-			for i := range n {
-				t.shards[i] = true
-			}
-			continue
-		}
-		pick := inc.Pick
-		if inc.Member != "" {
-			pick = shard.ForMember(inc.Member)
-		}
-		t.shards[shard.Of(pick, n)] = true
 	}
 	return targets, order, nil
 }
@@ -302,7 +246,7 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 		if t == nil || r.RequestID == "" {
 			continue
 		}
-		k := requestKey{r.Counter, r.RequestID}
+		k := requestKey{Counter: r.Counter, ID: r.RequestID}
 		if !seenReq[k] {
 			seenReq[k] = true
 			refs = append(refs, t.ref.Collection(requestsCollection).Doc(Escape(r.RequestID)))
@@ -315,7 +259,7 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 			continue
 		}
 		if inc.Member != "" && !approxTarget(t, inc) && shardcounter.ValidateID("member", inc.Member) == nil {
-			k := requestKey{inc.Counter, inc.Member}
+			k := requestKey{Counter: inc.Counter, ID: inc.Member}
 			if !seenMem[k] {
 				seenMem[k] = true
 				refs = append(refs, t.ref.Collection(membersCollection).Doc(Escape(inc.Member)))
@@ -338,10 +282,10 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 			reqs[*sl.req] = snap
 		case sl.mem != "":
 			if sl.t.members == nil {
-				sl.t.members = make(map[string]*memberDoc)
+				sl.t.members, sl.t.Members = map[string]*firestore.DocumentSnapshot{}, map[string]bool{}
 			}
-			present := sl.t.st != nil && snap.Exists() && sameTime(snap.Data()[fieldOf], sl.t.st.meta.created)
-			sl.t.members[sl.mem] = &memberDoc{snap: snap, present: present, was: present}
+			sl.t.members[sl.mem] = snap
+			sl.t.Members[sl.mem] = sl.t.st != nil && snap.Exists() && sameTime(snap.Data()[fieldOf], sl.t.st.meta.created)
 		default:
 			sh := s.shardFromSnap(snap)
 			if sh.n != 0 && sh.n != int64(sl.t.st.meta.spec.Shards) {
@@ -353,10 +297,10 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 			}
 			sl.t.st.shards[sl.shard] = sh
 			if isApprox(sl.t.st.meta.spec) {
-				if sl.t.sketches == nil {
-					sl.t.sketches = make(map[int][]byte)
+				if sl.t.Sketches == nil {
+					sl.t.Sketches = make(map[int][]byte)
 				}
-				sl.t.sketches[sl.shard] = sketchOf(snap)
+				sl.t.Sketches[sl.shard] = sketchOf(snap)
 			}
 			if sl.t.st.shards[sl.shard].wide {
 				sl.t.st.full = true

@@ -2,49 +2,58 @@ package firestore
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/decide"
 	"github.com/shardcounter/shardcounter/internal/docstore"
-	"github.com/shardcounter/shardcounter/internal/shard"
 )
 
 // batchState is one attempt: the view package decide decided the batch
-// on, and what the commit writes.
+// on (docstore.View), and what the commit writes.
 type batchState struct {
-	s           *CounterStore
-	now, cutoff time.Time
-	targets     map[string]*target
-	reqs        map[requestKey]*firestore.DocumentSnapshot
-	recorded    int
-	records     []record
-	sweeps      []*firestore.DocumentRef
-	writesList  []string // what the commit writes, for its results
-	size        *docstore.Sizes
+	docstore.View
+	s          *CounterStore
+	now        time.Time
+	targets    map[string]*target
+	reqs       map[requestKey]*firestore.DocumentSnapshot
+	sweeps     []*firestore.DocumentRef
+	writesList []string // what the commit writes, for its results
+	size       *docstore.Sizes
 }
 
-// record is a request id the commit records.
-type record struct {
-	t    *target
-	ref  *firestore.DocumentRef
-	snap *firestore.DocumentSnapshot
-}
-
-// decide decides the batch with package decide on what the attempt read
-// (the batch's view) and takes its mutations into the targets. A counter
-// the view knows only in part that must be checked whole ends the attempt
-// (errFull), to be read again in full.
+// decide decides the batch on what the attempt read and the cache (the
+// view) and takes the decided shard values into the counters' states. A
+// counter the view knows only in part that must be checked whole ends the
+// attempt (errFull), to be read again in full.
 func (b *batchState) decide(incs []shardcounter.Increment, out []shardcounter.Outcome, order []string) error {
-	m, err := decide.Decide(b, decide.Batch{Incs: incs, Now: b.now, Cutoff: b.cutoff}, out)
-	var whole *decide.NeedWhole
-	if errors.As(err, &whole) {
-		for _, id := range whole.Counters {
+	b.View = docstore.View{Store: "firestore", Targets: map[string]*docstore.Target{}, Requests: map[docstore.Key]docstore.Request{}}
+	for _, id := range order {
+		t := b.targets[id]
+		b.Targets[id] = &t.Target
+		if t.st == nil {
+			continue
+		}
+		spec := t.st.meta.spec
+		t.Spec, t.Full, t.Vals = &spec, t.st.full, map[int]int64{}
+		for i, sh := range t.st.shards {
+			if sh.known {
+				t.Vals[i] = sh.value
+			}
+		}
+	}
+	for k, snap := range b.reqs {
+		if t := b.targets[k.Counter]; t.st != nil && snap != nil && snap.Exists() {
+			d := snap.Data()
+			at, ok := d[fieldAt].(time.Time)
+			b.Requests[k] = docstore.Request{At: at, Seen: ok && sameTime(d[fieldOf], t.st.meta.created)}
+		}
+	}
+	whole, err := b.View.Decide(incs, b.now, b.now.Add(-b.s.Window()), out)
+	if len(whole) > 0 {
+		for _, id := range whole {
 			b.s.fullHint.Store(id, true)
 			b.s.cache.Remove(id)
 		}
@@ -53,109 +62,16 @@ func (b *batchState) decide(incs []shardcounter.Increment, out []shardcounter.Ou
 	if err != nil {
 		return err
 	}
-	for _, c := range m.Counters {
-		t := b.targets[c.ID]
-		t.touched = true
-		if c.Create {
-			t.st, t.create = newState(*c.Spec, b.now), true
+	for _, id := range order {
+		t := b.targets[id]
+		if t.Create {
+			t.st = newState(*t.Spec, b.now)
 		}
-	}
-	for _, w := range m.Shards {
-		t := b.targets[w.Counter]
-		if !w.Known { // the view gives every shard decide asks for
-			return fmt.Errorf("firestore: counter %q, shard %d: decided without its value", w.Counter, w.Shard)
+		for k := range t.Written {
+			t.st.shards[k].value = t.Vals[k]
 		}
-		t.st.shards[w.Shard].value = w.Value
-		t.written[w.Shard] = true
-	}
-	for _, w := range m.Members {
-		t := b.targets[w.Counter]
-		md := t.members[w.Member]
-		if md == nil { // a counter the batch creates: no document of this incarnation
-			md = &memberDoc{}
-			if t.members == nil {
-				t.members = make(map[string]*memberDoc)
-			}
-			t.members[w.Member] = md
-		}
-		md.present = w.Present
-	}
-	for _, w := range m.Buckets {
-		t := b.targets[w.Counter]
-		t.buckets = append(t.buckets, w)
-	}
-	for _, w := range m.Sketches {
-		t := b.targets[w.Counter]
-		if t.newSketch == nil {
-			t.newSketch = make(map[int][]byte)
-		}
-		t.newSketch[w.Shard] = w.New
-	}
-	for _, r := range m.Requests {
-		t := b.targets[r.Counter]
-		b.recorded++
-		ref := t.ref.Collection(requestsCollection).Doc(Escape(r.ID))
-		b.records = append(b.records, record{t: t, ref: ref, snap: b.reqs[requestKey{r.Counter, r.ID}]})
 	}
 	return nil
-}
-
-// The batch's view (decide.View) answers from the attempt's reads and
-// the cache; every shard decide asks about is one the commit checks, when
-// it writes the counter, so that what was decided on holds at the commit.
-
-func (b *batchState) Counter(id string) (decide.Counter, error) {
-	t := b.targets[id]
-	switch {
-	case t.err != nil:
-		return decide.Counter{Exists: true, Err: t.err}, nil
-	case t.st == nil:
-		return decide.Counter{}, nil
-	}
-	c := decide.Counter{Exists: true, Spec: t.st.meta.spec, Sum: decide.SumInZone}
-	if t.st.full {
-		vals := make([]int64, len(t.st.shards))
-		for i, sh := range t.st.shards {
-			vals[i] = sh.value
-		}
-		c.Total, c.Sum = decide.Total(vals)
-	}
-	return c, nil
-}
-
-func (b *batchState) Shard(counter string, k int) (int64, bool, error) {
-	t := b.targets[counter]
-	t.verify[k] = true
-	sh := t.st.shards[k]
-	return sh.value, sh.known, nil
-}
-
-func (b *batchState) Request(counter, id string) (time.Time, bool, error) {
-	snap := b.reqs[requestKey{counter, id}]
-	if snap == nil || !snap.Exists() {
-		return time.Time{}, false, nil
-	}
-	d := snap.Data()
-	at, ok := d[fieldAt].(time.Time)
-	return at, ok && sameTime(d[fieldOf], b.targets[counter].st.meta.created), nil
-}
-
-func (b *batchState) Member(counter, member string) (bool, error) {
-	t := b.targets[counter]
-	t.verify[shard.Of(shard.ForMember(member), t.st.meta.spec.Shards)] = true // two batches never decide one member at once
-	md := t.members[member]
-	if md == nil { // not known absent: deciding on it could add a present member again
-		return false, fmt.Errorf("firestore: counter %q: member %q decided without reading it", counter, member)
-	}
-	return md.present, nil
-}
-
-func (b *batchState) Bucket(string, time.Time) (int64, bool, error) { return 0, false, nil }
-
-func (b *batchState) Sketch(counter string, k int) ([]byte, error) {
-	t := b.targets[counter]
-	t.verify[k] = true
-	return t.sketches[k], nil
 }
 
 // newState is a counter an item creates: every shard new and 0.
@@ -173,10 +89,10 @@ func newState(spec shardcounter.Spec, now time.Time) *counterState {
 func (s *CounterStore) sweepBuckets(ctx context.Context, b *batchState, order []string) error {
 	for _, id := range order {
 		t := b.targets[id]
-		if t.create || len(t.buckets) == 0 {
+		if t.Create || len(t.Buckets) == 0 {
 			continue
 		}
-		docs, err := t.ref.Collection(bucketsCollection).Where(fieldStart, "<", t.buckets[0].Sweep).Limit(sweepBatch).Documents(ctx).GetAll()
+		docs, err := t.ref.Collection(bucketsCollection).Where(fieldStart, "<", t.Buckets[0].Sweep).Limit(sweepBatch).Documents(ctx).GetAll()
 		if err != nil {
 			return readError("read window buckets", err)
 		}
@@ -209,20 +125,20 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 	b.size = docstore.NewSizes()
 	for _, id := range order {
 		t := b.targets[id]
-		if t.st == nil || !t.touched {
+		if t.st == nil || !t.Touched {
 			continue
 		}
 		b.size.For(id)
 		st := t.st
 		n := st.meta.spec.Shards
-		if t.create {
+		if t.Create {
 			fields := metaFields(id, st.meta)
 			wb.Create(t.ref, fields)
 			b.count(t.ref, fields, nil)
 			add("counter")
 			for i := range n {
 				fields := map[string]any{b.s.field: st.shards[i].value, fieldNumShards: int64(n), fieldBy: b.s.writer}
-				if sk, ok := t.newSketch[i]; ok {
+				if sk, ok := t.Sketch[i]; ok {
 					fields[fieldSketch] = sk
 				}
 				wb.Create(shardRef(t.ref, i), fields)
@@ -232,23 +148,20 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 		} else {
 			sw = append(sw, b.writeShards(wb, t, add)...)
 		}
-		for m, md := range t.members {
-			if md.present == md.was {
-				continue
-			}
+		for m, present := range t.Present {
 			ref := t.ref.Collection(membersCollection).Doc(Escape(m))
 			b.count(ref, map[string]any{fieldOf: st.meta.created}, nil)
-			switch {
-			case md.present && md.snap != nil && md.snap.Exists():
-				wb.Update(ref, []firestore.Update{{Path: fieldOf, Value: st.meta.created}}, firestore.LastUpdateTime(md.snap.UpdateTime))
-			case md.present:
+			switch snap := t.members[m]; {
+			case present && snap != nil && snap.Exists():
+				wb.Update(ref, []firestore.Update{{Path: fieldOf, Value: st.meta.created}}, firestore.LastUpdateTime(snap.UpdateTime))
+			case present:
 				wb.Create(ref, map[string]any{fieldOf: st.meta.created})
 			default:
-				wb.Delete(ref, firestore.LastUpdateTime(md.snap.UpdateTime))
+				wb.Delete(ref, firestore.LastUpdateTime(snap.UpdateTime))
 			}
 			add("member")
 		}
-		for _, w := range t.buckets { // more than one only when the batch's deltas leave int64
+		for _, w := range t.Buckets { // more than one only when the batch's deltas leave int64
 			ref := t.ref.Collection(bucketsCollection).Doc(strconv.FormatInt(w.Start.Unix(), 10))
 			fields := map[string]any{fieldStart: w.Start.UTC(), b.s.field: firestore.Increment(w.Delta)}
 			wb.Set(ref, fields, firestore.MergeAll)
@@ -256,14 +169,16 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 			add("bucket")
 		}
 	}
-	for _, r := range b.records {
-		fields := map[string]any{fieldAt: b.now, fieldOf: r.t.st.meta.created}
-		b.size.For(r.t.id)
-		b.count(r.ref, fields, nil)
-		if r.snap != nil && r.snap.Exists() {
-			wb.Update(r.ref, []firestore.Update{{Path: fieldAt, Value: b.now}, {Path: fieldOf, Value: r.t.st.meta.created}}, firestore.LastUpdateTime(r.snap.UpdateTime))
+	for _, r := range b.Records {
+		t := b.targets[r.Counter]
+		ref, snap := t.ref.Collection(requestsCollection).Doc(Escape(r.ID)), b.reqs[requestKey{Counter: r.Counter, ID: r.ID}]
+		fields := map[string]any{fieldAt: b.now, fieldOf: t.st.meta.created}
+		b.size.For(r.Counter)
+		b.count(ref, fields, nil)
+		if snap != nil && snap.Exists() {
+			wb.Update(ref, []firestore.Update{{Path: fieldAt, Value: b.now}, {Path: fieldOf, Value: t.st.meta.created}}, firestore.LastUpdateTime(snap.UpdateTime))
 		} else {
-			wb.Create(r.ref, fields)
+			wb.Create(ref, fields)
 		}
 		add("request")
 	}
@@ -309,7 +224,7 @@ func (b *batchState) writeShards(wb *firestore.WriteBatch, t *target, add func(s
 		}
 	}
 	for i := range n {
-		if !t.written[i] && !t.verify[i] && !st.full {
+		if !t.Written[i] && !t.Verify[i] && !st.full {
 			continue
 		}
 		sh := st.shards[i]
@@ -325,7 +240,7 @@ func (b *batchState) writeShards(wb *firestore.WriteBatch, t *target, add func(s
 		if st.full && sh.wide != wide {
 			ups = append(ups, firestore.Update{Path: fieldWide, Value: wide})
 		}
-		sk, newSketch := t.newSketch[i]
+		sk, newSketch := t.Sketch[i]
 		if newSketch {
 			ups = append(ups, firestore.Update{Path: fieldSketch, Value: sk})
 		}
@@ -364,8 +279,8 @@ func (b *batchState) committed(results []*firestore.WriteResult, sw []shardWrite
 		b.s.Stats().Committed(w.t.id, w.shard)
 	}
 	for _, id := range order {
-		if t := b.targets[id]; t.st != nil && t.touched {
-			if t.create {
+		if t := b.targets[id]; t.st != nil && t.Touched {
+			if t.Create {
 				b.s.fullHint.Delete(id)
 			}
 			b.s.cache.Add(id, t.st)
