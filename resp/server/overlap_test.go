@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/bolt"
 	"github.com/shardcounter/shardcounter/engine"
@@ -33,7 +35,11 @@ func (h *heldCommits) PipelinesHotCommits() bool         { return true }
 
 func (h *heldCommits) Apply(ctx context.Context, incs []shardcounter.Increment) ([]shardcounter.Outcome, error) {
 	h.entered <- struct{}{}
-	<-h.release
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	return h.CounterStore.Apply(ctx, incs)
 }
 
@@ -50,7 +56,8 @@ func TestHotCommitsOverlap(t *testing.T) {
 		t.Fatal(err)
 	}
 	held := &heldCommits{CounterStore: store, entered: make(chan struct{}, 8), release: make(chan struct{})}
-	eng, err := engine.New(held, engine.Config{})
+	// The first commit is held past the wait below rather than time out.
+	eng, err := engine.New(held, engine.Config{FlushTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +80,15 @@ func TestHotCommitsOverlap(t *testing.T) {
 		}
 		store.Close()
 	})
-	_, addr := MustServe(t, eng, server.Options{Engine: eng.Stats()})
-	a, b := MustClient(t, addr, 2, ""), MustClient(t, addr, 2, "")
+	_, addr := MustServe(t, eng, server.Options{Engine: eng.Stats(), CommandTimeout: time.Minute})
+	// No read deadline: the first INCR waits for as long as its commit is
+	// held.
+	client := func() *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: -1})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a, b := client(), client()
 	// Both connections are open, and past HELLO, before the first INCR.
 	if err := a.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
