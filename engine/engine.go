@@ -194,6 +194,17 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 // Writes made through it bypass the engine's queue, rollups and rankings.
 func (e *Engine) Store() shardcounter.CounterStore { return e.store }
 
+// OverlapsHotCommits reports whether writers of one hot counter that
+// wait for their commits wait beside each other's: the engine is durable
+// and runs two or more flushes of one counter at once, on a store whose
+// commits of one counter overlap (shardcounter.HotCommitPipeliner: Redis,
+// Redis Cluster). A front end that holds one batch at a time in the
+// engine then leaves that overlap unused (package resp/server serves on a
+// goroutine a connection instead).
+func (e *Engine) OverlapsHotCommits() bool {
+	return e.cfg.Durability != Async && e.queue.narrowInFlight >= 2
+}
+
 // Stats returns the engine's running totals.
 func (e *Engine) Stats() *Stats { return &e.stats }
 

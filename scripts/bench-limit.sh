@@ -10,6 +10,9 @@
 # its output into docs/BENCHMARKS.md (the "Rate limits on a hot key"
 # section at its end), followed by scripts/bench-limit-notes.md.
 #
+# The header also gives the disk's fdatasync latency, and the ceiling it
+# sets a hot key on Pebble (CLIENTS takes a sync).
+#
 # Environment: CLIENTS (64), DURATION (10s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,9 +22,34 @@ source scripts/bench-lib.sh
 duration=${DURATION:-10s}
 bench_cluster cluster_store
 
+# fsync_latency prints the disk's fdatasync latency for a 4 KiB append
+# in $tmp, where the stores keep their files: a durable commit on Pebble
+# is one WAL sync, one at a time, so with CLIENTS clients each waiting for
+# its take a hot key's takes are at most CLIENTS / that latency a second.
+fsync_latency() {
+  python3 - "$tmp/fsync-probe" "$clients" <<'PY'
+import os, statistics, sys, time
+path, clients = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+took = []
+for i in range(200):
+    os.pwrite(fd, b"x" * 4096, i * 4096)
+    t = time.perf_counter()
+    os.fdatasync(fd)
+    took.append(time.perf_counter() - t)
+os.close(fd)
+os.remove(path)
+med = statistics.median(took)
+p90 = sorted(took)[int(len(took) * 0.9)]
+print(f"# fdatasync of a 4 KiB append here: median {med * 1e3:.2f} ms, p90 {p90 * 1e3:.2f} ms (200 syncs);"
+      f" one sync a round of {clients} takes caps a hot key at {clients / med:,.0f} takes/s")
+PY
+}
+
 out=$tmp/limit.txt
 {
   echo "# $(lscpu | grep 'Model name' | sed 's/ \{2,\}/ /g'); $(nproc) cores; $(go env GOVERSION); redis $(redis-server --version | awk '{print $3}')"
+  fsync_latency
   echo "## store: Pebble; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "\$ shardcounter bench --workload limit --clients $clients --duration $duration"
   "$tmp/shardcounter" bench --workload limit --clients "$clients" --duration "$duration"

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -97,7 +98,10 @@ type serveCommand struct {
 	maxConcurrent int
 	maxBodyTotal  int64
 	respListen    string
-	respGoroutine bool
+	// respGoroutine is --resp-conn-goroutines; nil: the server's choice,
+	// the event loop unless the engine's commits of one hot counter
+	// overlap (respserver.Options.EventLoop).
+	respGoroutine *bool
 	respFlush     bool
 	respTimeout   time.Duration
 	respClients   int
@@ -164,8 +168,16 @@ func (c *serveCommand) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.respClients, "resp-max-clients", respserver.DefaultMaxClients, "serve at most `N` RESP connections at once; past it a new one gets -ERR max number of clients reached")
 	fs.Int64Var(&c.respInputMem, "resp-max-input-memory", respserver.DefaultMaxInputMemory,
 		"hold at most `BYTES` of unparsed RESP input across all connections; a connection that needs more gets a protocol error and is closed")
-	fs.BoolVar(&c.respGoroutine, "resp-conn-goroutines", false,
-		"serve each RESP connection on its own goroutine instead of one event loop: a command waiting for the store then holds up only its own connection (slower for many small commands; docs/RESP.md)")
+	fs.BoolFunc("resp-conn-goroutines",
+		"serve each RESP connection on its own goroutine instead of one event loop: a command waiting for the store then holds up only its own connection, and other connections' writes reach the engine while a batch commits (slower for many small commands; docs/RESP.md). Default: on for redis:// and redis+cluster:// in durable mode, whose commits of one hot counter overlap; =false keeps the loop there",
+		func(v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("give true or false")
+			}
+			c.respGoroutine = &b
+			return nil
+		})
 	fs.BoolVar(&c.respFlush, "resp-allow-flush", false,
 		"let RESP's FLUSHDB and FLUSHALL delete every counter of the store (for test set-ups; refused without it)")
 }
@@ -271,7 +283,8 @@ func (c *serveCommand) respServer(eng *engine.Engine, cfg engine.Config, users *
 		MaxClients:     c.respClients,
 		MaxInputMemory: c.respInputMem,
 		CommandTimeout: c.reqTimeout,
-		ConnGoroutines: c.respGoroutine,
+		ConnGoroutines: c.respGoroutine != nil && *c.respGoroutine,
+		EventLoop:      c.respGoroutine != nil && !*c.respGoroutine,
 		AllowFlush:     c.respFlush,
 		Engine:         eng.Stats(),
 		Durability:     cfg.Durability,

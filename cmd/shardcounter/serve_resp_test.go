@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/shardcounter/shardcounter/internal/redistest"
 )
 
 // respAddrRE finds the RESP address in serve's log line.
@@ -136,15 +138,21 @@ func TestServeRESPListenError(t *testing.T) {
 }
 
 // TestServeRESPConnGoroutines checks that --resp-conn-goroutines serves
-// the RESP port on a goroutine a connection, and that the default is the
-// event loop (INFO's multiplexing_api says which).
+// the RESP port on a goroutine a connection, that the default is the
+// event loop on Pebble and goroutines on Redis (whose commits of a hot
+// counter overlap), and that --resp-conn-goroutines=false keeps the loop
+// there (INFO's multiplexing_api says which).
 func TestServeRESPConnGoroutines(t *testing.T) {
+	// A Redis each, so that each case's INCRs count from 1.
+	redisA, redisB := "redis://"+redistest.MustStart(t).Addr, "redis://"+redistest.MustStart(t).Addr
 	for _, c := range []struct {
 		flags []string
 		api   string
 	}{
 		{[]string{"--resp-listen", "127.0.0.1:0"}, "epoll"},
 		{[]string{"--resp-listen", "127.0.0.1:0", "--resp-conn-goroutines"}, "goroutine"},
+		{[]string{"--resp-listen", "127.0.0.1:0", "--store", redisA}, "goroutine"},
+		{[]string{"--resp-listen", "127.0.0.1:0", "--store", redisB, "--resp-conn-goroutines=false"}, "epoll"},
 	} {
 		s := StartServer(t, t.TempDir(), c.flags...)
 		h, p := s.respAddr(t)

@@ -133,8 +133,17 @@ type Options struct {
 	// instead of from the event loop (Linux), where a command that waits
 	// for the store holds up only its own connection rather than the
 	// loop's cycle. It is what the server does on other systems. The loop
-	// is faster for many small commands (docs/RESP.md, "Serving").
+	// is faster for many small commands (docs/RESP.md, "Serving"). It is
+	// the default over a service whose commits of one hot counter overlap
+	// (engine.Engine.OverlapsHotCommits: Redis, Redis Cluster), unless
+	// EventLoop is set.
 	ConnGoroutines bool
+	// EventLoop keeps the event loop over a service whose commits of one
+	// hot counter overlap, where the server would otherwise serve a
+	// goroutine a connection: the loop holds one batch at a time in the
+	// service, so there a hot counter's writes commit one batch at a time.
+	// ConnGoroutines overrides it.
+	EventLoop bool
 	// TLSConfig, when set, makes Serve speak TLS on its listeners. TLS
 	// connections are served each on a goroutine of its own: the event
 	// loop reads raw descriptors. With client certificates required and
@@ -144,6 +153,18 @@ type Options struct {
 	// AllowFlush lets FLUSHDB and FLUSHALL delete every counter (serve
 	// --resp-allow-flush); without it they are refused.
 	AllowFlush bool
+}
+
+// hotCommitOverlapper is implemented by a service whose writers of one
+// hot counter wait for their commits beside each other's
+// (engine.Engine.OverlapsHotCommits). The event loop waits for each
+// cycle's batch before it reads the next commands, so over such a service
+// it would leave all but one of those commits unused: there the server
+// serves each connection on a goroutine of its own, whose writes reach the
+// engine while another connection's batch commits (docs/RESP.md,
+// "Serving").
+type hotCommitOverlapper interface {
+	OverlapsHotCommits() bool
 }
 
 // Server serves a CounterService over RESP. It is safe for concurrent use.
@@ -218,6 +239,11 @@ func New(svc shardcounter.CounterService, opts Options) *Server {
 		opts.AuthGuard = &authtoken.Guard{OnBurst: func(addr string, p authtoken.Protocol, n int64) {
 			log.Warn("failed authentications: slowing this address down", "addr", addr, "protocol", p.String(), "failures", n)
 		}}
+	}
+	if !opts.EventLoop {
+		if h, ok := svc.(hotCommitOverlapper); ok && h.OverlapsHotCommits() {
+			opts.ConnGoroutines = true
+		}
 	}
 	budget := resp.NewBudget(opts.MaxInputMemory)
 	opts.Limits.Budget = budget
