@@ -27,22 +27,15 @@ page=""
 bash scripts/ensure-firestore.sh >/dev/null
 
 tmp=$(mktemp -d)
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-port=$(freeport)
-setsid gcloud emulators firestore start --host-port="127.0.0.1:$port" >"$tmp/emulator.log" 2>&1 </dev/null &
-emulator=$!
+emulator=
 cleanup() {
-  kill -- "-$emulator" 2>/dev/null || true
+  [ -z "$emulator" ] || kill -- "-$emulator" 2>/dev/null || true
   wait 2>/dev/null || true
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-for _ in $(seq 120); do
-  grep -q "Dev App Server is now running" "$tmp/emulator.log" && break
-  sleep 0.5
-done
-grep -q "Dev App Server is now running" "$tmp/emulator.log" || { cat "$tmp/emulator.log" >&2; echo "$0: the emulator did not start" >&2; exit 1; }
-export FIRESTORE_EMULATOR_HOST=127.0.0.1:$port
+source scripts/firestore-emulator.sh
+start_firestore_emulator "$tmp"
 go build -o "$tmp/shardcounter" ./cmd/shardcounter
 sc=$tmp/shardcounter
 common=(--clients 64 --duration "$duration" --shards 16 --path naive --path engine --keep-counters)
@@ -69,16 +62,14 @@ import sys
 sys.path.insert(0, "scripts")
 import pagesection
 page, out, day = sys.argv[1:]
-marker = pagesection.marker("bench-firestore-pace.sh")
-text, rest = pagesection.split(open(page).read(), "bench-firestore-pace.sh")
-lines = [text, marker, "", "## Firestore, paced: shard-document commits per increment", "",
-         f"Measured {day} by `scripts/bench-firestore-pace.sh --page` on the Firestore emulator (its own,",
-         "on a free port), the store's pace on (one commit a second per shard document, as `serve` keeps",
-         "it): the engine path against the naive one, which is the seed's way through the store (each",
-         "increment its own commit of one random shard document). `shard commits/write` is the figure",
-         "Firestore bills and a document's one write a second limits: shard documents committed during",
-         "the load per acknowledged increment (a counter the engine creates with its first write counts",
-         "as the one document that write needed). The emulator is not production: read the ratios.",
-         "", "```", open(out).read().rstrip("\n"), "```"]
-pagesection.write(page, text, lines[1:], rest)
+pagesection.rewrite(page, "bench-firestore-pace.sh", [
+    "", "## Firestore, paced: shard-document commits per increment", "",
+    f"Measured {day} by `scripts/bench-firestore-pace.sh --page` on the Firestore emulator (its own,",
+    "on a free port), the store's pace on (one commit a second per shard document, as `serve` keeps",
+    "it): the engine path against the naive one, which is the seed's way through the store (each",
+    "increment its own commit of one random shard document). `shard commits/write` is the figure",
+    "Firestore bills and a document's one write a second limits: shard documents committed during",
+    "the load per acknowledged increment (a counter the engine creates with its first write counts",
+    "as the one document that write needed). The emulator is not production: read the ratios.",
+    "", *pagesection.fenced(out)])
 PY

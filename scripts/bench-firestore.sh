@@ -23,24 +23,17 @@ duration=${DURATION:-10s}
 bash scripts/ensure-firestore.sh
 
 tmp=$(mktemp -d)
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-port=$(freeport)
-setsid gcloud emulators firestore start --host-port="127.0.0.1:$port" >"$tmp/emulator.log" 2>&1 </dev/null &
-emulator=$!
+emulator=
 server=
 cleanup() {
   [ -z "$server" ] || kill "$server" 2>/dev/null || true
-  kill -- "-$emulator" 2>/dev/null || true
+  [ -z "$emulator" ] || kill -- "-$emulator" 2>/dev/null || true
   wait 2>/dev/null || true
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-for _ in $(seq 120); do
-  grep -q "Dev App Server is now running" "$tmp/emulator.log" && break
-  sleep 0.5
-done
-grep -q "Dev App Server is now running" "$tmp/emulator.log" || { cat "$tmp/emulator.log" >&2; echo "$0: the emulator did not start" >&2; exit 1; }
-export FIRESTORE_EMULATOR_HOST=127.0.0.1:$port
+source scripts/firestore-emulator.sh
+start_firestore_emulator "$tmp"
 go build -o "$tmp/shardcounter" ./cmd/shardcounter
 sc=$tmp/shardcounter
 common=(--clients 64 --duration "$duration" --keep-counters --shards 16)

@@ -71,15 +71,13 @@ import sys
 sys.path.insert(0, "scripts")
 import pagesection
 page, out, day = sys.argv[1:]
-marker = pagesection.marker("bench-limit.sh")
-text, rest = pagesection.split(open(page).read(), "bench-limit.sh")
-lines = [text, marker, "", "## Rate limits on a hot key", "",
-         f"Measured {day} by `scripts/bench-limit.sh --page`: takes of cost 1 from one key by 64 clients,",
-         "under limits far above the load, so that every take is admitted and every side does the whole",
-         "work of an admitted take; `verified` says every take was admitted and the key's state",
-         "afterwards counts them all. Pebble, the Redis Cluster and the peers' redis-server keep their",
-         "files in one temporary directory, on one disk; every Redis fsyncs its append-only file always.",
-         "", "```", open(out).read().rstrip("\n"), "```", "",
-         open("scripts/bench-limit-notes.md").read().rstrip("\n")]
-pagesection.write(page, text, lines[1:], rest)
+pagesection.rewrite(page, "bench-limit.sh", [
+    "", "## Rate limits on a hot key", "",
+    f"Measured {day} by `scripts/bench-limit.sh --page`: takes of cost 1 from one key by 64 clients,",
+    "under limits far above the load, so that every take is admitted and every side does the whole",
+    "work of an admitted take; `verified` says every take was admitted and the key's state",
+    "afterwards counts them all. Pebble, the Redis Cluster and the peers' redis-server keep their",
+    "files in one temporary directory, on one disk; every Redis fsyncs its append-only file always.",
+    "", *pagesection.fenced(out), "",
+    open("scripts/bench-limit-notes.md").read().rstrip("\n")])
 PY

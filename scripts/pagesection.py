@@ -36,3 +36,14 @@ def write(page, before, section_lines, rest):
     if rest:
         text += "\n" + rest
     open(page, "w").write(text)
+
+
+def rewrite(page, script, lines):
+    """Rewrites script's section of page: its marker, then lines."""
+    before, rest = split(open(page).read(), script)
+    write(page, before, [marker(script)] + lines, rest)
+
+
+def fenced(path):
+    """A script's saved output, as the lines of a fenced block."""
+    return ["```", open(path).read().rstrip("\n"), "```"]
