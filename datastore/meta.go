@@ -2,7 +2,6 @@ package datastore
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"cloud.google.com/go/datastore"
@@ -148,9 +147,3 @@ type bucketEntity struct {
 // bucketName is the key name of the bucket that starts at unix second
 // start: fixed width, so that key order is time order.
 func bucketName(start int64) string { return fmt.Sprintf("%020d", uint64(start)^(1<<63)) }
-
-// zone is the bound within which every shard of a counter of n shards
-// keeps its total in int64.
-func zone(n int) int64 { return math.MaxInt64 / int64(n) }
-
-func sameTime(a, b time.Time) bool { return a.Equal(b) }
