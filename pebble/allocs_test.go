@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/allocguard"
@@ -47,4 +48,30 @@ func TestMemberAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestHotTakeAllocs holds a take of a hot token bucket (GCRA, one shard
+// of state: CL.THROTTLE's) to its allocations once its commits have left
+// thousands of merge operands in the memtable: the take decides on the
+// total the store holds in memory, and reads no record, whose read would
+// fold every operand (allocating as it goes).
+func TestHotTakeAllocs(t *testing.T) {
+	ctx := context.Background()
+	s := MustOpen(t)
+	p := shardcounter.LimitPolicy{Kind: shardcounter.LimitGCRA, Limit: 1, Period: shardcounter.Duration(time.Second), Burst: 1 << 30}.WithDefaults()
+	id := shardcounter.LimitKeyID("hot", p, "key")
+	incs := []shardcounter.Increment{{Counter: id, Take: &shardcounter.LimitTake{Policy: p, Cost: 1},
+		Create: &shardcounter.Spec{Shards: p.StateShards(), Kind: shardcounter.KindSum}}}
+	take := func() {
+		out, err := s.Apply(ctx, incs)
+		if err != nil || out[0].Err != nil || out[0].Limit == nil || !out[0].Limit.Allowed {
+			t.Fatalf("take: %+v, %v", out, err)
+		}
+	}
+	for range 2000 {
+		take()
+	}
+	// Today's count is 16; reading the record (and folding the operands)
+	// was 26 more.
+	allocguard.Check(t, 20, 24, take)
 }

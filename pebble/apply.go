@@ -100,10 +100,20 @@ func (v *view) Counter(id string) (decide.Counter, error) {
 // Shard is unknown, but for a limit key's state: the totals are in
 // memory, the shard values in records a write does not read (a merge
 // operand lands on its shard, and a fold moves what a shard cannot hold:
-// record.go). A take reads its key's record, once a batch.
+// record.go). A take reads its key's record, once a batch, unless the
+// state is one shard (GCRA, CL.THROTTLE's): that shard's value is the
+// total, which is in memory, so a hot key's take reads nothing (a read of
+// its record would fold every merge operand its commits left in the
+// memtable, more of them the longer it stays hot).
 func (v *view) Shard(counter string, k int) (int64, bool, error) {
 	if !shardcounter.IsLimitKeyID(counter) {
 		return 0, false, nil
+	}
+	if c := v.s.counter(counter); c != nil && c.spec != 0 && v.s.specs[c.spec].Shards == 1 {
+		if k > 0 {
+			return 0, false, nil
+		}
+		return c.pending, true, nil
 	}
 	vals, ok := v.state[counter]
 	if !ok {

@@ -123,3 +123,47 @@ func TestNewHashAllocs(t *testing.T) {
 		t.Fatalf("the service added %d after %d HINCRBYs of new hashes, want %d (a field and a marker each)", got, runs+1, want)
 	}
 }
+
+// taker is an adder that decides takes: every take allowed, whatever is
+// left a constant. It is what CL.THROTTLE's write path needs of the
+// engine, so that what is left of a take's cost is the RESP server's.
+type taker struct{ adder }
+
+func (tk *taker) WriteBatch(_ context.Context, ws []shardcounter.Write) ([]shardcounter.WriteResult, error) {
+	res := make([]shardcounter.WriteResult, len(ws))
+	lr := make([]shardcounter.LimitResult, len(ws))
+	for i, w := range ws {
+		tk.n.Add(w.Take.Cost)
+		lr[i] = shardcounter.LimitResult{Allowed: true, Remaining: 7}
+		res[i] = shardcounter.WriteResult{Counter: w.Counter, Applied: true, Limit: &lr[i]}
+	}
+	return res, nil
+}
+
+func (*taker) Throttle(context.Context, string, shardcounter.LimitPolicy, int64, bool) (*shardcounter.LimitResult, error) {
+	panic("CL.THROTTLE is a write of the batch")
+}
+
+// TestThrottleAllocs guards the allocations of CL.THROTTLE on one key
+// again and again (a client of a hot key): the connection makes the id of
+// the key's state (two renderings of the policy, a hash of one) once, not
+// once a take (13 allocations more). The ceiling is today's count.
+func TestThrottleAllocs(t *testing.T) {
+	svc := &taker{}
+	s := New(svc, Options{})
+	client, srv := net.Pipe()
+	defer client.Close()
+	defer srv.Close()
+	conn := s.newConn(srv)
+	cmds := []resp.Command{{Args: [][]byte{[]byte("CL.THROTTLE"), []byte("user:42"), []byte("15"), []byte("30"), []byte("60"), []byte("1")}}}
+	ran := allocguard.Check(t, 1000, 4, func() {
+		conn.run(cmds)
+		if got := string(conn.w.Bytes()); got != "*5\r\n:0\r\n:16\r\n:7\r\n:-1\r\n:0\r\n" {
+			t.Fatalf("CL.THROTTLE replied %q", got)
+		}
+		conn.w.Reset()
+	})
+	if got := svc.n.Load(); ran && got != 1001 {
+		t.Fatalf("the service took %d after 1001 takes", got)
+	}
+}

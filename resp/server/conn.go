@@ -44,9 +44,10 @@ type conn struct {
 	quit    bool     // QUIT, or a protocol error: close after the replies
 	tx      *txState // MULTI: the transaction being queued, else nil
 
-	x     *executor // executes the pipelines of a connection served on its own goroutine
-	lc    *loopConn // the loop's state of a connection it serves, or nil
-	lower [32]byte  // lookup's scratch
+	x     *executor  // executes the pipelines of a connection served on its own goroutine
+	lc    *loopConn  // the loop's state of a connection it serves, or nil
+	lower [32]byte   // lookup's scratch
+	thr   throttleID // the last CL.THROTTLE's state id
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {

@@ -90,16 +90,29 @@ func writeThrottle(c *conn, args [][]byte, ws []shardcounter.Write) ([]shardcoun
 	if msg != "" {
 		return ws, msg
 	}
-	key := string(args[1])
-	if err := shardcounter.ValidateName(shardcounter.CounterIDKind, key); err != nil {
-		return ws, "ERR " + shardcounter.ErrorMessage(err)
+	p = p.WithDefaults()
+	if c.thr.id == "" || c.thr.p != p || c.thr.key != string(args[1]) {
+		key := string(args[1])
+		if err := shardcounter.ValidateName(shardcounter.CounterIDKind, key); err != nil {
+			return ws, "ERR " + shardcounter.ErrorMessage(err)
+		}
+		c.thr = throttleID{key: key, p: p, id: engine.ThrottleKeyID(p, key)}
 	}
 	if _, ok := c.s.svc.(throttler); !ok {
 		return ws, errNoThrottle
 	}
-	p = p.WithDefaults()
 	t := &shardcounter.LimitTake{Policy: p, Cost: max(quantity, 1), Peek: quantity == 0}
-	return append(ws, shardcounter.Write{Counter: engine.ThrottleKeyID(p, key), Take: t}), ""
+	return append(ws, shardcounter.Write{Counter: c.thr.id, Take: t}), ""
+}
+
+// throttleID is a connection's last CL.THROTTLE key and policy (with its
+// defaults), and the id of the key's state under it: a client that
+// throttles one key again and again makes the id (two renderings of the
+// policy and a hash of it) once.
+type throttleID struct {
+	key string
+	p   shardcounter.LimitPolicy
+	id  string
 }
 
 // replyThrottle replies five integers: limited (0 or 1), the limit
