@@ -102,7 +102,8 @@ type CounterStore struct {
 }
 
 // base is the state and the methods the store shares with firestore's:
-// Stats, Conflicts, OnShardCommit, ShardWriteInterval, SetDedupeWindow.
+// Stats, Conflicts, OnShardCommit, ShardWriteInterval, TxnUnits,
+// SetDedupeWindow.
 type base = docstore.Base
 
 // reads are the readings built on the store's snapshot reads (read.go):
