@@ -58,11 +58,13 @@ type Increment struct {
 	// (a RESP MULTI/EXEC): the increments of one Apply call with the same
 	// Txn are applied all or none, in one atomic step. A store whose Apply
 	// is atomic as a whole has nothing to do for it. A store that is not
-	// (a Redis Cluster, whose atomic step is one script on one master)
+	// (a Redis Cluster, whose atomic step is one script on one master; a
+	// document store, which splits a batch too large for one commit)
 	// implements TxnApplier; the engine then folds no other write into a
 	// transaction's increments, and the store may refuse a transaction it
-	// cannot apply in one step, every increment of it with CrossSlot's
-	// error, applying none.
+	// cannot apply in one step, every increment of it with one
+	// invalid_argument error (CrossSlot's on a Redis Cluster), applying
+	// none.
 	Txn uint64
 
 	// Take, when set, makes the item a take of a rate limit's key (see
@@ -252,8 +254,11 @@ type ShardPacer interface {
 }
 
 // TxnApplier is implemented by a CounterStore whose Apply is atomic only
-// in parts (a Redis Cluster: one script per master), which applies the
-// increments of one Increment.Txn in one atomic step of their own.
+// in parts, which applies the increments of one Increment.Txn in one
+// atomic step of their own: a Redis Cluster (one script per master), a
+// Redis server (the transaction a script of its own), Firestore and
+// Datastore (one commit, unless a batch too large for one is split, which
+// keeps a transaction in one part or refuses it whole).
 // TxnUnits reports whether it does; the engine then keeps a transaction's
 // increments apart from other writes, rather than folding them together
 // into one increment per counter.

@@ -34,5 +34,3 @@ func (b *batch) wantsMember(t *target, inc shardcounter.Increment) bool {
 	}
 	return inc.Create == nil || inc.Create.Kind != shardcounter.KindApprox
 }
-
-func hasNoMembers(id, kind string) error { return docstore.HasNoMembers(id, shardcounter.Kind(kind)) }

@@ -79,19 +79,10 @@ func (l *loads) add(k *datastore.Key, dst any, done func(found bool)) {
 }
 
 // run reads the keys in the transaction, maxLookup a call.
-func (l *loads) run(tx *datastore.Transaction) error { return l.runIn(context.Background(), nil, tx) }
-
-// runIn reads the keys in tx, or outside any transaction with client
-// when tx is nil, maxLookup a call.
-func (l *loads) runIn(ctx context.Context, client *datastore.Client, tx *datastore.Transaction) error {
+func (l *loads) run(tx *datastore.Transaction) error {
 	for len(l.keys) > 0 {
 		n := min(len(l.keys), maxLookup)
-		var err error
-		if tx != nil {
-			err = tx.GetMulti(l.keys[:n], l.dsts[:n])
-		} else {
-			err = client.GetMulti(ctx, l.keys[:n], l.dsts[:n])
-		}
+		err := tx.GetMulti(l.keys[:n], l.dsts[:n])
 		var me datastore.MultiError
 		if err != nil && !errors.As(err, &me) {
 			return txError("read", err)

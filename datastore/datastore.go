@@ -28,7 +28,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -102,7 +101,8 @@ type CounterStore struct {
 }
 
 // base is the state and the methods the store shares with firestore's:
-// Stats, Conflicts, OnShardCommit, ShardWriteInterval, SetDedupeWindow.
+// Stats, Conflicts, OnShardCommit, ShardWriteInterval, TxnUnits,
+// SetDedupeWindow.
 type base = docstore.Base
 
 // reads are the readings built on the store's snapshot reads (read.go):
@@ -127,50 +127,30 @@ type Config struct {
 
 // ParseDSN reads datastore://PROJECT[?kind=K&namespace=NS&shard_write_interval=D].
 func ParseDSN(dsn string) (Config, error) {
-	bad := func(format string, args ...any) (Config, error) {
-		return Config{}, shardcounter.Errorf(shardcounter.EINVALID, "store %q: "+format+": write datastore://PROJECT[?kind=IK_CounterShardEntity&namespace=NS&shard_write_interval=1s]", append([]any{dsn}, args...)...)
-	}
-	u, err := url.Parse(dsn)
-	if err != nil || !strings.EqualFold(u.Scheme, "datastore") {
-		return bad("not a datastore:// URL")
-	}
-	if u.User != nil || u.Port() != "" || u.Fragment != "" || u.Opaque != "" {
-		return bad("a datastore DSN has no user, password, port or fragment")
-	}
-	if p := strings.Trim(u.Path, "/"); p != "" {
-		return bad("a datastore DSN has no path (%q): give the namespace as ?namespace=", p)
-	}
-	c := Config{Project: u.Host}
-	if !docstore.ValidName(c.Project, 63) {
-		return bad("project %q is not a project id (letters, digits and hyphens)", c.Project)
-	}
-	for k, vs := range u.Query() {
-		if len(vs) != 1 {
-			return bad("option %s given %d times", k, len(vs))
+	d, err := docstore.ParseDSN(dsn, "datastore", "datastore://PROJECT[?kind=IK_CounterShardEntity&namespace=NS&shard_write_interval=1s]", func(d *docstore.DSN) error {
+		if d.Path != "" {
+			return d.Bad("a datastore DSN has no path (%q): give the namespace as ?namespace=", d.Path)
 		}
-		v := vs[0]
+		return nil
+	})
+	if err != nil {
+		return Config{}, err
+	}
+	c := Config{Project: d.Project, Options: Options{ShardWriteInterval: d.Interval}}
+	for k, v := range d.Options {
 		switch k {
 		case "kind":
 			if !docstore.ValidName(v, 100) || strings.HasPrefix(v, "__") || strings.HasPrefix(v, "SC_") {
-				return bad("kind %q is not a kind name (letters, digits, _ and -; not __…__ nor SC_…, which are taken)", v)
+				return Config{}, d.Bad("kind %q is not a kind name (letters, digits, _ and -; not __…__ nor SC_…, which are taken)", v)
 			}
 			c.Kind = v
 		case "namespace":
 			if v != "" && (!docstore.ValidName(v, 100) || strings.HasPrefix(v, "__")) {
-				return bad("namespace %q is not a namespace (letters, digits, _ and -)", v)
+				return Config{}, d.Bad("namespace %q is not a namespace (letters, digits, _ and -)", v)
 			}
 			c.Namespace = v
-		case "shard_write_interval":
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 || d > time.Hour {
-				return bad("shard_write_interval %q is not a duration from 0 to 1h (0 turns pacing off)", v)
-			}
-			c.ShardWriteInterval = d
-			if d == 0 {
-				c.ShardWriteInterval = -1
-			}
 		default:
-			return bad("option %q is unknown (kind, namespace, shard_write_interval)", k)
+			return Config{}, d.Bad("option %q is unknown (kind, namespace, shard_write_interval)", k)
 		}
 	}
 	return c, nil
@@ -208,7 +188,8 @@ func newStore(ctx context.Context, project string, opts Options, extra ...option
 	}
 	s.Init(opts.ShardWriteInterval, DefaultShardWriteInterval, opts.DedupeWindow)
 	s.Rankings = docstore.NewRankings(records{s}, rankingsTable)
-	s.reads = reads{Store: "datastore", Now: s.now, Snap: s.read, Meta: s.GetCounter, Buckets: s.buckets, Node: s.node}
+	s.reads = reads{Store: "datastore", Now: s.now, Snap: s.read, Meta: s.GetCounter, Buckets: s.buckets, Node: s.node,
+		CounterPage: s.counterPage, MemberPage: s.memberPage, Member: s.member}
 	s.shards, _ = lru.New[string, *counterEntity](docstore.CacheSize)
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -234,8 +215,12 @@ func (s *CounterStore) ShardKey(id string, i int) *datastore.Key {
 	return k
 }
 
-func (s *CounterStore) counterKey(id string) *datastore.Key {
-	k := datastore.NameKey(counterKind, Escape(id), nil)
+// counterKey is the key of counter id's entity.
+func (s *CounterStore) counterKey(id string) *datastore.Key { return s.keyOf(Escape(id)) }
+
+// keyOf is the key of the counter entity of key name name.
+func (s *CounterStore) keyOf(name string) *datastore.Key {
+	k := datastore.NameKey(counterKind, name, nil)
 	k.Namespace = s.namespace
 	return k
 }

@@ -8,84 +8,54 @@ import (
 	"cloud.google.com/go/datastore"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
-// IsMember reads the member's entity with the counter's, one lookup.
-func (s *CounterStore) IsMember(ctx context.Context, id, member string) (bool, error) {
-	if err := shardcounter.ValidateID("member", member); err != nil {
-		return false, err
-	}
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return false, err
-	}
+// member reads the counter entity and the member's in one lookup, for
+// docstore.Reads.IsMember.
+func (s *CounterStore) member(ctx context.Context, id, member string) (*shardcounter.Counter, time.Time, bool, error) {
 	ck := s.counterKey(id)
 	var e counterEntity
 	var m ownEntity
 	err := s.client.GetMulti(ctx, []*datastore.Key{ck, childKey(ck, memberKind, Escape(member))}, []any{&e, &m})
 	var me datastore.MultiError
 	if err != nil && !errors.As(err, &me) {
-		return false, readError("read member", err)
+		return nil, time.Time{}, false, readError("read member", err)
 	}
 	if me != nil {
 		var fm *datastore.ErrFieldMismatch
 		switch {
 		case errors.Is(me[0], datastore.ErrNoSuchEntity):
-			return false, shardcounter.CounterNotFound(id)
+			return nil, time.Time{}, false, shardcounter.CounterNotFound(id)
 		case me[0] != nil && !errors.As(me[0], &fm):
-			return false, readError("read member", me[0])
+			return nil, time.Time{}, false, readError("read member", me[0])
 		case me[1] != nil && !errors.Is(me[1], datastore.ErrNoSuchEntity):
-			return false, readError("read member", me[1])
+			return nil, time.Time{}, false, readError("read member", me[1])
 		}
 	}
 	if err := e.check(ck); err != nil {
-		return false, err
+		return nil, time.Time{}, false, err
 	}
-	if shardcounter.Kind(e.Kind) != shardcounter.KindDistinct {
-		return false, hasNoMembers(id, e.Kind)
-	}
-	return (me == nil || me[1] == nil) && m.Of.Equal(e.CreatedAt), nil
+	return e.counter(id), m.Of, me == nil || me[1] == nil, nil
 }
 
-// ListMembers lists member entities in key order, which is member order.
-func (s *CounterStore) ListMembers(ctx context.Context, id, after string, limit int) ([]string, error) {
-	e, err := s.getEntity(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if shardcounter.Kind(e.Kind) != shardcounter.KindDistinct {
-		return nil, hasNoMembers(id, e.Kind)
-	}
-	if limit <= 0 {
-		limit = shardcounter.DefaultListLimit
-	}
+// memberPage reads a page of a counter's member entities in key order,
+// which is member order.
+func (s *CounterStore) memberPage(ctx context.Context, id, after string, n int) ([]docstore.Listed, error) {
 	ck := s.counterKey(id)
-	var out []string
-	cursor := ""
+	q := datastore.NewQuery(memberKind).Namespace(s.namespace).Ancestor(ck).Order("__key__").Limit(n)
 	if after != "" {
-		cursor = Escape(after)
+		q = q.FilterField("__key__", ">", childKey(ck, memberKind, after))
 	}
-	for len(out) < limit {
-		page := limit - len(out)
-		q := datastore.NewQuery(memberKind).Namespace(s.namespace).Ancestor(ck).Order("__key__").Limit(page)
-		if cursor != "" {
-			q = q.FilterField("__key__", ">", childKey(ck, memberKind, cursor))
-		}
-		var ms []ownEntity
-		keys, err := s.client.GetAll(ctx, q, &ms)
-		if err != nil {
-			return nil, readError("list members", err)
-		}
-		for i, k := range keys {
-			member, err := Unescape(k.Name)
-			if err != nil || !ms[i].Of.Equal(e.CreatedAt) {
-				continue // not a member of this incarnation of the counter
-			}
-			out = append(out, member)
-		}
-		if len(keys) < page {
-			break
-		}
-		cursor = keys[len(keys)-1].Name
+	var ms []ownEntity
+	keys, err := s.client.GetAll(ctx, q, &ms)
+	if err != nil {
+		return nil, readError("list members", err)
+	}
+	out := make([]docstore.Listed, len(keys))
+	for i, k := range keys {
+		out[i] = docstore.Listed{Key: k.Name, Of: ms[i].Of}
+		out[i].Name, _ = Unescape(k.Name)
 	}
 	return out, nil
 }

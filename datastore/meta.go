@@ -7,18 +7,18 @@ import (
 	"cloud.google.com/go/datastore"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/firestore"
+	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
 // Escape returns the key name of the store's own entities for id (the
-// counter entity, members, request ids): firestore.Escape, which keeps
-// byte order, so that listings in key order are in id order, and keeps
-// names clear of the reserved __…__. Shard entities are keyed by the raw
+// counter entity, members, request ids): docstore.Escape, as Firestore's
+// document ids, which keeps byte order, so that listings in key order are
+// in id order, and keeps names clear of the reserved __…__. Shard entities are keyed by the raw
 // id, as the seed keys them (TARGET_N never ends in "__").
-func Escape(id string) string { return firestore.Escape(id) }
+func Escape(id string) string { return docstore.Escape(id) }
 
 // Unescape reverses Escape.
-func Unescape(name string) (string, error) { return firestore.Unescape(name) }
+func Unescape(name string) (string, error) { return docstore.Unescape(name) }
 
 // counterEntity is the store's entity beside a counter's shards: the shard
 // count the seed keeps in code, and the rest of the spec.
@@ -39,7 +39,7 @@ type counterEntity struct {
 }
 
 func newCounterEntity(id string, spec shardcounter.Spec, created time.Time) *counterEntity {
-	e := &counterEntity{NumShards: int64(spec.Shards), ID: id, Kind: string(kindOf(spec)), CreatedAt: created}
+	e := &counterEntity{NumShards: int64(spec.Shards), ID: id, Kind: string(docstore.KindOf(spec)), CreatedAt: created}
 	if spec.Min != nil {
 		e.HasMin, e.Min = true, *spec.Min
 	}
@@ -85,13 +85,6 @@ func (e *counterEntity) counter(id string) *shardcounter.Counter {
 
 // full reports whether writes to the counter read every shard.
 func (e *counterEntity) full() bool { return e.Wide || e.HasMin || e.HasMax }
-
-func kindOf(s shardcounter.Spec) shardcounter.Kind {
-	if s.Kind == "" {
-		return shardcounter.KindSum
-	}
-	return s.Kind
-}
 
 // shardEntity is one of the seed's shard entities: target and count, and
 // whatever else an app keeps on it, written back as it was read.

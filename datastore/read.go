@@ -3,7 +3,6 @@ package datastore
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"cloud.google.com/go/datastore"
 
@@ -51,13 +50,7 @@ func (s *CounterStore) read(ctx context.Context, ids []string) (*docstore.Snapsh
 	if err != nil {
 		return nil, readError("read counters", err)
 	}
-	sn, _, err := s.readIn(ctx, tx, ids)
-	return sn, err
-}
-
-// readIn reads the counters in tx.
-func (s *CounterStore) readIn(ctx context.Context, tx *datastore.Transaction, ids []string) (sn *docstore.Snapshot, ok bool, err error) {
-	sn = &docstore.Snapshot{Counters: map[string]*shardcounter.Counter{}, Values: map[string][]int64{}, Sketches: map[string][][]byte{}, At: s.now()}
+	sn := &docstore.Snapshot{Counters: map[string]*shardcounter.Counter{}, Values: map[string][]int64{}, Sketches: map[string][][]byte{}, At: s.now()}
 	ents := make(map[string]*counterEntity, len(ids))
 	shards := make(map[string]map[int]*shardEntity, len(ids))
 	var l loads
@@ -89,26 +82,18 @@ func (s *CounterStore) readIn(ctx context.Context, tx *datastore.Transaction, id
 			want(id, int(g.NumShards))
 		}
 	}
-	for round := range 2 {
-		if err := l.runIn(ctx, s.client, tx); err != nil {
-			return nil, false, readError("read counters", err)
+	for {
+		if err := l.run(tx); err != nil {
+			return nil, readError("read counters", err)
 		}
 		more := false
 		for _, id := range ids {
 			if e := ents[id]; e != nil && want(id, int(e.NumShards)) {
-				more = true
+				more = true // the entities are read: at most once
 			}
 		}
 		if !more {
 			break
-		}
-		if tx == nil || round == 1 {
-			for _, id := range ids {
-				if e := ents[id]; e != nil {
-					s.shards.Add(id, e)
-				}
-			}
-			return nil, false, nil
 		}
 	}
 	for _, id := range ids {
@@ -117,7 +102,7 @@ func (s *CounterStore) readIn(ctx context.Context, tx *datastore.Transaction, id
 			continue
 		}
 		if err := e.check(s.counterKey(id)); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		if g, ok := s.shards.Peek(id); !ok || g.NumShards != e.NumShards || g.Wide != e.Wide || !g.CreatedAt.Equal(e.CreatedAt) {
 			s.shards.Add(id, e)
@@ -135,45 +120,31 @@ func (s *CounterStore) readIn(ctx context.Context, tx *datastore.Transaction, id
 		}
 		sn.Counters[id], sn.Values[id] = e.counter(id), vals
 	}
-	return sn, true, nil
+	return sn, nil
 }
 
-// ListCounters lists counter entities in key order, which is id order
-// (Escape keeps it).
-func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, limit int) ([]*shardcounter.Counter, error) {
-	if limit <= 0 {
-		limit = shardcounter.DefaultListLimit
-	}
-	q := datastore.NewQuery(counterKind).Namespace(s.namespace).Order("__key__")
+// counterPage reads a page of counter entities in key order, which is
+// id order (Escape keeps it), for docstore.Reads.ListCounters.
+func (s *CounterStore) counterPage(ctx context.Context, from string, incl bool, n int) ([]docstore.Listed, error) {
+	q := datastore.NewQuery(counterKind).Namespace(s.namespace).Order("__key__").Limit(n)
 	switch {
-	case after >= prefix && after != "":
-		q = q.FilterField("__key__", ">", s.counterKey(after))
-	case prefix != "":
-		q = q.FilterField("__key__", ">=", s.counterKey(prefix))
+	case from != "" && incl:
+		q = q.FilterField("__key__", ">=", s.keyOf(from))
+	case from != "":
+		q = q.FilterField("__key__", ">", s.keyOf(from))
 	}
-	var out []*shardcounter.Counter
-	for len(out) < limit {
-		page := limit - len(out) + 8 // a few to spare for entities not of ours
-		var es []counterEntity
-		keys, err := s.client.GetAll(ctx, q.Limit(page), &es)
-		var fm *datastore.ErrFieldMismatch
-		if err != nil && !errors.As(err, &fm) {
-			return nil, readError("list counters", err)
+	var es []counterEntity
+	keys, err := s.client.GetAll(ctx, q, &es)
+	var fm *datastore.ErrFieldMismatch
+	if err != nil && !errors.As(err, &fm) {
+		return nil, readError("list counters", err)
+	}
+	out := make([]docstore.Listed, len(keys))
+	for i, k := range keys {
+		out[i].Key = k.Name
+		if id, err := Unescape(k.Name); err == nil && es[i].check(k) == nil {
+			out[i].Name, out[i].C = id, es[i].counter(id)
 		}
-		for i, k := range keys {
-			id, err := Unescape(k.Name)
-			if err != nil || es[i].check(k) != nil {
-				continue // not an entity of ours
-			}
-			if !strings.HasPrefix(id, prefix) || len(out) == limit {
-				return out, nil
-			}
-			out = append(out, es[i].counter(id))
-		}
-		if len(keys) < page {
-			break
-		}
-		q = datastore.NewQuery(counterKind).Namespace(s.namespace).Order("__key__").FilterField("__key__", ">", keys[len(keys)-1])
 	}
 	return out, nil
 }

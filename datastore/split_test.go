@@ -25,3 +25,16 @@ func TestCommitSplit(t *testing.T) {
 	datastore.SetCommitLimit(s, limit)
 	storetest.RunCommitSplit(t, s, limit, commits)
 }
+
+// TestEngineTxnSplit checks that an engine marks a MULTI's writes as one
+// transaction, which the store refuses whole past its (lowered) limit
+// (storetest.RunEngineTxnSplit).
+func TestEngineTxnSplit(t *testing.T) {
+	s, err := datastore.New(context.Background(), firestoretest.Project(t), datastore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	datastore.SetCommitLimit(s, 16<<10)
+	storetest.RunEngineTxnSplit(t, s)
+}

@@ -186,7 +186,7 @@ func (s *CounterStore) reshardOnce(ctx context.Context, id string, ref *firestor
 	for i := range vals {
 		vals[i], prev[i] = s.shardFromSnap(snaps[1+i]).value, sketchOf(snaps[1+i])
 	}
-	vals, sks, wide, err := docstore.Reshard("firestore", id, kindOf(m.spec), vals, prev, n, func() ([]string, error) { return s.members(ctx, ref, m) })
+	vals, sks, wide, err := docstore.Reshard("firestore", id, docstore.KindOf(m.spec), vals, prev, n, func() ([]string, error) { return s.members(ctx, ref, m) })
 	if err != nil {
 		return nil, err
 	}

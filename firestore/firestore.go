@@ -3,7 +3,6 @@ package firestore
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -88,7 +87,8 @@ type CounterStore struct {
 }
 
 // base is the state and the methods the store shares with datastore's:
-// Stats, Conflicts, OnShardCommit, ShardWriteInterval, SetDedupeWindow.
+// Stats, Conflicts, OnShardCommit, ShardWriteInterval, TxnUnits,
+// SetDedupeWindow.
 type base = docstore.Base
 
 // reads are the readings built on the store's snapshot reads (read.go):
@@ -112,48 +112,26 @@ type Config struct {
 
 // ParseDSN reads firestore://PROJECT[/DATABASE][?count_field=F&shard_write_interval=D].
 func ParseDSN(dsn string) (Config, error) {
-	bad := func(format string, args ...any) (Config, error) {
-		return Config{}, shardcounter.Errorf(shardcounter.EINVALID, "store %q: "+format+": write firestore://PROJECT[/DATABASE][?count_field=count&shard_write_interval=1s]", append([]any{dsn}, args...)...)
+	d, err := docstore.ParseDSN(dsn, "firestore", "firestore://PROJECT[/DATABASE][?count_field=count&shard_write_interval=1s]", nil)
+	if err != nil {
+		return Config{}, err
 	}
-	u, err := url.Parse(dsn)
-	if err != nil || !strings.EqualFold(u.Scheme, "firestore") {
-		return bad("not a firestore:// URL")
-	}
-	if u.User != nil || u.Port() != "" || u.Fragment != "" || u.Opaque != "" {
-		return bad("a firestore DSN has no user, password, port or fragment")
-	}
-	c := Config{Project: u.Host, Database: "(default)"}
-	if !docstore.ValidName(c.Project, 63) {
-		return bad("project %q is not a project id (letters, digits and hyphens)", c.Project)
-	}
-	if db := strings.Trim(u.Path, "/"); db != "" {
+	c := Config{Project: d.Project, Database: "(default)", Options: Options{ShardWriteInterval: d.Interval}}
+	if db := d.Path; db != "" {
 		if strings.Contains(db, "/") || !(db == "(default)" || docstore.ValidName(db, 63)) {
-			return bad("database %q is not a database id", db)
+			return Config{}, d.Bad("database %q is not a database id", db)
 		}
 		c.Database = db
 	}
-	for k, vs := range u.Query() {
-		if len(vs) != 1 {
-			return bad("option %s given %d times", k, len(vs))
-		}
-		v := vs[0]
+	for k, v := range d.Options {
 		switch k {
 		case "count_field":
 			if v == "" || strings.ContainsAny(v, ".`*[]~/") {
-				return bad("count_field %q is not a plain field name", v)
+				return Config{}, d.Bad("count_field %q is not a plain field name", v)
 			}
 			c.CountField = v
-		case "shard_write_interval":
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 || d > time.Hour {
-				return bad("shard_write_interval %q is not a duration from 0 to 1h (0 turns pacing off)", v)
-			}
-			c.ShardWriteInterval = d
-			if d == 0 {
-				c.ShardWriteInterval = -1
-			}
 		default:
-			return bad("option %q is unknown (count_field, shard_write_interval)", k)
+			return Config{}, d.Bad("option %q is unknown (count_field, shard_write_interval)", k)
 		}
 	}
 	return c, nil
@@ -195,7 +173,8 @@ func newStore(ctx context.Context, project, database string, opts Options, extra
 	s.Init(opts.ShardWriteInterval, DefaultShardWriteInterval, opts.DedupeWindow)
 	s.Rankings = docstore.NewRankings(records{s}, rankingsTable)
 	s.reads = reads{Store: "firestore", Now: s.now, Snap: s.snap, Meta: s.GetCounter, Buckets: s.buckets,
-		Node: func(id string, i int) string { return s.node(id) + "/shards/" + strconv.Itoa(i) }}
+		Node:        func(id string, i int) string { return s.node(id) + "/shards/" + strconv.Itoa(i) },
+		CounterPage: s.counterPage, MemberPage: s.memberPage, Member: s.member}
 	s.cache, _ = lru.New[string, *counterState](docstore.CacheSize)
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -240,3 +219,11 @@ func readError(op string, err error) error { return docstore.ReadError("firestor
 
 // EmulatorHost returns FIRESTORE_EMULATOR_HOST, for the log line of serve.
 func EmulatorHost() string { return os.Getenv("FIRESTORE_EMULATOR_HOST") }
+
+// Escape returns the document id that holds id (docstore.Escape: it keeps
+// byte order, so a scan in document-id order is one in id order).
+func Escape(id string) string { return docstore.Escape(id) }
+
+// Unescape reverses Escape, or is EINVALID for a document id Escape does
+// not make.
+func Unescape(docID string) (string, error) { return docstore.Unescape(docID) }

@@ -8,6 +8,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
 // meta is a counter document: the shard count the seed keeps in
@@ -22,7 +23,7 @@ type meta struct {
 func metaFields(id string, m meta) map[string]any {
 	sc := map[string]any{
 		"id":         id,
-		"kind":       string(kindOf(m.spec)),
+		"kind":       string(docstore.KindOf(m.spec)),
 		"created_at": m.created,
 	}
 	if m.spec.Min != nil {
@@ -36,13 +37,6 @@ func metaFields(id string, m meta) map[string]any {
 		sc["retention_seconds"] = int64(time.Duration(w.Retention) / time.Second)
 	}
 	return map[string]any{fieldNumShards: int64(m.spec.Shards), fieldMeta: sc}
-}
-
-func kindOf(s shardcounter.Spec) shardcounter.Kind {
-	if s.Kind == "" {
-		return shardcounter.KindSum
-	}
-	return s.Kind
 }
 
 // decodeMeta reads a counter document. One made the seed's way has only

@@ -2,12 +2,9 @@ package firestore
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -142,109 +139,69 @@ func (s *CounterStore) getSnapshot(ctx context.Context, refs []*firestore.Docume
 	return snaps, err
 }
 
-// ListCounters lists counter documents in document-id order, which is id
-// order (Escape keeps it).
-func (s *CounterStore) ListCounters(ctx context.Context, prefix, after string, limit int) ([]*shardcounter.Counter, error) {
-	if limit <= 0 {
-		limit = shardcounter.DefaultListLimit
-	}
+// counterPage reads a page of counter documents in document-id order,
+// which is id order (Escape keeps it), for docstore.Reads.ListCounters.
+func (s *CounterStore) counterPage(ctx context.Context, from string, incl bool, n int) ([]docstore.Listed, error) {
 	col := s.client.Collection(countersCollection)
-	q := col.OrderBy(firestore.DocumentID, firestore.Asc)
+	return s.page(ctx, "list counters", col, from, incl, n, func(d *firestore.DocumentSnapshot, l *docstore.Listed) {
+		if m, err := decodeMeta(d); err == nil {
+			l.C = m.counter(l.Name)
+		}
+	})
+}
+
+// memberPage reads a page of a counter's member documents in
+// document-id order, which is member order.
+func (s *CounterStore) memberPage(ctx context.Context, id, after string, n int) ([]docstore.Listed, error) {
+	col := s.counterRef(id).Collection(membersCollection)
+	return s.page(ctx, "list members", col, after, false, n, func(d *firestore.DocumentSnapshot, l *docstore.Listed) {
+		l.Of, _ = d.Data()[fieldOf].(time.Time)
+	})
+}
+
+// page reads up to n documents of col in document-id order from the one
+// of id from (after it unless incl), each taken in by f when its id is
+// one Escape makes.
+func (s *CounterStore) page(ctx context.Context, op string, col *firestore.CollectionRef, from string, incl bool, n int, f func(*firestore.DocumentSnapshot, *docstore.Listed)) ([]docstore.Listed, error) {
+	q := col.OrderBy(firestore.DocumentID, firestore.Asc).Limit(n)
 	switch {
-	case after >= prefix && after != "":
-		q = q.Where(firestore.DocumentID, ">", col.Doc(Escape(after)))
-	case prefix != "":
-		q = q.Where(firestore.DocumentID, ">=", col.Doc(Escape(prefix)))
+	case from != "" && incl:
+		q = q.Where(firestore.DocumentID, ">=", col.Doc(from))
+	case from != "":
+		q = q.Where(firestore.DocumentID, ">", col.Doc(from))
 	}
-	it := q.Documents(ctx)
-	defer it.Stop()
-	var out []*shardcounter.Counter
-	for len(out) < limit {
-		snap, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			break
+	docs, err := q.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, readError(op, err)
+	}
+	out := make([]docstore.Listed, len(docs))
+	for i, d := range docs {
+		out[i].Key = d.Ref.ID
+		if name, err := Unescape(d.Ref.ID); err == nil {
+			out[i].Name = name
+			f(d, &out[i])
 		}
-		if err != nil {
-			return nil, readError("list counters", err)
-		}
-		id, err := Unescape(snap.Ref.ID)
-		if err != nil {
-			continue // not a document of ours
-		}
-		if !strings.HasPrefix(id, prefix) {
-			break
-		}
-		m, err := decodeMeta(snap)
-		if err != nil {
-			continue
-		}
-		out = append(out, m.counter(id))
 	}
 	return out, nil
 }
 
-// IsMember reads the member's document with the counter's, one snapshot.
-func (s *CounterStore) IsMember(ctx context.Context, id, member string) (bool, error) {
-	if err := shardcounter.ValidateID("member", member); err != nil {
-		return false, err
-	}
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return false, err
-	}
+// member reads the counter document and the member's in one snapshot,
+// for docstore.Reads.IsMember.
+func (s *CounterStore) member(ctx context.Context, id, member string) (*shardcounter.Counter, time.Time, bool, error) {
 	ref := s.counterRef(id)
 	snaps, err := s.getSnapshot(ctx, []*firestore.DocumentRef{ref, ref.Collection(membersCollection).Doc(Escape(member))})
 	if err != nil {
-		return false, readError("read member", err)
+		return nil, time.Time{}, false, readError("read member", err)
 	}
 	if !snaps[0].Exists() {
-		return false, shardcounter.CounterNotFound(id)
+		return nil, time.Time{}, false, shardcounter.CounterNotFound(id)
 	}
 	m, err := decodeMeta(snaps[0])
 	if err != nil {
-		return false, err
+		return nil, time.Time{}, false, err
 	}
-	if kindOf(m.spec) != shardcounter.KindDistinct {
-		return false, docstore.HasNoMembers(id, m.spec.Kind)
-	}
-	return snaps[1].Exists() && sameTime(snaps[1].Data()[fieldOf], m.created), nil
-}
-
-// ListMembers lists member documents in document-id order, which is
-// member order.
-func (s *CounterStore) ListMembers(ctx context.Context, id, after string, limit int) ([]string, error) {
-	m, err := s.getMeta(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if kindOf(m.spec) != shardcounter.KindDistinct {
-		return nil, docstore.HasNoMembers(id, m.spec.Kind)
-	}
-	if limit <= 0 {
-		limit = shardcounter.DefaultListLimit
-	}
-	col := s.counterRef(id).Collection(membersCollection)
-	q := col.OrderBy(firestore.DocumentID, firestore.Asc)
-	if after != "" {
-		q = q.Where(firestore.DocumentID, ">", col.Doc(Escape(after)))
-	}
-	it := q.Documents(ctx)
-	defer it.Stop()
-	var out []string
-	for len(out) < limit {
-		snap, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			break
-		}
-		if err != nil {
-			return nil, readError("list members", err)
-		}
-		member, err := Unescape(snap.Ref.ID)
-		if err != nil || !sameTime(snap.Data()[fieldOf], m.created) {
-			continue // not a member of this incarnation of the counter
-		}
-		out = append(out, member)
-	}
-	return out, nil
+	of, _ := snaps[1].Data()[fieldOf].(time.Time)
+	return m.counter(id), of, snaps[1].Exists(), nil
 }
 
 // buckets returns a windowed counter's buckets that start in [from, to),

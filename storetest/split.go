@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/engine"
 )
 
 // RunCommitSplit checks a store that splits a batch whose commit would
@@ -101,5 +102,54 @@ func RunCommitSplit(t *testing.T, s shardcounter.CounterStore, limit int, commit
 	}
 	if n, _ := commits(); n-before != 1 {
 		t.Errorf("%d commits for the refused transaction and one item, want 1", n-before)
+	}
+}
+
+// RunEngineTxnSplit checks, through an engine over s (a store that splits
+// a batch past its limit, lowered to limit bytes), that a RESP MULTI's
+// writes (a run joined by Write.JoinNext) are one transaction to the
+// store: 40 new counters joined so, too large for one commit, are refused
+// whole, each write with the one invalid_argument error and none of the
+// counters made, while the write queued beside them applies. Folded with
+// the batch's other writes instead (a store that is no
+// shardcounter.TxnApplier), they would be split between commits and
+// applied in parts.
+func RunEngineTxnSplit(t *testing.T, s shardcounter.CounterStore) {
+	ctx := context.Background()
+	e, err := engine.New(s, engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	beside := prefix(t) + "beside"
+	var ws []shardcounter.Write
+	for i := range 40 {
+		ws = append(ws, shardcounter.Write{Counter: fmt.Sprintf("%smulti-%02d", prefix(t), i), Delta: 1, RequestID: fmt.Sprintf("r-%d", i), JoinNext: i < 39})
+	}
+	ws = append(ws, shardcounter.Write{Counter: beside, Delta: 5})
+	res, err := e.WriteBatch(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := res[0].Error
+	if first == nil {
+		t.Fatalf("a MULTI past the limit: %+v, want it refused", res[0])
+	}
+	if shardcounter.ErrorCode(first) != shardcounter.EINVALID || !strings.Contains(first.Error(), "smaller transactions") {
+		t.Errorf("a MULTI past the limit: %v, want invalid_argument asking for smaller transactions", first)
+	}
+	for i, r := range res[:40] {
+		if r.Error == nil || r.Error.Error() != first.Error() {
+			t.Errorf("MULTI write %d: %+v, want %v", i, r, first)
+		}
+		if _, err := s.GetCounter(ctx, ws[i].Counter); !errors.Is(err, shardcounter.ErrNotFound) {
+			t.Errorf("%s of the refused MULTI: %v, want not found", ws[i].Counter, err)
+		}
+	}
+	if r := res[40]; r.Error != nil {
+		t.Errorf("the write beside the MULTI: %+v", r)
+	}
+	if got := MustRead(t, s, beside); got != 5 {
+		t.Errorf("%s: %d, want 5", beside, got)
 	}
 }

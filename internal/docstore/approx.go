@@ -13,6 +13,14 @@ import (
 // sketch.MaxEncoded bytes).
 const PropSketch = "sc_sketch"
 
+// KindOf is a spec's kind, a sum counter's when it names none.
+func KindOf(s shardcounter.Spec) shardcounter.Kind {
+	if s.Kind == "" {
+		return shardcounter.KindSum
+	}
+	return s.Kind
+}
+
 // IsApprox reports whether kind is the approx counters'.
 func IsApprox(kind shardcounter.Kind) bool { return kind == shardcounter.KindApprox }
 

@@ -100,6 +100,13 @@ func (b *Base) OnShardCommit(f func(counter string, shard int)) { b.stats.onComm
 // (shardcounter.ShardPacer): 0 when pacing is off.
 func (b *Base) ShardWriteInterval() time.Duration { return b.interval }
 
+// TxnUnits reports that Apply keeps each transaction's increments
+// (Increment.Txn) in one commit (shardcounter.TxnApplier): a batch is one
+// commit, and one split for its size keeps a transaction in one part or
+// refuses it whole (Split). The engine then marks a RESP MULTI's writes
+// with their Txn rather than folding them with the batch's other writes.
+func (b *Base) TxnUnits() bool { return true }
+
 // SetDedupeWindow sets how long a request id is remembered; d <= 0
 // restores shardcounter.DefaultDedupeWindow.
 func (b *Base) SetDedupeWindow(d time.Duration) {

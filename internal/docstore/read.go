@@ -34,6 +34,16 @@ type Reads struct {
 	Buckets func(ctx context.Context, id string, from, to time.Time) (*shardcounter.Counter, []shardcounter.Bucket, error)
 	// Node names where shard i of counter id lives, for Placement.
 	Node func(id string, i int) string
+	// CounterPage reads up to n counter records in key order, from the
+	// one of key from on (after it, unless incl; "" from the first).
+	CounterPage func(ctx context.Context, from string, incl bool, n int) ([]Listed, error)
+	// MemberPage reads up to n member records of counter id in key
+	// order, after the one of key after ("" from the first).
+	MemberPage func(ctx context.Context, id, after string, n int) ([]Listed, error)
+	// Member reads counter id's record and its member's in one
+	// snapshot: the counter (CounterNotFound when absent), and the
+	// member record's Of, found false when there is none.
+	Member func(ctx context.Context, id, member string) (c *shardcounter.Counter, of time.Time, found bool, err error)
 }
 
 // ReadCounter sums the counter's shards, read with its metadata in one

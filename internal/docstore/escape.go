@@ -1,4 +1,4 @@
-package firestore
+package docstore
 
 import (
 	"strings"
@@ -6,9 +6,10 @@ import (
 	"github.com/shardcounter/shardcounter"
 )
 
-// Escape returns the Firestore document id (or collection id) that holds
-// id: id itself unless it holds what Firestore forbids in an id ("/", the
-// ids "." and "..", ids matching __.*__) or the escape characters:
+// Escape returns the Firestore document id (or collection id, or Datastore
+// key name) that holds id: id itself unless it holds what Firestore
+// forbids in an id ("/", the ids "." and "..", ids matching __.*__) or
+// the escape characters:
 //
 //	.   →  ._        /   →  .~        ^   →  ^^
 //	the last _ of an id that starts and ends with __  →  ^_
