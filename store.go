@@ -266,6 +266,19 @@ type TxnApplier interface {
 	TxnUnits() bool
 }
 
+// TxnScripter is implemented by a TxnApplier whose one step for a
+// transaction is a script of its own (Redis, Redis Cluster) that carries
+// the transaction's deltas and members but neither a take (Increment.Take)
+// nor a deadline change, whose records lie in other slots. TxnScripted
+// reports whether it is; the engine then refuses a take in a transaction
+// and commits a transaction's deadline changes just after its increments,
+// only if they all applied. A TxnApplier that is not one (Firestore,
+// Datastore: the transaction is part of one commit) takes both in the
+// transaction's commit, as a store whose Apply is atomic as a whole does.
+type TxnScripter interface {
+	TxnScripted() bool
+}
+
 // CommitPipeliner is implemented by a CounterStore whose commits overlap:
 // it builds the next batch and hands it over while an earlier one waits
 // for its sync, and the syncs of batches queued together are one (Pebble's

@@ -21,7 +21,7 @@ package shardcounter
 //
 // What As finds beneath a wrapper is the wrapped store's own: a call of it
 // bypasses the wrappers above. That is right for what describes the store
-// (TxnUnits, ReadsFromMemory, CommitsInFlight, PipelinesHotCommits,
+// (TxnUnits, TxnScripted, ReadsFromMemory, CommitsInFlight, PipelinesHotCommits,
 // ShardWriteInterval) and for what a caller means to do to the store itself
 // (a backup, a bulk load beneath the deadlines); behaviour that every call
 // must pass through a wrapper for belongs in CounterStore.

@@ -125,6 +125,10 @@ type Engine struct {
 	// txns is set for a store that applies a transaction's increments as
 	// a unit of their own (shardcounter.TxnApplier): fold marks them so.
 	txns bool
+	// txnScripts is set for a TxnApplier whose transaction step is a
+	// script carrying no take and no deadline change
+	// (shardcounter.TxnScripter: Redis).
+	txnScripts bool
 	// ranks are the rankings kept from commits (ranking.go).
 	ranks *rankings
 }
@@ -169,6 +173,9 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	}
 	if t, ok := shardcounter.As[shardcounter.TxnApplier](store); ok && t.TxnUnits() {
 		e.txns = true
+	}
+	if t, ok := shardcounter.As[shardcounter.TxnScripter](store); ok && t.TxnScripted() {
+		e.txnScripts = true
 	}
 	if e.cfg.ApproxShards == 0 {
 		e.cfg.ApproxShards = e.cfg.DefaultShards

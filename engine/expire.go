@@ -107,7 +107,7 @@ func (e *Engine) finishChanges(changes []*call, res []expiry.ChangeResult, err e
 
 // deferredChange is a deadline change of a transaction that also writes
 // increments, on a store that applies a transaction in one step of its own
-// (shardcounter.TxnApplier: a Redis Cluster store). The change's records
+// (shardcounter.TxnScripter: a Redis Cluster store). The change's records
 // live in other slots than the transaction's counters, so they cannot
 // join its one script; they are committed after it, and only if every
 // increment of the transaction applied.
@@ -119,13 +119,14 @@ type deferredChange struct {
 
 // txnIncrements maps each deadline change of a transaction that also
 // writes increments to those increments, when the store applies a
-// transaction in one step of its own; nil otherwise. INCREX's deadline
+// transaction by a script of its own (shardcounter.TxnScripter); nil
+// otherwise. INCREX's deadline
 // alone with its bounded write (Expire.AfterBound) is no such
 // transaction: its increment is not a transaction's (splitChanges ends
 // the run before the change), and the change joins the first commit,
 // conditional on it (setConds), which the store decides with it.
 func (e *Engine) txnIncrements(all []*call) map[*call][]*call {
-	if !e.txns {
+	if !e.txnScripts {
 		return nil
 	}
 	var incsOf map[*call][]*call

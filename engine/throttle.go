@@ -62,12 +62,12 @@ func (e *Engine) Throttle(ctx context.Context, key string, p shardcounter.LimitP
 // TakesInTransactions reports whether a take (Write.Take) can be one of a
 // run of writes joined by Write.JoinNext (a RESP transaction) and be
 // decided in its commit. On a store that decides a batch through package
-// decide (Pebble, bolt, PostgreSQL) the run is one atomic step with the
-// take in it. A store that applies a transaction in one step of its own
-// (shardcounter.TxnApplier: Redis, Redis Cluster) does it with a script
-// that carries deltas and members but no take (a take is a script of its
+// decide (Pebble, bolt, PostgreSQL, Firestore, Datastore) the run is one
+// atomic step with the take in it. A store that applies a transaction by
+// a script of its own (shardcounter.TxnScripter: Redis, Redis Cluster)
+// carries deltas and members in it but no take (a take is a script of its
 // own there), and refuses it.
-func (e *Engine) TakesInTransactions() bool { return !e.txns }
+func (e *Engine) TakesInTransactions() bool { return !e.txnScripts }
 
 // countTake counts a take's decision in the engine's statistics, as Take
 // does; a peek, or a take the store did not decide, counts nothing.

@@ -46,6 +46,11 @@ import (
 // step of their own (shardcounter.TxnApplier).
 func (s *CounterStore) TxnUnits() bool { return true }
 
+// TxnScripted reports that a transaction's step is a script carrying its
+// deltas and members only (shardcounter.TxnScripter): a take cannot join
+// it, and its deadline changes are committed after it.
+func (s *CounterStore) TxnScripted() bool { return true }
+
 // pinned reports whether an item must stay on the shard pickOf gave it.
 func pinned(inc shardcounter.Increment, l *layout) bool {
 	return inc.Member != "" || inc.RequestID != "" || l.keys.oneSlot

@@ -130,8 +130,13 @@ func TestCapabilitiesThroughWrappers(t *testing.T) {
 
 			// What the engine reads off the capabilities is the store's
 			// own answer through the wrappers.
-			if p, ok := shardcounter.As[shardcounter.TxnApplier](chain); ok != (st.kind == "redis" || st.kind == "redis+cluster") || ok && !p.TxnUnits() {
+			redisKind := st.kind == "redis" || st.kind == "redis+cluster"
+			docKind := st.kind == "firestore" || st.kind == "datastore"
+			if p, ok := shardcounter.As[shardcounter.TxnApplier](chain); ok != (redisKind || docKind) || ok && !p.TxnUnits() {
 				t.Errorf("TxnApplier through the wrappers: %v", ok)
+			}
+			if p, ok := shardcounter.As[shardcounter.TxnScripter](chain); ok != redisKind || ok && !p.TxnScripted() {
+				t.Errorf("TxnScripter through the wrappers: %v", ok)
 			}
 			if m, ok := shardcounter.As[shardcounter.MemoryReader](chain); ok != (st.kind == "pebble") || ok && !m.ReadsFromMemory() {
 				t.Errorf("MemoryReader through the wrappers: %v", ok)

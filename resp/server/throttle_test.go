@@ -11,6 +11,8 @@ import (
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/engine"
+	"github.com/shardcounter/shardcounter/firestore"
+	"github.com/shardcounter/shardcounter/internal/firestoretest"
 	"github.com/shardcounter/shardcounter/internal/pgtest"
 	"github.com/shardcounter/shardcounter/internal/redistest"
 	"github.com/shardcounter/shardcounter/pebble"
@@ -159,8 +161,9 @@ func TestThrottle(t *testing.T) {
 }
 
 // TestThrottleTransactionStores checks CL.THROTTLE in MULTI/EXEC on the
-// stores that decide takes: on Pebble and PostgreSQL a take is one of the
-// writes EXEC commits, decided in that commit; on Redis, whose
+// stores that decide takes: on Pebble, PostgreSQL and Firestore (a
+// transaction applier whose transaction is part of one commit) a take is
+// one of the writes EXEC commits, decided in that commit; on Redis, whose
 // transaction script carries no take, queueing it is refused with the
 // reason and EXEC aborts, taking nothing.
 func TestThrottleTransactionStores(t *testing.T) {
@@ -180,6 +183,21 @@ func TestThrottleTransactionStores(t *testing.T) {
 		}, true},
 		{"postgres", func(t *testing.T) shardcounter.CounterStore {
 			s, err := postgres.Open(ctx, pgtest.MustDatabase(t), postgres.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}, true},
+		{"firestore", func(t *testing.T) shardcounter.CounterStore {
+			// A TxnApplier whose transaction is part of one commit: the
+			// take joins it, as on the stores whose batch is one step.
+			e, err := firestoretest.Start(firestoretest.Native)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(e.Stop)
+			t.Setenv("FIRESTORE_EMULATOR_HOST", e.Addr)
+			s, err := firestore.New(ctx, firestoretest.Project(t), "", firestore.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
