@@ -114,8 +114,9 @@ type Outcome struct {
 
 	// Applied, on a bounded item (Increment.Bound) that was applied, is
 	// the delta it applied: 0 when it was skipped (nothing changed but
-	// its request id recorded and its counter created), less than asked
-	// when it saturated.
+	// its request id recorded; on a missing counter nothing at all, the
+	// counter not created and its Total 0), less than asked when it
+	// saturated.
 	Applied *int64
 
 	// Skipped is set on a bounded item whose result would have left its

@@ -37,7 +37,9 @@ type Batch struct {
 // out_of_range (the counter's total would leave int64, its Min or its
 // Max; its window bucket would leave int64), or applied. An applied item
 // (Unchanged included) creates its missing counter with its Create spec,
-// records its request id, and is seen by the items after it. Increment.Txn
+// records its request id, and is seen by the items after it; a bounded
+// item skipped (Outcome.Skipped) on a missing counter creates nothing and
+// records nothing, and its total is 0. Increment.Txn
 // changes nothing: a batch decided here is applied in one atomic step. A
 // conditional item (Increment.If) whose earlier item failed or was
 // skipped is Skipped before anything else, and applies nothing.
@@ -474,6 +476,8 @@ func (d *decider) totals() {
 		if st := &d.states[d.idx[inc.Counter]]; st.exists && st.sum == SumExact && st.spec.Kind != shardcounter.KindApprox {
 			v := st.total
 			d.out[i].Total = &v
+		} else if !st.exists && st.err == nil && d.out[i].Skipped {
+			d.out[i].Total = new(int64) // a bounded item skipped on a counter still missing: 0
 		}
 	}
 }

@@ -35,6 +35,13 @@ func (d *decider) delta(st *state, spec *shardcounter.Spec, inc *shardcounter.In
 			o.Applied = &dv
 			if dv == 0 {
 				o.Skipped = inc.Bound.Skips(st.total, inc.Delta)
+				if o.Skipped && !st.exists {
+					// A skipped item on a missing counter does nothing:
+					// its Create takes no effect, and it records no
+					// request id (Redis 8.8's INCREX leaves the key
+					// missing). Its total is a missing counter's, 0.
+					return nil
+				}
 				d.apply(st, inc, rq, i)
 				return nil
 			}

@@ -15,7 +15,8 @@
 //   - Create on write: a missing counter with Increment.Create is created
 //     when the first item on it applies, with that item's spec; until
 //     then each item is judged on its own Create, an item that fails
-//     creates nothing, and later items see the counter. A store that
+//     creates nothing, nor does a bounded item skipped (Bound.Skips; a
+//     saturated one is never skipped), and later items see the counter. A store that
 //     makes missing counters before deciding says so (Counter.Unborn) and
 //     compares Mutations.Counters' creations with what it made.
 //   - Kind: CheckKind (shardcounter.ValidateIncrementKind) fails an item

@@ -187,7 +187,9 @@ func (a *attempt) settle(it pending, r result, waitErr error) {
 		a.out[it.i] = takeOutcome(r)
 		return
 	case resApplied, resUnchanged, resDuplicate:
-		a.applied[it.i] = true
+		// A bounded item skipped creates no counter (package decide's
+		// rule): publish leaves a new one unborn unless another applied.
+		a.applied[it.i] = !(r.bound && r.skipped)
 		if x != nil && r.code == resApplied {
 			x.held = true
 			a.b.sketch(x.key, it.i, x.changed)

@@ -317,11 +317,12 @@ func (a *attempt) plan(ctx context.Context) error {
 //
 // Create on write follows package decide: a missing counter is created by
 // the first item on it that applies, with that item's Create spec, and
-// until one applies each item is judged on its own Create. So the attempt
-// that creates a counter sends the items on it that would create it alike
-// (the same spec); the first that would not (another spec, or no Create:
-// not found unless an earlier item applied) and those after it wait for
-// the next attempt, which finds the counter created or not.
+// until one applies each item is judged on its own Create; a bounded item
+// skipped creates nothing. So the attempt that creates a counter sends
+// the items on it that would create it alike (the same spec); the first
+// that would not (another spec, or no Create: not found unless an earlier
+// item applied) and those after it wait for the next attempt, which finds
+// the counter created or not.
 func (a *attempt) layoutFor(i int) *layout {
 	inc := a.incs[i]
 	l := a.ls[inc.Counter]
@@ -341,6 +342,9 @@ func (a *attempt) layoutFor(i int) *layout {
 		l.unborn = true
 		a.ls[inc.Counter] = l
 		a.fresh = append(a.fresh, l)
+		if b := inc.Bound; b != nil && !b.Saturate {
+			a.waitAfter(inc.Counter) // it may be skipped, creating nothing
+		}
 		return l
 	case l.unborn && (inc.Create == nil || !inc.Create.Equal(l.counter().Spec)):
 		a.wait(inc.Counter, i)
@@ -356,11 +360,17 @@ func (a *attempt) layoutFor(i int) *layout {
 // wait sends item i, on counter id, and the items after it on id, to the
 // next attempt.
 func (a *attempt) wait(id string, i int) {
+	a.waitAfter(id)
+	a.retry = append(a.retry, i)
+}
+
+// waitAfter sends the items after this one on counter id to the next
+// attempt.
+func (a *attempt) waitAfter(id string) {
 	if a.waiting == nil {
 		a.waiting = make(map[string]bool)
 	}
 	a.waiting[id] = true
-	a.retry = append(a.retry, i)
 }
 
 // pickOf returns the pick that decides an item's shard: package decide's

@@ -398,7 +398,11 @@ func (d *diff) item(id string) shardcounter.Increment {
 		k = d.fresh[id].Kind
 		d.create(&inc)
 	}
-	if r := d.roles[id]; !d.noBounds && (r == roleBounded || !d.oneSlot && (r == roleSum || r == roleWindow)) && d.rng.IntN(4) == 0 {
+	// A delta on a fresh counter may be bounded too: one skipped creates
+	// nothing.
+	r := d.roles[id]
+	deltaOn := r == roleSum || r == roleWindow || r == roleFresh && inc.Member == "" && inc.Sketch == nil
+	if !d.noBounds && (r == roleBounded || !d.oneSlot && deltaOn) && d.rng.IntN(4) == 0 {
 		d.bound(&inc)
 	}
 	switch x := d.rng.IntN(100); { // an item of another shape: refused

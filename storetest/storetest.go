@@ -166,6 +166,7 @@ func RunCounterStore(t *testing.T, open OpenFunc, opts Options) {
 	t.Run("Bounds", func(t *testing.T) { testBounds(t, open(t)) })
 	t.Run("BoundsConcurrent", func(t *testing.T) { testBoundsConcurrent(t, open(t), false) })
 	t.Run("BoundsReshard", func(t *testing.T) { testBoundsConcurrent(t, open(t), true) })
+	t.Run("BoundCreate", func(t *testing.T) { testBoundCreate(t, open(t)) })
 	t.Run("Window", func(t *testing.T) { testWindow(t, opts) })
 	t.Run("WindowRetention", func(t *testing.T) { testWindowRetention(t, opts) })
 	t.Run("WindowUnderWrites", func(t *testing.T) { testWindowUnderWrites(t, opts) })

@@ -310,7 +310,7 @@ func authGuard(log *slog.Logger) *authtoken.Guard {
 // turns authentication off or breaks TLS.
 func (c *serveCommand) reload(log *slog.Logger, api *shttp.Server, rs *respserver.Server, cert *atomic.Pointer[tls.Certificate]) {
 	if c.authTokenFile == "" && c.usersFile == "" && c.tlsCert == "" && c.respTLSCert == "" && c.tlsClientCA == "" && c.rls.config == "" {
-		log.Info("SIGHUP: nothing to reload (no --auth-token-file, no --users-file, no --tls-cert, no --resp-tls-cert, no --tls-client-ca)")
+		log.Info("SIGHUP: nothing to reload (no --auth-token-file, no --users-file, no --tls-cert, no --resp-tls-cert, no --tls-client-ca, no --rls-config)")
 		return
 	}
 	what := "auth tokens"

@@ -17,6 +17,8 @@ func FuzzServeFlags(f *testing.F) {
 		"--durability fast", "--tls-cert a.pem", "--store", "extra", "--flush-interval soon",
 		"--max-body-total 1048575", "--max-body 10 --max-body-total 10", "--resp-read-timeout 0s", "--resp-max-clients 0",
 		"--resp-max-input-memory 1048576 --resp-read-timeout 1ms --resp-max-clients 1",
+		"--rls-listen 127.0.0.1:0 --rls-config r.yaml --rls-tls-cert c.pem --rls-tls-key k.pem --tls-client-ca ca.pem",
+		"--rls-tls-cert c.pem", "--rls-tls-key k.pem --rls-listen :0 --rls-config r.yaml", "--tls-client-ca ca.pem --rls-tls-cert c.pem",
 	} {
 		f.Add(seed)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/rls"
@@ -15,8 +16,10 @@ import (
 
 // rlsOptions are serve's flags of Envoy's rate-limit service.
 type rlsOptions struct {
-	listen string // --rls-listen
-	config string // --rls-config
+	listen  string // --rls-listen
+	config  string // --rls-config
+	tlsCert string // --rls-tls-cert (serve_tls.go reads it)
+	tlsKey  string // --rls-tls-key
 }
 
 // rlsServing is Envoy's rate-limit service while serve runs it.
@@ -32,12 +35,21 @@ func (c *serveCommand) rlsFlags(fs *flag.FlagSet) {
 		"also serve Envoy's gRPC rate-limit service (envoy.service.ratelimit.v3) on `ADDR`, such as 127.0.0.1:8081; needs --rls-config (env SHARDCOUNTER_RLS_LISTEN; docs/LIMITS.md)")
 	fs.StringVar(&c.rls.config, "rls-config", c.env("SHARDCOUNTER_RLS_CONFIG", ""),
 		"the rate limits of --rls-listen, from `PATH`: envoyproxy/ratelimit's YAML, a file or a directory of *.yaml, reread on SIGHUP (env SHARDCOUNTER_RLS_CONFIG)")
+	fs.StringVar(&c.rls.tlsCert, "rls-tls-cert", "", "speak TLS on --rls-listen with the certificate chain in `PATH` (PEM; needs --rls-tls-key; reread on SIGHUP); with --tls-client-ca its clients must present a certificate those CAs signed")
+	fs.StringVar(&c.rls.tlsKey, "rls-tls-key", "", "the private key of --rls-tls-cert, in `PATH` (PEM)")
 }
 
-// checkRLS refuses one of --rls-listen and --rls-config without the other.
+// checkRLS refuses one of --rls-listen and --rls-config without the
+// other, and one of --rls-tls-cert and --rls-tls-key without the other or
+// without --rls-listen.
 func (c *serveCommand) checkRLS() error {
-	if (c.rls.listen == "") != (c.rls.config == "") {
+	switch {
+	case (c.rls.listen == "") != (c.rls.config == ""):
 		return usagef("--rls-listen and --rls-config go together: give both, or neither")
+	case (c.rls.tlsCert == "") != (c.rls.tlsKey == ""):
+		return usagef("--rls-tls-cert and --rls-tls-key go together: give both, or neither for a plaintext rate-limit port")
+	case c.rls.tlsCert != "" && c.rls.listen == "":
+		return usagef("--rls-tls-cert needs --rls-listen: it is the rate-limit port's certificate")
 	}
 	return nil
 }
@@ -71,12 +83,19 @@ func (c *serveCommand) startRLS(ctx context.Context, sv *serving) (err error) {
 	if sv.rls.ln, err = net.Listen("tcp", c.rls.listen); err != nil {
 		return fmt.Errorf("cannot listen on %s: %v: choose another --rls-listen address", c.rls.listen, err)
 	}
-	sv.rls.g = grpc.NewServer()
+	var opts []grpc.ServerOption
+	if c.rls.tlsCert != "" {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(sv.tls.tlsConfig(&sv.tls.rlsCert))))
+	}
+	sv.rls.g = grpc.NewServer(opts...)
 	sv.rls.svc.Register(sv.rls.g)
 	sv.rls.served = make(chan error, 1)
 	go func() { sv.rls.served <- sv.rls.g.Serve(sv.rls.ln) }()
-	sv.log.Info("serving Envoy's rate-limit service", "addr", sv.rls.ln.Addr().String(), "config", c.rls.config, "rules", len(cfg.Rules()))
-	warnUnprotected(sv, "Envoy's rate-limit service (which has no authentication) listens", sv.rls.ln)
+	sv.log.Info("serving Envoy's rate-limit service", "addr", sv.rls.ln.Addr().String(), "config", c.rls.config, "rules", len(cfg.Rules()),
+		"tls", c.rls.tlsCert != "", "client_certs", c.rls.tlsCert != "" && c.tlsClientCA != "")
+	if c.rls.tlsCert == "" || c.tlsClientCA == "" { // client certificates keep others out
+		warnUnprotected(sv, "Envoy's rate-limit service (which has no authentication) listens", sv.rls.ln)
+	}
 	return nil
 }
 

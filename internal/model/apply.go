@@ -78,6 +78,9 @@ func (b *batch) item(inc shardcounter.Increment, i int, o *shardcounter.Outcome)
 			inc.Delta = applied
 			if applied == 0 {
 				o.Applied, o.Skipped = &applied, skipped
+				if skipped && fresh {
+					return // skipped on a missing counter: creates nothing, records nothing
+				}
 				break
 			}
 			if o.Err = b.sum(c, inc); o.Err != nil {

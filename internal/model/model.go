@@ -386,7 +386,10 @@ func (s *Store) Apply(ctx context.Context, incs []shardcounter.Increment) ([]sha
 	}
 	for i, inc := range incs {
 		if inc.Total && out[i].Err == nil && (inc.If == 0 || !out[i].Skipped) {
-			v := s.counters[inc.Counter].value()
+			var v int64 // a bounded item skipped on a counter still missing: 0
+			if c := s.counters[inc.Counter]; c != nil {
+				v = c.value()
+			}
 			out[i].Total = &v
 		}
 	}

@@ -45,7 +45,9 @@ func TestIncrExRedis(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			eng := engines[name](t)
 			_, addr := MustServe(t, eng, server.Options{})
-			incrExDeadlines(t, MustClient(t, addr, 3, ""))
+			rdb := MustClient(t, addr, 3, "")
+			incrExDeadlines(t, rdb)
+			incrExMissingKey(t, rdb, false) // a bounded item cannot be part of a transaction there
 		})
 	}
 }

@@ -84,6 +84,56 @@ func TestIncrEx(t *testing.T) {
 	})
 }
 
+// TestIncrExMissingKey checks that a skipped INCREX on a missing key
+// leaves it missing, as Redis 8.8 does: the reply is [0 0], no counter is
+// created, and its deadline options set no deadline on it; alone and in
+// a transaction. A saturated one creates it.
+func TestIncrExMissingKey(t *testing.T) {
+	eachProto(t, func(t *testing.T, rdb *redis.Client, proto int) {
+		incrExMissingKey(t, rdb, true)
+	})
+}
+
+// incrExMissingKey is TestIncrExMissingKey's check, in a transaction too
+// when txn.
+func incrExMissingKey(t *testing.T, rdb *redis.Client, txn bool) {
+	ctx := context.Background()
+	gone := func(what string) {
+		t.Helper()
+		if n, err := rdb.Exists(ctx, "m").Result(); err != nil || n != 0 {
+			t.Fatalf("%s: EXISTS m = %d, %v; want 0", what, n, err)
+		}
+		if d, err := rdb.TTL(ctx, "m").Result(); err != nil || d != -2 {
+			t.Fatalf("%s: TTL m = %v, %v; want -2 (no key)", what, d, err)
+		}
+	}
+	if got, err := rdb.Do(ctx, "INCREX", "m", "BYINT", 5, "UBOUND", 3, "EX", 100).Result(); err != nil || !reflect.DeepEqual(got, []any{int64(0), int64(0)}) {
+		t.Fatalf("INCREX m BYINT 5 UBOUND 3 EX 100 on a missing key: %v, %v; want [0 0]", got, err)
+	}
+	gone("after a skipped INCREX")
+	if got, err := rdb.Do(ctx, "INCREX", "m", "BYINT", -1, "LBOUND", 0).Result(); err != nil || !reflect.DeepEqual(got, []any{int64(0), int64(0)}) {
+		t.Fatalf("INCREX m BYINT -1 LBOUND 0 on a missing key: %v, %v; want [0 0]", got, err)
+	}
+	gone("after a skipped INCREX below LBOUND")
+	if txn {
+		cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Do(ctx, "INCREX", "m", "BYINT", 5, "UBOUND", 3, "PX", 100_000)
+			p.Exists(ctx, "m")
+			return nil
+		})
+		if got := results(cmds); err != nil || !reflect.DeepEqual(got, []any{[]any{int64(0), int64(0)}, int64(0)}) {
+			t.Fatalf("a skipped INCREX and EXISTS in a transaction: %v, %v; want [[0 0] 0]", got, err)
+		}
+		gone("after a skipped INCREX in a transaction")
+	}
+	if got, err := rdb.Do(ctx, "INCREX", "m", "BYINT", 5, "UBOUND", 3, "SATURATE", "EX", 100).Result(); err != nil || !reflect.DeepEqual(got, []any{int64(3), int64(3)}) {
+		t.Fatalf("INCREX m BYINT 5 UBOUND 3 SATURATE EX 100 on a missing key: %v, %v; want [3 3]", got, err)
+	}
+	if d, err := rdb.TTL(ctx, "m").Result(); err != nil || d <= 0 || d > 100*time.Second {
+		t.Fatalf("after a saturated INCREX EX 100: TTL m = %v, %v; want (0, 100s]", d, err)
+	}
+}
+
 // TestIncrExTransaction checks INCREX inside MULTI/EXEC, each reply as a
 // lone INCREX's at its place in the transaction (bounded, skipped,
 // saturated, with EX joined), and the deadline options of a skipped
@@ -153,7 +203,7 @@ func TestIncrExTransaction(t *testing.T) {
 		if d := ttl("s"); d <= 100*time.Second {
 			t.Errorf("TTL after a saturated INCREX EX 1000 = %v, want it set above 100s", d)
 		}
-		// A skipped increment of a missing key creates it at 0 with no
+		// A skipped increment of a missing key leaves it missing, with no
 		// deadline (docs/RESP.md).
 		cmds, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Do(ctx, "INCREX", "fresh", "BYINT", 10, "UBOUND", 5, "EX", 100)
@@ -162,8 +212,8 @@ func TestIncrExTransaction(t *testing.T) {
 		if got := results(cmds); err != nil || !reflect.DeepEqual(got, []any{[]any{int64(0), int64(0)}}) {
 			t.Errorf("a skipped INCREX of a missing key in a transaction: %v, %v; want [0 0]", got, err)
 		}
-		if d := ttl("fresh"); d != -1 {
-			t.Errorf("TTL after a skipped INCREX EX of a missing key = %v, want -1 (no deadline)", d)
+		if d := ttl("fresh"); d != -2 {
+			t.Errorf("TTL after a skipped INCREX EX of a missing key = %v, want -2 (no key)", d)
 		}
 	})
 }
