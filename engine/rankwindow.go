@@ -181,11 +181,10 @@ const windowReaders = 8
 // without a window that fits).
 func (w *windowed) read(ctx context.Context, store shardcounter.CounterStore, ids []string, asOf time.Time) (map[string]*int64, error) {
 	type result struct {
-		id      string
-		c       *wcounter
-		known   bool
-		buckets []shardcounter.Bucket
-		err     error
+		id    string
+		c     *wcounter
+		known bool
+		err   error
 	}
 	results := make([]result, len(ids))
 	for i, id := range ids {

@@ -137,14 +137,6 @@ func (s *CounterStore) unmap() {
 	s.mapped, s.slabs, s.freeRefs, s.ids, s.chunks, s.index, s.retired = nil, nil, nil, nil, nil, nil, nil
 }
 
-// specOf returns the spec of c, nil when the counter does not exist.
-func (s *CounterStore) specOf(c *ctr) *shardcounter.Spec {
-	if c.spec == 0 {
-		return nil
-	}
-	return s.specs[c.spec]
-}
-
 // intern returns the index of spec among the specs the store keeps:
 // counters created alike share one.
 func (s *CounterStore) intern(spec shardcounter.Spec) uint32 {

@@ -515,12 +515,6 @@ func seq(from, to int) []int {
 	return is
 }
 
-// each runs f for i in [0, n) in one pipeline with scripts loaded, and
-// returns the first error.
-func (s *CounterStore) each(ctx context.Context, n int, f func(p goredis.Pipeliner, i int) *goredis.Cmd) error {
-	return s.eachOf(ctx, seq(0, n), f, func(c *goredis.Cmd) error { return c.Err() })
-}
-
 // eachOf runs f for each of is in one pipeline and check on each result.
 // When a node did not have a script loaded it loads the scripts there and runs
 // the whole pipeline again: the reshard steps are idempotent, so the
