@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	vkit "cloud.google.com/go/firestore/apiv1"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"google.golang.org/api/option"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -65,7 +67,12 @@ type Options struct {
 // native mode, in seed 000's layout (see the package doc). It is safe for
 // concurrent use, also by several processes on one database.
 type CounterStore struct {
-	client   *firestore.Client
+	client *firestore.Client
+	// raw is the low-level client of the strong reads (snapshot.go), on
+	// the database dbPath names (projects/P/databases/D).
+	raw      *vkit.Client
+	rawConn  *grpc.ClientConn // the emulator connection newRawClient dialed, or nil
+	dbPath   string
 	writer   string // this store's stamp on the shard documents it commits (see pace)
 	project  string
 	database string
@@ -81,6 +88,10 @@ type CounterStore struct {
 	docstore.Rankings
 
 	cache *lru.Cache[string, *counterState]
+	// shardsSeen holds the shard counts strong reads found, the guess of
+	// the next read of a counter not in cache: right, it is read in one
+	// batch get; wrong, in two.
+	shardsSeen *lru.Cache[string, int]
 	// fullHint holds counters found near the int64 limits, whose writes
 	// check their total until they are created again.
 	fullHint sync.Map
@@ -163,7 +174,13 @@ func newStore(ctx context.Context, project, database string, opts Options, extra
 	if err != nil {
 		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: connect to project %s: %v (set FIRESTORE_EMULATOR_HOST for the emulator, or Application Default Credentials for Google Cloud)", project, err)
 	}
-	s := &CounterStore{client: client, project: project, database: database, field: opts.CountField, now: opts.Now, writer: newWriter(), commitLimit: docstore.CommitLimit}
+	raw, rawConn, err := newRawClient(ctx, extra)
+	if err != nil {
+		client.Close()
+		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: connect to project %s: %v", project, err)
+	}
+	dbPath, _, _ := strings.Cut(client.Collection(countersCollection).Doc("x").Path, "/documents/")
+	s := &CounterStore{client: client, raw: raw, rawConn: rawConn, dbPath: dbPath, project: project, database: database, field: opts.CountField, now: opts.Now, writer: newWriter(), commitLimit: docstore.CommitLimit}
 	if s.field == "" {
 		s.field = DefaultCountField
 	}
@@ -176,10 +193,11 @@ func newStore(ctx context.Context, project, database string, opts Options, extra
 		Node:        func(id string, i int) string { return s.node(id) + "/shards/" + strconv.Itoa(i) },
 		CounterPage: s.counterPage, MemberPage: s.memberPage, Member: s.member}
 	s.cache, _ = lru.New[string, *counterState](docstore.CacheSize)
+	s.shardsSeen, _ = lru.New[string, int](docstore.CacheSize)
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := s.Ping(pctx); err != nil {
-		client.Close()
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -189,8 +207,16 @@ func newStore(ctx context.Context, project, database string, opts Options, extra
 // the seed's way beside the store.
 func (s *CounterStore) Client() *firestore.Client { return s.client }
 
-// Close closes the client.
-func (s *CounterStore) Close() error { return s.client.Close() }
+// Close closes the clients.
+func (s *CounterStore) Close() error {
+	// raw's connection may be the other's (tests give one to both), and
+	// closing it twice fails: the client's error is the one to report.
+	s.raw.Close()
+	if s.rawConn != nil {
+		s.rawConn.Close()
+	}
+	return s.client.Close()
+}
 
 // Ping reads a document that need not exist: the database answers.
 func (s *CounterStore) Ping(ctx context.Context) error {

@@ -42,12 +42,17 @@ func metaFields(id string, m meta) map[string]any {
 // decodeMeta reads a counter document. One made the seed's way has only
 // num_shards: it is a sum counter created when its document was.
 func decodeMeta(snap *firestore.DocumentSnapshot) (meta, error) {
-	d := snap.Data()
+	return metaOf(snap.Ref.Path, snap.Data(), snap.CreateTime, snap.UpdateTime)
+}
+
+// metaOf is decodeMeta on a document's path, fields, and create and
+// update times (a strong read's documents are not DocumentSnapshots).
+func metaOf(path string, d map[string]any, created, updated time.Time) (meta, error) {
 	n, ok := d[fieldNumShards].(int64)
 	if !ok || shardcounter.ValidateShards(int(n)) != nil {
-		return meta{}, fmt.Errorf("firestore: %s has no num_shards from 1 to %d (%v)", snap.Ref.Path, shardcounter.MaxShards, d[fieldNumShards])
+		return meta{}, fmt.Errorf("firestore: %s has no num_shards from 1 to %d (%v)", path, shardcounter.MaxShards, d[fieldNumShards])
 	}
-	m := meta{spec: shardcounter.Spec{Shards: int(n), Kind: shardcounter.KindSum}, created: snap.CreateTime, ut: snap.UpdateTime}
+	m := meta{spec: shardcounter.Spec{Shards: int(n), Kind: shardcounter.KindSum}, created: created, ut: updated}
 	sc, _ := d[fieldMeta].(map[string]any)
 	if sc == nil {
 		return m, nil

@@ -51,29 +51,32 @@ func (s *CounterStore) snap(ctx context.Context, ids []string) (*docstore.Snapsh
 	return &sn.Snapshot, nil
 }
 
-// read reads the counters and all their shards in one read-only
-// transaction (getSnapshot): the counter documents and the shards the
-// store expects them to have. When a counter turns out to have
-// another shard count (resharded since), it reads again, all of them in
-// one call, so the result is always one snapshot. Missing counters are
-// absent from metas.
+// read reads the counters and all their shards in one snapshot
+// (getSnapshot, two round trips): the counter documents and the shards the
+// store expects them to have: as its writes left them, or as its last
+// read found them (shardsSeen). When a counter turns out to have
+// another shard count (resharded since, or not read before), it reads
+// again, all of them in one call, so the result is always one snapshot.
+// Missing counters are absent from metas.
 func (s *CounterStore) read(ctx context.Context, ids []string) (*snapshot, error) {
 	guess := make(map[string]int, len(ids))
 	for _, id := range ids {
 		if st, ok := s.cache.Peek(id); ok {
 			guess[id] = st.meta.spec.Shards
+		} else if n, ok := s.shardsSeen.Peek(id); ok {
+			guess[id] = n
 		}
 	}
 	for range 50 { // each a snapshot: only a reshard between two makes another
-		var refs []*firestore.DocumentRef
+		var paths []string
 		for _, id := range ids {
 			ref := s.counterRef(id)
-			refs = append(refs, ref)
+			paths = append(paths, ref.Path)
 			for i := range guess[id] {
-				refs = append(refs, shardRef(ref, i))
+				paths = append(paths, shardRef(ref, i).Path)
 			}
 		}
-		snaps, err := s.getSnapshot(ctx, refs)
+		snaps, err := s.getSnapshot(ctx, paths)
 		if err != nil {
 			return nil, readError("read counters", err)
 		}
@@ -83,14 +86,15 @@ func (s *CounterStore) read(ctx context.Context, ids []string) (*snapshot, error
 		for _, id := range ids {
 			c := snaps[k]
 			k++
-			if sn.At.Before(c.ReadTime) {
-				sn.At = c.ReadTime
+			if sn.At.Before(c.read) {
+				sn.At = c.read
 			}
-			if !c.Exists() {
+			if !c.exists {
 				k += guess[id]
+				s.shardsSeen.Remove(id)
 				continue
 			}
-			m, err := decodeMeta(c)
+			m, err := metaOf(c.path, c.fields, c.created, c.updated)
 			if err != nil {
 				return nil, err
 			}
@@ -107,36 +111,22 @@ func (s *CounterStore) read(ctx context.Context, ids []string) (*snapshot, error
 				sn.Sketches[id] = sks
 			}
 			for i := range vals {
-				vals[i] = s.shardFromSnap(snaps[k]).value
+				vals[i], _ = snaps[k].fields[s.field].(int64)
 				if sks != nil {
-					sks[i] = sketchOf(snaps[k])
+					sks[i], _ = snaps[k].fields[fieldSketch].([]byte)
 				}
 				k++
 			}
 			sn.metas[id], sn.Values[id], sn.Counters[id] = m, vals, m.counter(id)
 		}
 		if !again {
+			for id, m := range sn.metas {
+				s.shardsSeen.Add(id, m.spec.Shards)
+			}
 			return sn, nil
 		}
 	}
 	return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: counters kept being resharded while read; try again")
-}
-
-// getSnapshot reads the documents as of one moment, in a read-only
-// transaction. A BatchGetDocuments outside a transaction is not one
-// snapshot: the emulator answered one with part of a commit (a counter
-// bounded to [0, 8] read as -1), and Google's client asks again for the
-// documents a broken stream had not sent yet, at a later moment. The
-// transaction costs two more round trips (begin and commit), which the
-// Go client does not let a BatchGetDocuments save by beginning it.
-func (s *CounterStore) getSnapshot(ctx context.Context, refs []*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
-	var snaps []*firestore.DocumentSnapshot
-	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		var err error
-		snaps, err = tx.GetAll(refs)
-		return err
-	}, firestore.ReadOnly)
-	return snaps, err
 }
 
 // counterPage reads a page of counter documents in document-id order,
@@ -189,19 +179,20 @@ func (s *CounterStore) page(ctx context.Context, op string, col *firestore.Colle
 // for docstore.Reads.IsMember.
 func (s *CounterStore) member(ctx context.Context, id, member string) (*shardcounter.Counter, time.Time, bool, error) {
 	ref := s.counterRef(id)
-	snaps, err := s.getSnapshot(ctx, []*firestore.DocumentRef{ref, ref.Collection(membersCollection).Doc(Escape(member))})
+	snaps, err := s.getSnapshot(ctx, []string{ref.Path, ref.Collection(membersCollection).Doc(Escape(member)).Path})
 	if err != nil {
 		return nil, time.Time{}, false, readError("read member", err)
 	}
-	if !snaps[0].Exists() {
+	c := snaps[0]
+	if !c.exists {
 		return nil, time.Time{}, false, shardcounter.CounterNotFound(id)
 	}
-	m, err := decodeMeta(snaps[0])
+	m, err := metaOf(c.path, c.fields, c.created, c.updated)
 	if err != nil {
 		return nil, time.Time{}, false, err
 	}
-	of, _ := snaps[1].Data()[fieldOf].(time.Time)
-	return m.counter(id), of, snaps[1].Exists(), nil
+	of, _ := snaps[1].fields[fieldOf].(time.Time)
+	return m.counter(id), of, snaps[1].exists, nil
 }
 
 // buckets returns a windowed counter's buckets that start in [from, to),
