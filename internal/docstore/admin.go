@@ -62,7 +62,7 @@ func Reshard(store, id string, kind shardcounter.Kind, vals []int64, sketches []
 
 // SpecRecord is what a counter's record keeps beside the seed's shard
 // count, written once for both stores' layouts (Firestore nests it in
-// "sc"; Datastore's entity adds has_min and has_max).
+// "shardcounter"; Datastore's entity adds has_min and has_max).
 func SpecRecord(id string, spec shardcounter.Spec, created time.Time) Record {
 	rec := Record{"id": id, "kind": string(KindOf(spec)), "created_at": created}
 	if spec.Min != nil {
