@@ -204,7 +204,7 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, n int) (*s
 		for i := range vals {
 			vals[i], sks[i] = ses[i].Count, ses[i].Sketch
 		}
-		vals, sks, wide, err := docstore.Reshard("datastore", id, shardcounter.Kind(e.Kind), vals, sks, n, func() ([]string, error) { return s.members(ctx, tx, id, e) })
+		vals, sks, wide, err := docstore.Reshard("datastore", id, shardcounter.Kind(e.Kind), vals, sks, n, func() ([]string, error) { return s.Members(ctx, id, e.CreatedAt) })
 		if err != nil {
 			return err
 		}
@@ -232,23 +232,4 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, n int) (*s
 		return nil, err
 	}
 	return res.counter(id), nil
-}
-
-// members lists a distinct counter's members in the transaction, for a
-// reshard.
-func (s *CounterStore) members(ctx context.Context, tx *datastore.Transaction, id string, e *counterEntity) ([]string, error) {
-	q := datastore.NewQuery(memberKind).Namespace(s.namespace).Ancestor(s.counterKey(id)).Transaction(tx)
-	var ms []ownEntity
-	keys, err := s.client.GetAll(ctx, q, &ms)
-	if err != nil {
-		return nil, txError("reshard", err)
-	}
-	var out []string
-	for i, k := range keys {
-		member, err := Unescape(k.Name)
-		if err == nil && ms[i].Of.Equal(e.CreatedAt) {
-			out = append(out, member)
-		}
-	}
-	return out, nil
 }

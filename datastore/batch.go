@@ -185,7 +185,7 @@ func (b *batch) readShards() error {
 	var l loads
 	for _, id := range b.order {
 		if t := b.targets[id]; t.ent != nil {
-			if t.bucket != nil && (t.ent.Bucket == 0 || !t.bucket.Start.Equal(t.ent.spec().Window.BucketOf(b.now))) {
+			if t.bucket != nil && (t.ent.Window == nil || !t.bucket.Start.Equal(t.ent.spec().Window.BucketOf(b.now))) {
 				t.bucket = nil // read by a guess of another window
 			}
 			b.wantShards(&l, t, t.ent)
@@ -230,7 +230,7 @@ func (b *batch) wantShards(l *loads, t *target, e *counterEntity) {
 		t.shards[i] = se
 		l.add(b.s.ShardKey(t.id, i), se, func(bool) {})
 	}
-	if e.Bucket > 0 && t.bucket == nil {
+	if e.Window != nil && t.bucket == nil {
 		start := e.spec().Window.BucketOf(b.now).Unix()
 		be := &bucketEntity{Start: time.Unix(start, 0).UTC()}
 		t.bucket = be

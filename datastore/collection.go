@@ -1,10 +1,10 @@
 package datastore
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/datastore"
@@ -47,9 +47,19 @@ var _ shardcounter.CollectionStore = (*CollectionStore)(nil)
 
 // Collections returns the collection store on the counters' database.
 func (s *CounterStore) Collections() *CollectionStore {
-	return &CollectionStore{Collections: docstore.NewCollections(records{s}, collectionsTable, func(ctx context.Context, name string) error {
-		return s.deleteChildren(ctx, "delete collection", s.metaKey(name), documentKind)
-	}), s: s}
+	return &CollectionStore{Collections: docstore.NewCollections(records{s}, collectionsTable, docs{s}), s: s}
+}
+
+// docs adapts the store to docstore.Docs: a collection's documents are
+// the SC_Document children of its SC_Collection entity.
+type docs struct{ s *CounterStore }
+
+func (docs) Table(c *shardcounter.Collection) docstore.Table {
+	return docstore.Table{Name: documentKind, Noun: "document", Parent: &collectionsTable, ParentName: c.Name}
+}
+
+func (d docs) DeleteAll(ctx context.Context, name string) error {
+	return d.s.deleteChildren(ctx, "delete collection", d.s.metaKey(name), documentKind)
 }
 
 // MaxScanShards is 1: a query reads one shard's index range.
@@ -57,10 +67,6 @@ func (cs *CollectionStore) MaxScanShards() int { return 1 }
 
 func (s *CounterStore) metaKey(name string) *datastore.Key {
 	return records{s}.key(collectionsTable, name)
-}
-
-func (s *CounterStore) docKey(name, id string) *datastore.Key {
-	return childKey(s.metaKey(name), documentKind, Escape(id))
 }
 
 // docProps is a document as an entity's properties.
@@ -89,53 +95,32 @@ func docProps(c *shardcounter.Collection, d *shardcounter.Document) (datastore.P
 	return ps, nil
 }
 
-// fromProps is an entity as a document of c, or false when it belongs to
-// an earlier collection of the name.
-func fromProps(c *shardcounter.Collection, k *datastore.Key, ps datastore.PropertyList) (*shardcounter.Document, bool) {
-	d := &shardcounter.Document{}
-	var of time.Time
-	var data string
-	for _, p := range ps {
-		switch p.Name {
-		case "shard":
-			n, _ := p.Value.(int64)
-			d.Shard = int(n)
-		case "ts":
-			t, _ := p.Value.(time.Time)
-			d.Timestamp = t.UTC()
-		case "of":
-			of, _ = p.Value.(time.Time)
-		case "data":
-			data, _ = p.Value.(string)
-		}
-	}
-	if !of.Equal(docstore.CreatedOf(c)) {
+// Document is an entity's properties as a document of c, or false when
+// there is none or it belongs to an earlier collection of the name.
+func (docs) Document(c *shardcounter.Collection, id string, rec docstore.Record) (*shardcounter.Document, bool) {
+	if of, _ := rec["of"].(time.Time); rec == nil || !of.Equal(docstore.CreatedOf(c)) {
 		return nil, false
 	}
-	id, err := Unescape(k.Name)
-	if err != nil {
-		return nil, false
-	}
-	d.ID = id
-	dec := json.NewDecoder(bytes.NewReader([]byte(data)))
+	n, _ := rec["shard"].(int64)
+	ts, _ := rec["ts"].(time.Time)
+	data, _ := rec["data"].(string)
+	d := &shardcounter.Document{ID: id, Shard: int(n), Timestamp: ts.UTC()}
+	dec := json.NewDecoder(strings.NewReader(data))
 	dec.UseNumber() // keep integers past 2^53 exact
-	if err := dec.Decode(&d.Data); err != nil {
-		return nil, false
-	}
-	return d, true
+	return d, dec.Decode(&d.Data) == nil
 }
 
 // PutDocuments writes the documents in one transaction that checks the
 // collection is still the one c describes.
-func (cs *CollectionStore) PutDocuments(ctx context.Context, c *shardcounter.Collection, docs []*shardcounter.Document) error {
-	keys := make([]*datastore.Key, len(docs))
-	props := make([]datastore.PropertyList, len(docs))
-	for i, doc := range docs {
+func (cs *CollectionStore) PutDocuments(ctx context.Context, c *shardcounter.Collection, ds []*shardcounter.Document) error {
+	keys := make([]*datastore.Key, len(ds))
+	props := make([]datastore.PropertyList, len(ds))
+	for i, doc := range ds {
 		var err error
 		if props[i], err = docProps(c, doc); err != nil {
 			return err
 		}
-		keys[i] = cs.s.docKey(c.Name, doc.ID)
+		keys[i] = records{cs.s}.key(docs{}.Table(c), doc.ID)
 	}
 	return cs.s.transact(ctx, "put documents", recordLock(collectionsTable, c.Name), func(tx *datastore.Transaction) error {
 		rec, err := records{cs.s}.getIn(tx, collectionsTable, c.Name)
@@ -147,43 +132,6 @@ func (cs *CollectionStore) PutDocuments(ctx context.Context, c *shardcounter.Col
 		}
 		_, err = tx.PutMulti(keys, props)
 		return txErr(err)
-	})
-}
-
-// GetDocument reads one document.
-func (cs *CollectionStore) GetDocument(ctx context.Context, c *shardcounter.Collection, id string) (*shardcounter.Document, error) {
-	var ps datastore.PropertyList
-	k := cs.s.docKey(c.Name, id)
-	err := cs.s.client.Get(ctx, k, &ps)
-	if errors.Is(err, datastore.ErrNoSuchEntity) {
-		return nil, shardcounter.DocumentNotFound(c.Name, id)
-	}
-	if err != nil {
-		return nil, readError("read document", err)
-	}
-	d, ok := fromProps(c, k, ps)
-	if !ok {
-		return nil, shardcounter.DocumentNotFound(c.Name, id)
-	}
-	return d, nil
-}
-
-// DeleteDocument deletes one document in a transaction that finds it.
-func (cs *CollectionStore) DeleteDocument(ctx context.Context, c *shardcounter.Collection, id string) error {
-	k := cs.s.docKey(c.Name, id)
-	return cs.s.transact(ctx, "delete document", recordLock(collectionsTable, c.Name), func(tx *datastore.Transaction) error {
-		var ps datastore.PropertyList
-		err := tx.Get(k, &ps)
-		if errors.Is(err, datastore.ErrNoSuchEntity) {
-			return shardcounter.DocumentNotFound(c.Name, id)
-		}
-		if err != nil {
-			return txError("read document", err)
-		}
-		if _, ok := fromProps(c, k, ps); !ok {
-			return shardcounter.DocumentNotFound(c.Name, id)
-		}
-		return txErr(tx.Delete(k))
 	})
 }
 
@@ -216,7 +164,7 @@ func (cs *CollectionStore) ScanDocuments(ctx context.Context, c *shardcounter.Co
 	if from != nil {
 		if from.ID != "" {
 			queries = append(queries, base().FilterField("ts", "=", from.Time.UTC()).
-				FilterField("__key__", past, cs.s.docKey(c.Name, from.ID)).Order(ord+"__key__"))
+				FilterField("__key__", past, records{cs.s}.key(docs{}.Table(c), from.ID)).Order(ord+"__key__"))
 			main = main.FilterField("ts", past, from.Time.UTC())
 		} else {
 			main = main.FilterField("ts", map[bool]string{false: ">=", true: "<="}[desc], from.Time.UTC())
@@ -264,8 +212,9 @@ func (cs *CollectionStore) scanPage(c *shardcounter.Collection, it *datastore.It
 			return rows, false, readError("query documents", err)
 		}
 		rows++
-		d, ok := fromProps(c, k, ps)
-		if !ok {
+		id, err := Unescape(k.Name)
+		d, ok := (docs{}).Document(c, id, recordOf(ps))
+		if !ok || err != nil {
 			continue
 		}
 		p := d.Position()

@@ -94,7 +94,7 @@ func (s *CounterStore) buckets(ctx context.Context, id string, from, to time.Tim
 
 func (s *CounterStore) getWindowed(ctx context.Context, id string) (*counterEntity, error) {
 	e, err := s.getEntity(ctx, id)
-	if err == nil && e.Bucket == 0 {
+	if err == nil && e.Window == nil {
 		err = shardcounter.CounterHasNoWindow(id)
 	}
 	return e, err

@@ -2,6 +2,7 @@ package datastore
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"cloud.google.com/go/datastore"
@@ -20,37 +21,45 @@ func Escape(id string) string { return docstore.Escape(id) }
 // Unescape reverses Escape.
 func Unescape(name string) (string, error) { return docstore.Unescape(name) }
 
-// counterEntity is the store's entity beside a counter's shards: the shard
-// count the seed keeps in code, and the rest of the spec.
+// counterEntity is the store's entity beside a counter's shards: the
+// shard count the seed keeps in code (num_shards, indexed), and the rest
+// of the spec (docstore.SpecRecord, unindexed, every property present:
+// has_min and has_max say whether min and max are set, a zero
+// bucket_seconds that the counter has no window).
 type counterEntity struct {
-	NumShards int64     `datastore:"num_shards"`
-	ID        string    `datastore:"id,noindex"`
-	Kind      string    `datastore:"kind,noindex"`
-	CreatedAt time.Time `datastore:"created_at,noindex"`
-	HasMin    bool      `datastore:"has_min,noindex"`
-	Min       int64     `datastore:"min,noindex"`
-	HasMax    bool      `datastore:"has_max,noindex"`
-	Max       int64     `datastore:"max,noindex"`
-	Bucket    int64     `datastore:"bucket_seconds,noindex"`
-	Retention int64     `datastore:"retention_seconds,noindex"`
+	NumShards int64
+	ID        string
+	Kind      string
+	CreatedAt time.Time
+	Min, Max  *int64
+	Window    *shardcounter.Window
 	// Wide: some shard may be outside ±MaxInt64/n, so writes read every
 	// shard and check the total (see the package doc).
-	Wide bool `datastore:"wide,noindex"`
+	Wide bool
 }
 
 func newCounterEntity(id string, spec shardcounter.Spec, created time.Time) *counterEntity {
-	e := &counterEntity{NumShards: int64(spec.Shards), ID: id, Kind: string(docstore.KindOf(spec)), CreatedAt: created}
-	if spec.Min != nil {
-		e.HasMin, e.Min = true, *spec.Min
+	return &counterEntity{NumShards: int64(spec.Shards), ID: id, Kind: string(docstore.KindOf(spec)), CreatedAt: created, Min: spec.Min, Max: spec.Max, Window: spec.Window}
+}
+
+func (e *counterEntity) Load(ps []datastore.Property) error {
+	rec := recordOf(ps)
+	e.NumShards, _ = rec["num_shards"].(int64)
+	e.ID, _ = rec["id"].(string)
+	e.Wide, _ = rec["wide"].(bool)
+	spec, created := docstore.SpecOf(e.NumShards, rec)
+	e.Kind, e.CreatedAt, e.Min, e.Max, e.Window = string(spec.Kind), created, spec.Min, spec.Max, spec.Window
+	return nil
+}
+
+func (e *counterEntity) Save() ([]datastore.Property, error) {
+	rec := docstore.Record{"min": int64(0), "max": int64(0), "bucket_seconds": int64(0), "retention_seconds": int64(0), "has_min": e.Min != nil, "has_max": e.Max != nil, "wide": e.Wide}
+	maps.Copy(rec, docstore.SpecRecord(e.ID, e.spec(), e.CreatedAt))
+	ps := []datastore.Property{{Name: "num_shards", Value: e.NumShards}}
+	for name, v := range rec {
+		ps = append(ps, datastore.Property{Name: name, Value: v, NoIndex: true})
 	}
-	if spec.Max != nil {
-		e.HasMax, e.Max = true, *spec.Max
-	}
-	if w := spec.Window; w != nil {
-		e.Bucket = int64(time.Duration(w.Bucket) / time.Second)
-		e.Retention = int64(time.Duration(w.Retention) / time.Second)
-	}
-	return e
+	return ps, nil
 }
 
 func (e *counterEntity) check(k *datastore.Key) error {
@@ -61,22 +70,7 @@ func (e *counterEntity) check(k *datastore.Key) error {
 }
 
 func (e *counterEntity) spec() shardcounter.Spec {
-	s := shardcounter.Spec{Shards: int(e.NumShards), Kind: shardcounter.Kind(e.Kind)}
-	if s.Kind == "" {
-		s.Kind = shardcounter.KindSum
-	}
-	if e.HasMin {
-		v := e.Min
-		s.Min = &v
-	}
-	if e.HasMax {
-		v := e.Max
-		s.Max = &v
-	}
-	if e.Bucket > 0 {
-		s.Window = &shardcounter.Window{Bucket: shardcounter.Duration(time.Duration(e.Bucket) * time.Second), Retention: shardcounter.Duration(time.Duration(e.Retention) * time.Second)}
-	}
-	return s
+	return shardcounter.Spec{Shards: int(e.NumShards), Kind: shardcounter.Kind(e.Kind), Min: e.Min, Max: e.Max, Window: e.Window}
 }
 
 func (e *counterEntity) counter(id string) *shardcounter.Counter {
@@ -84,7 +78,7 @@ func (e *counterEntity) counter(id string) *shardcounter.Counter {
 }
 
 // full reports whether writes to the counter read every shard.
-func (e *counterEntity) full() bool { return e.Wide || e.HasMin || e.HasMax }
+func (e *counterEntity) full() bool { return e.Wide || e.Min != nil || e.Max != nil }
 
 // shardEntity is one of the seed's shard entities: target and count, and
 // whatever else an app keeps on it, written back as it was read.

@@ -17,7 +17,11 @@ import (
 type records struct{ s *CounterStore }
 
 func (r records) key(t docstore.Table, name string) *datastore.Key {
-	k := datastore.NameKey(t.Name, Escape(name), nil)
+	var parent *datastore.Key
+	if t.Parent != nil {
+		parent = r.key(*t.Parent, t.ParentName)
+	}
+	k := datastore.NameKey(t.Name, Escape(name), parent)
 	k.Namespace = r.s.namespace
 	return k
 }

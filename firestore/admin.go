@@ -186,7 +186,7 @@ func (s *CounterStore) reshardOnce(ctx context.Context, id string, ref *firestor
 	for i := range vals {
 		vals[i], prev[i] = s.shardFromSnap(snaps[1+i]).value, sketchOf(snaps[1+i])
 	}
-	vals, sks, wide, err := docstore.Reshard("firestore", id, docstore.KindOf(m.spec), vals, prev, n, func() ([]string, error) { return s.members(ctx, ref, m) })
+	vals, sks, wide, err := docstore.Reshard("firestore", id, docstore.KindOf(m.spec), vals, prev, n, func() ([]string, error) { return s.Members(ctx, id, m.created) })
 	if err != nil {
 		return nil, err
 	}
@@ -231,22 +231,6 @@ func (s *CounterStore) reshardOnce(ctx context.Context, id string, ref *firestor
 	}
 	m.spec.Shards = n
 	return m.counter(id), nil
-}
-
-// members lists a distinct counter's members, for a reshard.
-func (s *CounterStore) members(ctx context.Context, ref *firestore.DocumentRef, m meta) ([]string, error) {
-	docs, err := ref.Collection(membersCollection).Documents(ctx).GetAll()
-	if err != nil {
-		return nil, readError("reshard", err)
-	}
-	var out []string
-	for _, d := range docs {
-		member, err := Unescape(d.Ref.ID)
-		if err == nil && sameTime(d.Data()[fieldOf], m.created) {
-			out = append(out, member)
-		}
-	}
-	return out, nil
 }
 
 // expire deletes up to docstore.ExpireBatch+recorded expired request

@@ -9,8 +9,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/iterator"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/docstore"
@@ -47,9 +45,19 @@ var _ shardcounter.CollectionStore = (*CollectionStore)(nil)
 
 // Collections returns the collection store on the counters' database.
 func (s *CounterStore) Collections() *CollectionStore {
-	return &CollectionStore{Collections: docstore.NewCollections(records{s}, collectionsTable, func(ctx context.Context, name string) error {
-		return s.deleteAll(ctx, s.docs(name))
-	}), s: s}
+	return &CollectionStore{Collections: docstore.NewCollections(records{s}, collectionsTable, docs{s}), s: s}
+}
+
+// docs adapts the store to docstore.Docs: a collection's documents are
+// those of the top-level collection of its escaped name.
+type docs struct{ s *CounterStore }
+
+func (docs) Table(c *shardcounter.Collection) docstore.Table {
+	return docstore.Table{Name: Escape(c.Name), Noun: "document"}
+}
+
+func (d docs) DeleteAll(ctx context.Context, name string) error {
+	return d.s.deleteAll(ctx, d.s.docs(name))
 }
 
 // MaxScanShards is Firestore's limit on the values of one `in` filter.
@@ -122,15 +130,10 @@ func setPath(m map[string]any, path []string, v any) map[string]any {
 	return out
 }
 
-// fromSnap is a Firestore document as a collection's document, or false
-// when it belongs to an earlier collection of the name.
-func fromSnap(c *shardcounter.Collection, snap *firestore.DocumentSnapshot) (*shardcounter.Document, bool) {
-	data := snap.Data()
-	if !sameTime(data[fieldDocOf], docstore.CreatedOf(c)) {
-		return nil, false
-	}
-	id, err := Unescape(snap.Ref.ID)
-	if err != nil {
+// Document is a Firestore document's fields as a document of c, or false
+// when there is none or it belongs to an earlier collection of the name.
+func (docs) Document(c *shardcounter.Collection, id string, data docstore.Record) (*shardcounter.Document, bool) {
+	if data == nil || !sameTime(data[fieldDocOf], docstore.CreatedOf(c)) {
 		return nil, false
 	}
 	n, _ := data[fieldShard].(int64)
@@ -159,43 +162,6 @@ func lookupTime(m map[string]any, path []string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return lookupTime(sub, path[1:])
-}
-
-// get reads one document of c, or returns ErrNotFound.
-func (cs *CollectionStore) get(ctx context.Context, c *shardcounter.Collection, id string) (*shardcounter.Document, *firestore.DocumentSnapshot, error) {
-	snap, err := cs.s.docs(c.Name).Doc(Escape(id)).Get(ctx)
-	if status.Code(err) == codes.NotFound {
-		return nil, nil, shardcounter.DocumentNotFound(c.Name, id)
-	}
-	if err != nil {
-		return nil, nil, readError("read document", err)
-	}
-	d, ok := fromSnap(c, snap)
-	if !ok {
-		return nil, nil, shardcounter.DocumentNotFound(c.Name, id)
-	}
-	return d, snap, nil
-}
-
-// GetDocument reads one document.
-func (cs *CollectionStore) GetDocument(ctx context.Context, c *shardcounter.Collection, id string) (*shardcounter.Document, error) {
-	d, _, err := cs.get(ctx, c, id)
-	return d, err
-}
-
-// DeleteDocument deletes one document, the version it read.
-func (cs *CollectionStore) DeleteDocument(ctx context.Context, c *shardcounter.Collection, id string) error {
-	_, snap, err := cs.get(ctx, c, id)
-	if err != nil {
-		return err
-	}
-	if _, err := snap.Ref.Delete(ctx, firestore.LastUpdateTime(snap.UpdateTime)); err != nil {
-		if errors.Is(commitError(err), errConflict) {
-			return shardcounter.DocumentNotFound(c.Name, id)
-		}
-		return writeError("delete document", err)
-	}
-	return nil
 }
 
 // ScanDocuments runs the seed's query: shard in r.Shards, the index
@@ -254,7 +220,8 @@ func (cs *CollectionStore) ScanDocuments(ctx context.Context, c *shardcounter.Co
 		if err != nil {
 			return nil, readError("query documents", err)
 		}
-		if d, ok := fromSnap(c, snap); ok {
+		id, err := Unescape(snap.Ref.ID)
+		if d, ok := (docs{}).Document(c, id, snap.Data()); ok && err == nil {
 			out = append(out, d)
 		}
 	}

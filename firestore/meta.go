@@ -21,22 +21,7 @@ type meta struct {
 
 // metaFields returns the fields of a new counter document.
 func metaFields(id string, m meta) map[string]any {
-	sc := map[string]any{
-		"id":         id,
-		"kind":       string(docstore.KindOf(m.spec)),
-		"created_at": m.created,
-	}
-	if m.spec.Min != nil {
-		sc["min"] = *m.spec.Min
-	}
-	if m.spec.Max != nil {
-		sc["max"] = *m.spec.Max
-	}
-	if w := m.spec.Window; w != nil {
-		sc["bucket_seconds"] = int64(time.Duration(w.Bucket) / time.Second)
-		sc["retention_seconds"] = int64(time.Duration(w.Retention) / time.Second)
-	}
-	return map[string]any{fieldNumShards: int64(m.spec.Shards), fieldMeta: sc}
+	return map[string]any{fieldNumShards: int64(m.spec.Shards), fieldMeta: docstore.SpecRecord(id, m.spec, m.created)}
 }
 
 // decodeMeta reads a counter document. One made the seed's way has only
@@ -52,27 +37,10 @@ func metaOf(path string, d map[string]any, created, updated time.Time) (meta, er
 	if !ok || shardcounter.ValidateShards(int(n)) != nil {
 		return meta{}, fmt.Errorf("firestore: %s has no num_shards from 1 to %d (%v)", path, shardcounter.MaxShards, d[fieldNumShards])
 	}
-	m := meta{spec: shardcounter.Spec{Shards: int(n), Kind: shardcounter.KindSum}, created: created, ut: updated}
 	sc, _ := d[fieldMeta].(map[string]any)
-	if sc == nil {
-		return m, nil
-	}
-	if k, ok := sc["kind"].(string); ok {
-		m.spec.Kind = shardcounter.Kind(k)
-	}
-	if t, ok := sc["created_at"].(time.Time); ok {
-		m.created = t
-	}
-	if v, ok := sc["min"].(int64); ok {
-		m.spec.Min = &v
-	}
-	if v, ok := sc["max"].(int64); ok {
-		m.spec.Max = &v
-	}
-	b, ok1 := sc["bucket_seconds"].(int64)
-	r, ok2 := sc["retention_seconds"].(int64)
-	if ok1 && ok2 {
-		m.spec.Window = &shardcounter.Window{Bucket: shardcounter.Duration(time.Duration(b) * time.Second), Retention: shardcounter.Duration(time.Duration(r) * time.Second)}
+	m := meta{ut: updated}
+	if m.spec, m.created = docstore.SpecOf(n, sc); m.created.IsZero() {
+		m.created = created
 	}
 	return m, nil
 }

@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"math"
+	"time"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/decide"
@@ -57,4 +58,43 @@ func Reshard(store, id string, kind shardcounter.Kind, vals []int64, sketches []
 		wide = wide || v > zone || v < -zone
 	}
 	return vals, sks, wide, nil
+}
+
+// SpecRecord is what a counter's record keeps beside the seed's shard
+// count, written once for both stores' layouts (Firestore nests it in
+// "shardcounter"; Datastore's entity adds has_min and has_max).
+func SpecRecord(id string, spec shardcounter.Spec, created time.Time) Record {
+	rec := Record{"id": id, "kind": string(KindOf(spec)), "created_at": created}
+	if spec.Min != nil {
+		rec["min"] = *spec.Min
+	}
+	if spec.Max != nil {
+		rec["max"] = *spec.Max
+	}
+	if w := spec.Window; w != nil {
+		rec["bucket_seconds"] = int64(time.Duration(w.Bucket) / time.Second)
+		rec["retention_seconds"] = int64(time.Duration(w.Retention) / time.Second)
+	}
+	return rec
+}
+
+// SpecOf reads SpecRecord's rec of a counter of n shards (nil: the
+// seed's, a sum counter), and its created_at (zero when none).
+func SpecOf(n int64, rec Record) (shardcounter.Spec, time.Time) {
+	spec := shardcounter.Spec{Shards: int(n), Kind: shardcounter.KindSum}
+	if k, _ := rec["kind"].(string); k != "" {
+		spec.Kind = shardcounter.Kind(k)
+	}
+	if v, ok := rec["min"].(int64); ok && rec["has_min"] != false {
+		spec.Min = &v
+	}
+	if v, ok := rec["max"].(int64); ok && rec["has_max"] != false {
+		spec.Max = &v
+	}
+	if b, _ := rec["bucket_seconds"].(int64); b > 0 {
+		r, _ := rec["retention_seconds"].(int64)
+		spec.Window = &shardcounter.Window{Bucket: shardcounter.Duration(time.Duration(b) * time.Second), Retention: shardcounter.Duration(time.Duration(r) * time.Second)}
+	}
+	created, _ := rec["created_at"].(time.Time)
+	return spec, created
 }

@@ -11,24 +11,60 @@ import (
 	"github.com/shardcounter/shardcounter"
 )
 
-// Collections are the metadata side of a shardcounter.CollectionStore
-// (seed 001's sharded timestamps) over a store's Records; the store adds
-// its documents, whose layout and queries are its own. Each document
-// carries its collection's created_at (CreatedOf), so that a writer that
-// read a collection before it was deleted and made again cannot put
-// documents into the new one (Current), and a reader skips those of an
-// earlier collection of the name. A Collections is safe for concurrent
-// use.
+// Collections are a shardcounter.CollectionStore (seed 001's sharded
+// timestamps) over a store's Records, but for the writes and queries of
+// documents, whose layout and queries are the store's own (Docs). Each
+// document carries its collection's created_at (CreatedOf), so that a
+// writer that read a collection before it was deleted and made again
+// cannot put documents into the new one (Current), and a reader skips
+// those of an earlier collection of the name. A Collections is safe for
+// concurrent use.
 type Collections struct {
-	records    Records
-	table      Table
-	deleteDocs func(ctx context.Context, name string) error
+	records Records
+	table   Table
+	docs    Docs
 }
 
-// NewCollections returns the collections whose metadata records are in
-// t; deleteDocs deletes a collection's documents once its record is gone.
-func NewCollections(r Records, t Table, deleteDocs func(ctx context.Context, name string) error) Collections {
-	return Collections{records: r, table: t, deleteDocs: deleteDocs}
+// Docs is what a store adapts for the documents of its collections: each
+// is a record of the collection's table, read by Records.
+type Docs interface {
+	// Table is the table of c's documents.
+	Table(c *shardcounter.Collection) Table
+	// Document is the record of c's document id as one, or false when
+	// there is none (rec nil) or it belongs to an earlier collection of
+	// the name.
+	Document(c *shardcounter.Collection, id string, rec Record) (*shardcounter.Document, bool)
+	// DeleteAll deletes the documents of the collection name, whose
+	// metadata record is gone.
+	DeleteAll(ctx context.Context, name string) error
+}
+
+// NewCollections returns the collections whose metadata records are in t.
+func NewCollections(r Records, t Table, docs Docs) Collections {
+	return Collections{records: r, table: t, docs: docs}
+}
+
+// GetDocument reads one document.
+func (cs Collections) GetDocument(ctx context.Context, c *shardcounter.Collection, id string) (*shardcounter.Document, error) {
+	rec, err := cs.records.GetRecord(ctx, cs.docs.Table(c), id)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := cs.docs.Document(c, id, rec)
+	if !ok {
+		return nil, shardcounter.DocumentNotFound(c.Name, id)
+	}
+	return d, nil
+}
+
+// DeleteDocument deletes one document, the version it read.
+func (cs Collections) DeleteDocument(ctx context.Context, c *shardcounter.Collection, id string) error {
+	return cs.records.PutRecord(ctx, "delete document", cs.docs.Table(c), id, func(rec Record) (Record, bool, error) {
+		if _, ok := cs.docs.Document(c, id, rec); !ok {
+			return nil, false, shardcounter.DocumentNotFound(c.Name, id)
+		}
+		return nil, true, nil
+	})
 }
 
 // CreatedOf is the created_at of c as its record and documents hold it:
@@ -133,7 +169,7 @@ func (cs Collections) DeleteCollection(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return cs.deleteDocs(ctx, name)
+	return cs.docs.DeleteAll(ctx, name)
 }
 
 // ListCollections returns every collection, by name (for export): one

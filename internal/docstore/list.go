@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"context"
+	"math"
 	"strings"
 	"time"
 
@@ -87,19 +88,33 @@ func (r *Reads) ListMembers(ctx context.Context, id, after string, limit int) ([
 	if limit <= 0 {
 		limit = shardcounter.DefaultListLimit
 	}
+	return r.members(ctx, c.ID, c.CreatedAt, after, limit)
+}
+
+// Members lists every member of counter id, the one created at created:
+// what a reshard counts again per shard. Its reads follow the shards' in
+// the reshard's snapshot, so that a member added after them changes a
+// shard the reshard then fails to write over.
+func (r *Reads) Members(ctx context.Context, id string, created time.Time) ([]string, error) {
+	return r.members(ctx, id, created, "", math.MaxInt)
+}
+
+// members lists up to limit members of counter id, the one created at
+// created, after member after, a page of records at a time.
+func (r *Reads) members(ctx context.Context, id string, created time.Time, after string, limit int) ([]string, error) {
 	from := ""
 	if after != "" {
 		from = Escape(after)
 	}
 	var out []string
 	for len(out) < limit {
-		page := limit - len(out)
-		rs, err := r.MemberPage(ctx, c.ID, from, page)
+		page := min(limit-len(out), 1000)
+		rs, err := r.MemberPage(ctx, id, from, page)
 		if err != nil {
 			return nil, err
 		}
 		for _, rec := range rs {
-			if rec.Name != "" && rec.Of.Equal(c.CreatedAt) { // else not a member of this incarnation of the counter
+			if rec.Name != "" && rec.Of.Equal(created) { // else not a member of this incarnation of the counter
 				out = append(out, rec.Name)
 			}
 		}

@@ -16,6 +16,10 @@ import (
 type Table struct {
 	Name string // the Firestore collection or Datastore kind
 	Noun string // what the records are, for errors: "read collection"
+	// Parent and ParentName are the record whose children the records
+	// are (Datastore's documents of a collection); nil: none.
+	Parent     *Table
+	ParentName string
 }
 
 // Record is a record's fields: strings, int64s, times and, for a
