@@ -64,3 +64,18 @@ func AppendWriteResult(res *shardcounter.WriteResult) ([]byte, bool) {
 
 // DecodedSize is decodedSize, for its tests and fuzz target.
 var DecodedSize = decodedSize
+
+// FastTake is fastTake, for its fuzz test.
+var FastTake = fastTake
+
+// AppendLimitResult is appendLimitResult with a buffer of its own, for
+// comparing its reply with encoding/json's.
+func AppendLimitResult(res *shardcounter.LimitResult) []byte {
+	return *appendLimitResult(new([]byte), res)
+}
+
+// DecodeTakeJSON is DecodeTake's general path, for comparing the fast one
+// with it.
+func DecodeTakeJSON(body []byte, peek bool) (int64, string, error) {
+	return decodeTakeJSON(body, peek)
+}

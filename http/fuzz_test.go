@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -313,6 +314,45 @@ func FuzzAppendWriteResult(f *testing.F) {
 		}
 		if !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("%+v: wrote %q, encoding/json %q", res, got, want.Bytes())
+		}
+	})
+}
+
+// FuzzFastTake: every body the take's fast path reads, the general path
+// reads alike, for a take and for a peek.
+func FuzzFastTake(f *testing.F) {
+	for _, s := range append(bodySeeds, `{"cost":1}`, `{"cost":01}`, `{"cost":0}`, `{"cost":123456789012345678}`, `{"cost":1234567890123456789}`, `{"cost":1 }`, `{"cost":-1}`, `{"cost":1,"request_id":"a"}`) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		cost, ok := shttp.FastTake(body)
+		if !ok {
+			return
+		}
+		for _, peek := range []bool{false, true} {
+			c, requestID, err := shttp.DecodeTakeJSON(body, peek)
+			if err != nil || c != cost || requestID != "" {
+				t.Fatalf("%q: fast path read cost %d, the general path %d, %q, %v", body, cost, c, requestID, err)
+			}
+		}
+	})
+}
+
+// FuzzAppendLimitResult: every reply appendLimitResult writes is
+// encoding/json's, byte for byte.
+func FuzzAppendLimitResult(f *testing.F) {
+	f.Add(true, int64(99), int64(1500), int64(0), false)
+	f.Add(false, int64(0), int64(60000), int64(-1), true)
+	f.Add(true, int64(math.MaxInt64), int64(math.MinInt64), int64(7), true)
+	f.Fuzz(func(t *testing.T, allowed bool, remaining, reset, retry int64, duplicate bool) {
+		res := &shardcounter.LimitResult{Allowed: allowed, Remaining: remaining, ResetAfterMS: reset, RetryAfterMS: retry, Duplicate: duplicate,
+			Policy: shardcounter.LimitPolicy{Kind: shardcounter.LimitGCRA, Limit: 3}}
+		var want bytes.Buffer
+		if err := json.NewEncoder(&want).Encode(res); err != nil {
+			t.Fatal(err)
+		}
+		if got := shttp.AppendLimitResult(res); !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("appendLimitResult wrote %q, encoding/json %q", got, want.Bytes())
 		}
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
@@ -90,6 +89,15 @@ func DecodeLimitPolicy(body []byte) (shardcounter.LimitPolicy, error) {
 // peek: the cost (1 when absent or the body is empty) and, for a take,
 // the request id.
 func DecodeTake(body []byte, peek bool) (cost int64, requestID string, err error) {
+	if cost, ok := fastTake(body); ok {
+		return cost, "", nil // at least 1: valid
+	}
+	return decodeTakeJSON(body, peek)
+}
+
+// decodeTakeJSON is DecodeTake's general path: any body, through
+// encoding/json and the strict check of its keys.
+func decodeTakeJSON(body []byte, peek bool) (cost int64, requestID string, err error) {
 	var c *int64
 	if peek {
 		var req PeekRequest
@@ -202,9 +210,13 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request, peek bool) {
 			}
 		}
 		if err == nil {
-			h := w.Header()
-			h.Set("RateLimit-Policy", RateLimitPolicyHeader(name, p))
-			h.Set("RateLimit", RateLimitHeader(name, res))
+			s.setRateLimitHeaders(w.Header(), name, p, res)
+			b := appendLimitResult(replyBuffers.Get().(*[]byte), res)
+			w.Header()["Content-Type"] = jsonContentType
+			w.WriteHeader(http.StatusOK)
+			w.Write(*b) //nolint:errcheck // the client is gone: nothing to tell it
+			replyBuffers.Put(b)
+			return
 		}
 	}
 	s.reply(w, r, http.StatusOK, res, err)
@@ -242,7 +254,13 @@ func RateLimitPolicyHeader(name string, p shardcounter.LimitPolicy) string {
 // RateLimitHeader is the RateLimit field of a take's or a peek's answer
 // under limit name: "NAME";r=REMAINING;t=SECONDS, t rounded up.
 func RateLimitHeader(name string, res *shardcounter.LimitResult) string {
-	return sfString(name) + ";r=" + strconv.FormatInt(max(res.Remaining, 0), 10) + ";t=" + strconv.FormatInt(ceilDiv(max(res.ResetAfterMS, 0), 1000), 10)
+	var buf [96]byte // a name of up to about 60 bytes: one allocation, the string
+	b := appendSFString(buf[:0], name)
+	b = append(b, ";r="...)
+	b = strconv.AppendInt(b, max(res.Remaining, 0), 10)
+	b = append(b, ";t="...)
+	b = strconv.AppendInt(b, ceilDiv(max(res.ResetAfterMS, 0), 1000), 10)
+	return string(b)
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
@@ -252,23 +270,25 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 // so a name with other bytes is written URL-escaped, as in the route's
 // path.
 func sfString(name string) string {
+	return string(appendSFString(make([]byte, 0, len(name)+2), name))
+}
+
+// appendSFString appends sfString(name) to b.
+func appendSFString(b []byte, name string) []byte {
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; c < 0x20 || c > 0x7e {
 			name = EscapeID(name)
 			break
 		}
 	}
-	var b strings.Builder
-	b.Grow(len(name) + 2)
-	b.WriteByte('"')
+	b = append(b, '"')
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; c == '"' || c == '\\' {
-			b.WriteByte('\\')
+			b = append(b, '\\')
 		}
-		b.WriteByte(name[i])
+		b = append(b, name[i])
 	}
-	b.WriteByte('"')
-	return b.String()
+	return append(b, '"')
 }
 
 var _ shardcounter.LimitService = (*Client)(nil)

@@ -175,6 +175,9 @@ type Server struct {
 	// limits is the service's rate limits, when it has them: the
 	// /v1/limits routes are served only then.
 	limits shardcounter.LimitService
+	// policyHeaders are the RateLimit-Policy values of the limits taken
+	// from (limitfast.go).
+	policyHeaders policyHeaders
 	// metricsHandler serves /metrics.
 	metricsHandler http.Handler
 	// traceFields are the headers the propagator reads, canonical: a

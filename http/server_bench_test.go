@@ -93,3 +93,25 @@ func BenchmarkServerIncrement(b *testing.B) {
 		b.Fatalf("counter = %d after %d increments", got, b.N)
 	}
 }
+
+// BenchmarkHandlerTake is the server's own work for one POST
+// /v1/limits/api/keys/hot/take {"cost":1}, without the network and
+// without a store: routing, body, decoding, the RateLimit headers, the
+// reply.
+func BenchmarkHandlerTake(b *testing.B) {
+	srv := shttp.NewServer(taker{}, shttp.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	body := []byte(`{"cost":1}`)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		rd := bytes.NewReader(body)
+		r := httptest.NewRequest(http.MethodPost, "/v1/limits/api/keys/hot/take", io.NopCloser(rd))
+		r.Header.Set("Content-Type", "application/json")
+		r.ContentLength = int64(len(body))
+		w := &connWriter{discard{h: make(http.Header)}}
+		for pb.Next() {
+			rd.Reset(body)
+			clear(w.h)
+			srv.ServeHTTP(w, r)
+		}
+	})
+}

@@ -75,6 +75,7 @@ func (s *CounterStore) apply(ctx context.Context, incs []shardcounter.Increment,
 		oldest = min(oldest, now.UnixNano())
 	}
 	s.oldestID = oldest
+	s.keepStates(v.state, m.Shards)
 	return s.commit(pb, s.publish(m))
 }
 
@@ -100,11 +101,12 @@ func (v *view) Counter(id string) (decide.Counter, error) {
 // Shard is unknown, but for a limit key's state: the totals are in
 // memory, the shard values in records a write does not read (a merge
 // operand lands on its shard, and a fold moves what a shard cannot hold:
-// record.go). A take reads its key's record, once a batch, unless the
-// state is one shard (GCRA, CL.THROTTLE's): that shard's value is the
-// total, which is in memory, so a hot key's take reads nothing (a read of
-// its record would fold every merge operand its commits left in the
-// memtable, more of them the longer it stays hot).
+// record.go). A one-shard state's (GCRA, CL.THROTTLE's) value is the
+// total, which is in memory; a state of more shards (fixed and sliding
+// windows) is read from its record once, and kept in memory from then on
+// as the batches leave it (s.states, limitstate.go). So a hot key's take
+// reads nothing (a read of its record would fold every merge operand its
+// commits left in the memtable, more of them the longer it stays hot).
 func (v *view) Shard(counter string, k int) (int64, bool, error) {
 	if !shardcounter.IsLimitKeyID(counter) {
 		return 0, false, nil
@@ -117,11 +119,13 @@ func (v *view) Shard(counter string, k int) (int64, bool, error) {
 	}
 	vals, ok := v.state[counter]
 	if !ok {
-		rec, err := getRecord(v.s.db, counter)
-		if err != nil {
-			return 0, false, err
+		if vals, ok = v.s.states[counter]; !ok {
+			rec, err := getRecord(v.s.db, counter)
+			if err != nil {
+				return 0, false, err
+			}
+			vals = rec.shards
 		}
-		vals = rec.shards
 		if v.state == nil {
 			v.state = make(map[string][]int64)
 		}

@@ -83,6 +83,9 @@ func (s *CounterStore) hand(b *pdb.Batch, updates []update) (*inflight, error) {
 	s.pub.Unlock()
 	s.ticket.Store(f.ticket)
 	if err := s.db.ApplyNoSyncWait(b, pdb.Sync); err != nil {
+		// Whether b reached the memtable is unknown: the next take of a
+		// limit key reads its state from Pebble.
+		clear(s.states)
 		s.settle(f, err)
 		return nil, shardcounter.OutcomeUnknownf("pebble: commit failed (%v)", err)
 	}

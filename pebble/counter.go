@@ -62,6 +62,7 @@ func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardc
 		s.pub.Unlock()
 	}
 	c.spec, c.pending = s.intern(r.meta.spec), 0
+	delete(s.states, id)
 	u := update{c: c, shards: uint16(spec.Shards)}
 	if spec.Kind == shardcounter.KindApprox {
 		st := s.apxOf(id)
@@ -140,6 +141,7 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "pebble: delete failed, nothing applied: %v", err)
 	}
 	c.spec, c.pending = 0, 0
+	delete(s.states, id)
 	u := update{c: c}
 	if st := s.approx[id]; st != nil {
 		st.pending, u.apx = nil, st
@@ -246,6 +248,7 @@ func (s *CounterStore) ReshardCounter(ctx context.Context, id string, shards int
 		st.pending, u.apx, u.sketches = sk, st, sk
 	}
 	c.spec = s.intern(rec.meta.spec)
+	delete(s.states, id)
 	if err := s.commit(b, []update{u}); err != nil {
 		return nil, err
 	}

@@ -44,3 +44,12 @@ func (s *CounterStore) IDChunks() int {
 	}
 	return n
 }
+
+// KeptState returns the shard values the store keeps in memory for limit
+// key state id (limitstate.go), and whether it keeps them.
+func (s *CounterStore) KeptState(id string) ([]int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.states[id]
+	return append([]int64(nil), v...), ok
+}

@@ -75,7 +75,11 @@ type CounterStore struct {
 	closed   bool
 	approx   map[string]*apxState // approx counters' sketches (sketch.go); changes under mu and pub
 	oldestID int64                // no request id was recorded before (unix ns)
-	reads    sync.WaitGroup       // reads on a snapshot, which Close waits for
+	// states holds the shard values of multi-shard limit keys' state
+	// counters as the batches handed to Pebble leave them (limitstate.go),
+	// so that a hot key's take reads nothing from Pebble.
+	states map[string][]int64
+	reads  sync.WaitGroup // reads on a snapshot, which Close waits for
 	// The counters in memory (table.go), and the index that finds them
 	// (index.go).
 	slabs    []*[slabSize]ctr

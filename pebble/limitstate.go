@@ -1,0 +1,83 @@
+package pebble
+
+import (
+	"math"
+
+	"github.com/shardcounter/shardcounter/decide"
+	"github.com/shardcounter/shardcounter/internal/overflow"
+)
+
+// maxStates bounds s.states: past it, the states kept are dropped, and
+// each key's next take reads its record again. A key is kept from its
+// second batch on, so the hot keys are the ones kept.
+const maxStates = 4096
+
+// keepStates keeps in s.states, under s.mu, the shard values of the
+// multi-shard limit states the batch read (read: view.state, which holds
+// the values the batch started from), as its shard writes leave them.
+//
+// They are exactly what a read of the record after the batch would give.
+// A read folds the record's operands in (record.go, fold): it gives the
+// exact sum of each shard's deltas whenever those sums are int64s, and
+// otherwise leaves some shard at math.MaxInt64 or math.MinInt64, having
+// moved the excess. So values read that have no shard at either bound are
+// the exact sums, and adding the batch's deltas to them, when no sum
+// leaves int64 (overflow.Add), gives the exact sums after the batch, which
+// the read after it gives. A state that does not pass these checks is not
+// kept (its next take reads it). Every other write of a record (a
+// counter's creation, deletion or reshard) drops its state, and so does a
+// batch that Pebble may not have applied (hand).
+func (s *CounterStore) keepStates(read map[string][]int64, shards []decide.ShardWrite) {
+	if len(read) == 0 {
+		return
+	}
+	if s.states == nil || len(s.states)+len(read) > maxStates {
+		s.states = make(map[string][]int64, len(read))
+	}
+	for id, vals := range read {
+		next, ok := afterBatch(id, vals, shards)
+		if ok {
+			s.states[id] = next
+		} else {
+			delete(s.states, id)
+		}
+	}
+}
+
+// afterBatch returns vals, counter id's shard values before the batch,
+// with the batch's shard writes of id added, and whether they are exact
+// (keepStates). vals is not changed.
+func afterBatch(id string, vals []int64, shards []decide.ShardWrite) ([]int64, bool) {
+	if len(vals) == 0 || atBound(vals) {
+		return nil, false
+	}
+	next := vals
+	for _, w := range shards {
+		if w.Counter != id {
+			continue
+		}
+		if w.Shard >= len(vals) {
+			return nil, false
+		}
+		if &next[0] == &vals[0] {
+			next = append([]int64(nil), vals...)
+		}
+		v, ok := overflow.Add(next[w.Shard], w.Delta)
+		if !ok || (w.Known && v != w.Value) {
+			return nil, false
+		}
+		next[w.Shard] = v
+	}
+	return next, !atBound(next)
+}
+
+// atBound reports whether a shard of vals is at an end of int64, where a
+// fold that moved an excess leaves one.
+func atBound(vals []int64) bool {
+	for _, v := range vals {
+		if v == math.MaxInt64 || v == math.MinInt64 {
+			return true
+		}
+	}
+	return false
+}
