@@ -25,9 +25,19 @@ const maxStates = 4096
 // leaves int64 (overflow.Add), gives the exact sums after the batch, which
 // the read after it gives. A state that does not pass these checks is not
 // kept (its next take reads it). Every other write of a record (a
-// counter's creation, deletion or reshard) drops its state, and so does a
-// batch that Pebble may not have applied (hand).
+// counter's creation, deletion or reshard) drops its state, and so do a
+// batch that wrote it without reading it and a batch that Pebble may not
+// have applied (hand).
 func (s *CounterStore) keepStates(read map[string][]int64, shards []decide.ShardWrite) {
+	if len(s.states) > 0 {
+		// A kept state the batch wrote without reading it (no take of it)
+		// would be stale: drop it.
+		for _, w := range shards {
+			if _, ok := read[w.Counter]; !ok {
+				delete(s.states, w.Counter)
+			}
+		}
+	}
 	if len(read) == 0 {
 		return
 	}

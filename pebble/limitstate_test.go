@@ -77,5 +77,17 @@ func TestKeptLimitState(t *testing.T) {
 		if err != nil || r[0].Limit.Remaining != p.Limit-3*(2*5*2) {
 			t.Fatalf("%s: peek after re-creation: %+v, %v", p.Kind, r, err)
 		}
+		// A write of the state that is not a take: what is kept after it,
+		// if anything, is what the record holds.
+		if out, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Delta: 5}}); err != nil || out[0].Err != nil {
+			t.Fatalf("a plain write of the state: %+v, %v", out, err)
+		}
+		if kept, ok := s.KeptState(id); ok {
+			if _, rec, err := s.ReadShards(ctx, id); err != nil || !slices.Equal(kept, rec) {
+				t.Fatalf("%s after a plain write: kept %v, the record holds %v (%v)", p.Kind, kept, rec, err)
+			}
+		}
+		takes(1, 1, 1)
+		check("after a take again", true)
 	}
 }
