@@ -162,74 +162,8 @@ func (s *CounterStore) deleteChildren(ctx context.Context, op string, parent *da
 	}
 }
 
-// ReshardCounter rewrites the counter in one transaction: its shard count,
-// every shard that stays (shard i of the new count gets the old shards j
-// with j mod n = i; a distinct counter's shards are its members counted
-// again; an approx counter's shard i merges the sketches of those
-// removed), new shards at 0 and the removed ones deleted.
+// ReshardCounter rewrites the counter in one transaction (see
+// docstore.ReshardCounter).
 func (s *CounterStore) ReshardCounter(ctx context.Context, id string, n int) (*shardcounter.Counter, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, err
-	}
-	if err := shardcounter.ValidateShards(n); err != nil {
-		return nil, err
-	}
-	var res *counterEntity
-	err := s.transact(ctx, "reshard", id, func(tx *datastore.Transaction) error {
-		e, err := s.getIn(tx, id)
-		if err != nil {
-			return err
-		}
-		if e == nil {
-			return shardcounter.CounterNotFound(id)
-		}
-		res = e
-		old := int(e.NumShards)
-		if old == n {
-			return nil
-		}
-		keys := make([]*datastore.Key, max(old, n))
-		ses := make([]shardEntity, len(keys))
-		for i := range keys {
-			keys[i] = s.ShardKey(id, i)
-		}
-		var l loads // paged: a lookup takes at most maxLookup keys
-		for i := range keys {
-			l.add(keys[i], &ses[i], func(bool) {})
-		}
-		if err := l.run(tx); err != nil {
-			return err
-		}
-		vals, sks := make([]int64, old), make([][]byte, old)
-		for i := range vals {
-			vals[i], sks[i] = ses[i].Count, ses[i].Sketch
-		}
-		vals, sks, wide, err := docstore.Reshard("datastore", id, shardcounter.Kind(e.Kind), vals, sks, n, func() ([]string, error) { return s.Members(ctx, id, e.CreatedAt) })
-		if err != nil {
-			return err
-		}
-		for i, b := range sks {
-			ses[i].Sketch = b
-		}
-		ne := *e
-		ne.NumShards, ne.Wide = int64(n), wide
-		muts := []*datastore.Mutation{datastore.NewUpdate(s.counterKey(id), &ne)}
-		for i := range keys {
-			if i >= n {
-				muts = append(muts, datastore.NewDelete(keys[i]))
-				continue
-			}
-			se := ses[i]
-			se.Target, se.Count = id, vals[i]
-			muts = append(muts, datastore.NewUpsert(keys[i], &se))
-		}
-		res = &ne
-		_, err = tx.Mutate(muts...)
-		return txErr(err)
-	})
-	s.shards.Remove(id)
-	if err != nil {
-		return nil, err
-	}
-	return res.counter(id), nil
+	return docstore.ReshardCounter(ctx, counters{s}, "datastore", id, n)
 }
