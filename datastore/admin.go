@@ -11,9 +11,6 @@ import (
 	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
-// errExists ends a create's transaction on a counter that exists.
-var errExists = errors.New("datastore: counter exists")
-
 // transact runs f in a transaction, again after a conflict (with backoff,
 // counted in Stats.Conflicts), up to a few dozen times.
 func (s *CounterStore) transact(ctx context.Context, op, id string, f func(tx *datastore.Transaction) error) error {
@@ -51,51 +48,10 @@ func (s *CounterStore) transact(ctx context.Context, op, id string, f func(tx *d
 	}
 }
 
-// getIn reads the counter entity in tx; nil when it does not exist.
-func (s *CounterStore) getIn(tx *datastore.Transaction, id string) (*counterEntity, error) {
-	var e counterEntity
-	err := tx.Get(s.counterKey(id), &e)
-	var fm *datastore.ErrFieldMismatch
-	switch {
-	case errors.Is(err, datastore.ErrNoSuchEntity):
-		return nil, nil
-	case err != nil && !errors.As(err, &fm):
-		return nil, txError("read counter", err)
-	}
-	return &e, e.check(s.counterKey(id))
-}
-
 // CreateCounter writes the counter entity and its zeroed shards in one
-// transaction.
+// transaction (docstore.CreateCounter).
 func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
-	spec, err := docstore.CheckCreate(id, spec)
-	if err != nil {
-		return nil, err
-	}
-	e := newCounterEntity(id, spec, s.now().UTC().Truncate(time.Microsecond))
-	err = s.transact(ctx, "create counter", id, func(tx *datastore.Transaction) error {
-		old, err := s.getIn(tx, id)
-		if err != nil {
-			return err
-		}
-		if old != nil {
-			return errExists
-		}
-		muts := []*datastore.Mutation{datastore.NewInsert(s.counterKey(id), e)}
-		for i := range spec.Shards {
-			muts = append(muts, datastore.NewUpsert(s.ShardKey(id, i), &shardEntity{Target: id}))
-		}
-		_, err = tx.Mutate(muts...)
-		return txErr(err)
-	})
-	if errors.Is(err, errExists) {
-		return nil, shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists", id)
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.shards.Add(id, e)
-	return e.counter(id), nil
+	return docstore.CreateCounter(ctx, counters{s}, id, spec, s.now())
 }
 
 func txErr(err error) error {
@@ -106,35 +62,11 @@ func txErr(err error) error {
 }
 
 // DeleteCounter deletes the counter entity and its shards in one
-// transaction, then its members, buckets and request ids. Those left
-// behind by a failure are never read again: they carry the deleted
-// counter's created_at, which a counter made again under the id does not
-// have.
+// transaction (docstore.DeleteCounter), then its members, buckets and
+// request ids.
 func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
+	if err := docstore.DeleteCounter(ctx, counters{s}, id); err != nil {
 		return err
-	}
-	found := true
-	err := s.transact(ctx, "delete counter", id, func(tx *datastore.Transaction) error {
-		e, err := s.getIn(tx, id)
-		if err != nil {
-			return err
-		}
-		if found = e != nil; !found {
-			return nil
-		}
-		keys := []*datastore.Key{s.counterKey(id)}
-		for i := range int(e.NumShards) {
-			keys = append(keys, s.ShardKey(id, i))
-		}
-		return txErr(tx.DeleteMulti(keys))
-	})
-	s.shards.Remove(id)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return shardcounter.CounterNotFound(id)
 	}
 	for _, kind := range []string{memberKind, bucketKind, requestKind} {
 		if err := s.deleteChildren(ctx, "delete counter", s.counterKey(id), kind); err != nil {

@@ -181,6 +181,12 @@ func (t *tx) Delete(k docstore.DocKey) {
 	t.muts = append(t.muts, datastore.NewDelete(counters{t.s}.key(k)))
 }
 
+// NewCounter is a new counter entity.
+func (counters) NewCounter(id string, spec shardcounter.Spec, created time.Time) docstore.Record {
+	ps, _ := newCounterEntity(id, spec, created).Save()
+	return recordOf(ps)
+}
+
 // CounterOf reads a counter entity (counterEntity).
 func (c counters) CounterOf(id string, rec docstore.Record) (shardcounter.Spec, time.Time, error) {
 	var e counterEntity

@@ -7,36 +7,16 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
 // CreateCounter writes the counter document and its zeroed shards in one
-// commit, as seed 000's createCounter does with a batch.
+// commit (docstore.CreateCounter), as seed 000's createCounter does with
+// a batch.
 func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
-	spec, err := docstore.CheckCreate(id, spec)
-	if err != nil {
-		return nil, err
-	}
-	m := meta{spec: spec, created: s.now().UTC().Truncate(time.Microsecond)}
-	ref := s.counterRef(id)
-	wb := s.client.Batch() //nolint:staticcheck // the one atomic commit in one round trip
-	wb.Create(ref, metaFields(id, m))
-	for i := range spec.Shards {
-		wb.Create(shardRef(ref, i), map[string]any{s.field: int64(0), fieldNumShards: int64(spec.Shards), fieldBy: s.writer})
-	}
-	if _, err := wb.Commit(ctx); err != nil {
-		if status.Code(err) == codes.AlreadyExists {
-			return nil, shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists", id)
-		}
-		return nil, writeError("create counter", err)
-	}
-	s.fullHint.Delete(id)
-	s.cache.Remove(id)
-	return m.counter(id), nil
+	return docstore.CreateCounter(ctx, counters{s}, id, spec, s.now())
 }
 
 // writeError maps a failed commit of an administrative write (nil: none).
@@ -54,42 +34,14 @@ func writeError(op string, err error) error {
 }
 
 // DeleteCounter deletes the counter document and its shards in one
-// commit, then its members, buckets and request ids. Those left behind by
-// a failure are never read again: they carry the deleted counter's
-// created_at, which a counter made again under the id does not have.
+// commit (docstore.DeleteCounter), then its members, buckets and request
+// ids.
 func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
+	if err := docstore.DeleteCounter(ctx, counters{s}, id); err != nil {
 		return err
 	}
-	ref := s.counterRef(id)
-	for attempt := 0; ; attempt++ {
-		sn, err := s.read(ctx, []string{id})
-		if err != nil {
-			return err
-		}
-		m, ok := sn.metas[id]
-		if !ok {
-			return shardcounter.CounterNotFound(id)
-		}
-		unlock := s.lockAll(id, m.spec.Shards)
-		wb := s.client.Batch() //nolint:staticcheck // see CreateCounter
-		wb.Delete(ref, firestore.Exists)
-		for i := range m.spec.Shards {
-			wb.Delete(shardRef(ref, i))
-		}
-		_, err = wb.Commit(ctx)
-		s.cache.Remove(id)
-		unlock()
-		if err == nil {
-			break
-		}
-		if !errors.Is(commitError(err), errConflict) || attempt == 5 {
-			return writeError("delete counter", err)
-		}
-	}
-	s.fullHint.Delete(id)
 	for _, c := range []string{membersCollection, bucketsCollection, requestsCollection} {
-		if err := s.deleteAll(ctx, ref.Collection(c)); err != nil {
+		if err := s.deleteAll(ctx, s.counterRef(id).Collection(c)); err != nil {
 			return err
 		}
 	}
@@ -114,15 +66,6 @@ func (s *CounterStore) deleteAll(ctx context.Context, col *firestore.CollectionR
 			return writeError("delete counter", err)
 		}
 	}
-}
-
-// lockAll takes the in-process locks of every shard of a counter.
-func (s *CounterStore) lockAll(id string, n int) func() {
-	keys := make([]int, 0, n)
-	for i := range n {
-		keys = append(keys, docstore.StripeOf(id, i))
-	}
-	return s.Locks.Lock(keys)
 }
 
 // ReshardCounter rewrites the counter in one commit (see

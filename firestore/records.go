@@ -97,7 +97,9 @@ type tx struct {
 	read   map[docstore.DocKey]time.Time // update times; zero: none
 	wb     *firestore.WriteBatch
 	writes int
-	unlock func()
+	// stripes: the shards' stripes Get locked; written: those written.
+	stripes, written []int
+	unlock           func()
 }
 
 func (c counters) ref(k docstore.DocKey) *firestore.DocumentRef {
@@ -114,6 +116,9 @@ func (c counters) Transact(ctx context.Context, op, id string, f func(docstore.T
 		t.wb = c.s.client.Batch() //nolint:staticcheck // see CreateCounter
 		err := f(t)
 		if err == nil && t.writes > 0 {
+			if t.stripes == nil { // locks the shards it writes, unread
+				t.unlock = c.s.Locks.Lock(t.written)
+			}
 			if _, err = t.wb.Commit(ctx); err != nil && !errors.Is(commitError(err), errConflict) {
 				err = writeError(op, err)
 			}
@@ -141,7 +146,7 @@ func (t *tx) Get(keys []docstore.DocKey) ([]docstore.Record, error) {
 	}
 	if len(stripes) > 0 {
 		t.unlock()
-		t.unlock = t.s.Locks.Lock(stripes)
+		t.stripes, t.unlock = stripes, t.s.Locks.Lock(stripes)
 	}
 	snaps, err := t.s.client.GetAll(t.ctx, refs)
 	if err != nil {
@@ -158,9 +163,16 @@ func (t *tx) Get(keys []docstore.DocKey) ([]docstore.Record, error) {
 	return out, nil
 }
 
+func (t *tx) write(k docstore.DocKey) {
+	t.writes++
+	if k.Shard >= 0 {
+		t.written = append(t.written, docstore.StripeOf(k.ID, k.Shard))
+	}
+}
+
 // Put updates a document it read, or creates one it found none of.
 func (t *tx) Put(k docstore.DocKey, fields docstore.Record) {
-	t.writes++
+	t.write(k)
 	ut := t.read[k]
 	if ut.IsZero() {
 		rec := docstore.Record{}
@@ -184,12 +196,17 @@ func (t *tx) Put(k docstore.DocKey, fields docstore.Record) {
 
 // Delete deletes a document, under its update time when it read one.
 func (t *tx) Delete(k docstore.DocKey) {
-	t.writes++
+	t.write(k)
 	if ut := t.read[k]; !ut.IsZero() {
 		t.wb.Delete(counters{t.s}.ref(k), firestore.LastUpdateTime(ut))
 		return
 	}
 	t.wb.Delete(counters{t.s}.ref(k))
+}
+
+// NewCounter is a new counter document (metaFields).
+func (counters) NewCounter(id string, spec shardcounter.Spec, created time.Time) docstore.Record {
+	return metaFields(id, meta{spec: spec, created: created})
 }
 
 // CounterOf reads a counter document (metaOf).
@@ -210,10 +227,14 @@ func (c counters) Resharded(n int, _ bool) docstore.Record {
 	return docstore.Record{fieldNumShards: int64(n)}
 }
 
-// ShardFields are a shard document's count, num_shards, wide mark and
-// writer (fieldBy).
+// ShardFields are a shard document's count, num_shards, writer (fieldBy)
+// and wide mark, absent when not wide.
 func (c counters) ShardFields(_ string, n int, val int64, wide bool) docstore.Record {
-	return docstore.Record{c.s.field: val, fieldNumShards: int64(n), fieldWide: wide, fieldBy: c.s.writer}
+	rec := docstore.Record{c.s.field: val, fieldNumShards: int64(n), fieldBy: c.s.writer, fieldWide: docstore.Deleted}
+	if wide {
+		rec[fieldWide] = true
+	}
+	return rec
 }
 
 // Members lists a distinct counter's members.
@@ -221,5 +242,8 @@ func (c counters) Members(ctx context.Context, id string, created time.Time) ([]
 	return c.s.Members(ctx, id, created)
 }
 
-// Forget drops the counter's cached state.
-func (c counters) Forget(id string) { c.s.cache.Remove(id) }
+// Forget drops the counter's cached state and hint.
+func (c counters) Forget(id string) {
+	c.s.cache.Remove(id)
+	c.s.fullHint.Delete(id)
+}

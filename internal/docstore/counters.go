@@ -41,7 +41,8 @@ type Counters interface {
 	// Transact runs f and commits its writes, again while it meets
 	// another writer, with the store's errors for op.
 	Transact(ctx context.Context, op, id string, f func(Tx) error) error
-	// CounterOf reads a counter's record.
+	// NewCounter is a new counter's record; CounterOf reads one.
+	NewCounter(id string, spec shardcounter.Spec, created time.Time) Record
 	CounterOf(id string, rec Record) (shardcounter.Spec, time.Time, error)
 	// ShardValue is the value a shard's record holds.
 	ShardValue(rec Record) int64
@@ -130,4 +131,64 @@ func ReshardCounter(ctx context.Context, c Counters, store, id string, n int) (*
 		return nil, err
 	}
 	return res, nil
+}
+
+// CreateCounter writes counter id's record and its zeroed shards in one
+// transaction, unless the record exists.
+func CreateCounter(ctx context.Context, c Counters, id string, spec shardcounter.Spec, now time.Time) (*shardcounter.Counter, error) {
+	spec, err := CheckCreate(id, spec)
+	if err != nil {
+		return nil, err
+	}
+	created := now.UTC().Truncate(time.Microsecond)
+	err = c.Transact(ctx, "create counter", id, func(tx Tx) error {
+		recs, err := tx.Get([]DocKey{{id, -1}})
+		if err != nil {
+			return err
+		}
+		if recs[0] != nil {
+			return shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists", id)
+		}
+		tx.Put(DocKey{id, -1}, c.NewCounter(id, spec, created))
+		for i := range spec.Shards {
+			tx.Put(DocKey{id, i}, c.ShardFields(id, spec.Shards, 0, false))
+		}
+		return nil
+	})
+	c.Forget(id)
+	if err != nil {
+		return nil, err
+	}
+	return &shardcounter.Counter{ID: id, Spec: spec, CreatedAt: created}, nil
+}
+
+// DeleteCounter deletes counter id's record and its shards in one
+// transaction. The store then deletes its members, buckets and request
+// ids; those left behind by a failure are never read again: they carry
+// the deleted counter's created_at, which a counter made again under the
+// id does not have.
+func DeleteCounter(ctx context.Context, c Counters, id string) error {
+	if err := shardcounter.ValidateID("counter id", id); err != nil {
+		return err
+	}
+	err := c.Transact(ctx, "delete counter", id, func(tx Tx) error {
+		recs, err := tx.Get([]DocKey{{id, -1}})
+		if err != nil {
+			return err
+		}
+		if recs[0] == nil {
+			return shardcounter.CounterNotFound(id)
+		}
+		spec, _, err := c.CounterOf(id, recs[0])
+		if err != nil {
+			return err
+		}
+		tx.Delete(DocKey{id, -1})
+		for i := range spec.Shards {
+			tx.Delete(DocKey{id, i})
+		}
+		return nil
+	})
+	c.Forget(id)
+	return err
 }
