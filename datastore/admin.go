@@ -11,9 +11,6 @@ import (
 	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
-// errExists ends a create's transaction on a counter that exists.
-var errExists = errors.New("datastore: counter exists")
-
 // transact runs f in a transaction, again after a conflict (with backoff,
 // counted in Stats.Conflicts), up to a few dozen times.
 func (s *CounterStore) transact(ctx context.Context, op, id string, f func(tx *datastore.Transaction) error) error {
@@ -51,51 +48,10 @@ func (s *CounterStore) transact(ctx context.Context, op, id string, f func(tx *d
 	}
 }
 
-// getIn reads the counter entity in tx; nil when it does not exist.
-func (s *CounterStore) getIn(tx *datastore.Transaction, id string) (*counterEntity, error) {
-	var e counterEntity
-	err := tx.Get(s.counterKey(id), &e)
-	var fm *datastore.ErrFieldMismatch
-	switch {
-	case errors.Is(err, datastore.ErrNoSuchEntity):
-		return nil, nil
-	case err != nil && !errors.As(err, &fm):
-		return nil, txError("read counter", err)
-	}
-	return &e, e.check(s.counterKey(id))
-}
-
 // CreateCounter writes the counter entity and its zeroed shards in one
-// transaction.
+// transaction (docstore.CreateCounter).
 func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
-	spec, err := docstore.CheckCreate(id, spec)
-	if err != nil {
-		return nil, err
-	}
-	e := newCounterEntity(id, spec, s.now().UTC().Truncate(time.Microsecond))
-	err = s.transact(ctx, "create counter", id, func(tx *datastore.Transaction) error {
-		old, err := s.getIn(tx, id)
-		if err != nil {
-			return err
-		}
-		if old != nil {
-			return errExists
-		}
-		muts := []*datastore.Mutation{datastore.NewInsert(s.counterKey(id), e)}
-		for i := range spec.Shards {
-			muts = append(muts, datastore.NewUpsert(s.ShardKey(id, i), &shardEntity{Target: id}))
-		}
-		_, err = tx.Mutate(muts...)
-		return txErr(err)
-	})
-	if errors.Is(err, errExists) {
-		return nil, shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists", id)
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.shards.Add(id, e)
-	return e.counter(id), nil
+	return docstore.CreateCounter(ctx, counters{s}, id, spec, s.now())
 }
 
 func txErr(err error) error {
@@ -106,35 +62,11 @@ func txErr(err error) error {
 }
 
 // DeleteCounter deletes the counter entity and its shards in one
-// transaction, then its members, buckets and request ids. Those left
-// behind by a failure are never read again: they carry the deleted
-// counter's created_at, which a counter made again under the id does not
-// have.
+// transaction (docstore.DeleteCounter), then its members, buckets and
+// request ids.
 func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
+	if err := docstore.DeleteCounter(ctx, counters{s}, id); err != nil {
 		return err
-	}
-	found := true
-	err := s.transact(ctx, "delete counter", id, func(tx *datastore.Transaction) error {
-		e, err := s.getIn(tx, id)
-		if err != nil {
-			return err
-		}
-		if found = e != nil; !found {
-			return nil
-		}
-		keys := []*datastore.Key{s.counterKey(id)}
-		for i := range int(e.NumShards) {
-			keys = append(keys, s.ShardKey(id, i))
-		}
-		return txErr(tx.DeleteMulti(keys))
-	})
-	s.shards.Remove(id)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return shardcounter.CounterNotFound(id)
 	}
 	for _, kind := range []string{memberKind, bucketKind, requestKind} {
 		if err := s.deleteChildren(ctx, "delete counter", s.counterKey(id), kind); err != nil {
@@ -162,74 +94,8 @@ func (s *CounterStore) deleteChildren(ctx context.Context, op string, parent *da
 	}
 }
 
-// ReshardCounter rewrites the counter in one transaction: its shard count,
-// every shard that stays (shard i of the new count gets the old shards j
-// with j mod n = i; a distinct counter's shards are its members counted
-// again; an approx counter's shard i merges the sketches of those
-// removed), new shards at 0 and the removed ones deleted.
+// ReshardCounter rewrites the counter in one transaction (see
+// docstore.ReshardCounter).
 func (s *CounterStore) ReshardCounter(ctx context.Context, id string, n int) (*shardcounter.Counter, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, err
-	}
-	if err := shardcounter.ValidateShards(n); err != nil {
-		return nil, err
-	}
-	var res *counterEntity
-	err := s.transact(ctx, "reshard", id, func(tx *datastore.Transaction) error {
-		e, err := s.getIn(tx, id)
-		if err != nil {
-			return err
-		}
-		if e == nil {
-			return shardcounter.CounterNotFound(id)
-		}
-		res = e
-		old := int(e.NumShards)
-		if old == n {
-			return nil
-		}
-		keys := make([]*datastore.Key, max(old, n))
-		ses := make([]shardEntity, len(keys))
-		for i := range keys {
-			keys[i] = s.ShardKey(id, i)
-		}
-		var l loads // paged: a lookup takes at most maxLookup keys
-		for i := range keys {
-			l.add(keys[i], &ses[i], func(bool) {})
-		}
-		if err := l.run(tx); err != nil {
-			return err
-		}
-		vals, sks := make([]int64, old), make([][]byte, old)
-		for i := range vals {
-			vals[i], sks[i] = ses[i].Count, ses[i].Sketch
-		}
-		vals, sks, wide, err := docstore.Reshard("datastore", id, shardcounter.Kind(e.Kind), vals, sks, n, func() ([]string, error) { return s.Members(ctx, id, e.CreatedAt) })
-		if err != nil {
-			return err
-		}
-		for i, b := range sks {
-			ses[i].Sketch = b
-		}
-		ne := *e
-		ne.NumShards, ne.Wide = int64(n), wide
-		muts := []*datastore.Mutation{datastore.NewUpdate(s.counterKey(id), &ne)}
-		for i := range keys {
-			if i >= n {
-				muts = append(muts, datastore.NewDelete(keys[i]))
-				continue
-			}
-			se := ses[i]
-			se.Target, se.Count = id, vals[i]
-			muts = append(muts, datastore.NewUpsert(keys[i], &se))
-		}
-		res = &ne
-		_, err = tx.Mutate(muts...)
-		return txErr(err)
-	})
-	s.shards.Remove(id)
-	if err != nil {
-		return nil, err
-	}
-	return res.counter(id), nil
+	return docstore.ReshardCounter(ctx, counters{s}, "datastore", id, n)
 }

@@ -43,13 +43,16 @@ func newCounterEntity(id string, spec shardcounter.Spec, created time.Time) *cou
 }
 
 func (e *counterEntity) Load(ps []datastore.Property) error {
-	rec := recordOf(ps)
+	e.load(recordOf(ps))
+	return nil
+}
+
+func (e *counterEntity) load(rec docstore.Record) {
 	e.NumShards, _ = rec["num_shards"].(int64)
 	e.ID, _ = rec["id"].(string)
 	e.Wide, _ = rec["wide"].(bool)
 	spec, created := docstore.SpecOf(e.NumShards, rec)
 	e.Kind, e.CreatedAt, e.Min, e.Max, e.Window = string(spec.Kind), created, spec.Min, spec.Max, spec.Window
-	return nil
 }
 
 func (e *counterEntity) Save() ([]datastore.Property, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"time"
 
 	"cloud.google.com/go/datastore"
 
@@ -115,3 +117,103 @@ func (r records) PutRecord(ctx context.Context, op string, t docstore.Table, nam
 var rankingsTable = docstore.Table{Name: "SC_Ranking", Noun: "ranking"}
 
 var _ shardcounter.RankingStore = (*CounterStore)(nil)
+
+// counters adapts the store to docstore.Counters: a transaction is one
+// of Datastore's, its reads paged lookups (maxLookup keys each), its
+// writes upserts of the properties read with the fields merged in (every
+// one unindexed but num_shards and the seed's target).
+type counters struct{ s *CounterStore }
+
+type tx struct {
+	s    *CounterStore
+	tx   *datastore.Transaction
+	read map[docstore.DocKey]datastore.PropertyList
+	muts []*datastore.Mutation
+}
+
+func (c counters) key(k docstore.DocKey) *datastore.Key {
+	if k.Shard < 0 {
+		return c.s.counterKey(k.ID)
+	}
+	return c.s.ShardKey(k.ID, k.Shard)
+}
+
+// Transact runs f in a transaction (transact) and mutates what it wrote.
+func (c counters) Transact(ctx context.Context, op, id string, f func(docstore.Tx) error) error {
+	return c.s.transact(ctx, op, id, func(dtx *datastore.Transaction) error {
+		t := &tx{s: c.s, tx: dtx, read: map[docstore.DocKey]datastore.PropertyList{}}
+		if err := f(t); err != nil || len(t.muts) == 0 {
+			return err
+		}
+		_, err := dtx.Mutate(t.muts...)
+		return txErr(err)
+	})
+}
+
+// Get reads keys in the transaction.
+func (t *tx) Get(keys []docstore.DocKey) ([]docstore.Record, error) {
+	var l loads
+	pss := make([]datastore.PropertyList, len(keys))
+	out := make([]docstore.Record, len(keys))
+	for i, k := range keys {
+		l.add(counters{t.s}.key(k), &pss[i], func(found bool) {
+			if found {
+				t.read[k], out[i] = pss[i], recordOf(pss[i])
+			}
+		})
+	}
+	return out, l.run(t.tx)
+}
+
+// Put upserts the entity read with fields in place of its properties.
+func (t *tx) Put(k docstore.DocKey, fields docstore.Record) {
+	ps := slices.DeleteFunc(slices.Clone(t.read[k]), func(p datastore.Property) bool { _, ok := fields[p.Name]; return ok })
+	for name, v := range fields {
+		if v != docstore.Deleted {
+			ps = append(ps, datastore.Property{Name: name, Value: v, NoIndex: name != "num_shards" && name != "target"})
+		}
+	}
+	t.muts = append(t.muts, datastore.NewUpsert(counters{t.s}.key(k), &ps))
+}
+
+// Delete deletes an entity.
+func (t *tx) Delete(k docstore.DocKey) {
+	t.muts = append(t.muts, datastore.NewDelete(counters{t.s}.key(k)))
+}
+
+// NewCounter is a new counter entity.
+func (counters) NewCounter(id string, spec shardcounter.Spec, created time.Time) docstore.Record {
+	ps, _ := newCounterEntity(id, spec, created).Save()
+	return recordOf(ps)
+}
+
+// CounterOf reads a counter entity (counterEntity).
+func (c counters) CounterOf(id string, rec docstore.Record) (shardcounter.Spec, time.Time, error) {
+	var e counterEntity
+	e.load(rec)
+	return e.spec(), e.CreatedAt.UTC(), e.check(c.s.counterKey(id))
+}
+
+// ShardValue is a shard entity's count.
+func (counters) ShardValue(rec docstore.Record) int64 {
+	v, _ := rec["count"].(int64)
+	return v
+}
+
+// Resharded sets the counter entity's num_shards and its wide mark.
+func (counters) Resharded(n int, wide bool) docstore.Record {
+	return docstore.Record{"num_shards": int64(n), "wide": wide}
+}
+
+// ShardFields are a shard entity's target and count, as the seed's.
+func (counters) ShardFields(id string, _ int, val int64, _ bool) docstore.Record {
+	return docstore.Record{"target": id, "count": val}
+}
+
+// Members lists a distinct counter's members.
+func (c counters) Members(ctx context.Context, id string, created time.Time) ([]string, error) {
+	return c.s.Members(ctx, id, created)
+}
+
+// Forget drops the counter's cached entity.
+func (c counters) Forget(id string) { c.s.shards.Remove(id) }

@@ -1,43 +1,22 @@
 package firestore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
 // CreateCounter writes the counter document and its zeroed shards in one
-// commit, as seed 000's createCounter does with a batch.
+// commit (docstore.CreateCounter), as seed 000's createCounter does with
+// a batch.
 func (s *CounterStore) CreateCounter(ctx context.Context, id string, spec shardcounter.Spec) (*shardcounter.Counter, error) {
-	spec, err := docstore.CheckCreate(id, spec)
-	if err != nil {
-		return nil, err
-	}
-	m := meta{spec: spec, created: s.now().UTC().Truncate(time.Microsecond)}
-	ref := s.counterRef(id)
-	wb := s.client.Batch() //nolint:staticcheck // the one atomic commit in one round trip
-	wb.Create(ref, metaFields(id, m))
-	for i := range spec.Shards {
-		wb.Create(shardRef(ref, i), map[string]any{s.field: int64(0), fieldNumShards: int64(spec.Shards), fieldBy: s.writer})
-	}
-	if _, err := wb.Commit(ctx); err != nil {
-		if status.Code(err) == codes.AlreadyExists {
-			return nil, shardcounter.Errorf(shardcounter.EEXISTS, "counter %q already exists", id)
-		}
-		return nil, writeError("create counter", err)
-	}
-	s.fullHint.Delete(id)
-	s.cache.Remove(id)
-	return m.counter(id), nil
+	return docstore.CreateCounter(ctx, counters{s}, id, spec, s.now())
 }
 
 // writeError maps a failed commit of an administrative write (nil: none).
@@ -55,42 +34,14 @@ func writeError(op string, err error) error {
 }
 
 // DeleteCounter deletes the counter document and its shards in one
-// commit, then its members, buckets and request ids. Those left behind by
-// a failure are never read again: they carry the deleted counter's
-// created_at, which a counter made again under the id does not have.
+// commit (docstore.DeleteCounter), then its members, buckets and request
+// ids.
 func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
+	if err := docstore.DeleteCounter(ctx, counters{s}, id); err != nil {
 		return err
 	}
-	ref := s.counterRef(id)
-	for attempt := 0; ; attempt++ {
-		sn, err := s.read(ctx, []string{id})
-		if err != nil {
-			return err
-		}
-		m, ok := sn.metas[id]
-		if !ok {
-			return shardcounter.CounterNotFound(id)
-		}
-		unlock := s.lockAll(id, m.spec.Shards)
-		wb := s.client.Batch() //nolint:staticcheck // see CreateCounter
-		wb.Delete(ref, firestore.Exists)
-		for i := range m.spec.Shards {
-			wb.Delete(shardRef(ref, i))
-		}
-		_, err = wb.Commit(ctx)
-		s.cache.Remove(id)
-		unlock()
-		if err == nil {
-			break
-		}
-		if !errors.Is(commitError(err), errConflict) || attempt == 5 {
-			return writeError("delete counter", err)
-		}
-	}
-	s.fullHint.Delete(id)
 	for _, c := range []string{membersCollection, bucketsCollection, requestsCollection} {
-		if err := s.deleteAll(ctx, ref.Collection(c)); err != nil {
+		if err := s.deleteAll(ctx, s.counterRef(id).Collection(c)); err != nil {
 			return err
 		}
 	}
@@ -117,120 +68,10 @@ func (s *CounterStore) deleteAll(ctx context.Context, col *firestore.CollectionR
 	}
 }
 
-// lockAll takes the in-process locks of every shard of a counter.
-func (s *CounterStore) lockAll(id string, n int) func() {
-	keys := make([]int, 0, n)
-	for i := range n {
-		keys = append(keys, docstore.StripeOf(id, i))
-	}
-	return s.Locks.Lock(keys)
-}
-
-// ReshardCounter rewrites the counter in one commit: its num_shards, every
-// shard that stays (shard i of the new count gets the old shards j with
-// j mod n = i; a distinct counter's shards are its members counted again;
-// an approx counter's shard i merges the sketches of those removed),
-// new shards at 0 and the removed ones deleted. Every shard document it
-// keeps is rewritten with the new count, so a writer that decided on the
-// old one fails its precondition and decides again.
+// ReshardCounter rewrites the counter in one commit (see
+// docstore.ReshardCounter), with the versions it read as preconditions.
 func (s *CounterStore) ReshardCounter(ctx context.Context, id string, n int) (*shardcounter.Counter, error) {
-	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return nil, err
-	}
-	if err := shardcounter.ValidateShards(n); err != nil {
-		return nil, err
-	}
-	ref := s.counterRef(id)
-	for attempt := 0; ; attempt++ {
-		c, err := s.reshardOnce(ctx, id, ref, n)
-		if err == nil || !errors.Is(err, errConflict) {
-			return c, err
-		}
-		s.Stats().Conflicts.Add(1)
-		if attempt == 50 || ctx.Err() != nil {
-			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: reshard of %q kept meeting writers; nothing applied, try again", id)
-		}
-		time.Sleep(time.Duration(1+attempt) * time.Millisecond)
-	}
-}
-
-func (s *CounterStore) reshardOnce(ctx context.Context, id string, ref *firestore.DocumentRef, n int) (*shardcounter.Counter, error) {
-	m, err := s.getMeta(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	old := m.spec.Shards
-	if old == n {
-		return m.counter(id), nil
-	}
-	unlock := s.lockAll(id, max(old, n))
-	defer unlock()
-	refs := []*firestore.DocumentRef{ref}
-	for i := range max(old, n) {
-		refs = append(refs, shardRef(ref, i))
-	}
-	snaps, err := s.client.GetAll(ctx, refs)
-	if err != nil {
-		return nil, readError("reshard", err)
-	}
-	if !snaps[0].Exists() {
-		return nil, shardcounter.CounterNotFound(id)
-	}
-	if m, err = decodeMeta(snaps[0]); err != nil {
-		return nil, err
-	}
-	if m.spec.Shards != old {
-		return nil, errConflict
-	}
-	vals, prev := make([]int64, old), make([][]byte, old)
-	for i := range vals {
-		vals[i], prev[i] = s.shardFromSnap(snaps[1+i]).value, sketchOf(snaps[1+i])
-	}
-	vals, sks, wide, err := docstore.Reshard("firestore", id, docstore.KindOf(m.spec), vals, prev, n, func() ([]string, error) { return s.Members(ctx, id, m.created) })
-	if err != nil {
-		return nil, err
-	}
-	for i := range min(old, n) { // sks: the approx shards' sketches that change
-		if sks != nil && bytes.Equal(sks[i], prev[i]) {
-			sks[i] = nil
-		}
-	}
-	wb := s.client.Batch() //nolint:staticcheck // see CreateCounter
-	wb.Update(ref, []firestore.Update{{Path: fieldNumShards, Value: int64(n)}}, firestore.LastUpdateTime(snaps[0].UpdateTime))
-	for i := range max(old, n) {
-		sr := shardRef(ref, i)
-		switch {
-		case i >= n && snaps[1+i].Exists():
-			wb.Delete(sr, firestore.LastUpdateTime(snaps[1+i].UpdateTime))
-		case i >= n:
-			wb.Delete(sr)
-		case snaps[1+i].Exists():
-			ups := []firestore.Update{{Path: s.field, Value: vals[i]}, {Path: fieldNumShards, Value: int64(n)}, {Path: fieldWide, Value: wide}, {Path: fieldBy, Value: s.writer}}
-			switch {
-			case sks != nil && sks[i] != nil:
-				ups = append(ups, firestore.Update{Path: fieldSketch, Value: sks[i]})
-			case sks != nil && i >= old && sketchOf(snaps[1+i]) != nil: // a document left by another program: a new shard starts empty
-				ups = append(ups, firestore.Update{Path: fieldSketch, Value: firestore.Delete})
-			}
-			wb.Update(sr, ups, firestore.LastUpdateTime(snaps[1+i].UpdateTime))
-		default:
-			fields := map[string]any{s.field: vals[i], fieldNumShards: int64(n), fieldWide: wide, fieldBy: s.writer}
-			if sks != nil && sks[i] != nil {
-				fields[fieldSketch] = sks[i]
-			}
-			wb.Create(sr, fields)
-		}
-	}
-	_, err = wb.Commit(ctx)
-	s.cache.Remove(id)
-	if err != nil {
-		if errors.Is(commitError(err), errConflict) {
-			return nil, errConflict
-		}
-		return nil, writeError("reshard", err)
-	}
-	m.spec.Shards = n
-	return m.counter(id), nil
+	return docstore.ReshardCounter(ctx, counters{s}, "firestore", id, n)
 }
 
 // expire deletes up to docstore.ExpireBatch+recorded expired request
