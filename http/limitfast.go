@@ -1,7 +1,6 @@
 package http
 
 import (
-	"bytes"
 	"net/http"
 	"strconv"
 	"sync"
@@ -13,27 +12,11 @@ import (
 // its RateLimit headers, each without encoding/json's reflection or an
 // allocation the answer does not need (TestTakeAllocs).
 
-// fastTake reads the body nearly every take or peek sends, {"cost":N}
-// with N 1 to 18 digits and no leading zero or white space, without
-// encoding/json's reflection. Any other body (ok false) takes DecodeTake's
-// general path, which reads this one alike (FuzzFastTake).
-func fastTake(body []byte) (cost int64, ok bool) {
-	digits, ok := bytes.CutPrefix(body, []byte(`{"cost":`))
-	if !ok {
-		return 0, false
-	}
-	digits, ok = bytes.CutSuffix(digits, []byte("}"))
-	if !ok || len(digits) == 0 || len(digits) > 18 || digits[0] == '0' {
-		return 0, false
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		cost = cost*10 + int64(c-'0')
-	}
-	return cost, true
-}
+// fastTake reads the body nearly every take or peek sends, {"cost":N},
+// without encoding/json's reflection (fastInt). Any other body (ok false)
+// takes DecodeTake's general path, which reads this one alike
+// (FuzzFastTake).
+func fastTake(body []byte) (cost int64, ok bool) { return fastInt(body, `{"cost":`) }
 
 // appendLimitResult writes into *b a take's or a peek's reply, byte for
 // byte what encoding/json writes for res and a newline

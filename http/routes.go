@@ -2,7 +2,6 @@ package http
 
 import (
 	"net/http"
-	"slices"
 
 	"github.com/shardcounter/shardcounter/acl"
 )
@@ -267,15 +266,6 @@ func Routes() []Route {
 			Class: ClassAdmin, Categories: CatAdmin, Keys: []Key{{In: InStore, Kind: KeyPrefix}},
 			handle: admin(backup), served: servesAdmin(backup)},
 	}
-}
-
-// route returns the table's route for a method and pattern, or nil.
-func route(routes []Route, method, pattern string) *Route {
-	i := slices.IndexFunc(routes, func(rt Route) bool { return rt.Method == method && rt.Pattern == pattern })
-	if i < 0 {
-		return nil
-	}
-	return &routes[i]
 }
 
 // wire registers the routes this server serves on its mux, one handler a
