@@ -37,16 +37,27 @@ SHARDCOUNTER_RESP_GOROUTINES=1 go test -race -count=1 -timeout 10m "$@" ./resp/s
 # with about 60 targets, each paying its instrumented build and its
 # corpus's baseline, a larger default would take the run past 30 minutes
 # on 2 cores.
+#
+# Each package's instrumented test binary is built once and run once a
+# target, as `go test -fuzz` would run it (from the package's directory,
+# with the go command's corpus cache): `go test -fuzz` links the binary
+# again for every target, which cost more than the fuzzing.
 fuzztime=${SHARDCOUNTER_FUZZTIME:-10000x}
 if [ "$fuzztime" != 0 ]; then
+  fuzzbin=$(mktemp -d)
+  trap 'rm -rf "$fuzzbin"' EXIT
+  fuzzcache=$(go env GOCACHE)/fuzz
   dirs=$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u)
   for dir in $dirs; do
     # An assignment, not a for list, so that a package that fails to build
     # fails the run instead of quietly having no targets.
     listed=$(go test -list '^Fuzz' "$dir")
+    go test -c -fuzz . -o "$fuzzbin/fuzz.test" "$dir"
+    pkg=$(go list "$dir")
     for target in $(grep '^Fuzz' <<<"$listed"); do
       echo "fuzz $dir $target for $fuzztime"
-      go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$dir"
+      (cd "$dir" && "$fuzzbin/fuzz.test" -test.run '^$' -test.fuzz "^${target}\$" \
+        -test.fuzztime "$fuzztime" -test.fuzzcachedir "$fuzzcache/$pkg")
     done
   done
 fi
