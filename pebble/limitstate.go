@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/shardcounter/shardcounter/decide"
-	"github.com/shardcounter/shardcounter/internal/overflow"
 )
 
 // maxStates bounds s.states: past it, the states kept are dropped, and
@@ -16,15 +15,14 @@ const maxStates = 4096
 // multi-shard limit states the batch read (read: view.state, which holds
 // the values the batch started from), as its shard writes leave them.
 //
-// They are exactly what a read of the record after the batch would give.
-// A read folds the record's operands in (record.go, fold): it gives the
-// exact sum of each shard's deltas whenever those sums are int64s, and
+// The values after the batch are decide's (ShardWrite.Value: a state's
+// shards are always read, so every write of one is Known); the store adds
+// nothing. They are what a read of the record after the batch gives: a
+// read folds the record's operands in (record.go, fold), which gives each
+// shard's exact sum of deltas whenever those sums are int64s, and
 // otherwise leaves some shard at math.MaxInt64 or math.MinInt64, having
-// moved the excess. So values read that have no shard at either bound are
-// the exact sums, and adding the batch's deltas to them, when no sum
-// leaves int64 (overflow.Add), gives the exact sums after the batch, which
-// the read after it gives. A state that does not pass these checks is not
-// kept (its next take reads it). Every other write of a record (a
+// moved the excess. So a state is kept only while no shard is at either
+// bound, before the batch and after it. Every other write of a record (a
 // counter's creation, deletion or reshard) drops its state, and so do a
 // batch that wrote it without reading it and a batch that Pebble may not
 // have applied (hand).
@@ -55,8 +53,8 @@ func (s *CounterStore) keepStates(read map[string][]int64, shards []decide.Shard
 }
 
 // afterBatch returns vals, counter id's shard values before the batch,
-// with the batch's shard writes of id added, and whether they are exact
-// (keepStates). vals is not changed.
+// with decide's values for the batch's shard writes of id, and whether
+// they can be kept (keepStates). vals is not changed.
 func afterBatch(id string, vals []int64, shards []decide.ShardWrite) ([]int64, bool) {
 	if len(vals) == 0 || atBound(vals) {
 		return nil, false
@@ -66,17 +64,13 @@ func afterBatch(id string, vals []int64, shards []decide.ShardWrite) ([]int64, b
 		if w.Counter != id {
 			continue
 		}
-		if w.Shard >= len(vals) {
+		if !w.Known || w.Shard >= len(vals) {
 			return nil, false
 		}
 		if &next[0] == &vals[0] {
 			next = append([]int64(nil), vals...)
 		}
-		v, ok := overflow.Add(next[w.Shard], w.Delta)
-		if !ok || (w.Known && v != w.Value) {
-			return nil, false
-		}
-		next[w.Shard] = v
+		next[w.Shard] = w.Value
 	}
 	return next, !atBound(next)
 }
