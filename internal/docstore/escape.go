@@ -12,10 +12,11 @@ import (
 // the escape characters:
 //
 //	.   →  ._        /   →  .~        ^   →  ^^
-//	the last _ of an id that starts and ends with __  →  ^_
+//	the last _ of an id that starts with __ and ends with __ or ._  →  ^_
 //
 // So "likes" and "post:42" are themselves, "post/42" is "post.~42", "." is
-// "._" and "__x__" is "__x_^_". Unescape reverses it.
+// "._", "__x__" is "__x_^_" and "__._" is "__._^_" (escaped as the rest
+// are, it would end "._" + "_", a reserved "__.__"). Unescape reverses it.
 //
 // The codes are chosen so that escaping keeps byte order: for any ids a
 // and b, a < b exactly when Escape(a) < Escape(b) (every code starts with
@@ -26,7 +27,7 @@ import (
 // need no field of their own.
 func Escape(id string) string {
 	last := -1
-	if len(id) >= 4 && strings.HasPrefix(id, "__") && strings.HasSuffix(id, "__") {
+	if n := len(id); n >= 4 && strings.HasPrefix(id, "__") && id[n-1] == '_' && (id[n-2] == '_' || id[n-2] == '.') {
 		last = len(id) - 1
 	}
 	if last < 0 && !strings.ContainsAny(id, "./^") {
