@@ -22,15 +22,3 @@ const propSketch = docstore.PropSketch
 var _ shardcounter.SketchStore = (*CounterStore)(nil)
 
 func isApprox(kind string) bool { return docstore.IsApprox(shardcounter.Kind(kind)) }
-
-// wantsMember reports whether the batch's first lookup reads inc's member
-// entity: not for a counter guessed to be an approx one, which keeps no
-// members. The guess is the cached entity, else the item's Create, which
-// need not match the counter (a reshard or a delete empties the cache);
-// readShards reads the members the entity as read shows were missed.
-func (b *batch) wantsMember(t *target, inc shardcounter.Increment) bool {
-	if t.guess != nil {
-		return !isApprox(t.guess.Kind)
-	}
-	return inc.Create == nil || inc.Create.Kind != shardcounter.KindApprox
-}

@@ -9,7 +9,6 @@ import (
 	"cloud.google.com/go/datastore"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/decide"
 	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
@@ -22,8 +21,8 @@ type batch struct {
 	now, cutoff time.Time
 	targets     map[string]*target
 	order       []string
-	reqs        map[requestKey]*ownEntity // nil: no such entity
-	members     map[requestKey]*ownEntity
+	reqs        map[requestKey]*docstore.Own // nil: no such entity
+	members     map[requestKey]*docstore.Own
 
 	// the view of the last pass over the items, and its decisions
 	docstore.View
@@ -48,9 +47,27 @@ type target struct {
 	st     *counterEntity       // the entity the items apply to (ent, or the one Decide created)
 }
 
+// spec is the spec of t's counter entity for docstore.Wanted: as read
+// (false when none was read), or guessed (nil when none), before the
+// read; false when t is nil (no counter of a valid id).
+func (t *target) spec(read bool) (*shardcounter.Spec, bool) {
+	if t == nil || read && t.ent == nil {
+		return nil, false
+	}
+	e := t.guess
+	if read {
+		e = t.ent
+	}
+	if e == nil {
+		return nil, true
+	}
+	spec := e.spec()
+	return &spec, true
+}
+
 func (s *CounterStore) newBatch(tx *datastore.Transaction, incs []shardcounter.Increment, now time.Time) *batch {
 	b := &batch{s: s, tx: tx, incs: incs, now: now, cutoff: now.Add(-s.Window()), targets: map[string]*target{},
-		reqs: map[requestKey]*ownEntity{}, members: map[requestKey]*ownEntity{}}
+		reqs: map[requestKey]*docstore.Own{}, members: map[requestKey]*docstore.Own{}}
 	for _, inc := range incs {
 		if _, ok := b.targets[inc.Counter]; ok || shardcounter.ValidateID("counter id", inc.Counter) != nil {
 			continue
@@ -133,32 +150,12 @@ func (b *batch) readFirst(ctx context.Context) error {
 			b.wantShards(&l, t, t.guess)
 		}
 	}
-	// The request ids deciding may ask about: a take's also under
-	// shardcounter.RefusedRequestID, where a refused take records it.
-	for _, r := range decide.Reads(b.incs) {
-		t := b.targets[r.Counter]
-		if t == nil || r.RequestID == "" {
-			continue
-		}
-		k := requestKey{Counter: r.Counter, ID: r.RequestID}
-		if _, ok := b.reqs[k]; !ok {
-			b.reqs[k] = nil
-			e := new(ownEntity)
-			l.add(childKey(t.key, requestKind, Escape(r.RequestID)), e, func(found bool) {
-				if found {
-					b.reqs[k] = e
-				}
-			})
-		}
+	reqs, members := docstore.Wanted(b.incs, func(id string) (*shardcounter.Spec, bool) { return b.targets[id].spec(false) })
+	for _, k := range reqs {
+		b.want(&l, b.reqs, requestKind, k)
 	}
-	for _, inc := range b.incs {
-		t := b.targets[inc.Counter]
-		if t == nil {
-			continue
-		}
-		if b.wantsMember(t, inc) {
-			b.wantMember(&l, t, inc.Member)
-		}
+	for _, k := range members {
+		b.want(&l, b.members, memberKind, k)
 	}
 	if err := l.run(b.tx); err != nil {
 		return err
@@ -191,29 +188,24 @@ func (b *batch) readShards() error {
 			b.wantShards(&l, t, t.ent)
 		}
 	}
-	for _, inc := range b.incs {
-		if t := b.targets[inc.Counter]; t != nil && t.ent != nil && !isApprox(t.ent.Kind) {
-			b.wantMember(&l, t, inc.Member)
-		}
+	_, members := docstore.Wanted(b.incs, func(id string) (*shardcounter.Spec, bool) { return b.targets[id].spec(true) })
+	for _, k := range members {
+		b.want(&l, b.members, memberKind, k)
 	}
 	return l.run(b.tx)
 }
 
-// wantMember adds to l the entity of t's member, unless the transaction
-// has read it, or it is no member (none, or invalid: the item fails).
-func (b *batch) wantMember(l *loads, t *target, member string) {
-	if member == "" || shardcounter.ValidateID("member", member) != nil {
+// want adds to l the entity of k, a request id or a member (kind), to be
+// read into m, unless the transaction has read it.
+func (b *batch) want(l *loads, m map[requestKey]*docstore.Own, kind string, k requestKey) {
+	if _, ok := m[k]; ok {
 		return
 	}
-	k := requestKey{Counter: t.id, ID: member}
-	if _, ok := b.members[k]; ok {
-		return
-	}
-	b.members[k] = nil
+	m[k] = nil
 	e := new(ownEntity)
-	l.add(childKey(t.key, memberKind, Escape(member)), e, func(found bool) {
+	l.add(childKey(b.targets[k.Counter].key, kind, Escape(k.ID)), e, func(found bool) {
 		if found {
-			b.members[k] = e
+			m[k] = &docstore.Own{Of: e.Of, At: e.At}
 		}
 	})
 }
@@ -247,7 +239,7 @@ func (b *batch) wantShards(l *loads, t *target, e *counterEntity) {
 // counter turned out to need its total checked (a shard would leave its
 // zone): its shards are then read and the batch decided again.
 func (b *batch) decide(incs []shardcounter.Increment, out []shardcounter.Outcome) (more bool, err error) {
-	b.View = docstore.View{Store: "datastore", Targets: map[string]*docstore.Target{}, Requests: map[docstore.Key]docstore.Request{}}
+	b.View = docstore.NewView("datastore")
 	for _, id := range b.order {
 		t := b.targets[id]
 		b.Targets[id], t.st = &t.Target, t.ent
@@ -264,17 +256,7 @@ func (b *batch) decide(incs []shardcounter.Increment, out []shardcounter.Outcome
 			t.Bucket = &shardcounter.Bucket{Start: t.bucket.Start, Value: t.bucket.Count}
 		}
 	}
-	// An id entity is the counter's when of its incarnation (of).
-	for k, e := range b.reqs {
-		if t := b.targets[k.Counter]; e != nil && t.ent != nil {
-			b.Requests[k] = docstore.Request{At: e.At, Seen: e.Of.Equal(t.ent.CreatedAt)}
-		}
-	}
-	for k, e := range b.members {
-		if t := b.targets[k.Counter]; t.ent != nil {
-			t.Members[k.ID] = e != nil && e.Of.Equal(t.ent.CreatedAt)
-		}
-	}
+	b.TakeOwn(b.reqs, b.members, func(id string) time.Time { return b.targets[id].ent.CreatedAt })
 	whole, err := b.View.Decide(incs, b.now, b.cutoff, out)
 	if len(whole) > 0 {
 		for _, id := range whole {
