@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/shardcounter/shardcounter"
-	"github.com/shardcounter/shardcounter/decide"
 	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
@@ -77,11 +76,10 @@ func (s *CounterStore) applyWhole(ctx context.Context, incs []shardcounter.Incre
 // the documents its commit states as preconditions.
 type target struct {
 	docstore.Target
-	id      string
-	ref     *firestore.DocumentRef
-	st      *counterState                          // nil while the counter does not exist
-	shards  map[int]bool                           // shards read for the batch
-	members map[string]*firestore.DocumentSnapshot // member documents read
+	id     string
+	ref    *firestore.DocumentRef
+	st     *counterState // nil while the counter does not exist
+	shards map[int]bool  // shards read for the batch
 }
 
 type requestKey = docstore.Key
@@ -99,7 +97,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	}
 	unlock := s.lockShards(targets, order)
 	defer unlock()
-	reqs, err := s.readForBatch(ctx, incs, targets, order)
+	reqs, members, err := s.readForBatch(ctx, incs, targets, order)
 	if err != nil {
 		return 0, err
 	}
@@ -109,7 +107,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 		}
 		now = s.now()
 	}
-	b := &batchState{s: s, now: now, targets: targets, reqs: reqs}
+	b := &batchState{s: s, now: now, targets: targets, reqs: reqs, members: members}
 	if err := b.decide(incs, out, order); err != nil {
 		return 0, err
 	}
@@ -214,13 +212,14 @@ func (s *CounterStore) lockShards(targets map[string]*target, order []string) fu
 }
 
 // readForBatch reads, in one round trip, the shard versions the store
-// does not know, and the request ids and members of the batch.
-func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Increment, targets map[string]*target, order []string) (map[requestKey]*firestore.DocumentSnapshot, error) {
+// does not know, and the request ids and members of the batch (nil:
+// none).
+func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Increment, targets map[string]*target, order []string) (reqs, members map[requestKey]*docstore.Own, err error) {
 	type slot struct {
 		t     *target
 		shard int
-		req   *requestKey
-		mem   string
+		own   map[requestKey]*docstore.Own // of a request id or member: k
+		k     requestKey
 	}
 	var refs []*firestore.DocumentRef
 	var slots []slot
@@ -237,55 +236,33 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 			}
 		}
 	}
-	seenReq := make(map[requestKey]bool)
-	seenMem := make(map[requestKey]bool)
-	// The request ids deciding may ask about: a take's also under
-	// shardcounter.RefusedRequestID, where a refused take records it.
-	for _, r := range decide.Reads(incs) {
-		t := targets[r.Counter]
-		if t == nil || r.RequestID == "" {
-			continue
+	reqKeys, memKeys := docstore.Wanted(incs, func(id string) (*shardcounter.Spec, bool) {
+		if t := targets[id]; t != nil && t.st != nil {
+			return &t.st.meta.spec, true
 		}
-		k := requestKey{Counter: r.Counter, ID: r.RequestID}
-		if !seenReq[k] {
-			seenReq[k] = true
-			refs = append(refs, t.ref.Collection(requestsCollection).Doc(Escape(r.RequestID)))
-			slots = append(slots, slot{req: &k})
-		}
+		return nil, targets[id] != nil
+	})
+	reqs, members = map[requestKey]*docstore.Own{}, map[requestKey]*docstore.Own{}
+	for _, k := range reqKeys {
+		refs = append(refs, targets[k.Counter].ref.Collection(requestsCollection).Doc(Escape(k.ID)))
+		slots = append(slots, slot{own: reqs, k: k})
 	}
-	for _, inc := range incs {
-		t := targets[inc.Counter]
-		if t == nil {
-			continue
-		}
-		if inc.Member != "" && !approxTarget(t, inc) && shardcounter.ValidateID("member", inc.Member) == nil {
-			k := requestKey{Counter: inc.Counter, ID: inc.Member}
-			if !seenMem[k] {
-				seenMem[k] = true
-				refs = append(refs, t.ref.Collection(membersCollection).Doc(Escape(inc.Member)))
-				slots = append(slots, slot{t: t, mem: inc.Member})
-			}
-		}
+	for _, k := range memKeys {
+		refs = append(refs, targets[k.Counter].ref.Collection(membersCollection).Doc(Escape(k.ID)))
+		slots = append(slots, slot{own: members, k: k})
 	}
-	reqs := make(map[requestKey]*firestore.DocumentSnapshot)
 	if len(refs) == 0 {
-		return reqs, nil
+		return reqs, members, nil
 	}
 	snaps, err := s.client.GetAll(ctx, refs)
 	if err != nil {
-		return nil, readError("read shards", err)
+		return nil, nil, readError("read shards", err)
 	}
 	for i, snap := range snaps {
 		sl := slots[i]
 		switch {
-		case sl.req != nil:
-			reqs[*sl.req] = snap
-		case sl.mem != "":
-			if sl.t.members == nil {
-				sl.t.members, sl.t.Members = map[string]*firestore.DocumentSnapshot{}, map[string]bool{}
-			}
-			sl.t.members[sl.mem] = snap
-			sl.t.Members[sl.mem] = sl.t.st != nil && snap.Exists() && sameTime(snap.Data()[fieldOf], sl.t.st.meta.created)
+		case sl.own != nil:
+			sl.own[sl.k] = ownOf(snap)
 		default:
 			sh := s.shardFromSnap(snap)
 			if sh.n != 0 && sh.n != int64(sl.t.st.meta.spec.Shards) {
@@ -293,7 +270,7 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 				// shard's version is fresh, so its precondition alone would
 				// let a member be counted on the old count's shard.
 				s.cache.Remove(sl.t.id)
-				return nil, errConflict
+				return nil, nil, errConflict
 			}
 			sl.t.st.shards[sl.shard] = sh
 			if isApprox(sl.t.st.meta.spec) {
@@ -310,19 +287,10 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 	for _, id := range order {
 		if t := targets[id]; t.st != nil && t.st.full && !t.allKnown() {
 			s.cache.Add(id, t.st) // remember it is full: the next attempt reads every shard
-			return nil, errFull
+			return nil, nil, errFull
 		}
 	}
-	return reqs, nil
-}
-
-// approxTarget reports whether inc's counter is an approx one, as far
-// as the batch knows it: its members are not documents.
-func approxTarget(t *target, inc shardcounter.Increment) bool {
-	if t.st != nil {
-		return isApprox(t.st.meta.spec)
-	}
-	return inc.Create != nil && isApprox(*inc.Create)
+	return reqs, members, nil
 }
 
 func (t *target) allKnown() bool {
@@ -337,6 +305,18 @@ func (t *target) allKnown() bool {
 func sameTime(v any, t time.Time) bool {
 	u, ok := v.(time.Time)
 	return ok && u.Equal(t)
+}
+
+// ownOf reads a request id's or a member's document; nil when there is
+// none.
+func ownOf(snap *firestore.DocumentSnapshot) *docstore.Own {
+	if snap == nil || !snap.Exists() {
+		return nil
+	}
+	o := &docstore.Own{Version: snap.UpdateTime}
+	o.Of, _ = snap.Data()[fieldOf].(time.Time)
+	o.At, _ = snap.Data()[fieldAt].(time.Time)
+	return o
 }
 
 // shardFromSnap reads a shard document's value and version.

@@ -18,7 +18,8 @@ type batchState struct {
 	s          *CounterStore
 	now        time.Time
 	targets    map[string]*target
-	reqs       map[requestKey]*firestore.DocumentSnapshot
+	reqs       map[requestKey]*docstore.Own // nil: none
+	members    map[requestKey]*docstore.Own
 	sweeps     []*firestore.DocumentRef
 	writesList []string // what the commit writes, for its results
 	size       *docstore.Sizes
@@ -29,7 +30,7 @@ type batchState struct {
 // counter the view knows only in part that must be checked whole ends the
 // attempt (errFull), to be read again in full.
 func (b *batchState) decide(incs []shardcounter.Increment, out []shardcounter.Outcome, order []string) error {
-	b.View = docstore.View{Store: "firestore", Targets: map[string]*docstore.Target{}, Requests: map[docstore.Key]docstore.Request{}}
+	b.View = docstore.NewView("firestore")
 	for _, id := range order {
 		t := b.targets[id]
 		b.Targets[id] = &t.Target
@@ -44,13 +45,7 @@ func (b *batchState) decide(incs []shardcounter.Increment, out []shardcounter.Ou
 			}
 		}
 	}
-	for k, snap := range b.reqs {
-		if t := b.targets[k.Counter]; t.st != nil && snap != nil && snap.Exists() {
-			d := snap.Data()
-			at, ok := d[fieldAt].(time.Time)
-			b.Requests[k] = docstore.Request{At: at, Seen: ok && sameTime(d[fieldOf], t.st.meta.created)}
-		}
-	}
+	b.TakeOwn(b.reqs, b.members, func(id string) time.Time { return b.targets[id].st.meta.created })
 	whole, err := b.View.Decide(incs, b.now, b.now.Add(-b.s.Window()), out)
 	if len(whole) > 0 {
 		for _, id := range whole {
@@ -83,28 +78,22 @@ func newState(spec shardcounter.Spec, now time.Time) *counterState {
 	return st
 }
 
-// sweepBuckets finds the buckets past retention of the windowed counters
-// the batch writes, for the commit to delete: a few per counter and
-// batch, so the work follows the writes.
-func (s *CounterStore) sweepBuckets(ctx context.Context, b *batchState, order []string) error {
-	for _, id := range order {
-		t := b.targets[id]
-		if t.Create || len(t.Buckets) == 0 {
-			continue
-		}
-		docs, err := t.ref.Collection(bucketsCollection).Where(fieldStart, "<", t.Buckets[0].Sweep).Limit(sweepBatch).Documents(ctx).GetAll()
+// sweepBuckets finds the buckets past retention the commit deletes
+// (docstore.Sweep).
+func (s *CounterStore) sweepBuckets(ctx context.Context, b *batchState, order []string) (err error) {
+	b.sweeps, err = docstore.Sweep(&b.View, order, func(id string, cut time.Time) ([]*firestore.DocumentRef, error) {
+		docs, err := b.targets[id].ref.Collection(bucketsCollection).Where(fieldStart, "<", cut).Limit(docstore.SweepBatch).Documents(ctx).GetAll()
 		if err != nil {
-			return readError("read window buckets", err)
+			return nil, readError("read window buckets", err)
 		}
-		for _, d := range docs {
-			b.sweeps = append(b.sweeps, d.Ref)
+		refs := make([]*firestore.DocumentRef, len(docs))
+		for i, d := range docs {
+			refs[i] = d.Ref
 		}
-	}
-	return nil
+		return refs, nil
+	})
+	return err
 }
-
-// sweepBatch bounds the buckets one batch deletes per counter.
-const sweepBatch = 64
 
 // shardWrite is a shard document the commit writes, and where its result
 // is.
@@ -151,13 +140,13 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 		for m, present := range t.Present {
 			ref := t.ref.Collection(membersCollection).Doc(Escape(m))
 			b.count(ref, map[string]any{fieldOf: st.meta.created}, nil)
-			switch snap := t.members[m]; {
-			case present && snap != nil && snap.Exists():
-				wb.Update(ref, []firestore.Update{{Path: fieldOf, Value: st.meta.created}}, firestore.LastUpdateTime(snap.UpdateTime))
-			case present:
+			switch o := b.members[requestKey{Counter: id, ID: m}]; {
+			case present && o == nil:
 				wb.Create(ref, map[string]any{fieldOf: st.meta.created})
-			default:
-				wb.Delete(ref, firestore.LastUpdateTime(snap.UpdateTime))
+			case present:
+				wb.Update(ref, []firestore.Update{{Path: fieldOf, Value: st.meta.created}}, firestore.LastUpdateTime(o.Version))
+			default: // read present
+				wb.Delete(ref, firestore.LastUpdateTime(o.Version))
 			}
 			add("member")
 		}
@@ -171,12 +160,12 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 	}
 	for _, r := range b.Records {
 		t := b.targets[r.Counter]
-		ref, snap := t.ref.Collection(requestsCollection).Doc(Escape(r.ID)), b.reqs[requestKey{Counter: r.Counter, ID: r.ID}]
+		ref, o := t.ref.Collection(requestsCollection).Doc(Escape(r.ID)), b.reqs[requestKey{Counter: r.Counter, ID: r.ID}]
 		fields := map[string]any{fieldAt: b.now, fieldOf: t.st.meta.created}
 		b.size.For(r.Counter)
 		b.count(ref, fields, nil)
-		if snap != nil && snap.Exists() {
-			wb.Update(ref, []firestore.Update{{Path: fieldAt, Value: b.now}, {Path: fieldOf, Value: t.st.meta.created}}, firestore.LastUpdateTime(snap.UpdateTime))
+		if o != nil {
+			wb.Update(ref, []firestore.Update{{Path: fieldAt, Value: b.now}, {Path: fieldOf, Value: t.st.meta.created}}, firestore.LastUpdateTime(o.Version))
 		} else {
 			wb.Create(ref, fields)
 		}

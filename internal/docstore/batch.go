@@ -69,3 +69,25 @@ func (v *View) TakeOwn(reqs, members map[Key]*Own, created func(id string) time.
 		}
 	}
 }
+
+// SweepBatch bounds the buckets one batch deletes per counter.
+const SweepBatch = 64
+
+// Sweep returns the buckets past retention of the windowed counters the
+// batch writes (not those it creates), found by find (the store's keys of
+// up to SweepBatch buckets of counter id that start before cut), for the
+// commit to delete: a few per counter and batch, so the work follows the
+// writes.
+func Sweep[K any](v *View, order []string, find func(id string, cut time.Time) ([]K, error)) ([]K, error) {
+	var out []K
+	for _, id := range order {
+		if t := v.Targets[id]; t.Touched && !t.Create && len(t.Buckets) > 0 {
+			ks, err := find(id, t.Buckets[0].Sweep)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ks...)
+		}
+	}
+	return out, nil
+}

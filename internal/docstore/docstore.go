@@ -1,14 +1,15 @@
 // Package docstore holds what the two document stores, firestore (seed
 // 000's layout, commits with preconditions) and datastore (seed 002's
 // layout, transactions), share beyond their SDKs: the view a batch is
-// decided on and what it decided (view.go), which request ids and
-// members a batch reads and how they enter the view (batch.go), the
-// attempts of a batch with their backoff (retry.go) and the markers that
-// settle a commit with no clear answer (marker.go), the running totals,
-// the pace and dedupe window, the in-process lock stripes, the throttle
-// of request-id expiry, the snapshot readings, the approx counters'
-// sketch arithmetic, and the estimate of a commit's size with the split
-// of a batch too large for one commit (split.go). Each store reads its records into the view and turns
+// decided on and what it decided (view.go), which request ids and members
+// a batch reads and how they enter the view, and the buckets past
+// retention it deletes (batch.go), the attempts of a batch with their
+// backoff (retry.go) and the markers that settle a commit with no clear
+// answer (marker.go), the running totals, the pace and dedupe window, the
+// in-process lock stripes, the throttle of request-id expiry, the
+// snapshot readings, the approx counters' sketch arithmetic, and the
+// estimate of a commit's size with the split of a batch too large for one
+// commit (split.go). Each store reads its records into the view and turns
 // the decisions into its own writes, and keeps its own layout, DSN, error
 // mapping and indexes; it embeds a Base.
 //
