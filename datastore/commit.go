@@ -10,29 +10,20 @@ import (
 	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
-// sweepBatch bounds the buckets one batch deletes per counter.
-const sweepBatch = 64
-
-// sweep finds, in the transaction, the buckets past retention of the
-// windowed counters the batch writes, for the commit to delete: a few per
-// counter and batch, so the work follows the writes.
-func (b *batch) sweep(ctx context.Context) error {
-	b.sweeps = nil
-	for _, id := range b.order {
+// sweep finds, in the transaction, the buckets past retention the
+// commit deletes (docstore.Sweep).
+func (b *batch) sweep(ctx context.Context) (err error) {
+	b.sweeps, err = docstore.Sweep(&b.View, b.order, func(id string, cut time.Time) ([]*datastore.Key, error) {
 		t := b.targets[id]
-		if !t.Touched || t.Create || len(t.Buckets) == 0 {
-			continue
-		}
-		cut := t.Buckets[0].Sweep.Unix()
-		q := datastore.NewQuery(bucketKind).Namespace(b.s.namespace).Ancestor(t.key).
-			FilterField("__key__", "<", childKey(t.key, bucketKind, bucketName(cut))).KeysOnly().Limit(sweepBatch).Transaction(b.tx)
+		q := datastore.NewQuery(bucketKind).Namespace(b.s.namespace).Ancestor(t.key).FilterField("__key__", "<", childKey(t.key, bucketKind, bucketName(cut.Unix()))).
+			KeysOnly().Limit(docstore.SweepBatch).Transaction(b.tx)
 		keys, err := b.s.client.GetAll(ctx, q, nil)
 		if err != nil {
-			return txError("read window buckets", err)
+			return nil, txError("read window buckets", err)
 		}
-		b.sweeps = append(b.sweeps, keys...)
-	}
-	return nil
+		return keys, nil
+	})
+	return err
 }
 
 // shardWrite is a shard entity the commit writes.
