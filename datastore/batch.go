@@ -21,16 +21,14 @@ type batch struct {
 	now, cutoff time.Time
 	targets     map[string]*target
 	order       []string
-	reqs        map[requestKey]*docstore.Own // nil: no such entity
-	members     map[requestKey]*docstore.Own
+	reqs        map[docstore.Key]*docstore.Own // nil: no such entity
+	members     map[docstore.Key]*docstore.Own
 
 	// the view of the last pass over the items, and its decisions
 	docstore.View
 	sweeps []*datastore.Key
 	size   *docstore.Sizes // of the commit's mutations
 }
-
-type requestKey = docstore.Key
 
 // target is one counter of the batch: the view's (docstore.Target), and
 // the entities its transaction read.
@@ -67,7 +65,7 @@ func (t *target) spec(read bool) (*shardcounter.Spec, bool) {
 
 func (s *CounterStore) newBatch(tx *datastore.Transaction, incs []shardcounter.Increment, now time.Time) *batch {
 	b := &batch{s: s, tx: tx, incs: incs, now: now, cutoff: now.Add(-s.Window()), targets: map[string]*target{},
-		reqs: map[requestKey]*docstore.Own{}, members: map[requestKey]*docstore.Own{}}
+		reqs: map[docstore.Key]*docstore.Own{}, members: map[docstore.Key]*docstore.Own{}}
 	for _, inc := range incs {
 		if _, ok := b.targets[inc.Counter]; ok || shardcounter.ValidateID("counter id", inc.Counter) != nil {
 			continue
@@ -197,7 +195,7 @@ func (b *batch) readShards() error {
 
 // want adds to l the entity of k, a request id or a member (kind), to be
 // read into m, unless the transaction has read it.
-func (b *batch) want(l *loads, m map[requestKey]*docstore.Own, kind string, k requestKey) {
+func (b *batch) want(l *loads, m map[docstore.Key]*docstore.Own, kind string, k docstore.Key) {
 	if _, ok := m[k]; ok {
 		return
 	}

@@ -82,8 +82,6 @@ type target struct {
 	shards map[int]bool  // shards read for the batch
 }
 
-type requestKey = docstore.Key
-
 // applyOnce makes one attempt, its commit marked by m (see marker.go); it
 // returns how many request ids it recorded, and the marker, on commit. A
 // commit that would pass limit is not sent: its error is a
@@ -214,12 +212,12 @@ func (s *CounterStore) lockShards(targets map[string]*target, order []string) fu
 // readForBatch reads, in one round trip, the shard versions the store
 // does not know, and the request ids and members of the batch (nil:
 // none).
-func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Increment, targets map[string]*target, order []string) (reqs, members map[requestKey]*docstore.Own, err error) {
+func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Increment, targets map[string]*target, order []string) (reqs, members map[docstore.Key]*docstore.Own, err error) {
 	type slot struct {
 		t     *target
 		shard int
-		own   map[requestKey]*docstore.Own // of a request id or member: k
-		k     requestKey
+		own   map[docstore.Key]*docstore.Own // of a request id or member: k
+		k     docstore.Key
 	}
 	var refs []*firestore.DocumentRef
 	var slots []slot
@@ -242,7 +240,7 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 		}
 		return nil, targets[id] != nil
 	})
-	reqs, members = map[requestKey]*docstore.Own{}, map[requestKey]*docstore.Own{}
+	reqs, members = map[docstore.Key]*docstore.Own{}, map[docstore.Key]*docstore.Own{}
 	for _, k := range reqKeys {
 		refs = append(refs, targets[k.Counter].ref.Collection(requestsCollection).Doc(Escape(k.ID)))
 		slots = append(slots, slot{own: reqs, k: k})

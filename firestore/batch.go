@@ -18,8 +18,8 @@ type batchState struct {
 	s          *CounterStore
 	now        time.Time
 	targets    map[string]*target
-	reqs       map[requestKey]*docstore.Own // nil: none
-	members    map[requestKey]*docstore.Own
+	reqs       map[docstore.Key]*docstore.Own // nil: none
+	members    map[docstore.Key]*docstore.Own
 	sweeps     []*firestore.DocumentRef
 	writesList []string // what the commit writes, for its results
 	size       *docstore.Sizes
@@ -140,7 +140,7 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 		for m, present := range t.Present {
 			ref := t.ref.Collection(membersCollection).Doc(Escape(m))
 			b.count(ref, map[string]any{fieldOf: st.meta.created}, nil)
-			switch o := b.members[requestKey{Counter: id, ID: m}]; {
+			switch o := b.members[docstore.Key{Counter: id, ID: m}]; {
 			case present && o == nil:
 				wb.Create(ref, map[string]any{fieldOf: st.meta.created})
 			case present:
@@ -160,7 +160,7 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 	}
 	for _, r := range b.Records {
 		t := b.targets[r.Counter]
-		ref, o := t.ref.Collection(requestsCollection).Doc(Escape(r.ID)), b.reqs[requestKey{Counter: r.Counter, ID: r.ID}]
+		ref, o := t.ref.Collection(requestsCollection).Doc(Escape(r.ID)), b.reqs[docstore.Key{Counter: r.Counter, ID: r.ID}]
 		fields := map[string]any{fieldAt: b.now, fieldOf: t.st.meta.created}
 		b.size.For(r.Counter)
 		b.count(ref, fields, nil)
