@@ -410,7 +410,7 @@ const removeUnsupported = "this store does not remove idle limit states"
 // sweeper stops sending them there (IsRemoveUnsupported), and the states
 // stay.
 func ErrRemoveUnsupported(counter string) error {
-	return Errorf(EINVALID, "%s (counter %q): its takes are decided by a rule of its own that does not carry the removal", removeUnsupported, counter)
+	return Errorf(EINVALID, "%s (counter %q): the states stay; Pebble, bolt and PostgreSQL remove them", removeUnsupported, counter)
 }
 
 // IsRemoveUnsupported reports whether err is ErrRemoveUnsupported's.

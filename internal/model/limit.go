@@ -84,7 +84,7 @@ func (b *batch) remove(inc shardcounter.Increment, o *shardcounter.Outcome) {
 		return
 	}
 	c := b.s.counters[inc.Counter]
-	if b.busy[inc.Counter] || c == nil {
+	if b.isBusy(inc.Counter) || c == nil {
 		o.Skipped = true
 		return
 	}
@@ -100,6 +100,20 @@ func (b *batch) remove(inc shardcounter.Increment, o *shardcounter.Outcome) {
 		}
 	}
 	delete(b.s.counters, inc.Counter)
+}
+
+// isBusy reports whether an item of the batch other than a removal is on
+// counter id.
+func (b *batch) isBusy(id string) bool {
+	if b.busy == nil {
+		b.busy = map[string]bool{}
+		for _, inc := range b.incs {
+			if inc.Take == nil || !inc.Take.Remove {
+				b.busy[inc.Counter] = true
+			}
+		}
+	}
+	return b.busy[id]
 }
 
 // clock returns the time a take at now is decided at: now, except that a
