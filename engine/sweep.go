@@ -173,6 +173,7 @@ func (e *Engine) SweepLimits(ctx context.Context) (int, error) {
 	for i, r := range res {
 		switch {
 		case r.Error != nil && shardcounter.IsRemoveUnsupported(r.Error):
+			e.cfg.Logger.Info("the store does not remove idle limit states: they stay, and the engine stops sending their removals", "error", r.Error)
 			s.off.Store(true)
 			s.mu.Lock()
 			clear(s.keys)
