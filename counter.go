@@ -216,6 +216,10 @@ type WriteResult struct {
 	// AppliedDelta is a bounded write's applied delta (Write.Bound,
 	// Outcome.Applied): 0 when it was skipped.
 	AppliedDelta *int64 `json:"-"`
+	// Removed is set on a removal of an idle key's state
+	// (LimitTake.Remove) that removed it; one that kept it (not idle, or
+	// gone) leaves it false.
+	Removed bool `json:"-"`
 }
 
 // CreateOptions choose a new counter's spec. The shard count is Shards

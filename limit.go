@@ -280,6 +280,15 @@ type LimitTake struct {
 	Policy LimitPolicy // with its defaults
 	Cost   int64
 	Peek   bool
+	// Remove makes the item not a take but the removal of the key's
+	// state counter if it is idle at the commit's time (a take would see
+	// a fresh key: ValidateRemoveIncrement gives its shape). The store
+	// decides it from the state it reads in the same atomic step as any
+	// take of the key (package decide), so a take committed before it
+	// keeps the state and one after it sees a fresh key: none is lost. A
+	// kept state's outcome is Skipped. A store that does not decide it
+	// refuses it (ErrRemoveUnsupported).
+	Remove bool
 }
 
 // ValidateTake checks a take's cost as a client sends it: at least 1. A
@@ -304,10 +313,16 @@ func ValidateLimitName(name string) error {
 }
 
 // ValidateTakeIncrement checks an increment with Take as a store that
-// decides takes (package decide) receives it.
+// decides takes (package decide) receives it. It refuses a removal
+// (LimitTake.Remove, ErrRemoveUnsupported): a store that decides those
+// checks them with ValidateRemoveIncrement first, so that one that takes
+// through a rule of its own (Redis's script) refuses them clearly.
 func ValidateTakeIncrement(inc Increment) error {
 	if err := validateIncrementNames(inc); err != nil {
 		return err
+	}
+	if inc.Take.Remove {
+		return ErrRemoveUnsupported(inc.Counter)
 	}
 	if inc.Delta != 0 || inc.Member != "" || inc.Sketch != nil {
 		return Errorf(EINVALID, "a take has no delta, member or sketch")
@@ -321,6 +336,33 @@ func ValidateTakeIncrement(inc Increment) error {
 	return ValidateTake(inc.Take.Cost)
 }
 
+// ValidateRemoveIncrement checks a removal of an idle key's state
+// (LimitTake.Remove) as a store that decides them receives it: a state
+// counter (IsLimitKeyID) under a policy with its defaults, cost 0, and no
+// peek, delta, member, sketch, request id, Create, bound or total: a
+// removal creates nothing and records nothing.
+func ValidateRemoveIncrement(inc Increment) error {
+	if err := validateIncrementNames(inc); err != nil {
+		return err
+	}
+	if !IsLimitKeyID(inc.Counter) {
+		return Errorf(EINVALID, "a removal's counter is a limit key's state (LimitKeyID)")
+	}
+	if inc.Delta != 0 || inc.Member != "" || inc.Sketch != nil || inc.RequestID != "" || inc.Create != nil || inc.Bound != nil || inc.Total {
+		return Errorf(EINVALID, "a removal of an idle limit state has no delta, member, sketch, request id, create, bound or total")
+	}
+	if inc.Take.Cost != 0 || inc.Take.Peek {
+		return Errorf(EINVALID, "a removal of an idle limit state has cost 0 and is no peek")
+	}
+	if err := ValidateLimitPolicy(inc.Take.Policy); err != nil {
+		return err
+	}
+	if inc.Take.Policy != inc.Take.Policy.WithDefaults() {
+		return Errorf(EINVALID, "a removal's policy has its defaults filled in (LimitPolicy.WithDefaults)")
+	}
+	return nil
+}
+
 // validateTakeWrite checks a write with Take, as ValidateWrite receives
 // it from the engine's callers that take under a policy of their own (the
 // RESP front end's CL.THROTTLE): the counter is a key's state
@@ -332,6 +374,9 @@ func validateTakeWrite(w Write) error {
 	}
 	if w.Delta != 0 || w.Member != "" || w.Present != nil || w.Kind != "" || w.WantValue {
 		return Errorf(EINVALID, "a take has no delta, member, kind or value wanted")
+	}
+	if w.Take.Remove {
+		return ValidateRemoveIncrement(Increment{Counter: w.Counter, RequestID: w.RequestID, Take: w.Take})
 	}
 	if w.RequestID != "" {
 		if err := ValidateID("request id", w.RequestID); err != nil {
@@ -355,6 +400,23 @@ func ErrLimitsUnsupported(counter string) error {
 func IsLimitsUnsupported(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && strings.HasPrefix(e.Message, limitsUnsupported)
+}
+
+// removeUnsupported starts the message of ErrRemoveUnsupported's errors.
+const removeUnsupported = "this store does not remove idle limit states"
+
+// ErrRemoveUnsupported is the error of a removal of an idle key's state
+// (LimitTake.Remove) on a store that does not decide it: the engine's
+// sweeper stops sending them there (IsRemoveUnsupported), and the states
+// stay.
+func ErrRemoveUnsupported(counter string) error {
+	return Errorf(EINVALID, "%s (counter %q): the states stay; Pebble, bolt and PostgreSQL remove them", removeUnsupported, counter)
+}
+
+// IsRemoveUnsupported reports whether err is ErrRemoveUnsupported's.
+func IsRemoveUnsupported(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && strings.HasPrefix(e.Message, removeUnsupported)
 }
 
 // RefusedRequestID is the request id recorded for a refused take with

@@ -167,6 +167,11 @@ func (v *view) write(m decide.Mutations, ns int64) error {
 			return err
 		}
 	}
+	for _, id := range m.Removes {
+		if err := deleteCounter(v.tx, id); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -77,24 +77,31 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 		if _, err := getMeta(tx, id); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketCounters).Delete([]byte(id)); err != nil {
+		return deleteCounter(tx, id)
+	})
+}
+
+// deleteCounter deletes every record of counter id in tx: its record,
+// shards, members, window buckets, sketches and request ids. Apply calls
+// it too, for a limit state removed idle (decide.Mutations.Removes).
+func deleteCounter(tx *bbolt.Tx, id string) error {
+	if err := tx.Bucket(bucketCounters).Delete([]byte(id)); err != nil {
+		return err
+	}
+	p := prefixKey(id)
+	for _, b := range [][]byte{bucketShards, bucketMembers, bucketWindow, bucketSketches} {
+		if err := deletePrefix(tx.Bucket(b), p); err != nil {
 			return err
 		}
-		p := prefixKey(id)
-		for _, b := range [][]byte{bucketShards, bucketMembers, bucketWindow, bucketSketches} {
-			if err := deletePrefix(tx.Bucket(b), p); err != nil {
-				return err
-			}
+	}
+	byTime := tx.Bucket(bucketByTime)
+	c := tx.Bucket(bucketRequests).Cursor()
+	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		if err := byTime.Delete(timeKey(decodeInt(v), k)); err != nil {
+			return err
 		}
-		byTime := tx.Bucket(bucketByTime)
-		c := tx.Bucket(bucketRequests).Cursor()
-		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			if err := byTime.Delete(timeKey(decodeInt(v), k)); err != nil {
-				return err
-			}
-		}
-		return deletePrefix(tx.Bucket(bucketRequests), p)
-	})
+	}
+	return deletePrefix(tx.Bucket(bucketRequests), p)
 }
 
 // ReshardCounter changes the shard count in one transaction. Writes are

@@ -91,6 +91,8 @@ type decider struct {
 	buckets  []BucketWrite
 	sk       Sketches
 	sketches []SketchWrite
+	removes  []string        // state counters removed (remove)
+	touched  map[string]bool // counters of the batch's items other than removals (busy)
 }
 
 // state is one counter as the items so far leave it.
@@ -158,6 +160,9 @@ func (d *decider) item(i int) error {
 		}
 	}
 	if inc.Take != nil {
+		if inc.Take.Remove {
+			return d.remove(i)
+		}
 		return d.take(i)
 	}
 	if inc.Bound != nil {
@@ -484,7 +489,7 @@ func (d *decider) totals() {
 
 // mutations returns what the decided batch writes.
 func (d *decider) mutations() Mutations {
-	m := Mutations{Requests: d.requests, Buckets: d.buckets, Sketches: d.sketches}
+	m := Mutations{Requests: d.requests, Buckets: d.buckets, Sketches: d.sketches, Removes: d.removes}
 	if d.nwrite > 0 {
 		m.Counters = make([]CounterWrite, 0, d.nwrite)
 		for i := range d.states {

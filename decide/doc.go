@@ -47,6 +47,12 @@
 //     (sketch.Apply), and the shard's items are Unchanged together when
 //     its sketch did not change (Sketches). FoldSketches is the reshard's
 //     rule.
+//   - Removals of idle limit states (LimitTake.Remove): the key's state is
+//     read as a take reads it, and its counter removed, every record,
+//     when it is idle at Batch.Now (Idle: a take would see a fresh key);
+//     kept (Skipped) when missing, not idle, or when another item of the
+//     batch is on the same counter, so that no write of the batch meets
+//     the removal (Mutations.Removes).
 //   - Totals: an item that asked (Increment.Total) and did not fail gets
 //     its counter's total after the batch, where the view knows it.
 //   - Transactions (Increment.Txn) change nothing here: a batch decided

@@ -206,7 +206,7 @@ func (d *decider) take(i int) error {
 	}
 	p := inc.Take.Policy
 	n := p.StateShards()
-	if (spec.Kind != "" && spec.Kind != shardcounter.KindSum) || spec.Shards != n || spec.Bounded() || spec.Window != nil {
+	if !isState(spec, p) {
 		o.Err = ErrNotLimitState(inc.Counter, p)
 		return nil
 	}
@@ -222,24 +222,9 @@ func (d *decider) take(i int) error {
 			}
 		}
 	}
-	state := make([]int64, n)
-	for k := range n {
-		v, known, err := d.shard(st, k)
-		if err != nil {
-			return err
-		}
-		if !known && n == 1 && st.sum == SumExact {
-			v, known = st.total, true // one shard: its value is the total
-		}
-		if !known {
-			if st.sum == SumExact {
-				o.Err = ErrStateUnknown(inc.Counter)
-				return nil
-			}
-			d.needWhole(st)
-			return nil
-		}
-		state[k] = v
+	state, ok, err := d.readState(st, inc, o, n)
+	if !ok {
+		return err
 	}
 	peek := inc.Take.Peek || dup
 	r, next := Limit(p, state, d.b.Now, inc.Take.Cost, peek)
@@ -263,4 +248,122 @@ func (d *decider) take(i int) error {
 		d.apply(st, inc, &refused, i)
 	}
 	return nil
+}
+
+// readState returns the key's state, the n shards of its counter st as
+// the items so far leave them. ok false ends the item: with the view's
+// error, or having set the item's, or because the counter is to be read
+// whole.
+func (d *decider) readState(st *state, inc *shardcounter.Increment, o *shardcounter.Outcome, n int) ([]int64, bool, error) {
+	state := make([]int64, n)
+	for k := range n {
+		v, known, err := d.shard(st, k)
+		if err != nil {
+			return nil, false, err
+		}
+		if !known && n == 1 && st.sum == SumExact {
+			v, known = st.total, true // one shard: its value is the total
+		}
+		if !known {
+			if st.sum == SumExact {
+				o.Err = ErrStateUnknown(inc.Counter)
+				return nil, false, nil
+			}
+			d.needWhole(st)
+			return nil, false, nil
+		}
+		state[k] = v
+	}
+	return state, true, nil
+}
+
+// isState reports whether a counter of spec can be the state of a key of
+// policy p: a sum counter of p's state shards, unbounded, unwindowed.
+func isState(spec *shardcounter.Spec, p shardcounter.LimitPolicy) bool {
+	return (spec.Kind == "" || spec.Kind == shardcounter.KindSum) && spec.Shards == p.StateShards() && !spec.Bounded() && spec.Window == nil
+}
+
+// Idle reports whether a key of policy p whose state is state is idle at
+// now: a take would see it as a fresh key (all of its state 0), so that
+// removing it changes no decision. A fixed window's is when its window
+// is past; a sliding window's when none of its buckets counts at now (a
+// bucket after now's counts); gcra's when its theoretical arrival time is
+// at most now. Like Limit, it reads state as the store's commit at now
+// does.
+func Idle(p shardcounter.LimitPolicy, state []int64, now time.Time) bool {
+	t := now.UnixNano()
+	switch p.Kind {
+	case shardcounter.LimitSliding:
+		k := int64(len(state) / 2)
+		j := floorDiv(t, int64(p.Bucket))
+		for s := range k {
+			if state[s] > j-k && state[k+s] != 0 {
+				return false
+			}
+		}
+		return true
+	case shardcounter.LimitGCRA:
+		return state[0] <= t
+	default:
+		return state[0] < floorDiv(t, int64(p.Period))
+	}
+}
+
+// remove decides item i, the removal of its key's state if idle
+// (LimitTake.Remove): invalid; kept (Skipped) when another item of the
+// batch is on the same counter (the batch is busy with the key: the
+// removal never meets a write of its own batch), when the state is
+// missing, or when it is not idle at the batch's time (Idle); a state
+// counter of another shape fails it as a take (ErrNotLimitState);
+// otherwise the counter is removed (Mutations.Removes), all of it: its
+// shards and request ids. A later removal of it in the batch finds it
+// missing.
+func (d *decider) remove(i int) error {
+	inc := &d.b.Incs[i]
+	o := &d.out[i]
+	if o.Err = shardcounter.ValidateRemoveIncrement(*inc); o.Err != nil {
+		return nil
+	}
+	if d.busy(inc.Counter) {
+		o.Skipped = true
+		return nil
+	}
+	st, err := d.state(inc.Counter)
+	if err != nil || st.whole {
+		return err
+	}
+	switch p := inc.Take.Policy; {
+	case st.err != nil:
+		o.Err = st.err
+	case !st.exists:
+		o.Skipped = true
+	case !isState(&st.spec, p):
+		o.Err = ErrNotLimitState(inc.Counter, p)
+	default:
+		state, ok, err := d.readState(st, inc, o, p.StateShards())
+		if !ok {
+			return err
+		}
+		if !Idle(p, state, d.b.Now) {
+			o.Skipped = true
+			return nil
+		}
+		st.exists, st.inView = false, false
+		d.removes = append(d.removes, st.id)
+	}
+	return nil
+}
+
+// busy reports whether an item of the batch other than a removal is on
+// counter id.
+func (d *decider) busy(id string) bool {
+	if d.touched == nil {
+		d.touched = make(map[string]bool, len(d.b.Incs))
+		for j := range d.b.Incs {
+			if inc := &d.b.Incs[j]; inc.Take == nil || !inc.Take.Remove {
+				d.touched[inc.Counter] = true
+			}
+		}
+	}
+	return d.touched[id]
 }

@@ -89,3 +89,72 @@ func TestLimitGCRA(t *testing.T) {
 		{10 * time.Second, 1, shardcounter.LimitResult{Allowed: true, Remaining: 2, ResetAfterMS: 1000}},
 	})
 }
+
+// TestIdle checks each kind's idle state at the edge: a fixed window's
+// key is idle from its window's end, a sliding window's once its newest
+// bucket leaves the window, gcra's once its arrival time is reached.
+func TestIdle(t *testing.T) {
+	base := time.Unix(1_800_000_000, 0)
+	for _, c := range []struct {
+		policy string
+		at     time.Duration // the take, after base
+		busy   time.Duration // the last moment not idle, after base
+	}{
+		{"fixed 3/10s", 4 * time.Second, 10*time.Second - 1},
+		{"sliding 3/10s bucket 2s", 5 * time.Second, 14*time.Second - 1},
+		{"gcra 2/10s burst 2", 0, 5*time.Second - 1},
+	} {
+		p := mustPolicy(t, c.policy).WithDefaults()
+		state := make([]int64, p.StateShards())
+		if !decide.Idle(p, state, base) {
+			t.Errorf("%s: a fresh key is not idle", c.policy)
+		}
+		_, state = decide.Limit(p, state, base.Add(c.at), 1, false)
+		if decide.Idle(p, state, base.Add(c.busy)) || !decide.Idle(p, state, base.Add(c.busy+1)) {
+			t.Errorf("%s: idle at +%v %v, at +%v %v; want false, true", c.policy, c.busy, decide.Idle(p, state, base.Add(c.busy)),
+				c.busy+1, decide.Idle(p, state, base.Add(c.busy+1)))
+		}
+	}
+}
+
+// TestRemove decides removals beside takes: an idle state is removed
+// (Mutations.Removes), a state not idle is kept, a removal of a key
+// another item of the batch is on is kept whatever its state, a missing
+// state is kept, and a second removal of one removed finds it missing.
+func TestRemove(t *testing.T) {
+	p := mustPolicy(t, "fixed 3/10s").WithDefaults()
+	now := time.Unix(1_800_000_000, 0)
+	v := newView()
+	spec := shardcounter.Spec{Shards: 2, Kind: shardcounter.KindSum}
+	idle, busy, taken := "\x1elidle", "\x1elbusy", "\x1eltaken"
+	w := now.Unix() / 10
+	for _, id := range []string{idle, busy, taken} {
+		v.counters[id] = decide.Counter{Exists: true, Spec: spec}
+	}
+	v.setShards(idle, w-1, 3) // its window is past
+	v.setShards(busy, w, 1)   // a take of this window counts
+	v.setShards(taken, w-1, 3)
+	remove := func(id string) shardcounter.Increment {
+		return shardcounter.Increment{Counter: id, Take: &shardcounter.LimitTake{Policy: p, Remove: true}}
+	}
+	incs := []shardcounter.Increment{
+		remove(idle), remove(busy), remove(taken), remove("\x1elmissing"), remove(idle),
+		{Counter: taken, Take: &shardcounter.LimitTake{Policy: p, Cost: 1}, Create: &spec},
+	}
+	out := make([]shardcounter.Outcome, len(incs))
+	m, err := decide.Decide(v, decide.Batch{Incs: incs, Now: now}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{false, true, true, true, true} {
+		if out[i].Err != nil || out[i].Skipped != want {
+			t.Errorf("removal %d: %+v; want kept %v", i, out[i], want)
+		}
+	}
+	if len(m.Removes) != 1 || m.Removes[0] != idle {
+		t.Errorf("Removes = %q; want only %q", m.Removes, idle)
+	}
+	if out[5].Err != nil || out[5].Limit == nil || !out[5].Limit.Allowed || out[5].Limit.Remaining != 2 {
+		t.Errorf("the take beside a removal of its key: %+v", out[5])
+	}
+}

@@ -27,6 +27,12 @@ type Mutations struct {
 	Buckets []BucketWrite
 	// Sketches lists the shard sketches whose encoding changed.
 	Sketches []SketchWrite
+	// Removes lists the limit state counters the batch removes, idle
+	// (shardcounter.LimitTake.Remove): the store deletes every record of
+	// each (as DeleteCounter would) in the same atomic step as the rest,
+	// under the reads the decision was made on. No other list names
+	// them: no other item of the batch is on a removed counter.
+	Removes []string
 }
 
 // CounterWrite is a counter on which an item of the batch applied.

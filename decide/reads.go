@@ -59,6 +59,13 @@ func Reads(incs []shardcounter.Increment) []Read {
 	reads := make([]Read, 0, len(incs))
 	for i, inc := range incs {
 		inc.If = 0 // a condition reads nothing more: an earlier item's outcome decides it
+		if inc.Take != nil && inc.Take.Remove {
+			// A removal reads the key's whole state, as a take does.
+			if shardcounter.ValidateRemoveIncrement(inc) == nil {
+				reads = append(reads, Read{Item: i, Counter: inc.Counter, Whole: true})
+			}
+			continue
+		}
 		if inc.Take != nil {
 			if shardcounter.ValidateTakeIncrement(inc) != nil {
 				continue

@@ -174,6 +174,12 @@ type Config struct {
 	// Default time.Now.
 	Now func() time.Time
 
+	// LimitSweepInterval is how often the engine removes the idle states
+	// of the limit keys it took from (sweep.go); 0 means
+	// DefaultLimitSweepInterval, and a negative value turns the removal
+	// off (the states then stay, as before there was one).
+	LimitSweepInterval time.Duration
+
 	// ExpiryRefresh bounds how late the engine sees a deadline set or
 	// removed by another process sharing its store (package expiry); 0
 	// means a second. Deadlines changed through this engine count at once.
@@ -272,6 +278,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.FlushTimeout == 0 {
 		c.FlushTimeout = DefaultFlushTimeout
+	}
+	if c.LimitSweepInterval == 0 {
+		c.LimitSweepInterval = DefaultLimitSweepInterval
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -47,6 +47,9 @@ type Stats struct {
 	// decided (peeks and retries of a request id not included).
 	LimitAllowed atomic.Int64
 	LimitRefused atomic.Int64
+	// LimitStatesRemoved counts the idle states of limit keys the
+	// sweeper removed (sweep.go).
+	LimitStatesRemoved atomic.Int64
 	// limitTakes splits LimitAllowed and LimitRefused by limit
 	// (EachLimit).
 	limitTakes limitTakes
@@ -131,6 +134,9 @@ type Engine struct {
 	txnScripts bool
 	// ranks are the rankings kept from commits (ranking.go).
 	ranks *rankings
+	// sweep removes idle limit states (sweep.go); nil when
+	// Config.LimitSweepInterval turns it off.
+	sweep *sweeper
 }
 
 var _ shardcounter.CounterService = (*Engine)(nil)
@@ -192,6 +198,9 @@ func New(store shardcounter.CounterStore, cfg Config) (*Engine, error) {
 	}
 	h, hot := shardcounter.As[shardcounter.HotCommitPipeliner](store)
 	e.queue = newQueue(cfg, hot && h.PipelinesHotCommits(), &e.stats.Queued, e.flush)
+	if cfg.LimitSweepInterval > 0 {
+		e.startSweep(cfg.LimitSweepInterval)
+	}
 	return e, nil
 }
 
@@ -222,6 +231,7 @@ func (e *Engine) Ping(ctx context.Context) error { return e.store.Ping(ctx) }
 // flusher. It does not close the store. If ctx ends first, Close returns
 // its error and the flusher finishes in the background.
 func (e *Engine) Close(ctx context.Context) error {
+	e.stopSweep()
 	e.ranks.close()
 	return e.queue.close(ctx)
 }

@@ -273,6 +273,7 @@ func (e *Engine) finish(g *group, o shardcounter.Outcome, err error) {
 		}
 		if err == nil {
 			c.res.Limit, c.res.AppliedDelta = o.Limit, o.Applied
+			c.res.Removed = g.inc.Take != nil && g.inc.Take.Remove && !o.Skipped
 		}
 		if (c.w.WantValue || c.w.Bound != nil) && err == nil && o.Total != nil {
 			v := *o.Total
@@ -287,6 +288,9 @@ func (e *Engine) finish(g *group, o shardcounter.Outcome, err error) {
 		default:
 			e.stats.Writes.Add(1)
 		}
+	}
+	if err == nil && g.inc.Take != nil {
+		e.noteTake(g, o)
 	}
 	switch {
 	case g.writes == 0:

@@ -52,7 +52,9 @@ func (ac *autoCreate) increment(w shardcounter.Write) shardcounter.Increment {
 	if w.Take != nil {
 		// A take creates its key's state whatever the configuration.
 		inc.Take = w.Take
-		inc.Create = &shardcounter.Spec{Shards: w.Take.Policy.StateShards(), Kind: shardcounter.KindSum}
+		if !w.Take.Remove { // a removal creates nothing
+			inc.Create = &shardcounter.Spec{Shards: w.Take.Policy.StateShards(), Kind: shardcounter.KindSum}
+		}
 		return inc
 	}
 	if w.RequestID != "" {

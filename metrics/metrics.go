@@ -261,13 +261,15 @@ var (
 		"Time commits waited for a shard to be due under --shard-write-interval (pacing).", nil, nil)
 	descLimitTakes = prometheus.NewDesc(namespace+"_limit_takes_total",
 		"Takes of rate limits decided by this server, by limit and by result (allowed or refused); peeks and retries of a request id are not counted.", []string{"limit", "result"}, nil)
+	descLimitStatesRemoved = prometheus.NewDesc(namespace+"_limit_states_removed_total",
+		"Idle states of rate limit keys this server's sweeper removed (docs/LIMITS.md, \"How keys are kept\").", nil, nil)
 	descCachedReads = prometheus.NewDesc(namespace+"_cached_reads_total",
 		"Counters read with consistency=cached, by whether the cache held a fresh enough rollup (hit) or the store was read (miss).", []string{"result"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descWrites, descDuplicates, descFailed, descAsyncLost, descQueued, descIncrements, descWriteErrors, descPaceWait, descCachedReads, descLimitTakes} {
+	for _, d := range []*prometheus.Desc{descWrites, descDuplicates, descFailed, descAsyncLost, descQueued, descIncrements, descWriteErrors, descPaceWait, descCachedReads, descLimitTakes, descLimitStatesRemoved} {
 		ch <- d
 	}
 }
@@ -282,6 +284,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descFailed, c.s.Errors.Load())
 	counter(descAsyncLost, c.s.AsyncLost.Load())
 	counter(descIncrements, c.s.Items.Load())
+	counter(descLimitStatesRemoved, c.s.LimitStatesRemoved.Load())
 	ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(c.s.Queued.Load()))
 	for i, code := range engine.ErrorCodes {
 		ch <- prometheus.MustNewConstMetric(descWriteErrors, prometheus.CounterValue, float64(c.s.ErrorCodes[i].Load()), code)

@@ -76,7 +76,22 @@ func (s *CounterStore) apply(ctx context.Context, incs []shardcounter.Increment,
 	}
 	s.oldestID = oldest
 	s.keepStates(v.state, m.Shards)
-	return s.commit(pb, s.publish(m))
+	updates := s.publish(m)
+	var removed []*ctr
+	for _, id := range m.Removes {
+		// As DeleteCounter: gone from memory for the next batch, its
+		// deletion published once durable, and then forgotten.
+		c := s.counter(id)
+		c.spec, c.pending = 0, 0
+		delete(s.states, id)
+		updates = append(updates, update{c: c})
+		removed = append(removed, c)
+	}
+	if err := s.commit(pb, updates); err != nil || len(removed) == 0 {
+		return err
+	}
+	s.forget(m.Removes, removed)
+	return nil
 }
 
 // view is the store as package decide reads it (decide.View), under s.mu:
@@ -239,6 +254,11 @@ func (v *view) write(pb *pdb.Batch, m decide.Mutations, ns int64) error {
 			}
 		}
 		if err := pb.Set(bucketKey(b.Counter, b.Start), encodeInt(b.Value), nil); err != nil {
+			return err
+		}
+	}
+	for _, id := range m.Removes {
+		if err := deleteCounter(v.s.db, pb, id); err != nil {
 			return err
 		}
 	}

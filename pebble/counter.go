@@ -149,20 +149,28 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 	if err := s.commit(b, []update{u}); err != nil {
 		return err
 	}
-	// Forget the counter unless a write made it again meanwhile.
+	s.forget([]string{id}, []*ctr{c})
+	return nil
+}
+
+// forget drops from memory the counters ids, cs, deleted by a batch now
+// durable, unless a write made one again meanwhile. s.mu is not held.
+func (s *CounterStore) forget(ids []string, cs []*ctr) {
 	s.mu.Lock()
-	if !s.closed && c.spec == 0 {
-		s.pub.Lock()
-		if c.shards == 0 && s.counter(id) == c {
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.pub.Lock()
+	defer s.pub.Unlock()
+	for i, id := range ids {
+		if c := cs[i]; c.spec == 0 && c.shards == 0 && s.counter(id) == c {
 			s.removeCounter(id, c)
 			if st := s.approx[id]; st != nil && st.pending == nil {
 				delete(s.approx, id)
 			}
 		}
-		s.pub.Unlock()
 	}
-	s.mu.Unlock()
-	return nil
 }
 
 // deleteCounter adds to b the deletion of every key of counter id.

@@ -102,6 +102,11 @@ func (v *view) encode(q *pgx.Batch, m decide.Mutations) {
 			drop = append(drop, id)
 		}
 	}
+	// A limit state removed idle goes as an unborn counter does: its
+	// shard rows, locked since the batch's first round trip, and every
+	// row of it with them (ON DELETE CASCADE), so no take of another
+	// transaction lands between the read it was decided on and the delete.
+	drop = append(drop, m.Removes...)
 	if len(drop) > 0 {
 		q.Queue(dropSQL, drop)
 	}

@@ -42,6 +42,9 @@ func (d *diff) apply(incs []shardcounter.Increment) {
 	d.last = batchRun{incs, mout, sout}
 	for i, inc := range incs {
 		d.tally[outcomeKind(mout[i])]++
+		if t := inc.Take; t != nil && t.Remove && mout[i].Err == nil {
+			d.tally[map[bool]string{true: "state kept", false: "state removed"}[mout[i].Skipped]]++
+		}
 		if a := mout[i].Applied; a != nil {
 			switch {
 			case *a == 0:
@@ -213,6 +216,9 @@ func (d *diff) incString(inc shardcounter.Increment) string {
 		s += fmt.Sprintf(" take %d of %s", t.Cost, t.Policy)
 		if t.Peek {
 			s += " peek"
+		}
+		if t.Remove {
+			s += " remove if idle"
 		}
 	}
 	return s + "}"

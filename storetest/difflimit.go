@@ -41,7 +41,43 @@ func (d *diff) setupLimits() {
 	if shardcounter.IsLimitsUnsupported(out[0].Err) {
 		d.t.Logf("the store refuses takes of rate limits (%v): the run sends none", out[0].Err)
 		d.keys, d.noLimits = nil, true
+		return
 	}
+	out, err = d.store.Apply(ctx, []shardcounter.Increment{{Counter: probe, Take: &shardcounter.LimitTake{Policy: d.limits[probe], Remove: true}}})
+	if err != nil {
+		d.t.Fatalf("a removal: %v", err)
+	}
+	if shardcounter.IsRemoveUnsupported(out[0].Err) {
+		d.t.Logf("the store refuses removals of idle limit states (%v): the run sends none", out[0].Err)
+		d.noRemove = true
+	}
+}
+
+// removal returns a removal of a random key's state if idle
+// (LimitTake.Remove), now and then under another policy's shape or
+// invalid; half of them of the batch's hot key, which the batch's takes
+// keep busy.
+func (d *diff) removal() shardcounter.Increment {
+	id := d.keys[d.rng.IntN(len(d.keys))]
+	if d.rng.IntN(2) == 0 {
+		id = d.keys[d.batches%len(d.keys)]
+	}
+	t := &shardcounter.LimitTake{Policy: d.limits[id], Remove: true}
+	inc := shardcounter.Increment{Counter: id, Take: t}
+	switch d.rng.IntN(20) {
+	case 0:
+		// A state of another shape fails it. (Under another policy of the
+		// same shape a store reads the state as that policy's, as a take
+		// would, and the model does not: neither is sent one.)
+		if o := d.limits[d.keys[d.rng.IntN(len(d.keys))]]; o.StateShards() != t.Policy.StateShards() {
+			t.Policy = o
+		}
+	case 1:
+		t.Cost = 1
+	case 2:
+		inc.RequestID = "r"
+	}
+	return inc
 }
 
 // take returns a random take of a random key; half of them of the

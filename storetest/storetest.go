@@ -170,6 +170,7 @@ func RunCounterStore(t *testing.T, open OpenFunc, opts Options) {
 	t.Run("Window", func(t *testing.T) { testWindow(t, opts) })
 	t.Run("WindowRetention", func(t *testing.T) { testWindowRetention(t, opts) })
 	t.Run("WindowUnderWrites", func(t *testing.T) { testWindowUnderWrites(t, opts) })
+	t.Run("LimitSweep", func(t *testing.T) { testLimitSweep(t, opts) })
 	if !opts.NoDifferential {
 		t.Run("Differential", func(t *testing.T) { testDifferential(t, opts) })
 	}

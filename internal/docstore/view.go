@@ -77,6 +77,7 @@ func (v *View) Decide(incs []shardcounter.Increment, now, cutoff time.Time, out 
 	if err != nil {
 		return nil, err
 	}
+	refuseRemovals(incs, out)
 	for _, c := range m.Counters {
 		t := v.Targets[c.ID]
 		t.Touched = true
@@ -188,4 +189,19 @@ func Shards(incs []shardcounter.Increment, id string, n int, all bool) map[int]b
 		want[shard.Of(decide.Pick(inc), n)] = true
 	}
 	return want
+}
+
+// refuseRemovals fails every removal of an idle limit state
+// (LimitTake.Remove) with shardcounter.ErrRemoveUnsupported, whatever
+// decide decided, and the commit leaves their states be (it does not
+// write Mutations.Removes): deleting a state's documents and its request
+// ids under the preconditions of what was read is not built yet. No other
+// item depends on a removal (decide keeps one whose key another item of
+// the batch is on, and the engine's sweeper sends none with a condition).
+func refuseRemovals(incs []shardcounter.Increment, out []shardcounter.Outcome) {
+	for i := range incs {
+		if t := incs[i].Take; t != nil && t.Remove {
+			out[i] = shardcounter.Outcome{Err: shardcounter.ErrRemoveUnsupported(incs[i].Counter)}
+		}
+	}
 }

@@ -16,6 +16,10 @@ import (
 // it did not: the item itself, its counter (or the one it creates), its
 // kind, its request id, then what it does to a counter of that kind.
 func (b *batch) item(inc shardcounter.Increment, i int, o *shardcounter.Outcome) {
+	if inc.Take != nil && inc.Take.Remove {
+		b.remove(inc, o)
+		return
+	}
 	if inc.Take != nil {
 		b.take(inc, o)
 		return

@@ -74,6 +74,48 @@ func (b *batch) take(inc shardcounter.Increment, o *shardcounter.Outcome) {
 	}
 }
 
+// remove decides a removal of an idle key's state (LimitTake.Remove): the
+// state is forgotten, with its request ids, when no take of it counts any
+// more at the batch's time (gcra: its bucket is full again), so that a
+// take sees what it would on a fresh key; kept (Skipped) when another item
+// of the batch is on the counter, or it is missing, or not idle.
+func (b *batch) remove(inc shardcounter.Increment, o *shardcounter.Outcome) {
+	if o.Err = shardcounter.ValidateRemoveIncrement(inc); o.Err != nil {
+		return
+	}
+	c := b.s.counters[inc.Counter]
+	if b.isBusy(inc.Counter) || c == nil {
+		o.Skipped = true
+		return
+	}
+	p := inc.Take.Policy
+	if c.c.Kind != shardcounter.KindSum || c.c.Shards != p.StateShards() || c.c.Bounded() || c.c.Window != nil {
+		o.Err = shardcounter.Errorf(shardcounter.EINVALID, "counter %q is not a key's state", inc.Counter)
+		return
+	}
+	if ks, now := c.limit, b.now.UnixNano(); ks != nil {
+		if p.Kind == shardcounter.LimitGCRA && ks.full > now || p.Kind != shardcounter.LimitGCRA && ks.window(p, ks.clock(p, now)) > 0 {
+			o.Skipped = true
+			return
+		}
+	}
+	delete(b.s.counters, inc.Counter)
+}
+
+// isBusy reports whether an item of the batch other than a removal is on
+// counter id.
+func (b *batch) isBusy(id string) bool {
+	if b.busy == nil {
+		b.busy = map[string]bool{}
+		for _, inc := range b.incs {
+			if inc.Take == nil || !inc.Take.Remove {
+				b.busy[inc.Counter] = true
+			}
+		}
+	}
+	return b.busy[id]
+}
+
 // clock returns the time a take at now is decided at: now, except that a
 // fixed window's key never goes back a window: a take at a time before
 // the window of the key's latest take counts at that window's start (the

@@ -355,7 +355,7 @@ func (s *Store) Apply(ctx context.Context, incs []shardcounter.Increment) ([]sha
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	b := &batch{s: s, now: s.now(), created: map[string]*counter{}, sketches: map[sketchKey]*pending{}}
+	b := &batch{s: s, now: s.now(), created: map[string]*counter{}, sketches: map[sketchKey]*pending{}, incs: incs}
 	out := make([]shardcounter.Outcome, len(incs))
 	for i, inc := range incs {
 		if inc.If != 0 {
@@ -402,6 +402,8 @@ type batch struct {
 	now      time.Time
 	created  map[string]*counter // counters made by an item of the batch
 	sketches map[sketchKey]*pending
+	incs     []shardcounter.Increment
+	busy     map[string]bool // counters of the batch's items other than removals (isBusy)
 }
 
 // sketchKey is one shard of one approx counter.
