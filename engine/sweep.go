@@ -59,15 +59,22 @@ type sweepKey struct {
 }
 
 // note remembers a take of state counter id under policy p, decided r at
-// now: the state is idle once r's reset after has passed.
-func (s *sweeper) note(id string, p shardcounter.LimitPolicy, r *shardcounter.LimitResult, now time.Time) {
+// now: the state is idle once r's reset after has passed, and its removal
+// waits at least hold more (a take's request id lives as long as the
+// dedupe window, and goes with the state: removed earlier, a retry of the
+// take would be decided, and charged, again). A key remembered already
+// keeps the later of the two times.
+func (s *sweeper) note(id string, p shardcounter.LimitPolicy, r *shardcounter.LimitResult, now time.Time, hold time.Duration) {
 	if s == nil || s.off.Load() {
 		return
 	}
-	idle := now.Add(time.Duration(r.ResetAfterMS) * time.Millisecond)
+	idle := now.Add(max(time.Duration(r.ResetAfterMS)*time.Millisecond, hold))
 	s.mu.Lock()
 	if k, ok := s.keys[id]; ok || len(s.keys) < maxSweepKeys {
-		k.policy, k.idle, k.tries = p, idle, 0
+		if !ok || k.policy != p || idle.After(k.idle) {
+			k.idle = idle
+		}
+		k.policy, k.tries = p, 0
 		s.keys[id] = k
 	}
 	s.mu.Unlock()
@@ -107,7 +114,11 @@ func (s *sweeper) keep(id string, k sweepKey) {
 // outcome o), unless it was a peek, a removal or a retry.
 func (e *Engine) noteTake(g *group, o shardcounter.Outcome) {
 	if t := g.inc.Take; t != nil && !t.Peek && !t.Remove && !o.Duplicate && o.Limit != nil {
-		e.sweep.note(g.inc.Counter, t.Policy, o.Limit, e.cfg.Now())
+		var hold time.Duration
+		if g.inc.RequestID != "" {
+			hold = e.cfg.DedupeWindow
+		}
+		e.sweep.note(g.inc.Counter, t.Policy, o.Limit, e.cfg.Now(), hold)
 	}
 }
 

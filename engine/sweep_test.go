@@ -74,3 +74,33 @@ func TestLimitSweep(t *testing.T) {
 		}
 	})
 }
+
+// TestLimitSweepKeepsRequestIDs checks that a state taken from with a
+// request id stays while the id is remembered: the removal would take the
+// id with it, and a retry of the take would be charged again.
+func TestLimitSweepKeepsRequestIDs(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{}
+	eachStore(t, clk.Now, func(t *testing.T, store shardcounter.CounterStore) {
+		clk.set(time.Unix(1_800_000_000, 0))
+		e := MustNew(t, store, engine.Config{Now: clk.Now, LimitSweepInterval: time.Hour, DedupeWindow: time.Minute})
+		p, _ := shardcounter.ParseLimitPolicy("fixed 3/10s")
+		if _, _, err := e.CreateLimit(ctx, "api", p); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := e.Take(ctx, "api", "u", 2, "r1"); err != nil || !r.Allowed {
+			t.Fatalf("Take = %+v, %v", r, err)
+		}
+		clk.advance(30 * time.Second) // the window is past; the id is not
+		if n, err := e.SweepLimits(ctx); err != nil || n != 0 {
+			t.Fatalf("SweepLimits within the dedupe window = %d, %v; want 0", n, err)
+		}
+		if r, err := e.Take(ctx, "api", "u", 2, "r1"); err != nil || !r.Duplicate {
+			t.Fatalf("the retry = %+v, %v; want the duplicate", r, err)
+		}
+		clk.advance(31 * time.Second)
+		if n, err := e.SweepLimits(ctx); err != nil || n != 1 {
+			t.Fatalf("SweepLimits past the dedupe window = %d, %v; want 1", n, err)
+		}
+	})
+}
