@@ -94,6 +94,20 @@ func (b *batch) mutations() ([]*datastore.Mutation, []shardWrite) {
 		b.size.For(r.Counter)
 		put(childKey(t.key, requestKind, Escape(r.ID)), &ownEntity{Of: t.st.CreatedAt, At: b.now})
 	}
+	for _, id := range b.Removes {
+		// An idle limit state the batch removes (docstore.View.Removes):
+		// its entity and shards, which the transaction read, so that a
+		// take committed since aborts it. Its request ids stay for the
+		// request-id expiry: they carry its created_at, which a state made
+		// again does not have (docstore.View.TakeOwn). It has no members
+		// and no buckets.
+		t := b.targets[id]
+		b.size.For(id)
+		for i := range int(t.ent.NumShards) {
+			del(b.s.ShardKey(id, i))
+		}
+		del(t.key)
+	}
 	for _, k := range b.sweeps {
 		id, _ := Unescape(k.Parent.Name) // a bucket of the counter
 		b.size.For(id)
@@ -133,6 +147,12 @@ func (b *batch) committed(sw []shardWrite) {
 			e.Wide = e.Wide || t.Wide
 			b.s.shards.Add(id, &e)
 		}
+	}
+	for _, id := range b.Removes {
+		for i := range int(b.targets[id].ent.NumShards) {
+			b.s.Stats().Committed(id, i)
+		}
+		b.s.shards.Remove(id)
 	}
 }
 

@@ -171,6 +171,10 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 		}
 		add("request")
 	}
+	for _, id := range b.Removes {
+		b.size.For(id)
+		b.remove(wb, b.targets[id], add)
+	}
 	for _, ref := range b.sweeps {
 		id, _ := Unescape(ref.Parent.Parent.ID) // a bucket of the counter
 		b.size.For(id)
@@ -180,6 +184,54 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 	}
 	b.size.For("")
 	return sw
+}
+
+// remove adds to wb the deletion of an idle limit state the batch
+// removes (docstore.View.Removes), under what the batch decided it on:
+// each shard document under the update time read, so that a take
+// committed since fails the commit and the batch is decided again; one
+// read missing is created empty and deleted in the commit, so that the
+// create fails if a take created it since; and the counter document under
+// its update time (or its existence, when the cache has none: a counter
+// this process created). Its request ids stay for the request-id expiry:
+// they carry its created_at, which a state made again does not have
+// (docstore.View.TakeOwn). The state has no members and no buckets.
+func (b *batchState) remove(wb *firestore.WriteBatch, t *target, add func(string) int) { //nolint:staticcheck // see applyOnce
+	st := t.st
+	for i := range st.meta.spec.Shards {
+		ref := shardRef(t.ref, i)
+		if sh := st.shards[i]; sh.exists {
+			wb.Delete(ref, firestore.LastUpdateTime(sh.ut))
+		} else {
+			wb.Create(ref, map[string]any{})
+			b.count(ref, nil, nil)
+			add("remove")
+			wb.Delete(ref)
+		}
+		b.count(ref, nil, nil)
+		add("remove")
+	}
+	pre := firestore.Exists
+	if !st.meta.ut.IsZero() {
+		pre = firestore.LastUpdateTime(st.meta.ut)
+	}
+	wb.Delete(t.ref, pre)
+	b.count(t.ref, nil, nil)
+	add("remove")
+}
+
+// forgetRemoved is the bookkeeping of the states a committed batch
+// removed: a commit counted for each shard document deleted, and what the
+// store caches of them dropped (as DeleteCounter's Forget).
+func (b *batchState) forgetRemoved() {
+	for _, id := range b.Removes {
+		for i := range b.targets[id].st.meta.spec.Shards {
+			b.s.Stats().Committed(id, i)
+		}
+		b.s.cache.Remove(id)
+		b.s.shardsSeen.Remove(id)
+		b.s.fullHint.Delete(id)
+	}
 }
 
 // count adds a write of ref, its fields or updates, to the commit's
@@ -275,4 +327,5 @@ func (b *batchState) committed(results []*firestore.WriteResult, sw []shardWrite
 			b.s.cache.Add(id, t.st)
 		}
 	}
+	b.forgetRemoved()
 }

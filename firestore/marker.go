@@ -66,4 +66,5 @@ func (s *CounterStore) settled(a sentAttempt) {
 			s.fullHint.Delete(id)
 		}
 	}
+	a.b.forgetRemoved()
 }

@@ -21,6 +21,14 @@ type View struct {
 	Requests map[Key]Request // the request ids read
 	// Records are the request ids the batch records (Decide's).
 	Records []decide.RequestWrite
+	// Removes are the idle limit states the batch removes (Decide's
+	// decide.Mutations.Removes): the commit deletes each one's counter
+	// record and shards under what the batch read of them, and the store
+	// forgets what it caches of them once committed. Their request ids
+	// are left to the request-id expiry: they carry the removed state's
+	// created_at, which a state made again under the id does not have
+	// (TakeOwn).
+	Removes []string
 }
 
 // Key names a counter's request id or member.
@@ -50,6 +58,7 @@ type Target struct {
 
 	// What Decide left.
 	Touched bool            // an item on it applied: the commit writes it
+	Removed bool            // the batch removes it, idle (in Removes): the commit deletes it
 	Create  bool            // the batch creates it
 	Written map[int]bool    // shards the batch changes
 	Wide    bool            // a shard write left its shard outside the zone (decide.InZone)
@@ -64,9 +73,9 @@ type Target struct {
 // must be read whole (their every shard) and decided again; nothing is
 // taken in then.
 func (v *View) Decide(incs []shardcounter.Increment, now, cutoff time.Time, out []shardcounter.Outcome) (whole []string, err error) {
-	v.Records = nil
+	v.Records, v.Removes = nil, nil
 	for _, t := range v.Targets {
-		t.Touched, t.Create, t.Wide, t.Buckets = false, false, false, nil
+		t.Touched, t.Create, t.Wide, t.Buckets, t.Removed = false, false, false, nil, false
 		t.Written, t.Verify, t.Present, t.Sketch = map[int]bool{}, map[int]bool{}, map[string]bool{}, map[int][]byte{}
 	}
 	m, err := decide.Decide(v, decide.Batch{Incs: incs, Now: now, Cutoff: cutoff}, out)
@@ -77,7 +86,6 @@ func (v *View) Decide(incs []shardcounter.Increment, now, cutoff time.Time, out 
 	if err != nil {
 		return nil, err
 	}
-	refuseRemovals(incs, out)
 	for _, c := range m.Counters {
 		t := v.Targets[c.ID]
 		t.Touched = true
@@ -104,6 +112,10 @@ func (v *View) Decide(incs []shardcounter.Increment, now, cutoff time.Time, out 
 		v.Targets[w.Counter].Sketch[w.Shard] = w.New
 	}
 	v.Records = m.Requests
+	for _, id := range m.Removes {
+		v.Targets[id].Removed = true
+	}
+	v.Removes = m.Removes
 	return nil, nil
 }
 
@@ -189,19 +201,4 @@ func Shards(incs []shardcounter.Increment, id string, n int, all bool) map[int]b
 		want[shard.Of(decide.Pick(inc), n)] = true
 	}
 	return want
-}
-
-// refuseRemovals fails every removal of an idle limit state
-// (LimitTake.Remove) with shardcounter.ErrRemoveUnsupported, whatever
-// decide decided, and the commit leaves their states be (it does not
-// write Mutations.Removes): deleting a state's documents and its request
-// ids under the preconditions of what was read is not built yet. No other
-// item depends on a removal (decide keeps one whose key another item of
-// the batch is on, and the engine's sweeper sends none with a condition).
-func refuseRemovals(incs []shardcounter.Increment, out []shardcounter.Outcome) {
-	for i := range incs {
-		if t := incs[i].Take; t != nil && t.Remove {
-			out[i] = shardcounter.Outcome{Err: shardcounter.ErrRemoveUnsupported(incs[i].Counter)}
-		}
-	}
 }
