@@ -17,8 +17,9 @@ import (
 // one of them deleted behind the store's back (its cached version out of
 // date: the commit fails its precondition, and the removal, decided again
 // on the shard read missing, creates and deletes it), and that the
-// request id it leaves for the expiry is not the state's made again. The
-// storetest suites cannot see a shard document left behind.
+// request id it leaves for the expiry is not taken for one of the state
+// made again by another take. The storetest suites cannot see a shard
+// document left behind.
 func TestRemovedStateLeavesNoDocuments(t *testing.T) {
 	ctx := t.Context()
 	project := firestoretest.Project(t)
@@ -69,7 +70,12 @@ func TestRemovedStateLeavesNoDocuments(t *testing.T) {
 	if _, err := ref.Collection("sc_requests").Doc("r1").Get(ctx); err != nil {
 		t.Fatalf("after the removal: the request id, left for the expiry: %v", err)
 	}
-	if o := apply(take); o.Err != nil || o.Duplicate || !o.Limit.Allowed || o.Limit.Remaining != p.Quota()-1 {
-		t.Fatalf("the take's request id again, after the removal: %+v; want a fresh key's take", o)
+	again := take
+	again.RequestID = "r2"
+	if o := apply(again); o.Err != nil || !o.Limit.Allowed || o.Limit.Remaining != p.Quota()-1 {
+		t.Fatalf("a take after the removal: %+v; want a fresh key's", o)
+	}
+	if o := apply(take); o.Err != nil || o.Duplicate || !o.Limit.Allowed || o.Limit.Remaining != p.Quota()-2 {
+		t.Fatalf("the first take's request id again, on the state made again: %+v; want a take of its own", o)
 	}
 }
