@@ -58,7 +58,6 @@ type Target struct {
 
 	// What Decide left.
 	Touched bool            // an item on it applied: the commit writes it
-	Removed bool            // the batch removes it, idle (in Removes): the commit deletes it
 	Create  bool            // the batch creates it
 	Written map[int]bool    // shards the batch changes
 	Wide    bool            // a shard write left its shard outside the zone (decide.InZone)
@@ -75,7 +74,7 @@ type Target struct {
 func (v *View) Decide(incs []shardcounter.Increment, now, cutoff time.Time, out []shardcounter.Outcome) (whole []string, err error) {
 	v.Records, v.Removes = nil, nil
 	for _, t := range v.Targets {
-		t.Touched, t.Create, t.Wide, t.Buckets, t.Removed = false, false, false, nil, false
+		t.Touched, t.Create, t.Wide, t.Buckets = false, false, false, nil
 		t.Written, t.Verify, t.Present, t.Sketch = map[int]bool{}, map[int]bool{}, map[string]bool{}, map[int][]byte{}
 	}
 	m, err := decide.Decide(v, decide.Batch{Incs: incs, Now: now, Cutoff: cutoff}, out)
@@ -112,9 +111,6 @@ func (v *View) Decide(incs []shardcounter.Increment, now, cutoff time.Time, out 
 		v.Targets[w.Counter].Sketch[w.Shard] = w.New
 	}
 	v.Records = m.Requests
-	for _, id := range m.Removes {
-		v.Targets[id].Removed = true
-	}
 	v.Removes = m.Removes
 	return nil, nil
 }
