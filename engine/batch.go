@@ -18,6 +18,10 @@ type call struct {
 	// cond, on a deadline change made only if a bounded write is not
 	// skipped (ExpireChange.AfterBound), is that write's call.
 	cond *call
+	// txn, on each write of a transaction that holds a deadline change
+	// whose records join its commit, is the transaction's Increment.Txn
+	// (markChangeTxns); 0 otherwise.
+	txn uint64
 }
 
 // batch is the writes one flush applies. done is closed once every call

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
@@ -80,9 +81,40 @@ func splitChanges(b *batch) ([]*call, []*call, []expiry.Change) {
 			last.w.JoinNext = false
 		}
 		changes = append(changes, c)
-		chs = append(chs, expiry.Change{Name: c.w.Counter, At: c.w.Expire.At, Cond: c.w.Expire.Cond, Known: written[c.w.Counter]})
+		chs = append(chs, expiry.Change{Name: c.w.Counter, At: c.w.Expire.At, Cond: c.w.Expire.Cond, Known: written[c.w.Counter], Txn: c.txn})
 	}
 	return calls, changes, chs
+}
+
+// markChangeTxns marks each write of a transaction (a run of calls
+// joined by JoinNext) that holds a deadline change with the transaction's
+// Txn, its first call's place in the batch plus one: fold gives it to the
+// transaction's increments and splitChanges to its changes, whose records
+// the expiry store then writes with it. A store that applies a
+// transaction in one step and takes the deadline changes in it (a
+// shardcounter.TxnApplier that is no TxnScripter: Firestore, Datastore,
+// which split a batch too large for one commit) keeps them in the
+// transaction's step, or refuses them with it; unmarked, a split could
+// commit them in another part, or one transaction's changes in several.
+// INCREX's deadline alone with its bounded write is no such transaction:
+// the change is conditional on the write (Increment.If), which keeps
+// them together.
+func markChangeTxns(calls []*call) {
+	for lo := 0; lo < len(calls); {
+		hi := lo + 1 // the run is calls[lo:hi]
+		for hi < len(calls) && calls[hi-1].w.JoinNext {
+			hi++
+		}
+		run := calls[lo:hi]
+		hasChange := slices.ContainsFunc(run, func(c *call) bool { return c.w.Expire != nil })
+		increx := len(run) == 2 && run[0].w.Bound != nil && run[1].w.Expire != nil && run[1].w.Expire.AfterBound
+		if len(run) > 1 && hasChange && !increx {
+			for _, c := range run {
+				c.txn = uint64(run[0].seq) + 1
+			}
+		}
+		lo = hi
+	}
 }
 
 // finishChanges gives each deadline change's call its result.

@@ -34,6 +34,9 @@ type changeSet struct {
 // the batch was, after folding.
 func (e *Engine) flush(b *batch) int {
 	incsOf := e.txnIncrements(b.calls)
+	if e.txns && !e.txnScripts {
+		markChangeTxns(b.calls)
+	}
 	calls, changes, chs := splitChanges(b)
 	changes, chs, later := deferTxnChanges(incsOf, changes, chs)
 	groups := increasesFirst(foldSums(fold(calls, e.create, e.txns), b.sums, e.create))

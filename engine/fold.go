@@ -94,9 +94,10 @@ func (ac *autoCreate) increment(w shardcounter.Write) shardcounter.Increment {
 // When txns (the store is a TxnApplier), a run of calls joined by
 // Write.JoinNext (a RESP transaction; its calls are consecutive,
 // queue.addAll keeps them so) gets a Txn of its own on each of its
-// increments, the run's place in calls plus one, and its calls stay
-// alone, so that the store sees the transaction's increments and only
-// them.
+// increments, its first call's place in the batch plus one (or the Txn
+// markChangeTxns gave it, which its deadline changes carry too), and its
+// calls stay alone, so that the store sees the transaction's increments
+// and only them.
 //
 // It allocates per flush, not per write: groups are carved out of arrays
 // of 4 doubling to 64 (a full array is replaced, never grown, so pointers
@@ -120,9 +121,9 @@ func fold(calls []*call, ac *autoCreate, txns bool) []*group {
 			size = min(2*size, 64)
 		}
 		if i == 0 || !calls[i-1].w.JoinNext {
-			txn = 0
-			if txns && c.w.JoinNext {
-				txn = uint64(i) + 1
+			txn = c.txn // marked with its deadline changes
+			if txn == 0 && txns && c.w.JoinNext {
+				txn = uint64(c.seq) + 1
 			}
 		}
 		alone := c.w.RequestID != "" || c.w.Present != nil || c.w.Take != nil || c.w.Bound != nil || txn != 0

@@ -30,6 +30,11 @@ type Change struct {
 	// in the commit). INCREX's deadline, which a skipped increment leaves
 	// as it was. Only a store deciding through package decide takes it.
 	If int
+	// Txn, when not 0, is the transaction the change belongs to
+	// (shardcounter.Increment.Txn), which its items carry: a store that
+	// applies a transaction in one step of its own keeps them in it, or
+	// refuses them with it (a batch split past a commit's size).
+	Txn uint64
 }
 
 // ChangeResult is the result of one Change: Set when the deadline
@@ -210,11 +215,11 @@ func (s *Store) plan(ctx context.Context, chs []Change, res []ChangeResult) (*pl
 		}
 		first := len(p.items)
 		if e.member != "" {
-			p.items = append(p.items, shardcounter.Increment{Counter: rec, Member: e.member, Delta: -1})
+			p.items = append(p.items, shardcounter.Increment{Counter: rec, Member: e.member, Delta: -1, Txn: ch.Txn})
 		}
 		m := member(s.stamp(), ch.At)
 		p.adds[i] = len(p.items)
-		p.items = append(p.items, shardcounter.Increment{Counter: rec, Member: m, Delta: 1, Create: recordSpec})
+		p.items = append(p.items, shardcounter.Increment{Counter: rec, Member: m, Delta: 1, Create: recordSpec, Txn: ch.Txn})
 		next := entry{deadline: ch.At, member: m}
 		if ch.At != 0 {
 			// An entry this Store added to for the name in the same second
@@ -222,7 +227,7 @@ func (s *Store) plan(ctx context.Context, chs []Change, res []ChangeResult) (*pl
 			// and this one is not.
 			next.indexed = bucket(ch.At)
 			if next.indexed != e.indexed {
-				p.items = append(p.items, shardcounter.Increment{Counter: IndexID(next.indexed, ch.Name), Delta: 1, Create: indexSpec})
+				p.items = append(p.items, shardcounter.Increment{Counter: IndexID(next.indexed, ch.Name), Delta: 1, Create: indexSpec, Txn: ch.Txn})
 			}
 		}
 		p.final[ch.Name] = next

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/engine"
@@ -108,12 +109,14 @@ func RunCommitSplit(t *testing.T, s shardcounter.CounterStore, limit int, commit
 // RunEngineTxnSplit checks, through an engine over s (a store that splits
 // a batch past its limit, lowered to limit bytes), that a RESP MULTI's
 // writes (a run joined by Write.JoinNext) are one transaction to the
-// store: 40 new counters joined so, too large for one commit, are refused
-// whole, each write with the one invalid_argument error and none of the
-// counters made, while the write queued beside them applies. Folded with
-// the batch's other writes instead (a store that is no
+// store: 40 new counters joined so, too large for one commit, with a
+// deadline change (EXPIRE) of an existing counter, are refused whole,
+// each write with the one invalid_argument error, none of the counters
+// made and no deadline set, while the write queued beside them applies.
+// Folded with the batch's other writes instead (a store that is no
 // shardcounter.TxnApplier), they would be split between commits and
-// applied in parts.
+// applied in parts; and a deadline change whose records are not marked
+// with the transaction would commit beside it.
 func RunEngineTxnSplit(t *testing.T, s shardcounter.CounterStore) {
 	ctx := context.Background()
 	e, err := engine.New(s, engine.Config{})
@@ -121,11 +124,16 @@ func RunEngineTxnSplit(t *testing.T, s shardcounter.CounterStore) {
 		t.Fatal(err)
 	}
 	defer e.Close(ctx)
-	beside := prefix(t) + "beside"
+	beside, expiring := prefix(t)+"beside", prefix(t)+"expiring"
+	if _, err := e.WriteCounter(ctx, shardcounter.Write{Counter: expiring, Delta: 1}); err != nil {
+		t.Fatal(err)
+	}
 	var ws []shardcounter.Write
 	for i := range 40 {
-		ws = append(ws, shardcounter.Write{Counter: fmt.Sprintf("%smulti-%02d", prefix(t), i), Delta: 1, RequestID: fmt.Sprintf("r-%d", i), JoinNext: i < 39})
+		ws = append(ws, shardcounter.Write{Counter: fmt.Sprintf("%smulti-%02d", prefix(t), i), Delta: 1, RequestID: fmt.Sprintf("r-%d", i), JoinNext: true})
 	}
+	at := time.Now().Add(time.Hour).UnixMilli()
+	ws = append(ws, shardcounter.Write{Counter: expiring, Expire: &shardcounter.ExpireChange{At: at}})
 	ws = append(ws, shardcounter.Write{Counter: beside, Delta: 5})
 	res, err := e.WriteBatch(ctx, ws)
 	if err != nil {
@@ -146,7 +154,13 @@ func RunEngineTxnSplit(t *testing.T, s shardcounter.CounterStore) {
 			t.Errorf("%s of the refused MULTI: %v, want not found", ws[i].Counter, err)
 		}
 	}
-	if r := res[40]; r.Error != nil {
+	if r := res[40]; r.Error == nil || r.Error.Error() != first.Error() || r.Applied {
+		t.Errorf("the MULTI's EXPIRE: %+v, want %v", r, first)
+	}
+	if ttl, err := e.CounterTTL(ctx, expiring); err != nil || !ttl.Exists || ttl.ExpiresAt != nil {
+		t.Errorf("CounterTTL(%q) after the refused MULTI: %+v, %v; want no deadline", expiring, ttl, err)
+	}
+	if r := res[41]; r.Error != nil {
 		t.Errorf("the write beside the MULTI: %+v", r)
 	}
 	if got := MustRead(t, s, beside); got != 5 {
