@@ -80,6 +80,8 @@ type target struct {
 	ref    *firestore.DocumentRef
 	st     *counterState // nil while the counter does not exist
 	shards map[int]bool  // shards read for the batch
+	// bucketWrite is the bucket the commit writes, nil for none.
+	bucketWrite *bucketWrite
 }
 
 // applyOnce makes one attempt, its commit marked by m (see marker.go); it
@@ -95,7 +97,7 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	}
 	unlock := s.lockShards(targets, order)
 	defer unlock()
-	reqs, members, err := s.readForBatch(ctx, incs, targets, order)
+	reqs, members, err := s.readForBatch(ctx, incs, targets, order, now)
 	if err != nil {
 		return 0, err
 	}
@@ -104,6 +106,9 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 			return 0, err
 		}
 		now = s.now()
+		if err := s.readBuckets(ctx, targets, order, now); err != nil { // now's may be another
+			return 0, err
+		}
 	}
 	b := &batchState{s: s, now: now, targets: targets, reqs: reqs, members: members}
 	if err := b.decide(incs, out, order); err != nil {
@@ -204,23 +209,32 @@ func (s *CounterStore) lockShards(targets map[string]*target, order []string) fu
 		}
 		if t.st == nil { // created by the batch, perhaps: its future shards
 			keys = append(keys, docstore.StripeOf(id, 0))
+		} else if t.st.meta.spec.Window != nil { // its bucket, which every write of it writes
+			keys = append(keys, docstore.StripeOf(id, t.st.meta.spec.Shards))
 		}
 	}
 	return s.Locks.Lock(keys)
 }
 
 // readForBatch reads, in one round trip, the shard versions the store
-// does not know, and the request ids and members of the batch (nil:
+// does not know, the windowed counters' buckets of now it does not know
+// (wantBuckets), and the request ids and members of the batch (nil:
 // none).
-func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Increment, targets map[string]*target, order []string) (reqs, members map[docstore.Key]*docstore.Own, err error) {
+func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Increment, targets map[string]*target, order []string, now time.Time) (reqs, members map[docstore.Key]*docstore.Own, err error) {
 	type slot struct {
-		t     *target
-		shard int
-		own   map[docstore.Key]*docstore.Own // of a request id or member: k
-		k     docstore.Key
+		t      *target
+		shard  int
+		own    map[docstore.Key]*docstore.Own // of a request id or member: k
+		k      docstore.Key
+		bucket time.Time // of a bucket: its start
 	}
 	var refs []*firestore.DocumentRef
 	var slots []slot
+	for _, t := range wantBuckets(targets, order, now) {
+		start := t.st.meta.spec.Window.BucketOf(now)
+		refs = append(refs, bucketRef(t.ref, start))
+		slots = append(slots, slot{t: t, bucket: start})
+	}
 	for _, id := range order {
 		t := targets[id]
 		if t.st == nil {
@@ -261,6 +275,8 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 		switch {
 		case sl.own != nil:
 			sl.own[sl.k] = ownOf(snap)
+		case !sl.bucket.IsZero():
+			sl.t.st.bucket = s.bucketFromSnap(snap, sl.bucket)
 		default:
 			sh := s.shardFromSnap(snap)
 			if sh.n != 0 && sh.n != int64(sl.t.st.meta.spec.Shards) {
@@ -289,6 +305,55 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 		}
 	}
 	return reqs, members, nil
+}
+
+// wantBuckets returns the windowed counters among targets whose bucket of
+// now the store does not know: a batch decides a write to a windowed
+// counter on its bucket's value, as package decide judges it (a write
+// that would take it outside int64 is refused), and its commit writes the
+// bucket's new value under the update time it was decided on.
+func wantBuckets(targets map[string]*target, order []string, now time.Time) []*target {
+	var out []*target
+	for _, id := range order {
+		t := targets[id]
+		if t.st == nil || t.st.meta.spec.Window == nil {
+			continue
+		}
+		if !t.st.bucket.start.Equal(t.st.meta.spec.Window.BucketOf(now)) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// readBuckets reads the buckets of now that wantBuckets names, in one
+// round trip when there are any: after a pace moved the batch's time.
+func (s *CounterStore) readBuckets(ctx context.Context, targets map[string]*target, order []string, now time.Time) error {
+	ts := wantBuckets(targets, order, now)
+	if len(ts) == 0 {
+		return nil
+	}
+	refs := make([]*firestore.DocumentRef, len(ts))
+	for i, t := range ts {
+		refs[i] = bucketRef(t.ref, t.st.meta.spec.Window.BucketOf(now))
+	}
+	snaps, err := s.client.GetAll(ctx, refs)
+	if err != nil {
+		return readError("read window buckets", err)
+	}
+	for i, t := range ts {
+		t.st.bucket = s.bucketFromSnap(snaps[i], t.st.meta.spec.Window.BucketOf(now))
+	}
+	return nil
+}
+
+// bucketFromSnap reads a bucket document's value and version.
+func (s *CounterStore) bucketFromSnap(snap *firestore.DocumentSnapshot, start time.Time) bucketState {
+	if snap == nil || !snap.Exists() {
+		return bucketState{start: start}
+	}
+	v, _ := snap.Data()[s.field].(int64)
+	return bucketState{start: start, value: v, ut: snap.UpdateTime, exists: true}
 }
 
 func (t *target) allKnown() bool {

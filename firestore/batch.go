@@ -2,12 +2,13 @@ package firestore
 
 import (
 	"context"
-	"strconv"
+	"fmt"
 	"time"
 
 	"cloud.google.com/go/firestore"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/decide"
 	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
@@ -44,6 +45,9 @@ func (b *batchState) decide(incs []shardcounter.Increment, out []shardcounter.Ou
 				t.Vals[i] = sh.value
 			}
 		}
+		if bs := t.st.bucket; spec.Window != nil && bs.start.Equal(spec.Window.BucketOf(b.now)) {
+			t.Bucket = &shardcounter.Bucket{Start: bs.start, Value: bs.value}
+		}
 	}
 	b.TakeOwn(b.reqs, b.members, func(id string) time.Time { return b.targets[id].st.meta.created })
 	whole, err := b.View.Decide(incs, b.now, b.now.Add(-b.s.Window()), out)
@@ -64,6 +68,11 @@ func (b *batchState) decide(incs []shardcounter.Increment, out []shardcounter.Ou
 		}
 		for k := range t.Written {
 			t.st.shards[k].value = t.Vals[k]
+		}
+		for _, w := range t.Buckets {
+			if !w.Known {
+				return fmt.Errorf("firestore: counter %q: its bucket decided without its value", id)
+			}
 		}
 	}
 	return nil
@@ -150,12 +159,8 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 			}
 			add("member")
 		}
-		for _, w := range t.Buckets { // more than one only when the batch's deltas leave int64
-			ref := t.ref.Collection(bucketsCollection).Doc(strconv.FormatInt(w.Start.Unix(), 10))
-			fields := map[string]any{fieldStart: w.Start.UTC(), b.s.field: firestore.Increment(w.Delta)}
-			wb.Set(ref, fields, firestore.MergeAll)
-			b.count(ref, fields, nil)
-			add("bucket")
+		if n := len(t.Buckets); n > 0 { // the last: more than one only when the batch's deltas leave int64
+			b.writeBucket(wb, t, t.Buckets[n-1], add)
 		}
 	}
 	for _, r := range b.Records {
@@ -184,6 +189,34 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 	}
 	b.size.For("")
 	return sw
+}
+
+// writeBucket adds to wb the write of a windowed counter's bucket, w, as
+// the batch decided it (docstore.View's Bucket gave its value): its new
+// value, under the update time it was read or committed with, or created
+// when read missing, so that a write committed to it since fails the
+// commit and the batch is decided again. A counter the batch creates
+// sets its bucket whole: a bucket left by a deleted counter of the id is
+// no part of it.
+func (b *batchState) writeBucket(wb *firestore.WriteBatch, t *target, w decide.BucketWrite, add func(string) int) { //nolint:staticcheck // see applyOnce
+	ref := bucketRef(t.ref, w.Start)
+	fields := map[string]any{fieldStart: w.Start.UTC(), b.s.field: w.Value}
+	switch bs := t.st.bucket; {
+	case t.Create:
+		wb.Set(ref, fields)
+	case bs.exists && bs.start.Equal(w.Start):
+		wb.Update(ref, []firestore.Update{{Path: fieldStart, Value: w.Start.UTC()}, {Path: b.s.field, Value: w.Value}}, firestore.LastUpdateTime(bs.ut))
+	default:
+		wb.Create(ref, fields)
+	}
+	b.count(ref, fields, nil)
+	t.bucketWrite = &bucketWrite{state: bucketState{start: w.Start, value: w.Value, exists: true}, result: add("bucket")}
+}
+
+// bucketWrite is a bucket the commit writes, and where its result is.
+type bucketWrite struct {
+	state  bucketState
+	result int
 }
 
 // remove adds to wb the deletion of an idle limit state the batch
@@ -321,6 +354,10 @@ func (b *batchState) committed(results []*firestore.WriteResult, sw []shardWrite
 	}
 	for _, id := range order {
 		if t := b.targets[id]; t.st != nil && t.Touched {
+			if w := t.bucketWrite; w != nil {
+				t.st.bucket = w.state
+				t.st.bucket.ut = results[w.result].UpdateTime
+			}
 			if t.Create {
 				b.s.fullHint.Delete(id)
 			}

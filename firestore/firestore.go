@@ -231,6 +231,12 @@ func (s *CounterStore) counterRef(id string) *firestore.DocumentRef {
 	return s.client.Collection(countersCollection).Doc(Escape(id))
 }
 
+// bucketRef is the document of the bucket of a windowed counter that
+// starts at start.
+func bucketRef(counter *firestore.DocumentRef, start time.Time) *firestore.DocumentRef {
+	return counter.Collection(bucketsCollection).Doc(strconv.FormatInt(start.Unix(), 10))
+}
+
 func shardRef(counter *firestore.DocumentRef, i int) *firestore.DocumentRef {
 	return counter.Collection(shardsCollection).Doc(fmt.Sprint(i))
 }

@@ -41,9 +41,6 @@ func TestCounterStore(t *testing.T) {
 			return mustOpenProject(tb, project, firestore.Options{Now: now})
 		},
 		LoadScale: 0.25, // the emulator commits a few hundred batches a second
-		// Window buckets are a field per shard document, judged alone
-		// (docs/DESIGN.md, Windows).
-		BucketPartsPerShard: true,
 	})
 }
 

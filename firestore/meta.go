@@ -72,6 +72,18 @@ type counterState struct {
 	// full: writes to it check its total over every shard, not only their
 	// own shard's zone (bounded counters, and counters near the limits).
 	full bool
+	// bucket is a windowed counter's bucket document last read or written.
+	bucket bucketState
+}
+
+// bucketState is a window bucket's document as a batch read or committed
+// it: its value and update time (the precondition of the commit that
+// writes it), or read missing. A zero start is none known.
+type bucketState struct {
+	start  time.Time
+	value  int64
+	ut     time.Time
+	exists bool
 }
 
 func (c *counterState) clone() *counterState {

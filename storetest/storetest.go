@@ -99,9 +99,10 @@ type Options struct {
 
 	// BucketPartsPerShard is set by a store that judges a window
 	// bucket's int64 limit on each shard's part of it rather than on
-	// its sum (Redis, Firestore: docs/DESIGN.md, Windows): the differential test
-	// then keeps windowed counters' deltas small, since near int64's
-	// ends such a store is known to differ from the contract.
+	// its sum (Redis: docs/DESIGN.md, Windows): the differential test
+	// then keeps windowed counters' deltas small, and the window cases
+	// skip the bucket at int64's end, since there such a store is known
+	// to differ from the contract.
 	BucketPartsPerShard bool
 
 	// BoundsOneSlot is set by a store that decides bounded items

@@ -161,6 +161,9 @@ func testWindow(t *testing.T, opts Options) {
 	t.Run("Reshard", func(t *testing.T) { testWindowReshard(t, w, id, series) })
 	t.Run("RefusedWrites", func(t *testing.T) { testWindowRefused(t, w) })
 	t.Run("MinuteAndDayBuckets", func(t *testing.T) { testWindowMinuteAndDay(t, w) })
+	if !opts.BucketPartsPerShard {
+		t.Run("BucketInt64", func(t *testing.T) { testWindowBucketInt64(t, w) })
+	}
 }
 
 // clocked writes to a store whose clock the test sets, at a time of the
