@@ -98,6 +98,9 @@ type CounterStore struct {
 	// read every shard, so that a transaction reads what it needs in one
 	// lookup; the transaction checks the guess against the counter entity.
 	shards *lru.Cache[string, *counterEntity]
+	// lockedReads: strong reads are read-write transactions, rolled back
+	// (on the emulator, whose read-only ones are no snapshot: read.go).
+	lockedReads bool
 }
 
 // base is the state and the methods the store shares with firestore's:
@@ -179,7 +182,8 @@ func newStore(ctx context.Context, project string, opts Options, extra ...option
 	if err != nil {
 		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: connect to project %s: %v (set DATASTORE_EMULATOR_HOST for the emulator, or Application Default Credentials for Google Cloud)", project, err)
 	}
-	s := &CounterStore{client: client, project: project, kind: opts.Kind, namespace: opts.Namespace, now: opts.Now, commitLimit: docstore.CommitLimit}
+	s := &CounterStore{client: client, project: project, kind: opts.Kind, namespace: opts.Namespace, now: opts.Now, commitLimit: docstore.CommitLimit,
+		lockedReads: EmulatorHost() != ""}
 	if s.kind == "" {
 		s.kind = DefaultKind
 	}

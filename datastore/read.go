@@ -3,6 +3,7 @@ package datastore
 import (
 	"context"
 	"errors"
+	"time"
 
 	"cloud.google.com/go/datastore"
 
@@ -38,17 +39,56 @@ func (s *CounterStore) getEntity(ctx context.Context, id string) (*counterEntity
 	return &e, nil
 }
 
-// read reads the counters and all their shards in a read-only
-// transaction, whose reads are one snapshot: one lookup of the counter
-// entities and the shards the store expects them to have, and a second
-// for any counter resharded since. (A lookup outside a transaction is not
-// enough: the emulator lets it see part of a commit.) A read-only
-// transaction takes no locks, so it is neither committed nor rolled back:
-// two round trips, its begin and its lookup.
+// read reads the counters and all their shards as one snapshot
+// (readOnce), again after a conflict with a writer, with backoff, up to a
+// few dozen times.
 func (s *CounterStore) read(ctx context.Context, ids []string) (*docstore.Snapshot, error) {
-	tx, err := s.client.NewTransaction(ctx, datastore.ReadOnly)
+	pause := time.Millisecond
+	for attempt := 0; ; attempt++ {
+		sn, err := s.readOnce(ctx, ids)
+		if !errors.Is(err, errConflict) {
+			return sn, err
+		}
+		if attempt == 40 || docstore.Sleep(ctx, pause) != nil {
+			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: read counters kept meeting writers; try again")
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// readOnce reads the counters and all their shards in one transaction,
+// whose reads are one snapshot: one lookup of the counter entities and
+// the shards the store expects them to have, and a second for any
+// counter resharded since. (A lookup outside a transaction is not
+// enough: the emulator lets it see part of a commit.) The transaction is
+// read-only (two round trips, its begin and its lookup: it takes no
+// locks, so it is neither committed nor rolled back), except on the
+// emulator (lockedReads), whose read-only transactions are no snapshot:
+// a lookup in one sees the entities a commit has written so far and not
+// the rest, and the same lookup again sees them all. There it is a
+// read-write transaction, whose lookups wait for the commits that hold
+// the entities' locks, rolled back after its reads.
+func (s *CounterStore) readOnce(ctx context.Context, ids []string) (*docstore.Snapshot, error) {
+	opts := []datastore.TransactionOption{datastore.ReadOnly}
+	if s.lockedReads {
+		// Its calls run under a context that outlives ctx's end by
+		// txGrace, as a write's do (see attempt): cut off, it would hold
+		// its locks until the emulator expires it.
+		opts = nil
+		var cancel context.CancelFunc
+		if d, ok := ctx.Deadline(); ok {
+			ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d.Add(txGrace))
+		} else {
+			ctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+		}
+		defer cancel()
+	}
+	tx, err := s.client.NewTransaction(ctx, opts...)
 	if err != nil {
 		return nil, readError("read counters", err)
+	}
+	if s.lockedReads {
+		defer tx.Rollback() //nolint:errcheck // it wrote nothing: the rollback frees its locks
 	}
 	sn := &docstore.Snapshot{Counters: map[string]*shardcounter.Counter{}, Values: map[string][]int64{}, Sketches: map[string][][]byte{}, At: s.now()}
 	ents := make(map[string]*counterEntity, len(ids))
@@ -84,6 +124,9 @@ func (s *CounterStore) read(ctx context.Context, ids []string) (*docstore.Snapsh
 	}
 	for {
 		if err := l.run(tx); err != nil {
+			if errors.Is(err, errConflict) {
+				return nil, err
+			}
 			return nil, readError("read counters", err)
 		}
 		more := false
