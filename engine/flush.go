@@ -16,6 +16,41 @@ type changeSet struct {
 	chs   []expiry.Change
 }
 
+// withLinked splits cs, for a paced commit of due, into the changes that
+// go with it and those that wait for a later one: those l links to a
+// counter of rest (a transaction's, whose increments wait) and to none of
+// due. Either is nil when it holds no change.
+func (cs *changeSet) withLinked(due, rest []*group, l links) (now, later *changeSet) {
+	if cs == nil {
+		return nil, nil
+	}
+	if len(l) == 0 || len(rest) == 0 {
+		return cs, nil
+	}
+	waiting := make(map[string]bool)
+	for _, g := range rest {
+		waiting[l.root(g.inc.Counter)] = true
+	}
+	for _, g := range due {
+		delete(waiting, l.root(g.inc.Counter))
+	}
+	now, later = &changeSet{}, &changeSet{}
+	for i, c := range cs.calls {
+		to := now
+		if waiting[l.root(c.w.Counter)] {
+			to = later
+		}
+		to.calls, to.chs = append(to.calls, c), append(to.chs, cs.chs[i])
+	}
+	if len(now.calls) == 0 {
+		now = nil
+	}
+	if len(later.calls) == 0 {
+		later = nil
+	}
+	return now, later
+}
+
 // flush applies a batch and gives every call its result, within one
 // deadline, FlushTimeout, for all the store calls it makes: the writers of
 // a slow store hear the store's own answer for an expired context
@@ -53,7 +88,7 @@ func (e *Engine) flush(b *batch) int {
 	if e.pacer == nil {
 		e.commit(ctx, groups, cs)
 	} else {
-		items = e.commitPaced(ctx, groups, cs)
+		items = e.commitPaced(ctx, groups, cs, txnLinks(b.calls))
 	}
 	if later != nil {
 		e.commitDeferred(ctx, later)
@@ -66,10 +101,11 @@ func (e *Engine) flush(b *batch) int {
 }
 
 // commitPaced commits groups as the pacer lets them: those whose counter
-// has a shard due now at once, the others when one is (see pacer), and
-// the deadline changes cs with the first. It returns the increments of
-// its first commit.
-func (e *Engine) commitPaced(ctx context.Context, groups []*group, cs *changeSet) int {
+// has a shard due now at once, the others when one is (see pacer), a
+// transaction's whole (the counters l links) when all of them are; the
+// deadline changes cs go with the first commit, but a transaction's go
+// with its increments. It returns the increments of its first commit.
+func (e *Engine) commitPaced(ctx context.Context, groups []*group, cs *changeSet, l links) int {
 	items := -1
 	if cs != nil && len(groups) == 0 {
 		e.commit(ctx, nil, cs)
@@ -77,15 +113,16 @@ func (e *Engine) commitPaced(ctx context.Context, groups []*group, cs *changeSet
 	}
 	for len(groups) > 0 {
 		tctx, cancel := context.WithTimeout(ctx, e.cfg.FlushTimeout)
-		due, rest, wait := e.pacer.take(tctx, groups)
+		due, rest, wait := e.pacer.take(tctx, groups, l)
 		cancel()
-		if len(due) > 0 || cs != nil {
+		var now *changeSet
+		now, cs = cs.withLinked(due, rest, l)
+		if len(due) > 0 || now != nil {
 			if items < 0 {
 				items = len(due)
 			}
-			e.commit(ctx, due, cs)
+			e.commit(ctx, due, now)
 			e.pacer.committed(due)
-			cs = nil
 		}
 		groups = rest
 		if len(groups) > 0 && wait > 0 {

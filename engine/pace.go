@@ -110,8 +110,9 @@ func (p *pacer) prune() {
 // each set to its shard and the shard marked committed, and the rest,
 // with how long until the first of them may. A counter's groups stay
 // together, so that they reach the store in the order increasesFirst
-// gave them.
-func (p *pacer) take(ctx context.Context, groups []*group) (due, rest []*group, wait time.Duration) {
+// gave them, and so do the counters l links (a transaction's): they are
+// due when the last of them is.
+func (p *pacer) take(ctx context.Context, groups []*group, l links) (due, rest []*group, wait time.Duration) {
 	byCounter := make(map[string][]*group)
 	var order []string
 	for _, g := range groups {
@@ -128,6 +129,9 @@ func (p *pacer) take(ctx context.Context, groups []*group) (due, rest []*group, 
 	defer p.mu.Unlock()
 	now := p.now()
 	wait = -1
+	picks := make(map[string]int, len(order))
+	needs := make(map[string]map[int]bool, len(order))
+	ats := make(map[string]time.Time) // by l's root: when every counter it links is due
 	for _, id := range order {
 		c, gs := states[id], byCounter[id]
 		n := c.shards
@@ -159,12 +163,18 @@ func (p *pacer) take(ctx context.Context, groups []*group) (due, rest []*group, 
 				need[pick] = true
 			}
 		}
-		var at time.Time // when every shard it needs is due
+		picks[id], needs[id] = pick, need
+		r := l.root(id)
+		at := ats[r] // when every shard it needs, and its links need, is due
 		for k := range need {
 			if d := c.last[k].Add(p.interval); d.After(at) {
 				at = d
 			}
 		}
+		ats[r] = at
+	}
+	for _, id := range order {
+		c, gs, pick, need, at := states[id], byCounter[id], picks[id], needs[id], ats[l.root(id)]
 		if at.After(now) {
 			rest = append(rest, gs...)
 			if w := at.Sub(now); wait < 0 || w < wait {
@@ -206,5 +216,54 @@ func (p *pacer) committed(groups []*group) {
 		if k := shard.Of(pick, c.shards); k < len(c.last) {
 			c.last[k] = now
 		}
+	}
+}
+
+// links ties together the counters of each transaction of a batch (a run
+// of calls joined by Write.JoinNext), its deadline changes' names too, so
+// that the pacer commits a transaction whole: all its counters when the
+// last of their shards is due, never some of them now and the rest a
+// commit later. It is a union-find over counter ids; the zero value links
+// nothing.
+type links map[string]string
+
+// txnLinks links the counters of each transaction among calls.
+func txnLinks(calls []*call) links {
+	var l links
+	for lo := 0; lo < len(calls); {
+		hi := lo + 1 // the run is calls[lo:hi]
+		for hi < len(calls) && calls[hi-1].w.JoinNext {
+			hi++
+		}
+		for _, c := range calls[lo+1 : hi] {
+			if l == nil {
+				l = make(links)
+			}
+			l.union(calls[lo].w.Counter, c.w.Counter)
+		}
+		lo = hi
+	}
+	return l
+}
+
+// root is the counter that stands for id's transactions (id itself when
+// it is in none).
+func (l links) root(id string) string {
+	for {
+		p, ok := l[id]
+		if !ok || p == id {
+			return id
+		}
+		if gp, ok := l[p]; ok {
+			l[id] = gp // halve the path
+		}
+		id = p
+	}
+}
+
+func (l links) union(a, b string) {
+	ra, rb := l.root(a), l.root(b)
+	if ra != rb {
+		l[ra] = rb
 	}
 }

@@ -101,3 +101,46 @@ func TestShardWriteInterval(t *testing.T) {
 	}
 	t.Logf("%d commits of hot in %v", hot, answered)
 }
+
+// TestPacedTxnCommitsWhole checks that pacing never cuts a transaction (a
+// run of writes joined by JoinNext): a MULTI writing a counter whose one
+// shard was just committed and an idle counter, with an EXPIRE of the
+// idle one, waits for the busy counter's shard and goes in one commit,
+// its deadline change with it, rather than the idle counter's part now
+// and the rest a second later.
+func TestPacedTxnCommitsWhole(t *testing.T) {
+	store := &recordingApplies{CounterStore: MustOpenStore(t), in: make(map[string]int)}
+	for _, id := range []string{"busy", "idle"} {
+		storetest.MustCreate(t, store, id, 1)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		e := MustStart(t, store, engine.Config{ShardWriteInterval: time.Second})
+		defer e.Close(ctx)
+		if _, err := e.WriteCounter(ctx, shardcounter.Write{Counter: "busy", Delta: 1}); err != nil {
+			t.Fatal(err)
+		}
+		store.mu.Lock()
+		before := store.applies
+		store.mu.Unlock()
+		ws := []shardcounter.Write{
+			{Counter: "busy", Delta: 1, JoinNext: true},
+			{Counter: "idle", Delta: 1, JoinNext: true},
+			{Counter: "idle", Expire: &shardcounter.ExpireChange{At: time.Now().Add(time.Hour).UnixMilli()}},
+		}
+		res, err := e.WriteBatch(ctx, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if r.Error != nil || !r.Applied {
+				t.Fatalf("write %d (%+v): %+v", i, ws[i], r)
+			}
+		}
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		if n := store.applies - before; n != 1 || store.in["busy"] != store.in["idle"] {
+			t.Fatalf("a paced transaction took %d store commits (busy in %d, idle in %d), want 1", n, store.in["busy"], store.in["idle"])
+		}
+	})
+}
