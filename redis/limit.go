@@ -194,13 +194,19 @@ local ZERO = {0, 0, 0}
 // its limit, its period (fixed) or bucket (sliding) in milliseconds and
 // "", and for gcra its burst, T (the period over the limit) and burst·T
 // in nanoseconds; the cost (at most the largest quota plus one), "1" for
-// a peek, and n, the state's shard count. Item j's keys are its n shard
+// a peek or "r" for a removal of the state if idle, and n, the state's
+// shard count. Item j's keys are its n shard
 // keys, then shard 0's request-id set; a last key, when there is one, is
 // the group's marker (see addScript).
 //
 // A take whose shards are not all at the writer's epoch is stale
-// (resStale), and the later takes of its counter in the call deferred
-// (resDeferred). Else, as package decide orders it: a take with a request
+// (resStale), or gone (resGone) when its shard key is missing: a removal
+// deleted the state (remove.go); the later takes of its counter in the
+// call are deferred (resDeferred). A removal is decided on the shards
+// read: kept (resSkipped) when a take of its counter came earlier in the
+// call or the state is not idle (decide.Idle), else the state's shard
+// keys and request-id set are deleted (resRemoved), and a later removal
+// of it in the call is kept. Else, for a take, as package decide orders it: a take with a request
 // id, not a peek, that finds it recorded (as allowed, then as refused)
 // within the dedupe window is a duplicate and answers the recorded
 // decision with the key's state now; else it is decided on the state read.
