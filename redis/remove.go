@@ -62,6 +62,21 @@ func (b *batch) busy(incs []shardcounter.Increment, id string) bool {
 	return b.touched[id]
 }
 
+// removal notes, in plan, that inc is sent: when it is a removal, a later
+// item of its counter that the counter's spec refuses (a removal under a
+// policy of another shape) waits for the next attempt, since package
+// decide finds the counter missing, and keeps that item (Skipped), when
+// the removal removed it.
+func (a *attempt) removal(inc shardcounter.Increment) {
+	if inc.Take == nil || !inc.Take.Remove {
+		return
+	}
+	if a.removing == nil {
+		a.removing = make(map[string]bool)
+	}
+	a.removing[inc.Counter] = true
+}
+
 // dropStates removes the metadata and index entries of the limit states
 // ls, whose keys are removed (see above): one removeStateScript each, in
 // one pipeline per master. It is the removal's second step, and anyone

@@ -228,10 +228,11 @@ type attempt struct {
 	todo []int
 	b    *batch
 
-	ls      map[string]*layout // plan: the layouts of the counters of todo
-	fresh   []*layout          // plan: counters this attempt creates, in batch order
-	items   []pending          // plan: the items to send
-	waiting map[string]bool    // plan: counters whose later items wait for the next attempt
+	ls       map[string]*layout // plan: the layouts of the counters of todo
+	fresh    []*layout          // plan: counters this attempt creates, in batch order
+	items    []pending          // plan: the items to send
+	waiting  map[string]bool    // plan: counters whose later items wait for the next attempt
+	removing map[string]bool    // plan: counters with a removal sent (remove.go)
 
 	groups []*slotGroup // group: one addScript call per slot, in batch order
 
@@ -334,9 +335,14 @@ func (a *attempt) layoutFor(i int) *layout {
 		return nil
 	}
 	if err := a.s.checkItem(inc, l.counter().Spec); err != nil {
+		if a.removing[inc.Counter] {
+			a.wait(inc.Counter, i) // after the removal, which may leave no counter (remove.go)
+			return nil
+		}
 		a.out[i] = shardcounter.Outcome{Err: err}
 		return nil
 	}
+	a.removal(inc)
 	return l
 }
 
