@@ -8,6 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/shardcounter/shardcounter"
+	"github.com/shardcounter/shardcounter/engine"
 	"github.com/shardcounter/shardcounter/redis"
 	"github.com/shardcounter/shardcounter/storetest"
 )
@@ -115,4 +116,56 @@ func mustRemove(t *testing.T, s shardcounter.CounterStore, id string, p shardcou
 	if err != nil || out[0].Err != nil || out[0].Skipped {
 		t.Fatalf("a removal of an idle state: %+v, %v; want removed", out, err)
 	}
+}
+
+// TestSweepRemoves runs the engine's sweeper over Redis: a pass removes
+// the idle states of a defined limit's keys and keeps the one taken in
+// the current window, and a key taken again after its removal starts
+// afresh.
+func TestSweepRemoves(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		clk := storetest.NewClock(time.Unix(1_800_000_000, 0))
+		s, err := redis.Open(ctx, dsn, redis.Options{Now: clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		e, err := engine.New(s, engine.Config{Now: clk.Now, LimitSweepInterval: time.Hour}) // passes only when the test runs them
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close(ctx)
+		name := "sweep" + runID()
+		p, _ := shardcounter.ParseLimitPolicy("fixed 3/10s")
+		if _, _, err := e.CreateLimit(ctx, name, p); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"u1", "u2"} {
+			if r, err := e.Take(ctx, name, key, 2, ""); err != nil || !r.Allowed {
+				t.Fatalf("Take(%s) = %+v, %v", key, r, err)
+			}
+		}
+		clk.Advance(10 * time.Second)
+		if r, err := e.Take(ctx, name, "u2", 1, ""); err != nil || !r.Allowed || r.Remaining != 2 {
+			t.Fatalf("Take(u2) in the next window = %+v, %v", r, err)
+		}
+		if n, err := e.SweepLimits(ctx); err != nil || n != 1 {
+			t.Fatalf("SweepLimits = %d, %v; want 1 removed", n, err)
+		}
+		p = p.WithDefaults()
+		exists := func(key string) bool {
+			r, err := s.ReadCounters(ctx, []string{shardcounter.LimitKeyID(name, p, key)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r[0] != nil
+		}
+		if exists("u1") || !exists("u2") {
+			t.Fatalf("after the sweep: u1's idle state there %v, u2's taken one there %v", exists("u1"), exists("u2"))
+		}
+		if r, err := e.Take(ctx, name, "u1", 3, ""); err != nil || !r.Allowed || r.Remaining != 0 {
+			t.Errorf("a take after the removal = %+v, %v; want a fresh key's", r, err)
+		}
+	})
 }
