@@ -316,7 +316,7 @@ func ValidateLimitName(name string) error {
 // decides takes (package decide) receives it. It refuses a removal
 // (LimitTake.Remove, ErrRemoveUnsupported): a store that decides those
 // checks them with ValidateRemoveIncrement first, so that one that takes
-// through a rule of its own (Redis's script) refuses them clearly.
+// through a rule of its own and does not remove refuses them clearly.
 func ValidateTakeIncrement(inc Increment) error {
 	if err := validateIncrementNames(inc); err != nil {
 		return err
@@ -410,7 +410,7 @@ const removeUnsupported = "this store does not remove idle limit states"
 // sweeper stops sending them there (IsRemoveUnsupported), and the states
 // stay.
 func ErrRemoveUnsupported(counter string) error {
-	return Errorf(EINVALID, "%s (counter %q): the states stay; Pebble, bolt and PostgreSQL remove them", removeUnsupported, counter)
+	return Errorf(EINVALID, "%s (counter %q): the states stay; Pebble, bolt, PostgreSQL, Redis, Firestore and Datastore remove them", removeUnsupported, counter)
 }
 
 // IsRemoveUnsupported reports whether err is ErrRemoveUnsupported's.

@@ -282,3 +282,25 @@ func shardValues(sh *shot) ([]int64, error) {
 	}
 	return vals, nil
 }
+
+// sketched is an approx shard's applied items in a batch, and whether one
+// of its attempts changed its sketch.
+type sketched struct {
+	items   []int
+	changed bool
+}
+
+// sketch notes approx item i applied on shard key k, by an attempt that
+// changed the shard's sketch or not.
+func (b *batch) sketch(k string, i int, changed bool) {
+	if b.sketched == nil {
+		b.sketched = make(map[string]*sketched)
+	}
+	sh := b.sketched[k]
+	if sh == nil {
+		sh = &sketched{}
+		b.sketched[k] = sh
+	}
+	sh.items = append(sh.items, i)
+	sh.changed = sh.changed || changed
+}

@@ -52,7 +52,10 @@
 // A take of a rate limit's key (Increment.Take) is decided by takeScript
 // (limit.go) on all the shards of the key's state counter, which live in
 // one slot: package decide's rules, on the server's clock, with exact
-// int64 arithmetic in Lua for a token bucket's nanoseconds.
+// int64 arithmetic in Lua for a token bucket's nanoseconds. The removal
+// of an idle state (LimitTake.Remove) is decided by the same script on
+// the same read, which deletes the state's shards and request ids; its
+// metadata and index entry, in another slot, go after (remove.go).
 //
 // # Approx counters
 //

@@ -52,3 +52,9 @@ var LessScript = goredis.NewScript(luaLess + `return lt(ARGV[1], ARGV[2]) and 1 
 // benchmark that measures what markers cost: a lost reply is then not
 // settled.
 func SetNoMarkers(s *CounterStore, on bool) { s.noMarkers = on }
+
+// MetaKey returns the key of a counter's metadata, and IndexKey that of
+// the index bucket that lists it.
+func MetaKey(s *CounterStore, id string) string { return metaKey(s.prefix, id) }
+
+func IndexKey(s *CounterStore, id string) string { return bucketKey(s.prefix, bucketOf(id)) }

@@ -54,7 +54,10 @@ func (g *slotGroup) addTake(it pending, inc shardcounter.Increment) {
 	if inc.RequestID != "" {
 		rrid = shardcounter.RefusedRequestID(inc.RequestID)
 	}
-	if inc.Take.Peek {
+	switch {
+	case inc.Take.Remove:
+		peek = "r"
+	case inc.Take.Peek:
 		peek = "1"
 	}
 	var kind string
@@ -191,13 +194,19 @@ local ZERO = {0, 0, 0}
 // its limit, its period (fixed) or bucket (sliding) in milliseconds and
 // "", and for gcra its burst, T (the period over the limit) and burst·T
 // in nanoseconds; the cost (at most the largest quota plus one), "1" for
-// a peek, and n, the state's shard count. Item j's keys are its n shard
+// a peek or "r" for a removal of the state if idle, and n, the state's
+// shard count. Item j's keys are its n shard
 // keys, then shard 0's request-id set; a last key, when there is one, is
 // the group's marker (see addScript).
 //
 // A take whose shards are not all at the writer's epoch is stale
-// (resStale), and the later takes of its counter in the call deferred
-// (resDeferred). Else, as package decide orders it: a take with a request
+// (resStale), or gone (resGone) when its shard key is missing: a removal
+// deleted the state (remove.go); the later takes of its counter in the
+// call are deferred (resDeferred). A removal is decided on the shards
+// read: kept (resSkipped) when a take of its counter came earlier in the
+// call or the state is not idle (decide.Idle), else the state's shard
+// keys and request-id set are deleted (resRemoved), and a later removal
+// of it in the call is kept. Else, for a take, as package decide orders it: a take with a request
 // id, not a peek, that finds it recorded (as allowed, then as refused)
 // within the dedupe window is a duplicate and answers the recorded
 // decision with the key's state now; else it is decided on the state read.
@@ -362,34 +371,67 @@ local function shardOf(k)
   end
   return h
 end
-local out, blocked = {}, {}
+-- idle is decide.Idle: a take at t would see the state raw as a fresh
+-- key's.
+local function idle(kind, raw, a2, n)
+  if kind == 'g' then return not lt(t, N(raw[1])) end
+  local P = tonumber(a2)
+  if kind == 'f' then return tonumber(raw[1]) < fdiv(tm, P) end
+  local k, jb = n / 2, fdiv(tm, P)
+  for s = 1, k do
+    if tonumber(raw[s]) > jb - k and tonumber(raw[k + s]) ~= 0 then return false end
+  end
+  return true
+end
+local out, blocked, taken, removed = {}, {}, {}, {}
 local at = 1
 for j = 1, items do
   local a = 4 + ` + strconv.Itoa(takeArgs) + ` * (j - 1)
   local ep, rid, rrid, c, kind = A[a], A[a + 1], A[a + 2], A[a + 3], A[a + 4]
   local a1, a2, a3, cost, peek, n = A[a + 5], A[a + 6], A[a + 7], tonumber(A[a + 8]), A[a + 9] == '1', tonumber(A[a + 10])
+  local rm = A[a + 9] == 'r'
   local sks, rk = {}, K[at + n]
   for s = 1, n do sks[s] = K[at + s - 1] end
   at = at + n + 1
   local raw = {}
-  local stale = false
+  local stale, gone = false, false
   if blocked[c] then
     out[j] = 6
+  elseif removed[c] and rm then
+    out[j] = 12
   else
     for s = 1, n do
       local h = shardOf(sks[s])
       if h[2] ~= ep then
-        stale = true
+        stale, gone = true, removed[c] or (not h[1] and not h[2])
         break
       end
       raw[s] = h[1] or '0'
     end
-    if stale then
+    if gone then
+      out[j] = 14
+      blocked[c] = true
+    elseif stale then
       out[j] = 3
       blocked[c] = true
     end
   end
+  if out[j] == nil and rm then
+    if not taken[c] and idle(kind, raw, a2, n) then
+      for s = 1, n do
+        redis.call('DEL', sks[s])
+        hs[sks[s]] = {false, false}
+      end
+      redis.call('DEL', rk)
+      removed[c] = true
+      out[j] = 13
+    else
+      if A[2] == '1' then redis.call('HINCRBY', sks[1], 'w', 0) end
+      out[j] = 12
+    end
+  end
   if out[j] == nil then
+    taken[c] = true
     local dup, was = false, false
     if rid ~= '' and not peek then
       was = seen(rk, rid)
@@ -466,7 +508,11 @@ func (s *CounterStore) validate(inc shardcounter.Increment) error {
 	if inc.Take == nil {
 		return decide.Validate(inc)
 	}
-	if err := shardcounter.ValidateTakeIncrement(inc); err != nil {
+	validate := shardcounter.ValidateTakeIncrement
+	if inc.Take.Remove {
+		validate = shardcounter.ValidateRemoveIncrement
+	}
+	if err := validate(inc); err != nil {
 		return err
 	}
 	if inc.Txn != 0 {

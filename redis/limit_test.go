@@ -21,7 +21,8 @@ import (
 // refill, a period the limit does not divide), the largest quota, the
 // most buckets, costs far above any quota, and clock steps of odd
 // nanoseconds, which the script's milliseconds must round as the core's
-// nanoseconds do.
+// nanoseconds do; and removals of idle states among them, which the
+// script decides by the same times.
 func TestTakesAtExtremes(t *testing.T) {
 	policies := []string{"gcra 1/366d burst 99", "gcra 3/1s burst 5", "gcra 7/10s burst 1", "gcra 1000000/1s burst 100000000", "gcra 1099511627776/366d", "fixed 1099511627776/366d", "fixed 2/1s", "sliding 512/512s", "sliding 10/366d", "sliding 5/7s"}
 	backends(t, func(t *testing.T, dsn string) {
@@ -39,6 +40,7 @@ func TestTakesAtExtremes(t *testing.T) {
 		s.SetDedupeWindow(30 * 24 * time.Hour)
 		run := runID()
 		var moved time.Duration
+		removed := 0
 		for round := range 60 {
 			var incs []shardcounter.Increment
 			for range 1 + rng.IntN(12) {
@@ -60,6 +62,9 @@ func TestTakesAtExtremes(t *testing.T) {
 				if rng.IntN(3) == 0 {
 					inc.RequestID = fmt.Sprintf("r%d", rng.IntN(20))
 				}
+				if rng.IntN(5) == 0 {
+					inc = shardcounter.Increment{Counter: inc.Counter, Take: &shardcounter.LimitTake{Policy: p, Remove: true}}
+				}
 				incs = append(incs, inc)
 			}
 			mo, merr := m.Apply(ctx, incs)
@@ -69,9 +74,12 @@ func TestTakesAtExtremes(t *testing.T) {
 			}
 			for i := range incs {
 				a, b := mo[i], so[i]
-				if shardcounter.ErrorCode(a.Err) != shardcounter.ErrorCode(b.Err) || a.Duplicate != b.Duplicate || (a.Limit == nil) != (b.Limit == nil) || a.Limit != nil && *a.Limit != *b.Limit {
-					t.Fatalf("round %d, item %d (%s, cost %d, peek %v, id %q) at %v: model %+v %v, redis %+v %v", round, i, incs[i].Take.Policy, incs[i].Take.Cost, incs[i].Take.Peek, incs[i].RequestID,
-						clk.Now().UnixNano(), a.Limit, a.Err, b.Limit, b.Err)
+				if shardcounter.ErrorCode(a.Err) != shardcounter.ErrorCode(b.Err) || a.Duplicate != b.Duplicate || a.Skipped != b.Skipped || (a.Limit == nil) != (b.Limit == nil) || a.Limit != nil && *a.Limit != *b.Limit {
+					t.Fatalf("round %d, item %d (%s, cost %d, peek %v, remove %v, id %q) at %v: model %+v %v skipped %v, redis %+v %v skipped %v", round, i, incs[i].Take.Policy, incs[i].Take.Cost, incs[i].Take.Peek, incs[i].Take.Remove, incs[i].RequestID,
+						clk.Now().UnixNano(), a.Limit, a.Err, a.Skipped, b.Limit, b.Err, b.Skipped)
+				}
+				if incs[i].Take.Remove && b.Err == nil && !b.Skipped {
+					removed++
 				}
 			}
 			var d time.Duration
@@ -90,6 +98,7 @@ func TestTakesAtExtremes(t *testing.T) {
 			moved += d
 			clk.Advance(d)
 		}
+		t.Logf("%d states removed", removed)
 	})
 }
 

@@ -302,13 +302,18 @@ func (s *CounterStore) collect(ctx context.Context, shots []*shot) (ok []*shot, 
 		s.refresh(ctx, err)
 		return nil, false, storeErr("read counter", err, false)
 	}
+	var gone []*layout
+	defer func() { s.dropStates(ctx, gone) }()
 	for i, sh := range shots {
 		vals, vers, err := s.parseShards(sh.l, cmds[i])
 		if retryable(err) && !redirected {
 			redirected = true
 			s.refresh(ctx, err)
 		}
-		if err == errStale || retryable(err) {
+		if err == errGone {
+			gone = append(gone, sh.l)
+		}
+		if err == errStale || err == errGone || retryable(err) {
 			s.forget(sh.id)
 			continue
 		}
@@ -352,6 +357,9 @@ func (s *CounterStore) parseShards(l *layout, cmds []*goredis.SliceCmd) ([]int64
 // others): errStale when e is not ep, the layout's epoch.
 func shardValue(l *layout, ep string, k int, r []any) (int64, error) {
 	if e, _ := r[1].(string); e != ep {
+		if r[0] == nil && r[1] == nil && shardcounter.IsLimitKeyID(l.id) {
+			return 0, errGone // see remove.go
+		}
 		return 0, errStale
 	}
 	v, _ := r[0].(string)

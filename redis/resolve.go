@@ -43,6 +43,7 @@ func (a *attempt) resolve(ctx context.Context) {
 	if len(a.fresh) > 0 {
 		a.retry = append(a.retry, a.s.publish(ctx, a.fresh, a.items, a.applied, a.out)...)
 	}
+	a.s.dropStates(ctx, a.dropped)
 	slices.Sort(a.retry) // in batch order, as items of one counter apply
 	for _, id := range a.crampedOrder {
 		a.makeRoom(ctx, id, a.cramped[id])
@@ -177,6 +178,18 @@ func (a *attempt) settle(it pending, r result, waitErr error) {
 			a.crampedOrder = append(a.crampedOrder, it.l.id)
 		}
 		a.cramped[it.l.id] = append(a.cramped[it.l.id], it)
+		return
+	case resGone:
+		a.dropped = append(a.dropped, it.l)
+		a.retry = append(a.retry, it.i)
+		return
+	case resRemoved:
+		if waitErr != nil {
+			a.out[it.i] = shardcounter.Outcome{Err: waitErr} // removed on the master, perhaps not on its replicas: its metadata stays
+			return
+		}
+		a.dropped = append(a.dropped, it.l)
+		a.out[it.i] = shardcounter.Outcome{}
 		return
 	case resTake:
 		a.applied[it.i] = r.recorded // a take that writes nothing creates no counter

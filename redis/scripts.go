@@ -20,7 +20,9 @@ const (
 	resBounds    = 8  // a bounded counter's total would leave [min, max]: "8:TOTAL", the total it would make
 	resConflict  = 9  // an approx item's shard sketch changed since it was read: read it again
 	resBucket    = 10 // the item's window bucket would leave the int64 range
-	resSkipped   = 12 // a conditional item whose condition failed or was skipped: nothing applied (cond.go)
+	resSkipped   = 12 // a conditional item whose condition failed or was skipped: nothing applied (cond.go); takeScript: a removal that kept the state
+	resRemoved   = 13 // takeScript: a removal that removed the idle state's keys (remove.go)
+	resGone      = 14 // takeScript: the state's keys were removed under its metadata (remove.go)
 )
 
 // Item modes of addScript.
@@ -516,4 +518,4 @@ if mk then redis.call('SET', mk, table.concat(out, ','), 'PX', ` + markerTTLms +
 return out
 `
 
-var allScripts = []*goredis.Script{shardsScript, addScript, takeScript, txnScript, isMemberScript, bucketsScript, resetMembersScript, copyMembersScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, initScript, foldScript, allowScript, levelScript, markDeleteScript, deleteMetaScript}
+var allScripts = []*goredis.Script{shardsScript, addScript, takeScript, txnScript, isMemberScript, bucketsScript, resetMembersScript, copyMembersScript, createScript, createCounterScript, deleteCounterScript, intentScript, retargetScript, commitScript, fenceScript, initScript, foldScript, allowScript, levelScript, markDeleteScript, deleteMetaScript, removeStateScript}

@@ -202,28 +202,7 @@ type batch struct {
 	totals
 	sketched map[string]*sketched // by shard key
 	invalid  map[int]error        // conditional items refused once their condition is met (cond.go)
-}
-
-// sketched is an approx shard's applied items in a batch, and whether one
-// of its attempts changed its sketch.
-type sketched struct {
-	items   []int
-	changed bool
-}
-
-// sketch notes approx item i applied on shard key k, by an attempt that
-// changed the shard's sketch or not.
-func (b *batch) sketch(k string, i int, changed bool) {
-	if b.sketched == nil {
-		b.sketched = make(map[string]*sketched)
-	}
-	sh := b.sketched[k]
-	if sh == nil {
-		sh = &sketched{}
-		b.sketched[k] = sh
-	}
-	sh.items = append(sh.items, i)
-	sh.changed = sh.changed || changed
+	touched  map[string]bool      // counters of items other than removals (remove.go)
 }
 
 // finish gives the items their totals and approx items their shard's
@@ -249,10 +228,11 @@ type attempt struct {
 	todo []int
 	b    *batch
 
-	ls      map[string]*layout // plan: the layouts of the counters of todo
-	fresh   []*layout          // plan: counters this attempt creates, in batch order
-	items   []pending          // plan: the items to send
-	waiting map[string]bool    // plan: counters whose later items wait for the next attempt
+	ls       map[string]*layout // plan: the layouts of the counters of todo
+	fresh    []*layout          // plan: counters this attempt creates, in batch order
+	items    []pending          // plan: the items to send
+	waiting  map[string]bool    // plan: counters whose later items wait for the next attempt
+	removing map[string]bool    // plan: counters with a removal sent (remove.go)
 
 	groups []*slotGroup // group: one addScript call per slot, in batch order
 
@@ -267,6 +247,7 @@ type attempt struct {
 	cramped      map[string][]pending // resolve: items whose shard had no room, by counter
 	crampedOrder []string             // resolve: the counters of cramped, in order met
 	redirected   bool                 // resolve: a moved slot refreshed the cluster's slots
+	dropped      []*layout            // resolve: limit states whose keys are removed: their metadata goes (remove.go)
 }
 
 // plan finds the layouts of the counters of todo, decides the items that
@@ -330,6 +311,9 @@ func (a *attempt) layoutFor(i int) *layout {
 	case a.waiting[inc.Counter]:
 		a.retry = append(a.retry, i)
 		return nil
+	case inc.Take != nil && inc.Take.Remove && (l == nil || a.b.busy(a.incs, inc.Counter)):
+		a.out[i] = shardcounter.Outcome{Skipped: true} // kept: missing, or busy (remove.go)
+		return nil
 	case l == nil && inc.Create == nil:
 		a.out[i] = shardcounter.Outcome{Err: shardcounter.CounterNotFound(inc.Counter)}
 		return nil
@@ -351,9 +335,14 @@ func (a *attempt) layoutFor(i int) *layout {
 		return nil
 	}
 	if err := a.s.checkItem(inc, l.counter().Spec); err != nil {
+		if a.removing[inc.Counter] {
+			a.wait(inc.Counter, i) // after the removal, which may leave no counter (remove.go)
+			return nil
+		}
 		a.out[i] = shardcounter.Outcome{Err: err}
 		return nil
 	}
+	a.removal(inc)
 	return l
 }
 

@@ -127,7 +127,6 @@ type diff struct {
 	limits   map[string]shardcounter.LimitPolicy // the rate limit keys' state counters, and their policies
 	keys     []string                            // the same, in order
 	noLimits bool                                // the store refuses takes
-	noRemove bool                                // the store refuses removals of idle limit states
 	noBounds bool                                // the store refuses bounded items
 	oneSlot  bool                                // it takes them on counters with Min and Max only (Options.BoundsOneSlot)
 	noIf     bool                                // the store refuses conditional items (Increment.If)
@@ -332,7 +331,7 @@ func (d *diff) batch(n int) []shardcounter.Increment {
 			inc = d.take()
 		case x < 27 && !d.noLimits:
 			inc = d.invalidTake()
-		case x < 30 && !d.noLimits && !d.noRemove:
+		case x < 30 && !d.noLimits:
 			inc = d.removal()
 		default:
 			inc = d.item(d.ids[d.rng.IntN(len(d.ids))])
