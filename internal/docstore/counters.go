@@ -164,9 +164,11 @@ func CreateCounter(ctx context.Context, c Counters, id string, spec shardcounter
 
 // DeleteCounter deletes counter id's record and its shards in one
 // transaction. The store then deletes its members, buckets and request
-// ids; those left behind by a failure are never read again: they carry
-// the deleted counter's created_at, which a counter made again under the
-// id does not have.
+// ids. Members and request ids left behind by a failure are never read
+// again: they carry the deleted counter's created_at, which a counter
+// made again under the id does not have. Buckets carry none, and the
+// store's sweep takes all it finds (docs/FIRESTORE.md says what that
+// leaves open).
 func DeleteCounter(ctx context.Context, c Counters, id string) error {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return err
