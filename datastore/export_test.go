@@ -23,3 +23,7 @@ func IsMarker(name string) bool { return strings.HasPrefix(name, markerPrefix) }
 
 // SetCommitLimit lowers the size past which a batch's commit is split.
 func SetCommitLimit(s *CounterStore, n int) { s.commitLimit = n }
+
+// SetAfterDeleteCommit sets a function DeleteCounter runs between its
+// commit and its sweep (nil: none).
+func SetAfterDeleteCommit(s *CounterStore, f func(id string)) { s.afterDeleteCommit = f }

@@ -23,3 +23,7 @@ func SetCommitLimit(s *CounterStore, n int) { s.commitLimit = n }
 func NewWith(ctx context.Context, project, database string, opts Options, extra ...option.ClientOption) (*CounterStore, error) {
 	return newStore(ctx, project, database, opts, extra...)
 }
+
+// SetAfterDeleteCommit sets a function DeleteCounter runs between its
+// commit and its sweep (nil: none).
+func SetAfterDeleteCommit(s *CounterStore, f func(id string)) { s.afterDeleteCommit = f }
