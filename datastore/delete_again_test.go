@@ -1,6 +1,7 @@
 package datastore_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/shardcounter/shardcounter"
@@ -50,6 +51,13 @@ func TestDeleteSparesCounterMadeAgain(t *testing.T) {
 	datastore.SetAfterDeleteCommit(s, nil)
 	if !made {
 		t.Fatal("the counter was not made again between the delete's commit and its sweep")
+	}
+	members, reqs, err := datastore.OwnLeft(ctx, s, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(members, reqs) != "[new] [r-new]" {
+		t.Errorf("after the delete: members %q, request ids %q; want the deleted counter's gone, the new one's kept", members, reqs)
 	}
 	if ok, err := s.IsMember(ctx, id, "new"); err != nil || !ok {
 		t.Errorf("IsMember(new) = %v, %v after the delete's sweep, want true", ok, err)
