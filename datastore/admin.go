@@ -62,18 +62,76 @@ func txErr(err error) error {
 }
 
 // DeleteCounter deletes the counter entity and its shards in one
-// transaction (docstore.DeleteCounter), then its members, buckets and
-// request ids.
+// transaction (docstore.DeleteCounter), then its buckets, and its members
+// and request ids that carry its created_at or none (docstore.Swept):
+// those of a counter made again under the id meanwhile stay.
 func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
-	if err := docstore.DeleteCounter(ctx, counters{s}, id); err != nil {
+	created, err := docstore.DeleteCounter(ctx, counters{s}, id)
+	if err != nil {
 		return err
 	}
-	for _, kind := range []string{memberKind, bucketKind, requestKind} {
-		if err := s.deleteChildren(ctx, "delete counter", s.counterKey(id), kind); err != nil {
+	if s.afterDeleteCommit != nil {
+		s.afterDeleteCommit(id)
+	}
+	if err := s.deleteChildren(ctx, "delete counter", s.counterKey(id), bucketKind); err != nil {
+		return err
+	}
+	for _, kind := range []string{memberKind, requestKind} {
+		if err := s.deleteOwn(ctx, id, kind, created); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// deleteOwn deletes the member or request entities (kind) under counter
+// id that the counter created at created leaves (docstore.Swept), a page
+// of keys in key order at a time, each page read again and deleted in a
+// transaction: one a counter made again under the id writes meanwhile
+// conflicts with it.
+func (s *CounterStore) deleteOwn(ctx context.Context, id, kind string, created time.Time) error {
+	const op = "delete counter"
+	ck := s.counterKey(id)
+	var after *datastore.Key
+	for {
+		q := datastore.NewQuery(kind).Namespace(s.namespace).Ancestor(ck).Order("__key__").KeysOnly().Limit(400)
+		if after != nil {
+			q = q.FilterField("__key__", ">", after)
+		}
+		keys, err := s.client.GetAll(ctx, q, nil)
+		if err != nil {
+			return readError(op, err)
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		err = s.transact(ctx, op, id, func(tx *datastore.Transaction) error {
+			ents := make([]ownEntity, len(keys))
+			err := tx.GetMulti(keys, ents)
+			var me datastore.MultiError
+			if err != nil && !errors.As(err, &me) {
+				return txError(op, err)
+			}
+			var del []*datastore.Key
+			for i, k := range keys {
+				var fm *datastore.ErrFieldMismatch
+				switch {
+				case me != nil && errors.Is(me[i], datastore.ErrNoSuchEntity):
+					continue
+				case me != nil && me[i] != nil && !errors.As(me[i], &fm):
+					return txError(op, me[i])
+				}
+				if docstore.Swept(ents[i].Of, created) {
+					del = append(del, k)
+				}
+			}
+			return txErr(tx.DeleteMulti(del))
+		})
+		if err != nil {
+			return err
+		}
+		after = keys[len(keys)-1]
+	}
 }
 
 // deleteChildren deletes every entity of kind under parent, a commit per

@@ -88,6 +88,9 @@ type CounterStore struct {
 	// commitLimit is the most a commit's estimate may take
 	// (docstore.CommitLimit; tests lower it): a batch past it is split.
 	commitLimit int
+	// afterDeleteCommit, when set (by tests), runs between
+	// DeleteCounter's commit and its sweep.
+	afterDeleteCommit func(id string)
 	base
 	reads
 	// Rankings are the store's shardcounter.RankingStore, on its records

@@ -34,14 +34,22 @@ func writeError(op string, err error) error {
 }
 
 // DeleteCounter deletes the counter document and its shards in one
-// commit (docstore.DeleteCounter), then its members, buckets and request
-// ids.
+// commit (docstore.DeleteCounter), then its buckets, and its members and
+// request ids that carry its created_at or none (docstore.Swept): those
+// of a counter made again under the id meanwhile stay.
 func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
-	if err := docstore.DeleteCounter(ctx, counters{s}, id); err != nil {
+	created, err := docstore.DeleteCounter(ctx, counters{s}, id)
+	if err != nil {
 		return err
 	}
-	for _, c := range []string{membersCollection, bucketsCollection, requestsCollection} {
-		if err := s.deleteAll(ctx, s.counterRef(id).Collection(c)); err != nil {
+	if s.afterDeleteCommit != nil {
+		s.afterDeleteCommit(id)
+	}
+	if err := s.deleteAll(ctx, s.counterRef(id).Collection(bucketsCollection)); err != nil {
+		return err
+	}
+	for _, c := range []string{membersCollection, requestsCollection} {
+		if err := s.deleteOwn(ctx, s.counterRef(id).Collection(c), created); err != nil {
 			return err
 		}
 	}
@@ -65,6 +73,46 @@ func (s *CounterStore) deleteAll(ctx context.Context, col *firestore.CollectionR
 		if _, err := wb.Commit(ctx); err != nil {
 			return writeError("delete counter", err)
 		}
+	}
+}
+
+// deleteOwn deletes the member or request documents of col that the
+// counter created at created leaves (docstore.Swept), a page in document
+// order and a commit at a time, each under the update time it was read
+// at: one a counter made again under the id has written since fails the
+// commit, and the page is read again.
+func (s *CounterStore) deleteOwn(ctx context.Context, col *firestore.CollectionRef, created time.Time) error {
+	var after *firestore.DocumentSnapshot
+	for attempt := 0; ; {
+		q := col.OrderBy(firestore.DocumentID, firestore.Asc).Limit(400)
+		if after != nil {
+			q = q.StartAfter(after)
+		}
+		docs, err := q.Documents(ctx).GetAll()
+		if err != nil {
+			return readError("delete counter", err)
+		}
+		if len(docs) == 0 {
+			return nil
+		}
+		wb := s.client.Batch() //nolint:staticcheck // see CreateCounter
+		n := 0
+		for _, d := range docs {
+			if of, _ := d.Data()[fieldOf].(time.Time); docstore.Swept(of, created) {
+				wb.Delete(d.Ref, firestore.LastUpdateTime(d.UpdateTime))
+				n++
+			}
+		}
+		if n > 0 {
+			if _, err := wb.Commit(ctx); err != nil {
+				if !errors.Is(commitError(err), errConflict) || attempt == 50 {
+					return writeError("delete counter", err)
+				}
+				attempt++
+				continue
+			}
+		}
+		after = docs[len(docs)-1]
 	}
 }
 

@@ -23,3 +23,27 @@ func SetCommitLimit(s *CounterStore, n int) { s.commitLimit = n }
 func NewWith(ctx context.Context, project, database string, opts Options, extra ...option.ClientOption) (*CounterStore, error) {
 	return newStore(ctx, project, database, opts, extra...)
 }
+
+// SetAfterDeleteCommit sets a function DeleteCounter runs between its
+// commit and its sweep (nil: none).
+func SetAfterDeleteCommit(s *CounterStore, f func(id string)) { s.afterDeleteCommit = f }
+
+// OwnLeft lists the names of the member and request documents (batch
+// markers left out) under counter id.
+func OwnLeft(ctx context.Context, s *CounterStore, id string) (members, requests []string, err error) {
+	for _, c := range []string{membersCollection, requestsCollection} {
+		docs, err := s.counterRef(id).Collection(c).Documents(ctx).GetAll()
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, d := range docs {
+			switch {
+			case c == membersCollection:
+				members = append(members, d.Ref.ID)
+			case !IsMarker(d.Ref.ID):
+				requests = append(requests, d.Ref.ID)
+			}
+		}
+	}
+	return members, requests, nil
+}

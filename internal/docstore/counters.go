@@ -163,16 +163,18 @@ func CreateCounter(ctx context.Context, c Counters, id string, spec shardcounter
 }
 
 // DeleteCounter deletes counter id's record and its shards in one
-// transaction. The store then deletes its members, buckets and request
-// ids. Members and request ids left behind by a failure are never read
-// again: they carry the deleted counter's created_at, which a counter
-// made again under the id does not have. Buckets carry none, and the
-// store's sweep takes all it finds (docs/FIRESTORE.md says what that
-// leaves open).
-func DeleteCounter(ctx context.Context, c Counters, id string) error {
+// transaction and returns the deleted counter's created_at. The store
+// then sweeps the rest: its buckets, all it finds (they carry no
+// created_at; docs/FIRESTORE.md says what that leaves open), and of its
+// members and request ids those Swept takes, so that those of a counter
+// made again under the id meanwhile stay. Members and request ids a
+// failure leaves behind are never read again: a counter made again under
+// the id has another created_at.
+func DeleteCounter(ctx context.Context, c Counters, id string) (time.Time, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
-		return err
+		return time.Time{}, err
 	}
+	var created time.Time
 	err := c.Transact(ctx, "delete counter", id, func(tx Tx) error {
 		recs, err := tx.Get([]DocKey{{id, -1}})
 		if err != nil {
@@ -181,10 +183,11 @@ func DeleteCounter(ctx context.Context, c Counters, id string) error {
 		if recs[0] == nil {
 			return shardcounter.CounterNotFound(id)
 		}
-		spec, _, err := c.CounterOf(id, recs[0])
+		spec, at, err := c.CounterOf(id, recs[0])
 		if err != nil {
 			return err
 		}
+		created = at
 		tx.Delete(DocKey{id, -1})
 		for i := range spec.Shards {
 			tx.Delete(DocKey{id, i})
@@ -192,5 +195,10 @@ func DeleteCounter(ctx context.Context, c Counters, id string) error {
 		return nil
 	})
 	c.Forget(id)
-	return err
+	return created, err
 }
+
+// Swept reports whether a delete's sweep of the counter created at
+// created takes a member or request id whose of is of: its own, or one
+// with none (a batch marker, or one no counter reads as its own).
+func Swept(of, created time.Time) bool { return of.IsZero() || of.Equal(created) }
