@@ -1,77 +1,18 @@
 package datastore_test
 
 import (
-	"fmt"
+	"context"
 	"testing"
 
-	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/datastore"
 	"github.com/shardcounter/shardcounter/internal/firestoretest"
+	"github.com/shardcounter/shardcounter/storetest"
 )
 
-// TestDeleteSparesCounterMadeAgain checks that a delete's sweep, after its
-// first commit, leaves the member and request id of a counter made again
-// under the id in between: its member set stays that of its shards (a
-// member added again is not counted again) and its request id is
-// recorded (a write under it again is a duplicate).
+// TestDeleteSparesCounterMadeAgain runs storetest.RunDeleteMadeAgain
+// through the delete's seam between its commit and its sweep.
 func TestDeleteSparesCounterMadeAgain(t *testing.T) {
-	ctx := t.Context()
 	s := mustOpenProject(t, firestoretest.Project(t), datastore.Options{Namespace: "deleteagain"})
-	const id = "made-again"
-	spec := shardcounter.Spec{Shards: 4, Kind: shardcounter.KindDistinct}
-	apply := func(inc shardcounter.Increment) shardcounter.Outcome {
-		t.Helper()
-		out, err := s.Apply(ctx, []shardcounter.Increment{inc})
-		if err != nil || out[0].Err != nil {
-			t.Fatalf("Apply(%+v): %v, %+v", inc, err, out)
-		}
-		return out[0]
-	}
-	if _, err := s.CreateCounter(ctx, id, spec); err != nil {
-		t.Fatal(err)
-	}
-	apply(shardcounter.Increment{Counter: id, Member: "old", Delta: 1, RequestID: "r-old"})
-	made := false
-	datastore.SetAfterDeleteCommit(s, func(got string) {
-		if got != id || made {
-			return
-		}
-		made = true
-		if _, err := s.CreateCounter(ctx, id, spec); err != nil {
-			t.Error(err)
-			return
-		}
-		if o, err := s.Apply(ctx, []shardcounter.Increment{{Counter: id, Member: "new", Delta: 1, RequestID: "r-new"}}); err != nil || o[0].Err != nil || o[0].Duplicate || o[0].Unchanged {
-			t.Errorf("the add to the counter made again: %v, %+v", err, o)
-		}
-	})
-	if err := s.DeleteCounter(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	datastore.SetAfterDeleteCommit(s, nil)
-	if !made {
-		t.Fatal("the counter was not made again between the delete's commit and its sweep")
-	}
-	members, reqs, err := datastore.OwnLeft(ctx, s, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(members, reqs) != "[new] [r-new]" {
-		t.Errorf("after the delete: members %q, request ids %q; want the deleted counter's gone, the new one's kept", members, reqs)
-	}
-	if ok, err := s.IsMember(ctx, id, "new"); err != nil || !ok {
-		t.Errorf("IsMember(new) = %v, %v after the delete's sweep, want true", ok, err)
-	}
-	if o := apply(shardcounter.Increment{Counter: id, Member: "new", Delta: 1}); !o.Unchanged {
-		t.Errorf("adding new again: %+v, want Unchanged", o)
-	}
-	if o := apply(shardcounter.Increment{Counter: id, Member: "other", Delta: 1, RequestID: "r-new"}); !o.Duplicate {
-		t.Errorf("a write under r-new again: %+v, want Duplicate", o)
-	}
-	if ok, err := s.IsMember(ctx, id, "old"); err != nil || ok {
-		t.Errorf("IsMember(old) = %v, %v, want false: a member of the deleted counter", ok, err)
-	}
-	if r, err := s.ReadCounter(ctx, id); err != nil || r.Value != 1 {
-		t.Errorf("ReadCounter = %+v, %v, want value 1", r, err)
-	}
+	storetest.RunDeleteMadeAgain(t, s, func(f func(string)) { datastore.SetAfterDeleteCommit(s, f) },
+		func(ctx context.Context, id string) ([]string, []string, error) { return datastore.OwnLeft(ctx, s, id) })
 }
