@@ -15,9 +15,9 @@ import (
 // ReadShards summed) must give the counter's value, 0. It is for stores
 // that read shards as documents (Firestore, Datastore): on their
 // emulator a read in a read-only transaction sees the documents a commit
-// has written so far and not the rest (3 runs of 3 each tore reads that
-// way with 64 shards, 1 of 4 with 16), which RunSnapshotReads, whose
-// commits write two shards of a counter, seldom catches.
+// has written so far and not the rest (with 64 shards a run catches it
+// far more often than with 16), which RunSnapshotReads, whose commits
+// write two shards of a counter, seldom catches.
 func RunWholeCommitReads(t *testing.T, s shardcounter.CounterStore) {
 	ctx := context.Background()
 	id := prefix(t) + "c"
