@@ -107,24 +107,18 @@ func (s *CounterStore) deleteOwn(ctx context.Context, id, kind string, created t
 			return nil
 		}
 		err = s.transact(ctx, op, id, func(tx *datastore.Transaction) error {
-			ents := make([]ownEntity, len(keys))
-			err := tx.GetMulti(keys, ents)
-			var me datastore.MultiError
-			if err != nil && !errors.As(err, &me) {
-				return txError(op, err)
-			}
+			var l loads
 			var del []*datastore.Key
-			for i, k := range keys {
-				var fm *datastore.ErrFieldMismatch
-				switch {
-				case me != nil && errors.Is(me[i], datastore.ErrNoSuchEntity):
-					continue
-				case me != nil && me[i] != nil && !errors.As(me[i], &fm):
-					return txError(op, me[i])
-				}
-				if docstore.Swept(k.Name, ents[i].Of, created) {
-					del = append(del, k)
-				}
+			for _, k := range keys {
+				e := new(ownEntity)
+				l.add(k, e, func(found bool) {
+					if found && docstore.Swept(k.Name, e.Of, created) {
+						del = append(del, k)
+					}
+				})
+			}
+			if err := l.run(tx); err != nil {
+				return err
 			}
 			return txErr(tx.DeleteMulti(del))
 		})
