@@ -62,21 +62,21 @@ func txErr(err error) error {
 }
 
 // DeleteCounter deletes the counter entity and its shards in one
-// transaction (docstore.DeleteCounter), then its buckets, and its members
-// and request ids that carry its created_at or none (docstore.Swept):
-// those of a counter made again under the id meanwhile stay.
+// transaction (docstore.DeleteCounter), then its buckets, members and
+// request ids that carry its created_at or none (docstore.Swept): those
+// of a counter made again under the id meanwhile stay, and so do batch
+// markers.
 func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 	created, err := docstore.DeleteCounter(ctx, counters{s}, id)
 	if err != nil {
 		return err
 	}
 	if s.afterDeleteCommit != nil {
-		s.afterDeleteCommit(id)
+		if err := s.afterDeleteCommit(id); err != nil {
+			return err
+		}
 	}
-	if err := s.deleteChildren(ctx, "delete counter", s.counterKey(id), bucketKind); err != nil {
-		return err
-	}
-	for _, kind := range []string{memberKind, requestKind} {
+	for _, kind := range []string{bucketKind, memberKind, requestKind} {
 		if err := s.deleteOwn(ctx, id, kind, created); err != nil {
 			return err
 		}
@@ -84,11 +84,12 @@ func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 	return nil
 }
 
-// deleteOwn deletes the member or request entities (kind) under counter
-// id that the counter created at created leaves (docstore.Swept), a page
-// of keys in key order at a time, each page read again and deleted in a
-// transaction: one a counter made again under the id writes meanwhile
-// conflicts with it.
+// deleteOwn deletes the bucket, member or request entities (kind) under
+// counter id that the counter created at created leaves (docstore.Swept),
+// a page of keys in key order at a time, each page read again and deleted
+// in a transaction: one a counter made again under the id writes
+// meanwhile conflicts with it. Each is read as an ownEntity for its of (a
+// bucket's other properties are a field mismatch).
 func (s *CounterStore) deleteOwn(ctx context.Context, id, kind string, created time.Time) error {
 	const op = "delete counter"
 	ck := s.counterKey(id)
@@ -106,24 +107,18 @@ func (s *CounterStore) deleteOwn(ctx context.Context, id, kind string, created t
 			return nil
 		}
 		err = s.transact(ctx, op, id, func(tx *datastore.Transaction) error {
-			ents := make([]ownEntity, len(keys))
-			err := tx.GetMulti(keys, ents)
-			var me datastore.MultiError
-			if err != nil && !errors.As(err, &me) {
-				return txError(op, err)
-			}
+			var l loads
 			var del []*datastore.Key
-			for i, k := range keys {
-				var fm *datastore.ErrFieldMismatch
-				switch {
-				case me != nil && errors.Is(me[i], datastore.ErrNoSuchEntity):
-					continue
-				case me != nil && me[i] != nil && !errors.As(me[i], &fm):
-					return txError(op, me[i])
-				}
-				if docstore.Swept(ents[i].Of, created) {
-					del = append(del, k)
-				}
+			for _, k := range keys {
+				e := new(ownEntity)
+				l.add(k, e, func(found bool) {
+					if found && docstore.Swept(k.Name, e.Of, created) {
+						del = append(del, k)
+					}
+				})
+			}
+			if err := l.run(tx); err != nil {
+				return err
 			}
 			return txErr(tx.DeleteMulti(del))
 		})

@@ -250,8 +250,11 @@ func (b *batch) decide(incs []shardcounter.Increment, out []shardcounter.Outcome
 		for i, se := range t.shards {
 			t.Vals[i], t.Sketches[i] = se.Count, se.Sketch
 		}
-		if t.bucket != nil {
-			t.Bucket = &shardcounter.Bucket{Start: t.bucket.Start, Value: t.bucket.Count}
+		if t.bucket != nil { // one another counter of the id left is 0, replaced by the batch's write
+			t.Bucket = &shardcounter.Bucket{Start: t.bucket.Start}
+			if docstore.Owned(t.bucket.Of, t.ent.CreatedAt) {
+				t.Bucket.Value = t.bucket.Count
+			}
 		}
 	}
 	b.TakeOwn(b.reqs, b.members, func(id string) time.Time { return b.targets[id].ent.CreatedAt })

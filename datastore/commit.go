@@ -85,7 +85,7 @@ func (b *batch) mutations() ([]*datastore.Mutation, []shardWrite) {
 			}
 		}
 		if n := len(t.Buckets); n > 0 { // the last: more than one only when the batch's deltas leave int64
-			be := bucketEntity{Start: t.Buckets[n-1].Start, Count: t.Buckets[n-1].Value}
+			be := bucketEntity{Start: t.Buckets[n-1].Start, Count: t.Buckets[n-1].Value, Of: t.st.CreatedAt}
 			put(childKey(t.key, bucketKind, bucketName(be.Start.Unix())), &be)
 		}
 	}

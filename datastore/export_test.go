@@ -8,6 +8,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/shardcounter/shardcounter/internal/docstore"
+	"github.com/shardcounter/shardcounter/storetest"
 )
 
 // NewWith is New with client options added.
@@ -26,26 +27,36 @@ func IsMarker(name string) bool { return strings.HasPrefix(name, markerPrefix) }
 func SetCommitLimit(s *CounterStore, n int) { s.commitLimit = n }
 
 // SetAfterDeleteCommit sets a function DeleteCounter runs between its
-// commit and its sweep (nil: none).
-func SetAfterDeleteCommit(s *CounterStore, f func(id string)) { s.afterDeleteCommit = f }
+// commit and its sweep (nil: none); its error ends the delete there.
+func SetAfterDeleteCommit(s *CounterStore, f func(id string) error) { s.afterDeleteCommit = f }
 
-// OwnLeft lists the key names of the member and request entities (batch
-// markers left out) under counter id.
-func OwnLeft(ctx context.Context, s *CounterStore, id string) (members, requests []string, err error) {
+// Left lists the member, request and marker entities under counter id,
+// by key name, and its buckets' starts.
+func Left(ctx context.Context, s *CounterStore, id string) (storetest.Left, error) {
+	var l storetest.Left
 	for _, kind := range []string{memberKind, requestKind} {
 		q := datastore.NewQuery(kind).Namespace(s.namespace).Ancestor(s.counterKey(id)).KeysOnly()
 		keys, err := s.client.GetAll(ctx, q, nil)
 		if err != nil {
-			return nil, nil, err
+			return l, err
 		}
 		for _, k := range keys {
 			switch {
 			case kind == memberKind:
-				members = append(members, k.Name)
-			case !IsMarker(k.Name):
-				requests = append(requests, k.Name)
+				l.Members = append(l.Members, k.Name)
+			case IsMarker(k.Name):
+				l.Markers = append(l.Markers, k.Name)
+			default:
+				l.Requests = append(l.Requests, k.Name)
 			}
 		}
 	}
-	return members, requests, nil
+	var bs []bucketEntity
+	if _, err := s.client.GetAll(ctx, datastore.NewQuery(bucketKind).Namespace(s.namespace).Ancestor(s.counterKey(id)), &bs); err != nil {
+		return l, err
+	}
+	for _, b := range bs {
+		l.Buckets = append(l.Buckets, b.Start.UTC())
+	}
+	return l, nil
 }

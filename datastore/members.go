@@ -60,13 +60,9 @@ func (s *CounterStore) memberPage(ctx context.Context, id, after string, n int) 
 	return out, nil
 }
 
-// buckets returns a windowed counter's buckets that start in [from, to),
-// oldest first, with the counter: a key range of its bucket entities.
-func (s *CounterStore) buckets(ctx context.Context, id string, from, to time.Time) (*shardcounter.Counter, []shardcounter.Bucket, error) {
-	e, err := s.getWindowed(ctx, id)
-	if err != nil {
-		return nil, nil, err
-	}
+// buckets returns counter id's buckets that start in [from, to), oldest
+// first, for docstore.Reads: a key range of its bucket entities.
+func (s *CounterStore) buckets(ctx context.Context, id string, from, to time.Time) ([]docstore.Bucket, error) {
 	ck := s.counterKey(id)
 	lo := from.Unix()
 	if from.After(time.Unix(lo, 0)) {
@@ -81,21 +77,11 @@ func (s *CounterStore) buckets(ctx context.Context, id string, from, to time.Tim
 		FilterField("__key__", "<", childKey(ck, bucketKind, bucketName(hi))).Order("__key__")
 	var bs []bucketEntity
 	if _, err := s.client.GetAll(ctx, q, &bs); err != nil {
-		return nil, nil, readError("read window", err)
+		return nil, readError("read window", err)
 	}
-	var out []shardcounter.Bucket
-	for _, b := range bs {
-		if b.Count != 0 {
-			out = append(out, shardcounter.Bucket{Start: b.Start.UTC(), Value: b.Count})
-		}
+	out := make([]docstore.Bucket, len(bs))
+	for i, b := range bs {
+		out[i] = docstore.Bucket{Bucket: shardcounter.Bucket{Start: b.Start.UTC(), Value: b.Count}, Of: b.Of}
 	}
-	return e.counter(id), out, nil
-}
-
-func (s *CounterStore) getWindowed(ctx context.Context, id string) (*counterEntity, error) {
-	e, err := s.getEntity(ctx, id)
-	if err == nil && e.Window == nil {
-		err = shardcounter.CounterHasNoWindow(id)
-	}
-	return e, err
+	return out, nil
 }

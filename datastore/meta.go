@@ -128,10 +128,12 @@ type ownEntity struct {
 	Attempt int64 `datastore:"attempt,noindex,omitempty"`
 }
 
-// bucketEntity is a window bucket.
+// bucketEntity is a window bucket; of is its counter's created_at, as a
+// member's (docstore.Owned).
 type bucketEntity struct {
 	Start time.Time `datastore:"start,noindex"`
 	Count int64     `datastore:"count,noindex"`
+	Of    time.Time `datastore:"of,noindex"`
 }
 
 // bucketName is the key name of the bucket that starts at unix second

@@ -34,21 +34,20 @@ func writeError(op string, err error) error {
 }
 
 // DeleteCounter deletes the counter document and its shards in one
-// commit (docstore.DeleteCounter), then its buckets, and its members and
-// request ids that carry its created_at or none (docstore.Swept): those
-// of a counter made again under the id meanwhile stay.
+// commit (docstore.DeleteCounter), then its buckets, members and request
+// ids that carry its created_at or none (docstore.Swept): those of a
+// counter made again under the id meanwhile stay, and so do batch markers.
 func (s *CounterStore) DeleteCounter(ctx context.Context, id string) error {
 	created, err := docstore.DeleteCounter(ctx, counters{s}, id)
 	if err != nil {
 		return err
 	}
 	if s.afterDeleteCommit != nil {
-		s.afterDeleteCommit(id)
+		if err := s.afterDeleteCommit(id); err != nil {
+			return err
+		}
 	}
-	if err := s.deleteAll(ctx, s.counterRef(id).Collection(bucketsCollection)); err != nil {
-		return err
-	}
-	for _, c := range []string{membersCollection, requestsCollection} {
+	for _, c := range []string{bucketsCollection, membersCollection, requestsCollection} {
 		if err := s.deleteOwn(ctx, s.counterRef(id).Collection(c), created); err != nil {
 			return err
 		}
@@ -76,8 +75,8 @@ func (s *CounterStore) deleteAll(ctx context.Context, col *firestore.CollectionR
 	}
 }
 
-// deleteOwn deletes the member or request documents of col that the
-// counter created at created leaves (docstore.Swept), a page in document
+// deleteOwn deletes the bucket, member or request documents of col that
+// the counter created at created leaves (docstore.Swept), a page in document
 // order and a commit at a time, each under the update time it was read
 // at: one a counter made again under the id has written since fails the
 // commit, and the page is read again.
@@ -98,7 +97,7 @@ func (s *CounterStore) deleteOwn(ctx context.Context, col *firestore.CollectionR
 		wb := s.client.Batch() //nolint:staticcheck // see CreateCounter
 		n := 0
 		for _, d := range docs {
-			if of, _ := d.Data()[fieldOf].(time.Time); docstore.Swept(of, created) {
+			if of, _ := d.Data()[fieldOf].(time.Time); docstore.Swept(d.Ref.ID, of, created) {
 				wb.Delete(d.Ref, firestore.LastUpdateTime(d.UpdateTime))
 				n++
 			}

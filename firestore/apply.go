@@ -276,7 +276,7 @@ func (s *CounterStore) readForBatch(ctx context.Context, incs []shardcounter.Inc
 		case sl.own != nil:
 			sl.own[sl.k] = ownOf(snap)
 		case !sl.bucket.IsZero():
-			sl.t.st.bucket = s.bucketFromSnap(snap, sl.bucket)
+			sl.t.st.bucket = s.bucketFromSnap(snap, sl.bucket, sl.t.st.meta.created)
 		default:
 			sh := s.shardFromSnap(snap)
 			if sh.n != 0 && sh.n != int64(sl.t.st.meta.spec.Shards) {
@@ -342,18 +342,24 @@ func (s *CounterStore) readBuckets(ctx context.Context, targets map[string]*targ
 		return readError("read window buckets", err)
 	}
 	for i, t := range ts {
-		t.st.bucket = s.bucketFromSnap(snaps[i], t.st.meta.spec.Window.BucketOf(now))
+		t.st.bucket = s.bucketFromSnap(snaps[i], t.st.meta.spec.Window.BucketOf(now), t.st.meta.created)
 	}
 	return nil
 }
 
-// bucketFromSnap reads a bucket document's value and version.
-func (s *CounterStore) bucketFromSnap(snap *firestore.DocumentSnapshot, start time.Time) bucketState {
+// bucketFromSnap reads a bucket document's value and version, as the
+// bucket of the counter created at created: one another counter of the
+// id left (docstore.Owned) holds 0, and the batch's write replaces it
+// under its update time.
+func (s *CounterStore) bucketFromSnap(snap *firestore.DocumentSnapshot, start, created time.Time) bucketState {
 	if snap == nil || !snap.Exists() {
 		return bucketState{start: start}
 	}
-	v, _ := snap.Data()[s.field].(int64)
-	return bucketState{start: start, value: v, ut: snap.UpdateTime, exists: true}
+	bs := bucketState{start: start, ut: snap.UpdateTime, exists: true}
+	if b := s.bucketOf(snap); docstore.Owned(b.Of, created) {
+		bs.value = b.Value
+	}
+	return bs
 }
 
 func (t *target) allKnown() bool {

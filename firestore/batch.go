@@ -193,19 +193,19 @@ func (b *batchState) writes(wb *firestore.WriteBatch, order []string) []shardWri
 
 // writeBucket adds to wb the write of a windowed counter's bucket, w, as
 // the batch decided it (docstore.View's Bucket gave its value): its new
-// value, under the update time it was read or committed with, or created
-// when read missing, so that a write committed to it since fails the
-// commit and the batch is decided again. A counter the batch creates
-// sets its bucket whole: a bucket left by a deleted counter of the id is
-// no part of it.
+// value and the counter's created_at (of), under the update time it was
+// read or committed with, or created when read missing, so that a write
+// committed to it since fails the commit and the batch is decided again.
+// A bucket a deleted counter of the id left was read as 0 (bucketFromSnap)
+// and is replaced; a counter the batch creates sets its bucket whole.
 func (b *batchState) writeBucket(wb *firestore.WriteBatch, t *target, w decide.BucketWrite, add func(string) int) { //nolint:staticcheck // see applyOnce
 	ref := bucketRef(t.ref, w.Start)
-	fields := map[string]any{fieldStart: w.Start.UTC(), b.s.field: w.Value}
+	fields := map[string]any{fieldStart: w.Start.UTC(), b.s.field: w.Value, fieldOf: t.st.meta.created}
 	switch bs := t.st.bucket; {
 	case t.Create:
 		wb.Set(ref, fields)
 	case bs.exists && bs.start.Equal(w.Start):
-		wb.Update(ref, []firestore.Update{{Path: fieldStart, Value: w.Start.UTC()}, {Path: b.s.field, Value: w.Value}}, firestore.LastUpdateTime(bs.ut))
+		wb.Update(ref, []firestore.Update{{Path: fieldStart, Value: w.Start.UTC()}, {Path: b.s.field, Value: w.Value}, {Path: fieldOf, Value: t.st.meta.created}}, firestore.LastUpdateTime(bs.ut))
 	default:
 		wb.Create(ref, fields)
 	}

@@ -3,6 +3,7 @@ package firestore_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/shardcounter/shardcounter/firestore"
 	"github.com/shardcounter/shardcounter/internal/firestoretest"
@@ -12,7 +13,9 @@ import (
 // TestDeleteSparesCounterMadeAgain runs storetest.RunDeleteMadeAgain
 // through the delete's seam between its commit and its sweep.
 func TestDeleteSparesCounterMadeAgain(t *testing.T) {
-	s := mustOpenProject(t, firestoretest.Project(t), firestore.Options{})
-	storetest.RunDeleteMadeAgain(t, s, func(f func(string)) { firestore.SetAfterDeleteCommit(s, f) },
-		func(ctx context.Context, id string) ([]string, []string, error) { return firestore.OwnLeft(ctx, s, id) })
+	clk := storetest.NewClock(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
+	s := mustOpenProject(t, firestoretest.Project(t), firestore.Options{Now: clk.Now})
+	storetest.RunDeleteMadeAgain(t, storetest.DeleteSeam{Store: s, Clock: clk,
+		SetHook: func(f func(string) error) { firestore.SetAfterDeleteCommit(s, f) },
+		Left:    func(ctx context.Context, id string) (storetest.Left, error) { return firestore.Left(ctx, s, id) }})
 }

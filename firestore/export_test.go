@@ -3,10 +3,12 @@ package firestore
 import (
 	"context"
 	"strings"
+	"time"
 
 	"google.golang.org/api/option"
 
 	"github.com/shardcounter/shardcounter/internal/docstore"
+	"github.com/shardcounter/shardcounter/storetest"
 )
 
 // ExpireBatch is docstore.ExpireBatch, for storetest.RunRequestIDExpiry.
@@ -25,25 +27,31 @@ func NewWith(ctx context.Context, project, database string, opts Options, extra 
 }
 
 // SetAfterDeleteCommit sets a function DeleteCounter runs between its
-// commit and its sweep (nil: none).
-func SetAfterDeleteCommit(s *CounterStore, f func(id string)) { s.afterDeleteCommit = f }
+// commit and its sweep (nil: none); its error ends the delete there.
+func SetAfterDeleteCommit(s *CounterStore, f func(id string) error) { s.afterDeleteCommit = f }
 
-// OwnLeft lists the names of the member and request documents (batch
-// markers left out) under counter id.
-func OwnLeft(ctx context.Context, s *CounterStore, id string) (members, requests []string, err error) {
-	for _, c := range []string{membersCollection, requestsCollection} {
+// Left lists the member, request and marker documents under counter id,
+// by name, and its buckets' starts.
+func Left(ctx context.Context, s *CounterStore, id string) (storetest.Left, error) {
+	var l storetest.Left
+	for _, c := range []string{membersCollection, requestsCollection, bucketsCollection} {
 		docs, err := s.counterRef(id).Collection(c).Documents(ctx).GetAll()
 		if err != nil {
-			return nil, nil, err
+			return l, err
 		}
 		for _, d := range docs {
 			switch {
+			case c == bucketsCollection:
+				start, _ := d.Data()[fieldStart].(time.Time)
+				l.Buckets = append(l.Buckets, start.UTC())
 			case c == membersCollection:
-				members = append(members, d.Ref.ID)
-			case !IsMarker(d.Ref.ID):
-				requests = append(requests, d.Ref.ID)
+				l.Members = append(l.Members, d.Ref.ID)
+			case IsMarker(d.Ref.ID):
+				l.Markers = append(l.Markers, d.Ref.ID)
+			default:
+				l.Requests = append(l.Requests, d.Ref.ID)
 			}
 		}
 	}
-	return members, requests, nil
+	return l, nil
 }

@@ -82,8 +82,8 @@ type CounterStore struct {
 	// (docstore.CommitLimit; tests lower it): a batch past it is split.
 	commitLimit int
 	// afterDeleteCommit, when set (by tests), runs between
-	// DeleteCounter's commit and its sweep.
-	afterDeleteCommit func(id string)
+	// DeleteCounter's commit and its sweep; its error ends the delete.
+	afterDeleteCommit func(id string) error
 	base
 	reads
 	// Rankings are the store's shardcounter.RankingStore, on its records

@@ -195,29 +195,28 @@ func (s *CounterStore) member(ctx context.Context, id, member string) (*shardcou
 	return m.counter(id), of, snaps[1].exists, nil
 }
 
-// buckets returns a windowed counter's buckets that start in [from, to),
-// oldest first, with the counter.
-func (s *CounterStore) buckets(ctx context.Context, id string, from, to time.Time) (*shardcounter.Counter, []shardcounter.Bucket, error) {
-	m, err := s.getMeta(ctx, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	if m.spec.Window == nil {
-		return nil, nil, shardcounter.CounterHasNoWindow(id)
-	}
+// buckets returns counter id's buckets that start in [from, to), oldest
+// first, for docstore.Reads.
+func (s *CounterStore) buckets(ctx context.Context, id string, from, to time.Time) ([]docstore.Bucket, error) {
 	docs, err := s.counterRef(id).Collection(bucketsCollection).
 		Where(fieldStart, ">=", from).Where(fieldStart, "<", to).OrderBy(fieldStart, firestore.Asc).
 		Documents(ctx).GetAll()
 	if err != nil {
-		return nil, nil, readError("read window", err)
+		return nil, readError("read window", err)
 	}
-	var out []shardcounter.Bucket
-	for _, d := range docs {
-		start, _ := d.Data()[fieldStart].(time.Time)
-		v, _ := d.Data()[s.field].(int64)
-		if v != 0 {
-			out = append(out, shardcounter.Bucket{Start: start.UTC(), Value: v})
-		}
+	out := make([]docstore.Bucket, len(docs))
+	for i, d := range docs {
+		out[i] = s.bucketOf(d)
 	}
-	return m.counter(id), out, nil
+	return out, nil
+}
+
+// bucketOf reads a bucket document.
+func (s *CounterStore) bucketOf(d *firestore.DocumentSnapshot) docstore.Bucket {
+	var b docstore.Bucket
+	start, _ := d.Data()[fieldStart].(time.Time)
+	b.Start = start.UTC()
+	b.Value, _ = d.Data()[s.field].(int64)
+	b.Of, _ = d.Data()[fieldOf].(time.Time)
+	return b
 }

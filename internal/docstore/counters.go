@@ -3,6 +3,7 @@ package docstore
 import (
 	"bytes"
 	"context"
+	"strings"
 	"time"
 
 	"github.com/shardcounter/shardcounter"
@@ -164,12 +165,10 @@ func CreateCounter(ctx context.Context, c Counters, id string, spec shardcounter
 
 // DeleteCounter deletes counter id's record and its shards in one
 // transaction and returns the deleted counter's created_at. The store
-// then sweeps the rest: its buckets, all it finds (they carry no
-// created_at; docs/FIRESTORE.md says what that leaves open), and of its
-// members and request ids those Swept takes, so that those of a counter
-// made again under the id meanwhile stay. Members and request ids a
-// failure leaves behind are never read again: a counter made again under
-// the id has another created_at.
+// then sweeps the rest, its buckets, members and request ids, taking
+// those Swept takes, so that those of a counter made again under the id
+// meanwhile stay. Those a failure leaves behind are never read again: a
+// counter made again under the id has another created_at (Owned).
 func DeleteCounter(ctx context.Context, c Counters, id string) (time.Time, error) {
 	if err := shardcounter.ValidateID("counter id", id); err != nil {
 		return time.Time{}, err
@@ -198,7 +197,20 @@ func DeleteCounter(ctx context.Context, c Counters, id string) (time.Time, error
 	return created, err
 }
 
+// Owned reports whether a record whose of is of (the created_at of the
+// counter that wrote it) is the counter's created at created, as a window
+// bucket is taken: one without of was written before buckets carried one,
+// and counts as the counter's. (A member or request id without of is no
+// counter's: View.TakeOwn.)
+func Owned(of, created time.Time) bool { return of.IsZero() || of.Equal(created) }
+
 // Swept reports whether a delete's sweep of the counter created at
-// created takes a member or request id whose of is of: its own, or one
-// with none (a batch marker, or one no counter reads as its own).
-func Swept(of, created time.Time) bool { return of.IsZero() || of.Equal(created) }
+// created takes the record named name (a member, a request id, a window
+// bucket) whose of is of: one it Owned. Never a batch marker (Marker):
+// one under the id may be that of a batch still settling a commit with no
+// clear answer, of a counter made again under the id or of the deleted
+// one in a batch with other counters, which would find no marker and
+// commit again. The request-id expiry takes markers.
+func Swept(name string, of, created time.Time) bool {
+	return !strings.HasPrefix(name, MarkerPrefix) && Owned(of, created)
+}

@@ -8,6 +8,15 @@ import (
 	"github.com/shardcounter/shardcounter/internal/overflow"
 )
 
+// Bucket is a window bucket as stored: Of is the created_at of the
+// counter that wrote it (zero when written before buckets carried one),
+// so that one a deleted counter left is not read as one of a counter made
+// again under the id (Owned).
+type Bucket struct {
+	shardcounter.Bucket
+	Of time.Time
+}
+
 // Snapshot is counters read at one moment (a read-only transaction): each
 // found one's metadata and shard values.
 type Snapshot struct {
@@ -29,9 +38,9 @@ type Reads struct {
 	Snap func(ctx context.Context, ids []string) (*Snapshot, error)
 	// Meta reads one counter's metadata (CounterNotFound when absent).
 	Meta func(ctx context.Context, id string) (*shardcounter.Counter, error)
-	// Buckets returns a windowed counter's non-zero buckets that start in
-	// [from, to), oldest first, with the counter.
-	Buckets func(ctx context.Context, id string, from, to time.Time) (*shardcounter.Counter, []shardcounter.Bucket, error)
+	// Buckets returns the buckets of counter id that start in [from, to),
+	// oldest first.
+	Buckets func(ctx context.Context, id string, from, to time.Time) ([]Bucket, error)
 	// Node names where shard i of counter id lives, for Placement.
 	Node func(id string, i int) string
 	// CounterPage reads up to n counter records in key order, from the
@@ -176,19 +185,29 @@ func (r *Reads) windowed(ctx context.Context, id string) (*shardcounter.Counter,
 	return c, err
 }
 
+// buckets returns the windowed counter and its non-zero buckets that
+// start in [from, to), oldest first: none when !to.After(from).
+func (r *Reads) buckets(ctx context.Context, id string, from, to time.Time) (*shardcounter.Counter, []shardcounter.Bucket, error) {
+	c, err := r.windowed(ctx, id)
+	if err != nil || !to.After(from) {
+		return c, nil, err
+	}
+	stored, err := r.Buckets(ctx, id, from, to)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []shardcounter.Bucket
+	for _, b := range stored {
+		if b.Value != 0 && Owned(b.Of, c.CreatedAt) {
+			out = append(out, b.Bucket)
+		}
+	}
+	return c, out, nil
+}
+
 // ReadWindow sums the buckets that start in [from, to).
 func (r *Reads) ReadWindow(ctx context.Context, id string, from, to time.Time) (*shardcounter.Reading, error) {
-	reading := func(c *shardcounter.Counter, v int64) *shardcounter.Reading {
-		return &shardcounter.Reading{ID: id, Value: v, Shards: c.Shards, Consistency: shardcounter.Strong, AsOf: r.Now(), Window: &shardcounter.Interval{From: from, To: to}}
-	}
-	if !to.After(from) {
-		c, err := r.windowed(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		return reading(c, 0), nil
-	}
-	c, bs, err := r.Buckets(ctx, id, from, to)
+	c, bs, err := r.buckets(ctx, id, from, to)
 	if err != nil {
 		return nil, err
 	}
@@ -200,15 +219,11 @@ func (r *Reads) ReadWindow(ctx context.Context, id string, from, to time.Time) (
 	if !ok {
 		return nil, shardcounter.Errorf(shardcounter.EOUTOFRANGE, "counter %q: its window sums to more than int64 holds", id)
 	}
-	return reading(c, sum), nil
+	return &shardcounter.Reading{ID: id, Value: sum, Shards: c.Shards, Consistency: shardcounter.Strong, AsOf: r.Now(), Window: &shardcounter.Interval{From: from, To: to}}, nil
 }
 
 // ReadSeries returns the non-zero buckets that start in [from, to).
 func (r *Reads) ReadSeries(ctx context.Context, id string, from, to time.Time) ([]shardcounter.Bucket, error) {
-	if !to.After(from) {
-		_, err := r.windowed(ctx, id)
-		return nil, err
-	}
-	_, bs, err := r.Buckets(ctx, id, from, to)
+	_, bs, err := r.buckets(ctx, id, from, to)
 	return bs, err
 }
