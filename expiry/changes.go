@@ -115,27 +115,22 @@ func (s *Store) commitChanges(ctx context.Context, incs []shardcounter.Increment
 		return nil, nil, err
 	}
 	all := incs
-	marking := false // the batch writes the marker that deadlines are in use
 	if len(p.items) > 0 {
 		all = append(slices.Clip(incs), p.items...)
-		if marking = !s.inUse.Load(); marking {
-			all = append(all, shardcounter.Increment{Counter: inUseID, Delta: 1, Create: indexSpec})
-		}
+		err = s.mark(ctx)
 	}
 	for _, it := range p.conds {
 		all[len(incs)+it.item].If = chs[it.change].If
 	}
 	var out []shardcounter.Outcome
-	if len(all) > 0 {
-		if out, err = s.CounterStore.Apply(ctx, all); err != nil {
-			for n := range p.final {
-				s.cache.drop(n) // the outcome may be unknown
-			}
-			return nil, nil, err
-		}
+	if err == nil && len(all) > 0 {
+		out, err = s.CounterStore.Apply(ctx, all)
 	}
-	if marking && out[len(out)-1].Err == nil {
-		s.inUse.Store(true)
+	if err != nil {
+		for n := range p.final {
+			s.cache.drop(n) // the outcome may be unknown
+		}
+		return nil, nil, err
 	}
 	unlock = s.lockNames(names)
 	defer unlock()
