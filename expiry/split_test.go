@@ -50,6 +50,61 @@ func openSplit(t *testing.T) *splitStore {
 	return &splitStore{CounterStore: p}
 }
 
+// TestRefusedTxnDeletesNothing checks that a change of a transaction
+// whose deadline is past (EXPIRE k 0 in a MULTI) deletes nothing when the
+// store refuses the transaction, and answers its refusal as the
+// transaction's increments do: with increments (a and b, one commit too
+// large for the store), and with deadline changes alone.
+func TestRefusedTxnDeletesNothing(t *testing.T) {
+	ctx := context.Background()
+	base := openSplit(t)
+	s := Wrap(base, Options{})
+	spec := &shardcounter.Spec{Shards: 1}
+	for _, n := range []string{"k", "j", "m"} {
+		if _, err := s.Apply(ctx, []shardcounter.Increment{{Counter: n, Delta: 1, Create: spec}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-time.Second).UnixMilli()
+	later := time.Now().Add(time.Hour).UnixMilli()
+	for _, c := range []struct {
+		what string
+		incs []shardcounter.Increment
+		chs  []Change
+	}{
+		{"INCR a, INCR b, EXPIRE k 0", []shardcounter.Increment{{Counter: "a", Delta: 1, Create: spec, Txn: 5}, {Counter: "b", Delta: 1, Create: spec, Txn: 5}},
+			[]Change{{Name: "k", At: past, Known: false, Txn: 5}}},
+		{"EXPIRE j 0, EXPIRE m 3600", nil, []Change{{Name: "j", At: past, Txn: 6}, {Name: "m", At: later, Txn: 6}}},
+	} {
+		out, res, err := s.ApplyChanges(ctx, c.incs, c.chs)
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		var refusal error
+		for _, o := range out {
+			if refusal = o.Err; refusal == nil {
+				t.Fatalf("%s: an increment of the transaction applied: %+v", c.what, o)
+			}
+		}
+		for i, r := range res {
+			if refusal == nil {
+				refusal = res[len(res)-1].Err
+			}
+			if r.Err == nil || r.Err.Error() != refusal.Error() {
+				t.Errorf("%s: change %d (%s) = %+v, want the transaction's refusal %v", c.what, i, c.chs[i].Name, r, refusal)
+			}
+		}
+		for _, ch := range c.chs {
+			if _, err := s.GetCounter(ctx, ch.Name); err != nil {
+				t.Errorf("%s: %s after the refused transaction: %v, want it left", c.what, ch.Name, err)
+			}
+			if d, err := s.Deadline(ctx, ch.Name); err != nil || d != 0 {
+				t.Errorf("%s: deadline of %s after the refused transaction: %d, %v; want none", c.what, ch.Name, d, err)
+			}
+		}
+	}
+}
+
 // TestMarkerBeforeDeadlines checks that a deadline another process can
 // see is announced to it by the in-use marker: the commit of a batch
 // setting deadlines is split (a document store past its limit) and the
