@@ -37,6 +37,14 @@ func TestExpireJoinsCommit(t *testing.T) {
 			if ok, err := e.ExpireCounter(ctx, "warm", time.Now().Add(time.Hour)); err != nil || ok {
 				t.Fatalf("EXPIRE of a missing name: %v, %v; want false", ok, err)
 			}
+			// The store's first deadline writes the marker that deadlines
+			// are in use, in a commit of its own before it (expiry).
+			if _, err := e.WriteCounter(ctx, shardcounter.Write{Counter: "warm", Delta: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := e.ExpireCounter(ctx, "warm", time.Now().Add(time.Hour)); err != nil || !ok {
+				t.Fatalf("EXPIRE warm: %v, %v; want true", ok, err)
+			}
 			at := time.Now().Add(time.Minute).UnixMilli()
 			later := at + 60_000
 			ws := []shardcounter.Write{

@@ -110,13 +110,18 @@ func TestShardWriteInterval(t *testing.T) {
 // and the rest a second later.
 func TestPacedTxnCommitsWhole(t *testing.T) {
 	store := &recordingApplies{CounterStore: MustOpenStore(t), in: make(map[string]int)}
-	for _, id := range []string{"busy", "idle"} {
+	for _, id := range []string{"busy", "idle", "warm"} {
 		storetest.MustCreate(t, store, id, 1)
 	}
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		e := MustStart(t, store, engine.Config{ShardWriteInterval: time.Second})
 		defer e.Close(ctx)
+		// The store's first deadline writes the marker that deadlines are
+		// in use, in a commit of its own before it (expiry).
+		if ok, err := e.ExpireCounter(ctx, "warm", time.Now().Add(time.Hour)); err != nil || !ok {
+			t.Fatalf("EXPIRE warm: %v, %v; want true", ok, err)
+		}
 		if _, err := e.WriteCounter(ctx, shardcounter.Write{Counter: "busy", Delta: 1}); err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,9 @@ import (
 type Change struct {
 	Name string
 	// At is the new deadline in Unix ms, 0 to remove it. A deadline not
-	// after now deletes the name once the batch has committed.
+	// after now deletes the name once the batch has committed; one of a
+	// transaction (Txn) is written in the commit first, past, and the
+	// name deleted only if it landed (deletion).
 	At int64
 	// Cond is "", "nx", "xx", "gt" or "lt" (shardcounter.ExpireConditionMet),
 	// checked against the deadline as this Store sees it: exact for the
@@ -85,10 +87,23 @@ func (s *Store) ApplyChanges(ctx context.Context, incs []shardcounter.Increment,
 type plan struct {
 	items   []shardcounter.Increment
 	adds    []int            // per change, its member item in items, or -1
-	deletes []int            // changes whose deadline is past: their names go after the commit
+	deletes []deletion       // changes whose deadline is past: their names go after the commit
 	conds   []cond           // the items of conditional changes (Change.If)
 	final   map[string]entry // each changed name's record after the commit
 }
+
+// deletion is a change whose deadline is past: the change (its place in
+// the batch) deletes its name once the commit has landed. One of a
+// transaction (Change.Txn) also writes its deadline, past, in the
+// commit, with the transaction, as a change that does not delete does;
+// item is that member's item in the plan's items, -1 for none. Its
+// outcome is the transaction's: when the store refuses the transaction
+// (a document store's batch split past its commit limit keeps a
+// transaction in one part, or refuses it whole) the member's item
+// carries the refusal, and the name is not deleted: the change answers
+// the refusal as the transaction's other writes do. Once the member
+// has landed the name reads as expired, should its deletion fail.
+type deletion struct{ change, item int }
 
 // cond is an item of a conditional change: its place in the plan's items
 // and the change's in the batch's.
@@ -115,27 +130,22 @@ func (s *Store) commitChanges(ctx context.Context, incs []shardcounter.Increment
 		return nil, nil, err
 	}
 	all := incs
-	marking := false // the batch writes the marker that deadlines are in use
 	if len(p.items) > 0 {
 		all = append(slices.Clip(incs), p.items...)
-		if marking = !s.inUse.Load(); marking {
-			all = append(all, shardcounter.Increment{Counter: inUseID, Delta: 1, Create: indexSpec})
-		}
+		err = s.mark(ctx)
 	}
 	for _, it := range p.conds {
 		all[len(incs)+it.item].If = chs[it.change].If
 	}
 	var out []shardcounter.Outcome
-	if len(all) > 0 {
-		if out, err = s.CounterStore.Apply(ctx, all); err != nil {
-			for n := range p.final {
-				s.cache.drop(n) // the outcome may be unknown
-			}
-			return nil, nil, err
-		}
+	if err == nil && len(all) > 0 {
+		out, err = s.CounterStore.Apply(ctx, all)
 	}
-	if marking && out[len(out)-1].Err == nil {
-		s.inUse.Store(true)
+	if err != nil {
+		for n := range p.final {
+			s.cache.drop(n) // the outcome may be unknown
+		}
+		return nil, nil, err
 	}
 	unlock = s.lockNames(names)
 	defer unlock()
@@ -161,8 +171,18 @@ func (s *Store) commitChanges(ctx context.Context, incs []shardcounter.Increment
 			s.dueBy(bucket(e.deadline))
 		}
 	}
-	for _, i := range p.deletes {
-		if j := chs[i].If - 1; j >= 0 && (j >= len(incs) || out[j].Err != nil || out[j].Skipped) {
+	for _, d := range p.deletes {
+		i := d.change
+		if d.item >= 0 {
+			switch o := out[len(incs)+d.item]; {
+			case o.Err != nil:
+				res[i] = ChangeResult{Err: o.Err} // its transaction was refused, or its part failed: not made
+				continue
+			case o.Skipped:
+				res[i] = ChangeResult{} // its increment was skipped: not made
+				continue
+			}
+		} else if j := chs[i].If - 1; j >= 0 && (j >= len(incs) || out[j].Err != nil || out[j].Skipped) {
 			res[i] = ChangeResult{} // its increment was skipped: not made
 			continue
 		}
@@ -207,30 +227,40 @@ func (s *Store) plan(ctx context.Context, chs []Change, res []ChangeResult) (*pl
 		}
 		res[i].Set = true
 		rec := RecordID(ch.Name)
-		if ch.At != 0 && ch.At <= now {
-			p.deletes = append(p.deletes, i)
+		past := ch.At != 0 && ch.At <= now
+		if past {
 			gone[ch.Name] = true
 			delete(p.final, ch.Name)
-			continue
+			if ch.Txn == 0 {
+				p.deletes = append(p.deletes, deletion{change: i, item: -1})
+				continue
+			}
 		}
 		first := len(p.items)
 		if e.member != "" {
 			p.items = append(p.items, shardcounter.Increment{Counter: rec, Member: e.member, Delta: -1, Txn: ch.Txn})
 		}
 		m := member(s.stamp(), ch.At)
-		p.adds[i] = len(p.items)
+		if past {
+			p.deletes = append(p.deletes, deletion{change: i, item: len(p.items)})
+		} else {
+			p.adds[i] = len(p.items)
+		}
 		p.items = append(p.items, shardcounter.Increment{Counter: rec, Member: m, Delta: 1, Create: recordSpec, Txn: ch.Txn})
 		next := entry{deadline: ch.At, member: m}
 		if ch.At != 0 {
 			// An entry this Store added to for the name in the same second
 			// is still there: the sweep deletes only entries that are due,
-			// and this one is not.
+			// and this one is not (a past one's may be gone: it is added
+			// again, for the sweep, should the deletion fail).
 			next.indexed = bucket(ch.At)
-			if next.indexed != e.indexed {
+			if next.indexed != e.indexed || past {
 				p.items = append(p.items, shardcounter.Increment{Counter: IndexID(next.indexed, ch.Name), Delta: 1, Create: indexSpec, Txn: ch.Txn})
 			}
 		}
-		p.final[ch.Name] = next
+		if !past {
+			p.final[ch.Name] = next
+		}
 		if ch.If != 0 {
 			for k := first; k < len(p.items); k++ {
 				p.conds = append(p.conds, cond{item: k, change: i})
@@ -245,8 +275,8 @@ func (s *Store) plan(ctx context.Context, chs []Change, res []ChangeResult) (*pl
 		e.indexed = prev.indexed
 		s.cache.put(n, e)
 	}
-	for _, i := range p.deletes {
-		s.cache.drop(chs[i].Name)
+	for _, d := range p.deletes {
+		s.cache.drop(chs[d.change].Name)
 	}
 	return p, nil
 }

@@ -27,7 +27,8 @@
 // may hold both, the newest counts, and the next read of the record
 // removes the older (tidy). A third record, U+001E "u", marks a store
 // where deadlines were ever set: until it exists, Wrap's store reads no
-// deadline at all.
+// deadline at all. It is written in a commit of its own before the first
+// records (Store.mark), so that no record lands unannounced.
 //
 // # Costs and staleness
 //

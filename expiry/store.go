@@ -142,6 +142,34 @@ func (s *Store) used(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// mark writes the marker that deadlines are in use, U+001E "u", unless
+// this Store has seen or written it: a commit of its own, before the
+// commit of the first deadline records it announces. Another process
+// looks a name's deadline up only once it has seen the marker, so the
+// marker must land no later than any record. In the batch's own commit
+// it would not: a document store splits a batch past its commit limit
+// between counters, the marker's part apart from the records', each a
+// commit that may fail alone (internal/docstore.Split), and no one item
+// of the batch goes in every part. Tying the marker to one record's part
+// (its Txn, its condition) would leave the records of the other parts
+// unannounced. A commit of its own costs one commit a process, until it
+// sees the marker in the store; a marker whose records then fail to land
+// costs only the lookups it makes other processes do.
+func (s *Store) mark(ctx context.Context) error {
+	if s.inUse.Load() {
+		return nil
+	}
+	out, err := s.CounterStore.Apply(ctx, []shardcounter.Increment{{Counter: inUseID, Delta: 1, Create: indexSpec}})
+	if err == nil {
+		err = out[0].Err
+	}
+	if err != nil {
+		return err
+	}
+	s.inUse.Store(true)
+	return nil
+}
+
 // deadlines returns the deadline of each name in Unix ms, 0 for none,
 // from the cache or, for what it misses, from the store.
 func (s *Store) deadlines(ctx context.Context, names []string) ([]int64, error) {

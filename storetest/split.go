@@ -112,7 +112,8 @@ func RunCommitSplit(t *testing.T, s shardcounter.CounterStore, limit int, commit
 // store: 40 new counters joined so, too large for one commit, with a
 // deadline change (EXPIRE) of an existing counter, are refused whole,
 // each write with the one invalid_argument error, none of the counters
-// made and no deadline set, while the write queued beside them applies.
+// made, no deadline set and no name deleted by a deadline already past
+// (EXPIRE k 0), while the write queued beside them applies.
 // Folded with the batch's other writes instead (a store that is no
 // shardcounter.TxnApplier), they would be split between commits and
 // applied in parts; and a deadline change whose records are not marked
@@ -124,16 +125,19 @@ func RunEngineTxnSplit(t *testing.T, s shardcounter.CounterStore) {
 		t.Fatal(err)
 	}
 	defer e.Close(ctx)
-	beside, expiring := prefix(t)+"beside", prefix(t)+"expiring"
-	if _, err := e.WriteCounter(ctx, shardcounter.Write{Counter: expiring, Delta: 1}); err != nil {
-		t.Fatal(err)
+	beside, expiring, kept := prefix(t)+"beside", prefix(t)+"expiring", prefix(t)+"kept"
+	for _, n := range []string{expiring, kept} {
+		if _, err := e.WriteCounter(ctx, shardcounter.Write{Counter: n, Delta: 1}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var ws []shardcounter.Write
 	for i := range 40 {
 		ws = append(ws, shardcounter.Write{Counter: fmt.Sprintf("%smulti-%02d", prefix(t), i), Delta: 1, RequestID: fmt.Sprintf("r-%d", i), JoinNext: true})
 	}
 	at := time.Now().Add(time.Hour).UnixMilli()
-	ws = append(ws, shardcounter.Write{Counter: expiring, Expire: &shardcounter.ExpireChange{At: at}})
+	ws = append(ws, shardcounter.Write{Counter: expiring, Expire: &shardcounter.ExpireChange{At: at}, JoinNext: true})
+	ws = append(ws, shardcounter.Write{Counter: kept, Expire: &shardcounter.ExpireChange{At: 1}}) // EXPIRE kept 0
 	ws = append(ws, shardcounter.Write{Counter: beside, Delta: 5})
 	res, err := e.WriteBatch(ctx, ws)
 	if err != nil {
@@ -160,7 +164,13 @@ func RunEngineTxnSplit(t *testing.T, s shardcounter.CounterStore) {
 	if ttl, err := e.CounterTTL(ctx, expiring); err != nil || !ttl.Exists || ttl.ExpiresAt != nil {
 		t.Errorf("CounterTTL(%q) after the refused MULTI: %+v, %v; want no deadline", expiring, ttl, err)
 	}
-	if r := res[41]; r.Error != nil {
+	if r := res[41]; r.Error == nil || r.Error.Error() != first.Error() || r.Applied {
+		t.Errorf("the MULTI's EXPIRE of %s in the past: %+v, want %v", kept, r, first)
+	}
+	if got := MustRead(t, s, kept); got != 1 {
+		t.Errorf("%s after the refused MULTI's EXPIRE in the past: %d, want it left at 1", kept, got)
+	}
+	if r := res[42]; r.Error != nil {
 		t.Errorf("the write beside the MULTI: %+v", r)
 	}
 	if got := MustRead(t, s, beside); got != 5 {
