@@ -98,6 +98,10 @@ type CounterStore struct {
 	// fullHint holds counters found near the int64 limits, whose writes
 	// check their total until they are created again.
 	fullHint sync.Map
+	// lockedReads: strong reads are read-write transactions, rolled
+	// back (on the emulator, whose read-only ones are no snapshot:
+	// getSnapshotOnce).
+	lockedReads bool
 }
 
 // base is the state and the methods the store shares with datastore's:
@@ -183,7 +187,8 @@ func newStore(ctx context.Context, project, database string, opts Options, extra
 		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: connect to project %s: %v", project, err)
 	}
 	dbPath, _, _ := strings.Cut(client.Collection(countersCollection).Doc("x").Path, "/documents/")
-	s := &CounterStore{client: client, raw: raw, rawConn: rawConn, dbPath: dbPath, project: project, database: database, field: opts.CountField, now: opts.Now, writer: newWriter(), commitLimit: docstore.CommitLimit}
+	s := &CounterStore{client: client, raw: raw, rawConn: rawConn, dbPath: dbPath, project: project, database: database, field: opts.CountField, now: opts.Now, writer: newWriter(), commitLimit: docstore.CommitLimit,
+		lockedReads: os.Getenv("FIRESTORE_EMULATOR_HOST") != ""}
 	if s.field == "" {
 		s.field = DefaultCountField
 	}

@@ -50,6 +50,12 @@ func TestSnapshotReads(t *testing.T) {
 	storetest.RunSnapshotReads(t, MustOpen(t, firestore.Options{}))
 }
 
+// TestStrongReadsSeeWholeCommits checks that a strong read sees a commit
+// that writes every shard of a counter whole or not at all.
+func TestStrongReadsSeeWholeCommits(t *testing.T) {
+	storetest.RunWholeCommitReads(t, MustOpen(t, firestore.Options{}))
+}
+
 func TestCollectionStore(t *testing.T) {
 	s := MustOpen(t, firestore.Options{})
 	storetest.RunCollectionStore(t, func(testing.TB) shardcounter.CollectionStore { return s.Collections() })

@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
 // doc is a document as a strong read returns it: the fields in the
@@ -66,29 +68,66 @@ func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]
 
 func (emulatorOwner) RequireTransportSecurity() bool { return false }
 
-// getSnapshot reads the documents (full paths) as of one moment, in a
-// read-only transaction: two round trips, BeginTransaction and one
-// BatchGetDocuments in it. A batch get outside a transaction is not one
-// snapshot (the emulator answered one with part of a commit, a counter
-// bounded to [0, 8] read as -1). Nor, on the emulator, is one that
-// begins its own read-only transaction (new_transaction), which the API
-// offers to save the begin: storetest.RunSnapshotReads saw torn reads
-// that way in half its runs, and none with the begin. A read time would
-// save nothing: one taken from the store's clock may precede a write
-// acknowledged before the read (the read would not be linearizable),
-// and the server gives its times only in answer to a call. The
-// transaction is neither committed nor rolled back (Google's client
-// commits it, a third round trip): a read-only transaction takes no
-// locks, and the server drops it when it expires; on the emulator such
-// transactions left open hold no writer back either. When the stream
+// getSnapshot reads the documents (full paths) as of one moment
+// (getSnapshotOnce); on the emulator (lockedReads) again, with backoff,
+// when the emulator aborts its transaction for a writer.
+func (s *CounterStore) getSnapshot(ctx context.Context, paths []string) ([]doc, error) {
+	pause := time.Millisecond
+	for attempt := 0; ; attempt++ {
+		docs, err := s.getSnapshotOnce(ctx, paths)
+		if !s.lockedReads || status.Code(err) != codes.Aborted || attempt == 40 {
+			return docs, err
+		}
+		if err := docstore.Sleep(ctx, pause); err != nil {
+			return nil, err
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// getSnapshotOnce reads the documents in a read-only transaction: two
+// round trips, BeginTransaction and one BatchGetDocuments in it. A batch
+// get outside a transaction is not one snapshot (the emulator answered
+// one with part of a commit, a counter bounded to [0, 8] read as -1). Nor,
+// on the emulator, is one that begins its own read-only transaction
+// (new_transaction), which the API offers to save the begin:
+// storetest.RunSnapshotReads saw torn reads that way in half its runs. A
+// read time would save nothing: one taken from the store's clock may
+// precede a write acknowledged before the read (the read would not be
+// linearizable), and the server gives its times only in answer to a
+// call. The transaction is neither committed nor rolled back (Google's
+// client commits it, a third round trip): a read-only transaction takes
+// no locks, and the server drops it when it expires. When the stream
 // breaks, the documents not sent yet are asked for again in the same
 // transaction, as of the same moment.
-func (s *CounterStore) getSnapshot(ctx context.Context, paths []string) ([]doc, error) {
+//
+// On the emulator (lockedReads) the emulator's read-only transactions
+// are no snapshot either: a batch get in one sees the documents of a
+// commit that the emulator has written so far and not the rest. There
+// the transaction is read-write, whose batch get waits for the commits
+// that hold the documents, and is rolled back after it (three round
+// trips), under a context that outlives ctx by rollbackGrace, in which
+// Google's client sends the rollback again through a broken connection:
+// the emulator keeps a read-write transaction never rolled back, and its
+// locks, about a minute, whether its connection is open or gone, and a
+// commit that writes a document it read waits 2 s for the lock and is
+// then aborted, again and again until then.
+func (s *CounterStore) getSnapshotOnce(ctx context.Context, paths []string) ([]doc, error) {
 	ctx = metadata.AppendToOutgoingContext(ctx, "google-cloud-resource-prefix", s.dbPath)
-	tx, err := s.raw.BeginTransaction(ctx, &pb.BeginTransactionRequest{Database: s.dbPath, Options: &pb.TransactionOptions{
-		Mode: &pb.TransactionOptions_ReadOnly_{ReadOnly: &pb.TransactionOptions_ReadOnly{}}}})
+	opts := &pb.TransactionOptions{Mode: &pb.TransactionOptions_ReadOnly_{ReadOnly: &pb.TransactionOptions_ReadOnly{}}}
+	if s.lockedReads {
+		opts = &pb.TransactionOptions{Mode: &pb.TransactionOptions_ReadWrite_{ReadWrite: &pb.TransactionOptions_ReadWrite{}}}
+	}
+	tx, err := s.raw.BeginTransaction(ctx, &pb.BeginTransactionRequest{Database: s.dbPath, Options: opts})
 	if err != nil {
 		return nil, err
+	}
+	if s.lockedReads {
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackGrace)
+			defer cancel()
+			s.raw.Rollback(rctx, &pb.RollbackRequest{Database: s.dbPath, Transaction: tx.Transaction}) //nolint:errcheck // it wrote nothing: the rollback frees its locks
+		}()
 	}
 	docs := make([]doc, len(paths))
 	at := make(map[string][]int, len(paths))
@@ -127,6 +166,9 @@ func (s *CounterStore) getSnapshot(ctx context.Context, paths []string) ([]doc, 
 		}
 	}
 }
+
+// rollbackGrace is how long a locked read's rollback may take.
+const rollbackGrace = 5 * time.Second
 
 // batchGet sends one batch get and passes each document it returns to f.
 func (s *CounterStore) batchGet(ctx context.Context, req *pb.BatchGetDocumentsRequest, f func(doc) error) error {

@@ -17,7 +17,8 @@ import (
 // emulator a read in a read-only transaction sees the documents a commit
 // has written so far and not the rest (with 64 shards a run catches it
 // far more often than with 16), which RunSnapshotReads, whose commits
-// write two shards of a counter, seldom catches.
+// write two shards of a counter, seldom catches. Both stores run it, and
+// read in a read-write transaction on their emulator for it.
 func RunWholeCommitReads(t *testing.T, s shardcounter.CounterStore) {
 	ctx := context.Background()
 	id := prefix(t) + "c"

@@ -3,12 +3,16 @@ package firestoretest
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path"
 	"sync"
+	"testing"
+	"time"
 
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
@@ -60,4 +64,28 @@ func CountCalls() (option.ClientOption, *Calls, error) {
 		return nil, nil, err
 	}
 	return option.WithGRPCConn(conn), c, nil
+}
+
+// FastReconnect returns a client option, for a test whose proxy cuts the
+// connections to the emulator at addr: a connection dialled as
+// Firestore's client dials the emulator, which serves every client given
+// it, that dials again within 20–200 ms of a failed attempt. gRPC's
+// default waits 1 s after the first failure and 1.6 times longer after
+// each next, up to 2 minutes; a proxy that also cuts the reconnections
+// (their first reply is a reply like any) then keeps the client away for
+// seconds, as long as a test's whole load. The connection is closed at
+// the end of the test.
+func FastReconnect(tb testing.TB, addr string) option.ClientOption {
+	tb.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(emulatorCreds{}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 200 * time.Millisecond},
+			MinConnectTimeout: 2 * time.Second,
+		}))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	return option.WithGRPCConn(conn)
 }
