@@ -79,7 +79,7 @@ const txGrace = 5 * time.Second
 func (s *CounterStore) attempt(ctx context.Context, incs []shardcounter.Increment, out []shardcounter.Outcome, m *marker, limit int) (recorded int, detached bool, err error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		recorded, err = s.applyOnce(ctx, incs, out, m, limit, nil)
+		recorded, err = s.applyPaced(ctx, ctx, incs, out, m, limit, nil)
 		return recorded, false, err
 	}
 	txCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(txGrace))
@@ -93,7 +93,7 @@ func (s *CounterStore) attempt(ctx context.Context, incs []shardcounter.Incremen
 	done := make(chan result, 1)
 	go func() {
 		defer cancel()
-		n, err := s.applyOnce(txCtx, incs, mine, m, limit, func() bool { return state.CompareAndSwap(running, committing) })
+		n, err := s.applyPaced(ctx, txCtx, incs, mine, m, limit, func() bool { return state.CompareAndSwap(running, committing) })
 		done <- result{n, err}
 	}()
 	select {
@@ -158,6 +158,9 @@ func (s *CounterStore) applyOnce(ctx context.Context, incs []shardcounter.Increm
 	muts, shardWrites := b.mutations()
 	if len(muts) == 0 {
 		return len(b.Records), nil
+	}
+	if wait := b.paceWait(); wait > 0 {
+		return 0, notDue(wait) // rolled back: the wait is outside the transaction (applyPaced)
 	}
 	m.Attempt++
 	mk, me := s.markerKey(m), &ownEntity{At: b.now, Attempt: m.Attempt}

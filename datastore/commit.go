@@ -39,6 +39,7 @@ type shardWrite struct {
 func (b *batch) mutations() ([]*datastore.Mutation, []shardWrite) {
 	var muts []*datastore.Mutation
 	var sw []shardWrite
+	at := time.Now().UnixNano() // the pace stamp (see paceWait): the servers' clock, not the store's
 	b.size = docstore.NewSizes()
 	put := func(k *datastore.Key, e any) {
 		muts = append(muts, datastore.NewUpsert(k, e))
@@ -69,7 +70,7 @@ func (b *batch) mutations() ([]*datastore.Mutation, []shardWrite) {
 				se = &shardEntity{}
 			}
 			e := *se
-			e.Target, e.Count = t.id, t.Vals[i]
+			e.Target, e.Count, e.By, e.At = t.id, t.Vals[i], b.s.stamp, at
 			if newSketch {
 				e.Sketch = sk
 			}

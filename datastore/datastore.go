@@ -104,6 +104,9 @@ type CounterStore struct {
 	// lockedReads: strong reads are read-write transactions, rolled back
 	// (on the emulator, whose read-only ones are no snapshot: read.go).
 	lockedReads bool
+	// stamp is this store's pace stamp on the shard entities it commits
+	// (pace.go).
+	stamp string
 }
 
 // base is the state and the methods the store shares with firestore's:
@@ -186,7 +189,7 @@ func newStore(ctx context.Context, project string, opts Options, extra ...option
 		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: connect to project %s: %v (set DATASTORE_EMULATOR_HOST for the emulator, or Application Default Credentials for Google Cloud)", project, err)
 	}
 	s := &CounterStore{client: client, project: project, kind: opts.Kind, namespace: opts.Namespace, now: opts.Now, commitLimit: docstore.CommitLimit,
-		lockedReads: EmulatorHost() != ""}
+		lockedReads: EmulatorHost() != "", stamp: docstore.NewStamp()}
 	if s.kind == "" {
 		s.kind = DefaultKind
 	}

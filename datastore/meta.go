@@ -84,11 +84,14 @@ func (e *counterEntity) counter(id string) *shardcounter.Counter {
 func (e *counterEntity) full() bool { return e.Wide || e.Min != nil || e.Max != nil }
 
 // shardEntity is one of the seed's shard entities: target and count, and
-// whatever else an app keeps on it, written back as it was read.
+// whatever else an app keeps on it, written back as it was read; By and
+// At are the pace stamp of the store that committed it last (see pace).
 type shardEntity struct {
 	Target string
 	Count  int64
 	Sketch []byte // an approx counter's (propSketch); nil for none
+	By     string // propBy; "" when none (the seed's)
+	At     int64  // propAt, Unix ns
 	other  []datastore.Property
 	exists bool
 }
@@ -103,6 +106,10 @@ func (e *shardEntity) Load(ps []datastore.Property) error {
 			e.Count, _ = p.Value.(int64)
 		case propSketch:
 			e.Sketch, _ = p.Value.([]byte)
+		case propBy:
+			e.By, _ = p.Value.(string)
+		case propAt:
+			e.At, _ = p.Value.(int64)
 		default:
 			e.other = append(e.other, p)
 		}
@@ -114,6 +121,9 @@ func (e *shardEntity) Save() ([]datastore.Property, error) {
 	ps := []datastore.Property{{Name: "target", Value: e.Target}, {Name: "count", Value: e.Count, NoIndex: true}}
 	if len(e.Sketch) > 0 {
 		ps = append(ps, datastore.Property{Name: propSketch, Value: e.Sketch, NoIndex: true})
+	}
+	if e.By != "" {
+		ps = append(ps, datastore.Property{Name: propBy, Value: e.By, NoIndex: true}, datastore.Property{Name: propAt, Value: e.At, NoIndex: true})
 	}
 	return append(ps, e.other...), nil
 }

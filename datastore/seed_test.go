@@ -15,10 +15,30 @@ import (
 )
 
 // seedEntity is seed 002's CounterShardEntity: key name TARGET_N, target
-// and count.
+// and count. Like php-gds, which loads the properties its schema lacks
+// (the store's sc_ ones) by their type and writes them back, it keeps
+// the others.
 type seedEntity struct {
 	Target string `datastore:"target"`
 	Count  int64  `datastore:"count,noindex"`
+	other  []gds.Property
+}
+
+func (e *seedEntity) Load(ps []gds.Property) error {
+	var known []gds.Property
+	for _, p := range ps {
+		if p.Name == "target" || p.Name == "count" {
+			known = append(known, p)
+		} else {
+			e.other = append(e.other, p)
+		}
+	}
+	return gds.LoadStruct(e, known)
+}
+
+func (e *seedEntity) Save() ([]gds.Property, error) {
+	ps, err := gds.SaveStruct(e)
+	return append(ps, e.other...), err
 }
 
 // seedCounter is seed 002's CounterShardDS, written with Google's Go

@@ -2,8 +2,6 @@ package firestore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"math"
 	"time"
@@ -408,14 +406,7 @@ const fieldWide = "sc_wide"
 // fieldBy names the store (one a process, random) that last committed a
 // shard document: its own commits are the engine's to pace, another's
 // the store's (see pace).
-const fieldBy = "sc_by"
-
-// newWriter returns a store's stamp for fieldBy.
-func newWriter() string {
-	var r [8]byte
-	rand.Read(r[:]) //nolint:errcheck // never fails (crypto/rand)
-	return hex.EncodeToString(r[:])
-}
+const fieldBy = docstore.PropBy
 
 // zone is the bound within which every shard of a counter of n shards
 // keeps its total in int64.

@@ -187,7 +187,7 @@ func newStore(ctx context.Context, project, database string, opts Options, extra
 		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: connect to project %s: %v", project, err)
 	}
 	dbPath, _, _ := strings.Cut(client.Collection(countersCollection).Doc("x").Path, "/documents/")
-	s := &CounterStore{client: client, raw: raw, rawConn: rawConn, dbPath: dbPath, project: project, database: database, field: opts.CountField, now: opts.Now, writer: newWriter(), commitLimit: docstore.CommitLimit,
+	s := &CounterStore{client: client, raw: raw, rawConn: rawConn, dbPath: dbPath, project: project, database: database, field: opts.CountField, now: opts.Now, writer: docstore.NewStamp(), commitLimit: docstore.CommitLimit,
 		lockedReads: os.Getenv("FIRESTORE_EMULATOR_HOST") != ""}
 	if s.field == "" {
 		s.field = DefaultCountField

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/shardcounter/shardcounter"
 	"github.com/shardcounter/shardcounter/internal/docstore"
 )
 
@@ -18,22 +17,20 @@ import (
 // No shard document takes two commits within an interval, by the
 // service's clock and this one's (the two are taken to agree).
 func (s *CounterStore) pace(ctx context.Context, targets map[string]*target, order []string) error {
-	var last time.Time
+	var p docstore.Pace
 	for _, id := range order {
 		t := targets[id]
 		if t.st == nil {
 			continue
 		}
 		for i := range t.shards {
-			if sh := t.st.shards[i]; !sh.mine && sh.ut.After(last) {
-				last = sh.ut
+			if sh := t.st.shards[i]; !sh.mine {
+				p.Saw(sh.ut)
 			}
 		}
 	}
-	if wait := time.Until(last.Add(s.ShardWriteInterval())); wait > 0 {
-		if err := docstore.Sleep(ctx, wait); err != nil {
-			return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: a shard document another server committed was not due before %v; nothing applied", err)
-		}
+	if wait := p.Wait(s.ShardWriteInterval(), time.Now()); wait > 0 {
+		return docstore.PaceSleep(ctx, "firestore", wait)
 	}
 	return nil
 }
