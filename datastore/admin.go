@@ -15,37 +15,34 @@ import (
 // counted in Stats.Conflicts), up to a few dozen times.
 func (s *CounterStore) transact(ctx context.Context, op, id string, f func(tx *datastore.Transaction) error) error {
 	defer s.Locks.LockCounters(id)()
-	pause := time.Millisecond
-	for attempt := 0; ; attempt++ {
+	conflict := func(err error) bool {
+		if errors.Is(err, errConflict) {
+			s.Stats().Conflicts.Add(1)
+			return true
+		}
+		return false
+	}
+	gaveUp, err := docstore.RetryConflicts(ctx, conflict, func() error {
 		tx, err := s.client.NewTransaction(ctx)
 		if err != nil {
 			return readError(op, err)
 		}
-		err = f(tx)
-		if err == nil {
-			_, err = tx.Commit()
-			if err == nil {
-				return nil
-			}
-			err = commitError(err)
-		} else {
+		if err := f(tx); err != nil {
 			tx.Rollback()
-			if !errors.Is(err, errConflict) {
-				return err
-			}
+			return err
 		}
-		if !errors.Is(err, errConflict) {
-			if shardcounter.IsOutcomeUnknown(err) {
+		if _, err := tx.Commit(); err != nil {
+			if err = commitError(err); shardcounter.IsOutcomeUnknown(err) {
 				return shardcounter.OutcomeUnknownf("datastore: %s: %v", op, err)
 			}
 			return err
 		}
-		s.Stats().Conflicts.Add(1)
-		if attempt == 40 || docstore.Sleep(ctx, pause) != nil {
-			return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: %s kept meeting other writers; nothing applied, try again", op)
-		}
-		pause = min(2*pause, 100*time.Millisecond)
+		return nil
+	})
+	if gaveUp {
+		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: %s kept meeting other writers; nothing applied, try again", op)
 	}
+	return err
 }
 
 // CreateCounter writes the counter entity and its zeroed shards in one

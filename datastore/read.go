@@ -3,7 +3,6 @@ package datastore
 import (
 	"context"
 	"errors"
-	"time"
 
 	"cloud.google.com/go/datastore"
 
@@ -42,18 +41,13 @@ func (s *CounterStore) getEntity(ctx context.Context, id string) (*counterEntity
 // read reads the counters and all their shards as one snapshot
 // (readOnce), again after a conflict with a writer, with backoff, up to a
 // few dozen times.
-func (s *CounterStore) read(ctx context.Context, ids []string) (*docstore.Snapshot, error) {
-	pause := time.Millisecond
-	for attempt := 0; ; attempt++ {
-		sn, err := s.readOnce(ctx, ids)
-		if !errors.Is(err, errConflict) {
-			return sn, err
-		}
-		if attempt == 40 || docstore.Sleep(ctx, pause) != nil {
-			return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: read counters kept meeting writers; try again")
-		}
-		pause = min(2*pause, 100*time.Millisecond)
+func (s *CounterStore) read(ctx context.Context, ids []string) (sn *docstore.Snapshot, err error) {
+	gaveUp, err := docstore.RetryConflicts(ctx, func(err error) bool { return errors.Is(err, errConflict) },
+		func() (err error) { sn, err = s.readOnce(ctx, ids); return err })
+	if gaveUp {
+		return nil, shardcounter.Errorf(shardcounter.EUNAVAILABLE, "datastore: read counters kept meeting writers; try again")
 	}
+	return sn, err
 }
 
 // readOnce reads the counters and all their shards in one transaction,

@@ -111,9 +111,17 @@ func (c counters) ref(k docstore.DocKey) *firestore.DocumentRef {
 
 // Transact commits f's writes in one batch, again after a conflict.
 func (c counters) Transact(ctx context.Context, op, id string, f func(docstore.Tx) error) error {
-	for attempt := 0; ; attempt++ {
+	conflict := func(err error) bool {
+		if errors.Is(commitError(err), errConflict) {
+			c.s.Stats().Conflicts.Add(1)
+			return true
+		}
+		return false
+	}
+	gaveUp, err := docstore.RetryConflicts(ctx, conflict, func() error {
 		t := &tx{s: c.s, ctx: ctx, op: op, read: map[docstore.DocKey]time.Time{}, unlock: func() {}}
-		t.wb = c.s.client.Batch() //nolint:staticcheck // see CreateCounter
+		defer func() { t.unlock() }() // Get or the commit below may set it
+		t.wb = c.s.client.Batch()     //nolint:staticcheck // see CreateCounter
 		err := f(t)
 		if err == nil && t.writes > 0 {
 			if t.stripes == nil { // locks the shards it writes, unread
@@ -123,15 +131,12 @@ func (c counters) Transact(ctx context.Context, op, id string, f func(docstore.T
 				err = writeError(op, err)
 			}
 		}
-		t.unlock()
-		if err == nil || !errors.Is(commitError(err), errConflict) {
-			return err
-		}
-		c.s.Stats().Conflicts.Add(1)
-		if attempt == 50 || docstore.Sleep(ctx, time.Duration(1+attempt)*time.Millisecond) != nil {
-			return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: %s of %q kept meeting writers; nothing applied, try again", op, id)
-		}
+		return err
+	})
+	if gaveUp {
+		return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "firestore: %s of %q kept meeting writers; nothing applied, try again", op, id)
 	}
+	return err
 }
 
 // Get reads keys in one GetAll, first locking the shards among them.

@@ -71,18 +71,10 @@ func (emulatorOwner) RequireTransportSecurity() bool { return false }
 // getSnapshot reads the documents (full paths) as of one moment
 // (getSnapshotOnce); on the emulator (lockedReads) again, with backoff,
 // when the emulator aborts its transaction for a writer.
-func (s *CounterStore) getSnapshot(ctx context.Context, paths []string) ([]doc, error) {
-	pause := time.Millisecond
-	for attempt := 0; ; attempt++ {
-		docs, err := s.getSnapshotOnce(ctx, paths)
-		if !s.lockedReads || status.Code(err) != codes.Aborted || attempt == 40 {
-			return docs, err
-		}
-		if err := docstore.Sleep(ctx, pause); err != nil {
-			return nil, err
-		}
-		pause = min(2*pause, 100*time.Millisecond)
-	}
+func (s *CounterStore) getSnapshot(ctx context.Context, paths []string) (docs []doc, err error) {
+	_, err = docstore.RetryConflicts(ctx, func(err error) bool { return s.lockedReads && status.Code(err) == codes.Aborted },
+		func() (err error) { docs, err = s.getSnapshotOnce(ctx, paths); return err })
+	return docs, err
 }
 
 // getSnapshotOnce reads the documents in a read-only transaction: two

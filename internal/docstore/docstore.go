@@ -227,6 +227,24 @@ func ReadError(store, op string, err error) error {
 	return shardcounter.Errorf(shardcounter.EUNAVAILABLE, "%s: %s: %v", store, op, err)
 }
 
+// RetryConflicts runs try, and again while its error is a conflict with
+// another writer (conflict says which; it may count them): at most 40
+// times more, waiting 1 ms doubling to 100 ms before each. It returns
+// try's last error and whether it gave up on a conflict (the attempts or
+// ctx ran out), which its caller answers as unavailable, nothing applied.
+func RetryConflicts(ctx context.Context, conflict func(error) bool, try func() error) (gaveUp bool, err error) {
+	pause := time.Millisecond
+	for attempt := 0; ; attempt++ {
+		if err = try(); err == nil || !conflict(err) {
+			return false, err
+		}
+		if attempt == 40 || Sleep(ctx, pause) != nil {
+			return true, err
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
 // Sleep waits d, or until ctx ends (its error).
 func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
